@@ -1,0 +1,15 @@
+//! The production side of the seam: tokio timers and tasks, the system clock, real
+//! files. This is the only module allowed to read the OS clock or spawn OS-level
+//! concurrency (see `clippy.toml`); everything else in the crate goes through
+//! [`crate::seam`].
+//!
+//! A shard runs on its own thread with a current-thread tokio runtime and a
+//! `LocalSet`, so its `!Send` tasks never migrate. Frames between shards of one
+//! process travel through a [`LocalRouter`]; the TCP transport for frames between
+//! processes arrives with the `node` binary and plugs in as another [`Transport`].
+
+mod bus;
+mod disk;
+
+pub use bus::{LocalRouter, TokioBus, Transport, run_local};
+pub use disk::{DiskFile, DiskStorage};

@@ -1,0 +1,16 @@
+//! The seam: the one place cluster code meets the world.
+//!
+//! A shard is handed a [`Bus`] and a [`DurableStorage`]. Under the simulator both are
+//! deterministic (virtual time, seeded task order, simulated packets and disk); in
+//! production they are tokio, TCP and real files. Cluster code is generic over both
+//! and must not reach around them.
+
+mod bus;
+mod inbox;
+mod storage;
+mod time;
+
+pub use bus::{Bus, ProcessId};
+pub use inbox::{INBOX_FRAMES_MAX, Inbox, InboxPush, Recv};
+pub use storage::{DurableFile, DurableStorage, OpenMode, validate_relative_path};
+pub use time::{TICK, TICK_MICROS, duration_to_ticks};
