@@ -4,7 +4,14 @@
 //! loss, partitions, task order, crashes) from one 64-bit seed, so a run replays
 //! bit for bit on the same build. See `ARCHITECTURE.md` for the map.
 
+pub mod bus;
+pub mod clock;
+pub mod echo;
 pub mod executor;
+pub mod fuzz;
 pub mod network;
 pub mod profile;
 pub mod rng;
+pub mod seeds;
+pub mod simulation;
+pub mod storage;

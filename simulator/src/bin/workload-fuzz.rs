@@ -1,0 +1,63 @@
+//! `workload-fuzz`: one seed, one simulated cluster, one verdict. See `--help`.
+
+use std::io::Write;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use simulator::fuzz::{self, FuzzArgs, Verdict};
+
+#[allow(
+    clippy::disallowed_methods,
+    reason = "an omitted --seed is drawn from the wall clock once, then printed; the run itself never reads it"
+)]
+fn fresh_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos());
+    // Fold the 128-bit count so every bit of it moves the seed.
+    (nanos as u64) ^ ((nanos >> 64) as u64).rotate_left(17)
+}
+
+#[allow(clippy::disallowed_methods, reason = "wall time is measured for the stderr report only")]
+fn now() -> Instant {
+    Instant::now()
+}
+
+fn main() -> ExitCode {
+    let args = FuzzArgs::parse();
+    let seed = args.seed.unwrap_or_else(fresh_seed);
+    let repro = args.repro_command(seed);
+    let started = now();
+    let stdout = std::io::stdout();
+    let outcome = catch_unwind(AssertUnwindSafe(|| fuzz::run(&args, seed, &mut stdout.lock())));
+    let elapsed = started.elapsed().max(Duration::from_nanos(1));
+    let code = match outcome {
+        Ok(Ok(report)) => {
+            let ticks_per_second = report.ticks as f64 / elapsed.as_secs_f64();
+            eprintln!(
+                "wall: {:.3} s, {:.0} ticks/s, {} polls",
+                elapsed.as_secs_f64(),
+                ticks_per_second,
+                report.polls
+            );
+            if matches!(report.verdict, Verdict::Failed(_)) {
+                println!("workload-fuzz FAILED, reproduce with: {repro}");
+            }
+            report.verdict.exit_code()
+        }
+        Ok(Err(error)) => {
+            eprintln!("workload-fuzz: cannot write output: {error}");
+            1
+        }
+        Err(_) => {
+            // The panic message was already printed by the panic hook.
+            println!("workload-fuzz: panic (seed={seed})");
+            println!("workload-fuzz FAILED, reproduce with: {repro}");
+            1
+        }
+    };
+    let _ = std::io::stdout().flush();
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}

@@ -1,0 +1,287 @@
+//! The `workload-fuzz` command line, and the repro command that replays it.
+
+use clap::{Parser, ValueEnum};
+
+use crate::network::config::{NetworkConfig, PartitionMode, PartitionSymmetry};
+use crate::profile::{mode_name, symmetry_name};
+
+/// Run one simulated cluster from one seed and judge it.
+///
+/// Every packet delay, loss, partition and task switch is drawn from --seed, so the
+/// same command on the same build prints the same output, byte for byte (stdout;
+/// timings go to stderr). A failing run prints one line starting with
+/// `workload-fuzz FAILED, reproduce with:` followed by the full command.
+///
+/// Exit codes: 0 pass; 1 a check failed (or a panic); 2 invalid configuration;
+/// 3 vacuous (the run compared too little to prove anything).
+#[derive(Parser, Clone, Debug)]
+#[command(name = "workload-fuzz", version, about, long_about)]
+pub struct FuzzArgs {
+    /// The run's seed (decimal or 0x-hex). Omitted: one is drawn and printed.
+    #[arg(long, value_parser = parse_seed)]
+    pub seed: Option<u64>,
+
+    /// Ticks to simulate (1 tick = 10 ms of cluster time).
+    #[arg(long, default_value_t = 10_000)]
+    pub ticks: u64,
+
+    /// Replica processes.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=6))]
+    pub replicas: u32,
+
+    /// Client processes.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub clients: u32,
+
+    /// What the clients do. `echo` exercises the seam, executor and network with an
+    /// echo service; the consensus planes (metadata, partition, mixed, uniform,
+    /// lifecycle) arrive with the VSR and partition-plane issues and are refused until then.
+    #[arg(long, value_enum, default_value_t = Plane::Echo)]
+    pub plane: Plane,
+
+    /// Fault profile: none, light, heavy, swarm, or a path to a profile file (.json).
+    #[arg(long, default_value = "none")]
+    pub faults: String,
+
+    /// Fewest matched replies for the run to count as having tested anything.
+    #[arg(long, default_value_t = 1)]
+    pub min_replies: u64,
+
+    /// Network overrides, applied after the profile (and after swarm draws).
+    #[command(flatten)]
+    pub network: NetworkOverrides,
+}
+
+/// Workload planes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Plane {
+    /// Echo service over the simulated network (foundations smoke workload).
+    Echo,
+    /// Metadata operations through the metadata VSR group (not built yet).
+    Metadata,
+    /// Partition writes and consumer offsets (not built yet).
+    Partition,
+    /// Metadata and partition operations mixed (not built yet).
+    Mixed,
+    /// Every action at equal weight (not built yet).
+    Uniform,
+    /// Topic replacement and consumer-group hand-offs under writes (not built yet).
+    Lifecycle,
+}
+
+impl Plane {
+    /// The flag value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Plane::Echo => "echo",
+            Plane::Metadata => "metadata",
+            Plane::Partition => "partition",
+            Plane::Mixed => "mixed",
+            Plane::Uniform => "uniform",
+            Plane::Lifecycle => "lifecycle",
+        }
+    }
+}
+
+/// One flag per network parameter; each replaces the profile's value when given.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct NetworkOverrides {
+    /// Override: floor of the one-way delay, ticks.
+    #[arg(long)]
+    pub delay_min: Option<u64>,
+    /// Override: mean of the exponential one-way delay, ticks.
+    #[arg(long)]
+    pub delay_mean: Option<u64>,
+    /// Override: probability a packet is lost.
+    #[arg(long)]
+    pub packet_loss: Option<f64>,
+    /// Override: probability a packet is delivered twice.
+    #[arg(long)]
+    pub packet_replay: Option<f64>,
+    /// Override: probability a packet is corrupted in transit.
+    #[arg(long)]
+    pub packet_corruption: Option<f64>,
+    /// Override: packets a link holds before evicting.
+    #[arg(long)]
+    pub link_capacity: Option<usize>,
+    /// Override: per-tick probability the network partitions.
+    #[arg(long)]
+    pub partition_prob: Option<f64>,
+    /// Override: per-tick probability a partition heals.
+    #[arg(long)]
+    pub unpartition_prob: Option<f64>,
+    /// Override: minimum ticks a partition stands.
+    #[arg(long)]
+    pub partition_stability: Option<u64>,
+    /// Override: minimum ticks between partitions.
+    #[arg(long)]
+    pub unpartition_stability: Option<u64>,
+    /// Override: partition shape.
+    #[arg(long, value_parser = parse_mode)]
+    pub partition_mode: Option<PartitionMode>,
+    /// Override: partition symmetry.
+    #[arg(long, value_parser = parse_symmetry)]
+    pub partition_symmetry: Option<PartitionSymmetry>,
+    /// Override: per-tick, per-path probability a path clogs.
+    #[arg(long)]
+    pub clog_prob: Option<f64>,
+    /// Override: mean clog duration, ticks.
+    #[arg(long)]
+    pub clog_duration: Option<u64>,
+    /// Override: largest replica clock offset, microseconds.
+    #[arg(long)]
+    pub clock_offset_max: Option<u64>,
+    /// Override: largest replica clock drift, ppm.
+    #[arg(long)]
+    pub clock_drift_max: Option<u64>,
+}
+
+fn parse_seed(text: &str) -> Result<u64, String> {
+    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(&hex.replace('_', ""), 16),
+        None => text.replace('_', "").parse(),
+    };
+    parsed.map_err(|error| format!("{text:?} is not a 64-bit seed (decimal or 0x-hex): {error}"))
+}
+
+fn parse_mode(text: &str) -> Result<PartitionMode, String> {
+    [PartitionMode::None, PartitionMode::UniformSize, PartitionMode::UniformPartition, PartitionMode::IsolateSingle]
+        .into_iter()
+        .find(|&mode| mode_name(mode) == text)
+        .ok_or_else(|| format!("{text:?} is not a partition mode (none, uniform-size, uniform-partition, isolate-single)"))
+}
+
+fn parse_symmetry(text: &str) -> Result<PartitionSymmetry, String> {
+    [PartitionSymmetry::Symmetric, PartitionSymmetry::Asymmetric]
+        .into_iter()
+        .find(|&symmetry| symmetry_name(symmetry) == text)
+        .ok_or_else(|| format!("{text:?} is not a partition symmetry (symmetric, asymmetric)"))
+}
+
+impl NetworkOverrides {
+    /// Apply every given override to `network`.
+    pub fn apply(&self, network: &mut NetworkConfig) {
+        let n = network;
+        macro_rules! set {
+            ($($flag:ident => $field:ident),* $(,)?) => {
+                $(if let Some(value) = self.$flag { n.$field = value; })*
+            };
+        }
+        set!(
+            delay_min => one_way_delay_min_ticks,
+            delay_mean => one_way_delay_mean_ticks,
+            packet_loss => packet_loss_probability,
+            packet_replay => packet_replay_probability,
+            packet_corruption => packet_corruption_probability,
+            link_capacity => link_capacity_packets,
+            partition_prob => partition_probability,
+            unpartition_prob => unpartition_probability,
+            partition_stability => partition_stability_ticks,
+            unpartition_stability => unpartition_stability_ticks,
+            partition_mode => partition_mode,
+            partition_symmetry => partition_symmetry,
+            clog_prob => path_clog_probability,
+            clog_duration => path_clog_duration_mean_ticks,
+            clock_offset_max => clock_offset_max_micros,
+            clock_drift_max => clock_drift_max_ppm,
+        );
+    }
+
+    /// The given overrides as flags, in declaration order.
+    fn flags(&self) -> Vec<String> {
+        let mut flags = Vec::new();
+        macro_rules! push {
+            ($($flag:ident => $name:literal),* $(,)?) => {
+                $(if let Some(value) = &self.$flag { flags.push(format!("--{} {}", $name, value)); })*
+            };
+        }
+        push!(
+            delay_min => "delay-min",
+            delay_mean => "delay-mean",
+            packet_loss => "packet-loss",
+            packet_replay => "packet-replay",
+            packet_corruption => "packet-corruption",
+            link_capacity => "link-capacity",
+            partition_prob => "partition-prob",
+            unpartition_prob => "unpartition-prob",
+            partition_stability => "partition-stability",
+            unpartition_stability => "unpartition-stability",
+            clog_prob => "clog-prob",
+            clog_duration => "clog-duration",
+            clock_offset_max => "clock-offset-max",
+            clock_drift_max => "clock-drift-max",
+        );
+        if let Some(mode) = self.partition_mode {
+            flags.push(format!("--partition-mode {}", mode_name(mode)));
+        }
+        if let Some(symmetry) = self.partition_symmetry {
+            flags.push(format!("--partition-symmetry {}", symmetry_name(symmetry)));
+        }
+        flags
+    }
+}
+
+/// Quote a value for a POSIX shell if it needs it.
+fn shell_quote(value: &str) -> String {
+    if !value.is_empty() && value.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=,+".contains(c)) {
+        value.to_owned()
+    } else {
+        format!("'{}'", value.replace('\'', r"'\''"))
+    }
+}
+
+impl FuzzArgs {
+    /// The command that replays this run exactly, every flag spelled out (the seed too,
+    /// even when it was drawn).
+    pub fn repro_command(&self, seed: u64) -> String {
+        let mut parts = vec![
+            "cargo run --release -p simulator --bin workload-fuzz --".to_owned(),
+            format!("--seed {seed}"),
+            format!("--ticks {}", self.ticks),
+            format!("--replicas {}", self.replicas),
+            format!("--clients {}", self.clients),
+            format!("--plane {}", self.plane.name()),
+            format!("--faults {}", shell_quote(&self.faults)),
+            format!("--min-replies {}", self.min_replies),
+        ];
+        parts.extend(self.network.flags());
+        parts.join(" ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_repro_command_parses_back_to_the_same_arguments() {
+        let args = FuzzArgs::try_parse_from([
+            "workload-fuzz", "--seed", "0x10", "--faults", "light", "--packet-loss", "0.5",
+            "--partition-mode", "isolate-single", "--ticks", "77",
+        ])
+        .expect("valid flags");
+        assert_eq!(args.seed, Some(16));
+        let command = args.repro_command(16);
+        let words: Vec<&str> = command.split_whitespace().skip(7).collect();
+        let reparsed = FuzzArgs::try_parse_from(std::iter::once("workload-fuzz").chain(words)).expect("repro parses");
+        assert_eq!(reparsed.repro_command(16), command);
+        assert_eq!(reparsed.network.packet_loss, Some(0.5));
+        assert_eq!(reparsed.network.partition_mode, Some(PartitionMode::IsolateSingle));
+        assert_eq!(reparsed.ticks, 77);
+    }
+
+    #[test]
+    fn bad_flags_are_clear_errors() {
+        let error = FuzzArgs::try_parse_from(["workload-fuzz", "--seed", "banana"]).expect_err("bad seed");
+        assert!(error.to_string().contains("is not a 64-bit seed"), "{error}");
+        let error = FuzzArgs::try_parse_from(["workload-fuzz", "--partition-mode", "sideways"]).expect_err("bad mode");
+        assert!(error.to_string().contains("is not a partition mode"), "{error}");
+        assert!(FuzzArgs::try_parse_from(["workload-fuzz", "--replicas", "0"]).is_err());
+    }
+
+    #[test]
+    fn a_path_with_spaces_is_quoted_in_the_repro() {
+        assert_eq!(shell_quote("my profiles/x.json"), "'my profiles/x.json'");
+        assert_eq!(shell_quote("heavy"), "heavy");
+    }
+}

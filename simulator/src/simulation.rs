@@ -1,0 +1,309 @@
+//! `Simulation`: one tick at a time, the executor, the network and every process.
+//!
+//! A step is one tick (10 ms of virtual time), in four phases:
+//!
+//! 1. advance the clock by one tick (every due timer fires: pump ticks, resends),
+//!    then run the executor until no task is ready;
+//! 2. deliver every packet due this tick into its process's inbox, run again;
+//! 3. drain every outbox into the packet simulator (so nothing sent this tick can
+//!    arrive this tick);
+//! 4. advance the network (partitions and clogs start or end).
+//!
+//! After each run to quiescence every live process's inbox must be empty: a frame
+//! still waiting means something queued it without waking its reader (a lost wakeup),
+//! which in production the next tick would hide. What a process *is* (echo service,
+//! cluster shard) is decided by whoever spawns its tasks; this module only hosts them.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::future::Future;
+use std::rc::Rc;
+
+use cluster::seam::{Inbox, InboxPush, ProcessId, TICK_MICROS};
+use cluster::wire;
+
+use crate::bus::{Outbox, SimBus};
+use crate::clock::SimClock;
+use crate::executor::{DetExecutor, ExecutorError};
+use crate::network::config::NetworkConfig;
+use crate::network::{Delivered, PacketSimulator, Payload};
+use crate::rng::SimRng;
+use crate::seeds::SimSeeds;
+
+/// A frame on the simulated wire. Its command is read where the wire format keeps it,
+/// and corruption flips one bit anywhere, which the receiver's checksum must catch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WireFrame(pub Vec<u8>);
+
+impl Payload for WireFrame {
+    fn command(&self) -> u8 {
+        wire::peek_command(&self.0)
+    }
+
+    fn corrupt(&mut self, rng: &mut SimRng) {
+        if self.0.is_empty() {
+            return;
+        }
+        let byte = rng.index(self.0.len());
+        let bit = rng.below(8);
+        self.0[byte] ^= 1 << bit;
+    }
+}
+
+/// Why a simulation cannot continue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SimulationError {
+    /// The executor failed (e.g. a spinning task).
+    Executor(ExecutorError),
+    /// A live process's inbox held frames when no task was ready.
+    LostWakeup {
+        /// The process.
+        process: ProcessId,
+        /// Frames waiting.
+        frames: usize,
+        /// The tick it was seen at.
+        tick: u64,
+    },
+}
+
+impl fmt::Display for SimulationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimulationError::Executor(error) => write!(f, "{error}"),
+            SimulationError::LostWakeup { process, frames, tick } => write!(
+                f,
+                "lost wakeup: {process} inbox holds {frames} frame(s) at quiescence (tick {tick})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SimulationError {}
+
+impl From<ExecutorError> for SimulationError {
+    fn from(error: ExecutorError) -> Self {
+        SimulationError::Executor(error)
+    }
+}
+
+/// The shape of a simulated world.
+#[derive(Clone, Debug)]
+pub struct SimulationConfig {
+    /// Replica processes (`0..replicas`).
+    pub replicas: usize,
+    /// Client processes (`replicas..replicas + clients`).
+    pub clients: usize,
+    /// The network they share.
+    pub network: NetworkConfig,
+}
+
+/// Counters the simulation keeps itself (the network and executor keep their own).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SimulationStats {
+    /// Frames put into inboxes.
+    pub frames_delivered: u64,
+    /// Of those, frames the network corrupted on the way (each must be rejected by
+    /// its receiver's checksum).
+    pub frames_delivered_corrupted: u64,
+    /// Frames dropped because the receiving inbox was full.
+    pub frames_dropped_inbox_full: u64,
+    /// Frames sent to a process id outside the world (a routing bug in the sender).
+    pub frames_unroutable: u64,
+    /// Crashes performed.
+    pub crashes: u64,
+    /// Restarts performed.
+    pub restarts: u64,
+}
+
+struct Process {
+    inbox: Inbox,
+    outbox: Outbox,
+    up: bool,
+}
+
+/// A simulated world of replicas and clients.
+pub struct Simulation {
+    seeds: SimSeeds,
+    executor: DetExecutor,
+    network: PacketSimulator<WireFrame>,
+    clock: Rc<SimClock>,
+    processes: Vec<Process>,
+    tick: u64,
+    stats: SimulationStats,
+    deliveries: Vec<Delivered<WireFrame>>,
+}
+
+impl Simulation {
+    /// A world for `seed`. No process runs anything until tasks are spawned for it.
+    pub fn new(seed: u64, config: &SimulationConfig) -> Self {
+        let seeds = SimSeeds::derive(seed);
+        let clock = SimClock::new(
+            seeds.clock,
+            config.replicas,
+            config.clients,
+            config.network.clock_offset_max_micros,
+            config.network.clock_drift_max_ppm,
+        );
+        let processes = (0..config.replicas + config.clients)
+            .map(|_| Process {
+                inbox: Inbox::new(),
+                outbox: Rc::new(RefCell::new(Vec::new())),
+                up: true,
+            })
+            .collect();
+        Self {
+            seeds,
+            executor: DetExecutor::new(seeds.executor),
+            network: PacketSimulator::new(config.network.clone(), config.replicas, config.clients, seeds.network),
+            clock: Rc::new(clock),
+            processes,
+            tick: 0,
+            stats: SimulationStats::default(),
+            deliveries: Vec::new(),
+        }
+    }
+
+    /// The seeds of this run.
+    pub fn seeds(&self) -> &SimSeeds {
+        &self.seeds
+    }
+
+    /// Ticks stepped so far.
+    pub fn tick(&self) -> u64 {
+        self.tick
+    }
+
+    /// Processes in the world.
+    pub fn process_count(&self) -> usize {
+        self.processes.len()
+    }
+
+    /// The bus of process `process`.
+    pub fn bus(&self, process: ProcessId) -> SimBus {
+        SimBus::new(
+            process,
+            self.executor.handle(),
+            self.processes[process.index()].outbox.clone(),
+            self.clock.clone(),
+        )
+    }
+
+    /// The inbox of process `process`.
+    pub fn inbox(&self, process: ProcessId) -> Inbox {
+        self.processes[process.index()].inbox.clone()
+    }
+
+    /// Spawn a task owned by `process` (dropped if it crashes).
+    pub fn spawn(&self, process: ProcessId, task: impl Future<Output = ()> + 'static) {
+        assert!(self.processes[process.index()].up, "spawning on crashed {process}");
+        self.executor.spawn(Some(process), task);
+    }
+
+    /// Whether `process` is up.
+    pub fn is_up(&self, process: ProcessId) -> bool {
+        self.processes[process.index()].up
+    }
+
+    /// Crash `process`: drop its tasks mid-await, its unsent outbox and its inbox, and
+    /// everything in flight to it. Its storage (kept by the caller) survives.
+    pub fn crash(&mut self, process: ProcessId) {
+        let slot = &mut self.processes[process.index()];
+        assert!(slot.up, "crashing {process}, which is already down");
+        slot.up = false;
+        slot.outbox.borrow_mut().clear();
+        while slot.inbox.try_recv().is_some() {}
+        self.executor.abort_owner(process);
+        self.network.crash(process.index());
+        self.stats.crashes += 1;
+    }
+
+    /// Bring `process` back up with a fresh inbox and outbox; the caller spawns its tasks.
+    pub fn restart(&mut self, process: ProcessId) {
+        let slot = &mut self.processes[process.index()];
+        assert!(!slot.up, "restarting {process}, which is up");
+        slot.up = true;
+        slot.inbox = Inbox::new();
+        slot.outbox = Rc::new(RefCell::new(Vec::new()));
+        self.network.restart(process.index());
+        self.stats.restarts += 1;
+    }
+
+    /// Run one tick (the four phases in the module docs).
+    pub fn step(&mut self) -> Result<(), SimulationError> {
+        // 1. Time.
+        self.tick += 1;
+        self.executor.advance_time(self.tick * TICK_MICROS);
+        self.run_to_quiescence()?;
+
+        // 2. Deliveries due this tick.
+        let mut deliveries = std::mem::take(&mut self.deliveries);
+        self.network.deliver_due(&mut deliveries);
+        for delivered in deliveries.drain(..) {
+            let slot = &self.processes[delivered.to];
+            if !slot.up {
+                continue;
+            }
+            // Process indices fit u32: the world is built from a usize count far below it.
+            let from = ProcessId(delivered.from as u32);
+            let corrupted = delivered.corrupted;
+            match slot.inbox.push(from, delivered.payload.0) {
+                InboxPush::Queued => {
+                    self.stats.frames_delivered += 1;
+                    self.stats.frames_delivered_corrupted += u64::from(corrupted);
+                }
+                InboxPush::Full => self.stats.frames_dropped_inbox_full += 1,
+            }
+        }
+        self.deliveries = deliveries;
+        self.run_to_quiescence()?;
+
+        // 3. Outboxes onto the wire, in process order.
+        for (index, slot) in self.processes.iter().enumerate() {
+            for (to, frame) in slot.outbox.borrow_mut().drain(..) {
+                if to.index() >= self.processes.len() {
+                    self.stats.frames_unroutable += 1;
+                    continue;
+                }
+                self.network.submit(index, to.index(), WireFrame(frame));
+            }
+        }
+
+        // 4. The network's own clock.
+        self.network.advance();
+        Ok(())
+    }
+
+    fn run_to_quiescence(&mut self) -> Result<(), SimulationError> {
+        self.executor.run_until_idle()?;
+        for (index, slot) in self.processes.iter().enumerate() {
+            if slot.up && !slot.inbox.is_empty() {
+                return Err(SimulationError::LostWakeup {
+                    process: ProcessId(index as u32),
+                    frames: slot.inbox.len(),
+                    tick: self.tick,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The packet simulator (statistics, manual partitions, filters).
+    pub fn network(&self) -> &PacketSimulator<WireFrame> {
+        &self.network
+    }
+
+    /// The packet simulator, mutably (manual partitions, filters).
+    pub fn network_mut(&mut self) -> &mut PacketSimulator<WireFrame> {
+        &mut self.network
+    }
+
+    /// The executor (schedule hash, totals).
+    pub fn executor(&self) -> &DetExecutor {
+        &self.executor
+    }
+
+    /// The simulation's own counters.
+    pub fn stats(&self) -> SimulationStats {
+        self.stats
+    }
+}
