@@ -181,7 +181,7 @@ fn configure(args: &FuzzArgs, seed: u64) -> Result<(SimulationConfig, ResolvedPr
     .map_err(|error| error.to_string())?;
     // Swarm draws the cluster's shape too; fixed profiles take it from the flags.
     let (replicas, clients) = match &resolved.swarm {
-        Some(draw) => (draw.replicas as usize, draw.clients as usize),
+        Some(draw) => (draw.replicas, draw.clients),
         None => (args.replicas as usize, args.clients as usize),
     };
     let config = SimulationConfig {
