@@ -27,7 +27,10 @@ pub async fn check_storage_contract<S: DurableStorage>(storage: S) -> usize {
         "a path escaping the root is InvalidInput",
     );
 
-    let file = storage.open("wal/log", OpenMode::CreateNew).await.expect("create wal/log");
+    let file = storage
+        .open("wal/log", OpenMode::CreateNew)
+        .await
+        .expect("create wal/log");
     checks += expect(file.len().await.expect("len") == 0, "a new file is empty");
     let again = storage.open("wal/log", OpenMode::CreateNew).await;
     checks += expect(
@@ -44,7 +47,10 @@ pub async fn check_storage_contract<S: DurableStorage>(storage: S) -> usize {
     checks += expect(&buf[..n] == b"Jello world", "read returns what was written");
     let n = file.read_at(6, &mut buf[..3]).await.expect("read");
     checks += expect(&buf[..n] == b"wor", "read_at honours offset and length");
-    checks += expect(file.read_at(100, &mut buf).await.expect("read") == 0, "read past end is 0");
+    checks += expect(
+        file.read_at(100, &mut buf).await.expect("read") == 0,
+        "read past end is 0",
+    );
 
     file.write_at(20, b"!").await.expect("write past end");
     checks += expect(file.len().await.expect("len") == 21, "write past end extends");

@@ -56,7 +56,10 @@ impl fmt::Display for FrameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FrameError::Truncated { len } => {
-                write!(f, "frame of {len} bytes is shorter than the {ENVELOPE_BYTES}-byte envelope")
+                write!(
+                    f,
+                    "frame of {len} bytes is shorter than the {ENVELOPE_BYTES}-byte envelope"
+                )
             }
             FrameError::SizeMismatch { claimed, received } => {
                 write!(f, "frame claims {claimed} bytes but {received} arrived")
@@ -152,7 +155,10 @@ mod tests {
         frame.push(0);
         assert_eq!(
             open(&frame),
-            Err(FrameError::SizeMismatch { claimed: ENVELOPE_BYTES + 2, received: ENVELOPE_BYTES + 3 })
+            Err(FrameError::SizeMismatch {
+                claimed: ENVELOPE_BYTES + 2,
+                received: ENVELOPE_BYTES + 3
+            })
         );
         let mut huge = seal(1, b"");
         huge[16..20].copy_from_slice(&u32::MAX.to_le_bytes());

@@ -29,7 +29,10 @@ fn best_rate(mut run: impl FnMut() -> (u64, f64)) -> (u64, f64) {
     (0..REPETITIONS)
         .map(|_| run())
         .map(|(count, seconds)| (count, count as f64 / seconds))
-        .fold((0, 0.0), |best, current| if current.1 > best.1 { current } else { best })
+        .fold(
+            (0, 0.0),
+            |best, current| if current.1 > best.1 { current } else { best },
+        )
 }
 
 /// Yields per task between two ticks: keeps one round (tasks x this) well under the
@@ -114,7 +117,13 @@ fn main() {
     let (polls, rate) = best_rate(|| executor_polls(1, 1_000_000));
     println!("executor: {polls} polls, 1 ready task: {:.1} M polls/s", rate / 1e6);
     let (packets, rate) = best_rate(|| packets(50_000, 4));
-    println!("network: {packets} packets submitted and delivered: {:.1} M packets/s", rate / 1e6);
+    println!(
+        "network: {packets} packets submitted and delivered: {:.1} M packets/s",
+        rate / 1e6
+    );
     let (ticks, rate) = best_rate(|| echo_world(100_000));
-    println!("echo world (3 replicas, 1 client, perfect network): {ticks} ticks: {:.0} ticks/s", rate);
+    println!(
+        "echo world (3 replicas, 1 client, perfect network): {ticks} ticks: {:.0} ticks/s",
+        rate
+    );
 }

@@ -60,6 +60,7 @@ impl Bus for SimBus {
     }
 
     fn realtime_micros(&self) -> u64 {
-        self.clock.realtime_micros(self.local.index(), self.executor.now_micros())
+        self.clock
+            .realtime_micros(self.local.index(), self.executor.now_micros())
     }
 }

@@ -42,7 +42,10 @@ impl SimClock {
     /// for each of `replicas` replicas from `seed`; `clients` get exact clocks. Two draws
     /// per replica always, so a zero bound does not shift later draws.
     pub fn new(seed: u64, replicas: usize, clients: usize, offset_max_micros: u64, drift_max_ppm: u64) -> Self {
-        assert!(offset_max_micros <= CLOCK_OFFSET_MICROS_LIMIT, "clock offset bound out of range");
+        assert!(
+            offset_max_micros <= CLOCK_OFFSET_MICROS_LIMIT,
+            "clock offset bound out of range"
+        );
         assert!(drift_max_ppm <= CLOCK_DRIFT_PPM_LIMIT, "clock drift bound out of range");
         let mut rng = SimRng::new(seed);
         let mut signed = |bound: u64| {
@@ -54,7 +57,10 @@ impl SimClock {
         for _ in 0..replicas {
             let offset_micros = signed(offset_max_micros);
             let drift_ppm = signed(drift_max_ppm);
-            skews.push(ClockSkew { offset_micros, drift_ppm });
+            skews.push(ClockSkew {
+                offset_micros,
+                drift_ppm,
+            });
         }
         skews.resize(replicas + clients, ClockSkew::default());
         Self { skews }
@@ -104,10 +110,16 @@ mod tests {
     #[test]
     fn drift_accumulates_with_time_and_clocks_stay_monotonic() {
         let clock = SimClock {
-            skews: vec![ClockSkew { offset_micros: -1_000, drift_ppm: 200 }],
+            skews: vec![ClockSkew {
+                offset_micros: -1_000,
+                drift_ppm: 200,
+            }],
         };
         // 100 simulated seconds at +200 ppm gain 20 ms.
-        assert_eq!(clock.realtime_micros(0, 100_000_000), SIMULATION_EPOCH_MICROS + 100_000_000 + 20_000 - 1_000);
+        assert_eq!(
+            clock.realtime_micros(0, 100_000_000),
+            SIMULATION_EPOCH_MICROS + 100_000_000 + 20_000 - 1_000
+        );
         let mut previous = 0;
         for now in (0..1_000_000).step_by(10_000) {
             let reading = clock.realtime_micros(0, now);

@@ -29,7 +29,11 @@ impl MemStorage {
 
     /// Total bytes held, for memory accounting.
     pub fn bytes(&self) -> usize {
-        self.files.borrow().values().map(|contents| contents.borrow().len()).sum()
+        self.files
+            .borrow()
+            .values()
+            .map(|contents| contents.borrow().len())
+            .sum()
     }
 
     fn not_found(path: &str) -> io::Error {
@@ -38,7 +42,11 @@ impl MemStorage {
 }
 
 fn in_dir<'a>(path: &'a str, dir: &str) -> Option<&'a str> {
-    let rest = if dir.is_empty() { path } else { path.strip_prefix(dir)?.strip_prefix('/')? };
+    let rest = if dir.is_empty() {
+        path
+    } else {
+        path.strip_prefix(dir)?.strip_prefix('/')?
+    };
     (!rest.contains('/')).then_some(rest)
 }
 
@@ -50,7 +58,10 @@ impl DurableStorage for MemStorage {
         let mut files = self.files.borrow_mut();
         let contents = match (files.get(path), mode) {
             (Some(_), OpenMode::CreateNew) => {
-                return Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{path}: already exists")));
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!("{path}: already exists"),
+                ));
             }
             (Some(contents), _) => contents.clone(),
             (None, OpenMode::Existing) => return Err(Self::not_found(path)),
@@ -70,7 +81,11 @@ impl DurableStorage for MemStorage {
 
     async fn remove(&self, path: &str) -> io::Result<()> {
         validate_relative_path(path)?;
-        self.files.borrow_mut().remove(path).map(drop).ok_or_else(|| Self::not_found(path))
+        self.files
+            .borrow_mut()
+            .remove(path)
+            .map(drop)
+            .ok_or_else(|| Self::not_found(path))
     }
 
     async fn list(&self, dir: &str) -> io::Result<Vec<String>> {
@@ -78,7 +93,13 @@ impl DurableStorage for MemStorage {
             validate_relative_path(dir)?;
         }
         // BTreeMap iteration is sorted, as the contract requires.
-        Ok(self.files.borrow().keys().filter_map(|path| in_dir(path, dir)).map(str::to_owned).collect())
+        Ok(self
+            .files
+            .borrow()
+            .keys()
+            .filter_map(|path| in_dir(path, dir))
+            .map(str::to_owned)
+            .collect())
     }
 
     async fn sync_dir(&self, dir: &str) -> io::Result<()> {

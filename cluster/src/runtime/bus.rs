@@ -120,9 +120,7 @@ impl Bus for TokioBus {
 /// Run `future` to completion on a fresh current-thread runtime with a `LocalSet`,
 /// the way a production shard thread runs. Errors if the runtime cannot be built.
 pub fn run_local<F: Future>(future: F) -> std::io::Result<F::Output> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
     let local = tokio::task::LocalSet::new();
     Ok(local.block_on(&runtime, future))
 }
@@ -156,7 +154,13 @@ mod tests {
             bus_a.send(ProcessId(9), b"nobody".to_vec());
             let (from, frame) = inbox_a.recv().await;
             bus_a.sleep(Duration::from_millis(1)).await;
-            (from, frame, echoed.get(), router.dropped_unroutable(), bus_a.realtime_micros())
+            (
+                from,
+                frame,
+                echoed.get(),
+                router.dropped_unroutable(),
+                bus_a.realtime_micros(),
+            )
         })
         .expect("runtime builds");
         let (from, frame, echoed, unroutable, now) = outcome;

@@ -21,9 +21,8 @@ impl DiskStorage {
     /// Storage rooted at `root`, which is created if missing.
     pub fn new(root: impl Into<PathBuf>) -> io::Result<Self> {
         let root = root.into();
-        fs::create_dir_all(&root).map_err(|error| {
-            io::Error::new(error.kind(), format!("creating data dir {}: {error}", root.display()))
-        })?;
+        fs::create_dir_all(&root)
+            .map_err(|error| io::Error::new(error.kind(), format!("creating data dir {}: {error}", root.display())))?;
         Ok(Self { root })
     }
 
@@ -38,7 +37,11 @@ impl DiskStorage {
     }
 
     fn resolve_dir(&self, dir: &str) -> io::Result<PathBuf> {
-        if dir.is_empty() { Ok(self.root.clone()) } else { self.resolve(dir) }
+        if dir.is_empty() {
+            Ok(self.root.clone())
+        } else {
+            self.resolve(dir)
+        }
     }
 }
 
@@ -130,7 +133,9 @@ impl DurableFile for DiskFile {
     }
 
     async fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
-        self.file.write_all_at(data, offset).map_err(|error| with_path(error, &self.path))
+        self.file
+            .write_all_at(data, offset)
+            .map_err(|error| with_path(error, &self.path))
     }
 
     async fn append(&self, data: &[u8]) -> io::Result<u64> {
@@ -140,7 +145,11 @@ impl DurableFile for DiskFile {
     }
 
     async fn len(&self) -> io::Result<u64> {
-        Ok(self.file.metadata().map_err(|error| with_path(error, &self.path))?.len())
+        Ok(self
+            .file
+            .metadata()
+            .map_err(|error| with_path(error, &self.path))?
+            .len())
     }
 
     async fn sync(&self) -> io::Result<()> {

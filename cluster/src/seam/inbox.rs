@@ -72,9 +72,7 @@ impl Inbox {
 
     /// Wait for the next frame.
     pub fn recv(&self) -> Recv {
-        Recv {
-            inbox: self.clone(),
-        }
+        Recv { inbox: self.clone() }
     }
 
     /// Frames waiting.
@@ -139,10 +137,7 @@ mod tests {
         assert_eq!(inbox.push(ProcessId(1), vec![1]), InboxPush::Queued);
         assert_eq!(inbox.push(ProcessId(2), vec![2]), InboxPush::Queued);
         assert_eq!(counter.0.load(Ordering::SeqCst), 1, "one wake per registration");
-        assert_eq!(
-            Pin::new(&mut recv).poll(&mut cx),
-            Poll::Ready((ProcessId(1), vec![1]))
-        );
+        assert_eq!(Pin::new(&mut recv).poll(&mut cx), Poll::Ready((ProcessId(1), vec![1])));
         assert_eq!(inbox.len(), 1);
         assert_eq!(inbox.try_recv(), Some((ProcessId(2), vec![2])));
         assert!(inbox.is_empty());

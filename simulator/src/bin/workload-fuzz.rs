@@ -20,7 +20,10 @@ fn fresh_seed() -> u64 {
     (nanos as u64) ^ ((nanos >> 64) as u64).rotate_left(17)
 }
 
-#[allow(clippy::disallowed_methods, reason = "wall time is measured for the stderr report only")]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "wall time is measured for the stderr report only"
+)]
 fn now() -> Instant {
     Instant::now()
 }

@@ -116,10 +116,7 @@ impl Wake for TaskWaker {
 
     fn wake_by_ref(self: &Arc<Self>) {
         if !self.notified.swap(true, Ordering::AcqRel) {
-            self.queue
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(self.id);
+            self.queue.lock().unwrap_or_else(PoisonError::into_inner).push(self.id);
         }
     }
 }
@@ -249,7 +246,11 @@ impl DetExecutor {
                     });
                 }
                 // One ready task needs no draw; the pick is still a pure function of the seed.
-                let position = if ready_count == 1 { 0 } else { state.rng.index(ready_count) };
+                let position = if ready_count == 1 {
+                    0
+                } else {
+                    state.rng.index(ready_count)
+                };
                 state.ready.remove(position)
             };
             round.polls += 1;
@@ -283,11 +284,15 @@ impl DetExecutor {
                     // Slab indices are u32 by construction (see Shared::spawn).
                     freed.push(index as u32);
                 }
-                let generations: Vec<(u32, u32)> =
-                    freed.iter().map(|&index| (index, state.slots[index as usize].generation)).collect();
-                state
-                    .ready
-                    .retain(|id| !generations.iter().any(|&(index, generation)| id.index == index && id.generation != generation));
+                let generations: Vec<(u32, u32)> = freed
+                    .iter()
+                    .map(|&index| (index, state.slots[index as usize].generation))
+                    .collect();
+                state.ready.retain(|id| {
+                    !generations
+                        .iter()
+                        .any(|&(index, generation)| id.index == index && id.generation != generation)
+                });
                 state.live -= freed.len();
                 state.free.extend(freed);
                 doomed
@@ -338,7 +343,11 @@ impl DetExecutor {
     /// Totals since creation: (polls, spawns, timer firings).
     pub fn totals(&self) -> (u64, u64, u64) {
         let state = self.shared.state.borrow();
-        (state.polls_total, state.spawns_total, self.shared.timers.borrow().fired_total())
+        (
+            state.polls_total,
+            state.spawns_total,
+            self.shared.timers.borrow().fired_total(),
+        )
     }
 
     fn collect_woken(&mut self) {
@@ -351,7 +360,9 @@ impl DetExecutor {
         }
         let mut state = self.shared.state.borrow_mut();
         for id in self.woken_scratch.drain(..) {
-            let Some(slot) = state.slots.get(id.index as usize) else { continue };
+            let Some(slot) = state.slots.get(id.index as usize) else {
+                continue;
+            };
             // A stale wake (task finished or aborted, slot maybe reused) is ignored.
             if slot.generation != id.generation || (slot.task.is_none() && !slot.polling) {
                 continue;

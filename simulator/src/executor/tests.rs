@@ -68,7 +68,10 @@ fn the_pick_is_uniform_among_ready_tasks() {
         first_counts[log[0] as usize] += 1;
     }
     for (task, count) in first_counts.iter().enumerate() {
-        assert!((850..1150).contains(count), "task {task} went first {count} times of 3000");
+        assert!(
+            (850..1150).contains(count),
+            "task {task} went first {count} times of 3000"
+        );
     }
 }
 
@@ -83,12 +86,19 @@ fn a_spinning_task_exhausts_the_poll_budget_and_names_seed_and_hash() {
         }),
     );
     let error = executor.run_until_idle().expect_err("must not spin forever");
-    let ExecutorError::PollBudgetExhausted { seed, schedule_hash, polls } = error.clone();
+    let ExecutorError::PollBudgetExhausted {
+        seed,
+        schedule_hash,
+        polls,
+    } = error.clone();
     assert_eq!(seed, 0xBAD);
     assert_eq!(polls, POLLS_PER_ROUND_MAX);
     assert_eq!(schedule_hash, executor.schedule_hash());
     let message = error.to_string();
-    assert!(message.contains("seed=0xbad") && message.contains("schedule_hash="), "{message}");
+    assert!(
+        message.contains("seed=0xbad") && message.contains("schedule_hash="),
+        "{message}"
+    );
 }
 
 #[test]

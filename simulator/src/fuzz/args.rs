@@ -145,10 +145,15 @@ fn parse_seed(text: &str) -> Result<u64, String> {
 }
 
 fn parse_mode(text: &str) -> Result<PartitionMode, String> {
-    [PartitionMode::None, PartitionMode::UniformSize, PartitionMode::UniformPartition, PartitionMode::IsolateSingle]
-        .into_iter()
-        .find(|&mode| mode_name(mode) == text)
-        .ok_or_else(|| format!("{text:?} is not a partition mode (none, uniform-size, uniform-partition, isolate-single)"))
+    [
+        PartitionMode::None,
+        PartitionMode::UniformSize,
+        PartitionMode::UniformPartition,
+        PartitionMode::IsolateSingle,
+    ]
+    .into_iter()
+    .find(|&mode| mode_name(mode) == text)
+    .ok_or_else(|| format!("{text:?} is not a partition mode (none, uniform-size, uniform-partition, isolate-single)"))
 }
 
 fn parse_symmetry(text: &str) -> Result<PartitionSymmetry, String> {
@@ -223,7 +228,11 @@ impl NetworkOverrides {
 
 /// Quote a value for a POSIX shell if it needs it.
 fn shell_quote(value: &str) -> String {
-    if !value.is_empty() && value.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=,+".contains(c)) {
+    if !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+".contains(c))
+    {
         value.to_owned()
     } else {
         format!("'{}'", value.replace('\'', r"'\''"))
@@ -256,13 +265,22 @@ mod tests {
     #[test]
     fn the_repro_command_parses_back_to_the_same_arguments() {
         let args = FuzzArgs::try_parse_from([
-            "workload-fuzz", "--seed", "0x10", "--faults", "light", "--packet-loss", "0.5",
-            "--partition-mode", "isolate-single", "--ticks", "77",
+            "workload-fuzz",
+            "--seed",
+            "0x10",
+            "--faults",
+            "light",
+            "--packet-loss",
+            "0.5",
+            "--partition-mode",
+            "isolate-single",
+            "--ticks",
+            "77",
         ])
         .expect("valid flags");
         assert_eq!(args.seed, Some(16));
         let command = args.repro_command(16);
-        let words: Vec<&str> = command.split_whitespace().skip(7).collect();
+        let words: Vec<&str> = command.split_whitespace().skip_while(|word| *word != "--").skip(1).collect();
         let reparsed = FuzzArgs::try_parse_from(std::iter::once("workload-fuzz").chain(words)).expect("repro parses");
         assert_eq!(reparsed.repro_command(16), command);
         assert_eq!(reparsed.network.packet_loss, Some(0.5));

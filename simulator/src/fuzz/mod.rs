@@ -87,7 +87,10 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
     writeln!(out, "profile: {}", resolved.banner_line())?;
 
     let mut simulation = Simulation::new(seed, &config);
-    let seeds = simulation.seeds().children().map(|(name, value)| format!("{name}={value:#018x}"));
+    let seeds = simulation
+        .seeds()
+        .children()
+        .map(|(name, value)| format!("{name}={value:#018x}"));
     writeln!(out, "seeds: {}", seeds.join(" "))?;
     writeln!(out, "network: {}", simulation.network().describe())?;
 
@@ -139,9 +142,14 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
         sim.frames_unroutable,
         sim.frames_dropped_inbox_full
     )?;
-    writeln!(out, "schedule_hash={:#018x} polls={}", report.schedule_hash, report.polls)?;
+    writeln!(
+        out,
+        "schedule_hash={:#018x} polls={}",
+        report.schedule_hash, report.polls
+    )?;
 
-    report.verdict = match failure.or_else(|| check_echo(&echo, sim.frames_delivered_corrupted, sim.frames_unroutable)) {
+    report.verdict = match failure.or_else(|| check_echo(&echo, sim.frames_delivered_corrupted, sim.frames_unroutable))
+    {
         Some(reason) => Verdict::Failed(reason),
         None if echo.replies_matched < args.min_replies => Verdict::Vacuous(format!(
             "{} matched replies, below --min-replies {}",
@@ -211,10 +219,16 @@ fn boot_echo(simulation: &Simulation, config: &SimulationConfig) -> SharedEchoSt
 /// The echo run's checks; `None` when all hold.
 fn check_echo(echo: &EchoStats, corrupted_delivered: u64, unroutable: u64) -> Option<String> {
     if echo.replies_wrong > 0 {
-        return Some(format!("{} replies did not echo the request they answer", echo.replies_wrong));
+        return Some(format!(
+            "{} replies did not echo the request they answer",
+            echo.replies_wrong
+        ));
     }
     if echo.frames_unexpected > 0 {
-        return Some(format!("{} frames arrived with a command their receiver does not serve", echo.frames_unexpected));
+        return Some(format!(
+            "{} frames arrived with a command their receiver does not serve",
+            echo.frames_unexpected
+        ));
     }
     if echo.frames_rejected != corrupted_delivered {
         return Some(format!(
@@ -224,7 +238,9 @@ fn check_echo(echo: &EchoStats, corrupted_delivered: u64, unroutable: u64) -> Op
         ));
     }
     if unroutable > 0 {
-        return Some(format!("{unroutable} frames were sent to a process that does not exist"));
+        return Some(format!(
+            "{unroutable} frames were sent to a process that does not exist"
+        ));
     }
     None
 }

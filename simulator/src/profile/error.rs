@@ -90,13 +90,7 @@ impl ProfileError {
 
     /// A rule violation at `field`.
     pub(crate) fn invalid(origin: &str, field: &str, reason: impl Into<String>) -> Self {
-        Self::at(
-            origin,
-            field,
-            ProfileErrorKind::Invalid {
-                reason: reason.into(),
-            },
-        )
+        Self::at(origin, field, ProfileErrorKind::Invalid { reason: reason.into() })
     }
 }
 
@@ -114,26 +108,14 @@ impl fmt::Display for ProfileError {
                 BUILTIN_PROFILE_NAMES.join(", ")
             ),
             ProfileErrorKind::Read { message } => write!(f, ": cannot read: {message}"),
-            ProfileErrorKind::Malformed {
-                line,
-                column,
-                message,
-            } => write!(
-                f,
-                ": malformed JSON at line {line} column {column}: {message}"
-            ),
+            ProfileErrorKind::Malformed { line, column, message } => {
+                write!(f, ": malformed JSON at line {line} column {column}: {message}")
+            }
             ProfileErrorKind::UnknownField { expected } => {
-                write!(
-                    f,
-                    ": unknown field; expected one of {}",
-                    expected.join(", ")
-                )
+                write!(f, ": unknown field; expected one of {}", expected.join(", "))
             }
             ProfileErrorKind::MissingField => {
-                write!(
-                    f,
-                    ": missing (every field is required, there are no defaults)"
-                )
+                write!(f, ": missing (every field is required, there are no defaults)")
             }
             ProfileErrorKind::WrongType { expected, found } => {
                 write!(f, ": expected {expected}, found {found}")

@@ -25,8 +25,7 @@ use std::path::PathBuf;
 
 pub use error::{ProfileError, ProfileErrorKind};
 pub use swarm::{
-    IntRange, MAX_GRID_STEPS, ProbabilityRange, SwarmClusterRanges, SwarmDraw, SwarmNetworkRanges,
-    SwarmRanges,
+    IntRange, MAX_GRID_STEPS, ProbabilityRange, SwarmClusterRanges, SwarmDraw, SwarmNetworkRanges, SwarmRanges,
 };
 
 use crate::network::config::{NetworkConfig, PartitionMode, PartitionSymmetry};
@@ -92,10 +91,7 @@ impl ProfileSource {
         if name_or_path.contains('/') || name_or_path.ends_with(".json") {
             return Ok(Self::Path(PathBuf::from(name_or_path)));
         }
-        match BUILTIN_PROFILE_NAMES
-            .iter()
-            .find(|&&name| name == name_or_path)
-        {
+        match BUILTIN_PROFILE_NAMES.iter().find(|&&name| name == name_or_path) {
             Some(&name) => Ok(Self::Builtin(name)),
             None => Err(ProfileError::whole(
                 "fault profile",
@@ -132,10 +128,7 @@ impl ProfileSource {
                     return Err(ProfileError::invalid(
                         &origin,
                         "name",
-                        format!(
-                            "built-in file names itself {:?}; it must be {name:?}",
-                            profile.name()
-                        ),
+                        format!("built-in file names itself {:?}; it must be {name:?}", profile.name()),
                     ));
                 }
                 Ok(profile)
@@ -277,11 +270,7 @@ impl ResolvedProfile {
              path_clog_duration_mean_ticks={} clock_offset_max_micros={} \
              clock_drift_max_ppm={}",
             self.name,
-            if self.swarm.is_some() {
-                "swarm"
-            } else {
-                "fixed"
-            },
+            if self.swarm.is_some() { "swarm" } else { "fixed" },
             n.one_way_delay_min_ticks,
             n.one_way_delay_mean_ticks,
             n.packet_loss_probability,
@@ -303,12 +292,7 @@ impl ResolvedProfile {
             line.push_str(&format!(
                 " replicas={} clients={} shards={} crash_probability={} \
                  restart_probability={} power_loss_share={}",
-                d.replicas,
-                d.clients,
-                d.shards,
-                d.crash_probability,
-                d.restart_probability,
-                d.power_loss_share,
+                d.replicas, d.clients, d.shards, d.crash_probability, d.restart_probability, d.power_loss_share,
             ));
         }
         line

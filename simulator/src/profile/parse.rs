@@ -9,9 +9,7 @@
 use serde_json::{Map, Value};
 
 use super::error::{ProfileError, ProfileErrorKind};
-use super::swarm::{
-    IntRange, ProbabilityRange, SwarmClusterRanges, SwarmNetworkRanges, SwarmRanges,
-};
+use super::swarm::{IntRange, ProbabilityRange, SwarmClusterRanges, SwarmNetworkRanges, SwarmRanges};
 use super::{FaultProfile, mode_name, symmetry_name};
 use crate::network::config::{NetworkConfig, PartitionMode, PartitionSymmetry};
 
@@ -58,8 +56,7 @@ const MODES: [PartitionMode; 4] = [
     PartitionMode::IsolateSingle,
 ];
 /// Every partition symmetry, for parsing and error messages.
-const SYMMETRIES: [PartitionSymmetry; 2] =
-    [PartitionSymmetry::Symmetric, PartitionSymmetry::Asymmetric];
+const SYMMETRIES: [PartitionSymmetry; 2] = [PartitionSymmetry::Symmetric, PartitionSymmetry::Asymmetric];
 
 /// A short description of a JSON value for error messages.
 fn describe(value: &Value) -> String {
@@ -73,10 +70,7 @@ fn describe(value: &Value) -> String {
     };
     // Keep messages one readable line even for a huge string.
     if text.len() > 80 {
-        let cut = (0..=77)
-            .rev()
-            .find(|&i| text.is_char_boundary(i))
-            .unwrap_or(0);
+        let cut = (0..=77).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
         format!("{}...", &text[..cut])
     } else {
         text
@@ -101,12 +95,7 @@ struct Object<'a> {
 
 impl<'a> Object<'a> {
     /// Requires `value` to be an object whose keys are all in `expected`.
-    fn new(
-        origin: &'a str,
-        path: &str,
-        value: Value,
-        expected: &'static [&'static str],
-    ) -> Result<Self, ProfileError> {
+    fn new(origin: &'a str, path: &str, value: Value, expected: &'static [&'static str]) -> Result<Self, ProfileError> {
         let map = match value {
             Value::Object(map) => map,
             other => return Err(wrong_type(origin, path, "an object", &other)),
@@ -122,11 +111,7 @@ impl<'a> Object<'a> {
 
     /// The first key (in sorted order) outside `expected`, as an error.
     fn reject_unknown(&self, expected: &'static [&'static str]) -> Result<(), ProfileError> {
-        match self
-            .map
-            .keys()
-            .find(|key| !expected.contains(&key.as_str()))
-        {
+        match self.map.keys().find(|key| !expected.contains(&key.as_str())) {
             Some(key) => Err(ProfileError::at(
                 self.origin,
                 &join(&self.path, key),
@@ -143,11 +128,7 @@ impl<'a> Object<'a> {
         let path = join(&self.path, key);
         match self.map.remove(key) {
             Some(value) => Ok((value, path)),
-            None => Err(ProfileError::at(
-                self.origin,
-                &path,
-                ProfileErrorKind::MissingField,
-            )),
+            None => Err(ProfileError::at(self.origin, &path, ProfileErrorKind::MissingField)),
         }
     }
 
@@ -159,13 +140,8 @@ impl<'a> Object<'a> {
     fn usize(&mut self, key: &str) -> Result<usize, ProfileError> {
         let (value, path) = self.take(key)?;
         let number = as_u64(self.origin, &path, &value)?;
-        usize::try_from(number).map_err(|_| {
-            ProfileError::invalid(
-                self.origin,
-                &path,
-                format!("{number} does not fit in usize"),
-            )
-        })
+        usize::try_from(number)
+            .map_err(|_| ProfileError::invalid(self.origin, &path, format!("{number} does not fit in usize")))
     }
 
     fn f64(&mut self, key: &str) -> Result<f64, ProfileError> {
@@ -181,11 +157,7 @@ impl<'a> Object<'a> {
         }
     }
 
-    fn object(
-        &mut self,
-        key: &str,
-        expected: &'static [&'static str],
-    ) -> Result<Self, ProfileError> {
+    fn object(&mut self, key: &str, expected: &'static [&'static str]) -> Result<Self, ProfileError> {
         let (value, path) = self.take(key)?;
         Object::new(self.origin, &path, value, expected)
     }
@@ -257,9 +229,7 @@ fn as_u64(origin: &str, path: &str, value: &Value) -> Result<u64, ProfileError> 
 
 fn as_f64(origin: &str, path: &str, value: &Value) -> Result<f64, ProfileError> {
     match value {
-        Value::Number(n) => n
-            .as_f64()
-            .ok_or_else(|| wrong_type(origin, path, "a number", value)),
+        Value::Number(n) => n.as_f64().ok_or_else(|| wrong_type(origin, path, "a number", value)),
         other => Err(wrong_type(origin, path, "a number", other)),
     }
 }
@@ -270,12 +240,7 @@ fn as_mode(origin: &str, path: &str, value: &Value) -> Result<PartitionMode, Pro
         .and_then(|s| MODES.into_iter().find(|&m| mode_name(m) == s));
     found.ok_or_else(|| {
         let names: Vec<&str> = MODES.into_iter().map(mode_name).collect();
-        wrong_type(
-            origin,
-            path,
-            &format!("one of \"{}\"", names.join("\", \"")),
-            value,
-        )
+        wrong_type(origin, path, &format!("one of \"{}\"", names.join("\", \"")), value)
     })
 }
 
@@ -285,12 +250,7 @@ fn as_symmetry(origin: &str, path: &str, value: &Value) -> Result<PartitionSymme
         .and_then(|s| SYMMETRIES.into_iter().find(|&m| symmetry_name(m) == s));
     found.ok_or_else(|| {
         let names: Vec<&str> = SYMMETRIES.into_iter().map(symmetry_name).collect();
-        wrong_type(
-            origin,
-            path,
-            &format!("one of \"{}\"", names.join("\", \"")),
-            value,
-        )
+        wrong_type(origin, path, &format!("one of \"{}\"", names.join("\", \"")), value)
     })
 }
 
@@ -312,20 +272,11 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<FaultProfile, ProfileErr
     };
     let kind = match map.get("kind") {
         None => {
-            return Err(ProfileError::at(
-                origin,
-                "kind",
-                ProfileErrorKind::MissingField,
-            ));
+            return Err(ProfileError::at(origin, "kind", ProfileErrorKind::MissingField));
         }
         Some(Value::String(kind)) => kind.clone(),
         Some(other) => {
-            return Err(wrong_type(
-                origin,
-                "kind",
-                "the string \"fixed\" or \"swarm\"",
-                other,
-            ));
+            return Err(wrong_type(origin, "kind", "the string \"fixed\" or \"swarm\"", other));
         }
     };
     match kind.as_str() {

@@ -43,9 +43,7 @@ impl IntRange {
 
     /// Whether `value` lies in the range and on its grid.
     pub fn contains(&self, value: u64) -> bool {
-        value >= self.min
-            && value <= self.max
-            && (self.step == 0 || (value - self.min) % self.step == 0)
+        value >= self.min && value <= self.max && (self.step == 0 || (value - self.min).is_multiple_of(self.step))
     }
 
     /// One uniform grid value. Consumes the stream exactly as `range_inclusive` does.
@@ -262,11 +260,7 @@ impl SwarmRanges {
         let partition_stability_ticks = r.partition_stability_ticks.draw(&mut rng);
         let unpartition_stability_ticks = r.unpartition_stability_ticks.draw(&mut rng);
         let partition_mode = draw_choice(&r.partition_mode, PartitionMode::None, &mut rng);
-        let partition_symmetry = draw_choice(
-            &r.partition_symmetry,
-            PartitionSymmetry::Symmetric,
-            &mut rng,
-        );
+        let partition_symmetry = draw_choice(&r.partition_symmetry, PartitionSymmetry::Symmetric, &mut rng);
         let path_clog_probability = r.path_clog_probability.draw(&mut rng);
         let path_clog_duration_mean_ticks = r.path_clog_duration_mean_ticks.draw(&mut rng);
         let clock_offset_max_micros = r.clock_offset_max_micros.draw(&mut rng);

@@ -120,11 +120,7 @@ fn fixed_resolve_returns_exactly_the_file_values() {
         clock_offset_max_micros: 500_000,
         clock_drift_max_ppm: 200,
     };
-    for (name, expected) in [
-        ("none", NetworkConfig::perfect()),
-        ("light", light),
-        ("heavy", heavy),
-    ] {
+    for (name, expected) in [("none", NetworkConfig::perfect()), ("light", light), ("heavy", heavy)] {
         let profile = builtin(name);
         for seed in [0, 1, u64::MAX] {
             let resolved = profile.resolve(seed);
@@ -144,10 +140,7 @@ fn swarm_resolve_is_a_pure_function_of_the_seed() {
         assert_eq!(profile.resolve(seed), profile.resolve(seed));
         assert_eq!(
             profile.resolve(seed).banner_line(),
-            load_profile("swarm")
-                .expect("loads")
-                .resolve(seed)
-                .banner_line()
+            load_profile("swarm").expect("loads").resolve(seed).banner_line()
         );
     }
 }
@@ -155,15 +148,8 @@ fn swarm_resolve_is_a_pure_function_of_the_seed() {
 #[test]
 fn swarm_draws_differ_across_seeds() {
     let profile = builtin("swarm");
-    let draws: BTreeSet<String> = (0..20)
-        .map(|seed| profile.resolve(seed).banner_line())
-        .collect();
-    assert_eq!(
-        draws.len(),
-        20,
-        "20 seeds gave only {} distinct draws",
-        draws.len()
-    );
+    let draws: BTreeSet<String> = (0..20).map(|seed| profile.resolve(seed).banner_line()).collect();
+    assert_eq!(draws.len(), 20, "20 seeds gave only {} distinct draws", draws.len());
 }
 
 #[test]
@@ -183,27 +169,20 @@ fn swarm_draws_stay_in_range_and_on_grid_over_1000_seeds() {
         validate::network("draw", "network", net).expect("drawn network is valid");
 
         assert!(
-            n.one_way_delay_min_ticks
-                .contains(net.one_way_delay_min_ticks),
+            n.one_way_delay_min_ticks.contains(net.one_way_delay_min_ticks),
             "{banner}"
         );
         assert!(
-            n.one_way_delay_mean_ticks
-                .contains(net.one_way_delay_mean_ticks),
+            n.one_way_delay_mean_ticks.contains(net.one_way_delay_mean_ticks),
+            "{banner}"
+        );
+        assert!(net.one_way_delay_mean_ticks >= net.one_way_delay_min_ticks, "{banner}");
+        assert!(
+            n.packet_loss_probability.contains(net.packet_loss_probability),
             "{banner}"
         );
         assert!(
-            net.one_way_delay_mean_ticks >= net.one_way_delay_min_ticks,
-            "{banner}"
-        );
-        assert!(
-            n.packet_loss_probability
-                .contains(net.packet_loss_probability),
-            "{banner}"
-        );
-        assert!(
-            n.packet_replay_probability
-                .contains(net.packet_replay_probability),
+            n.packet_replay_probability.contains(net.packet_replay_probability),
             "{banner}"
         );
         assert!(
@@ -212,70 +191,44 @@ fn swarm_draws_stay_in_range_and_on_grid_over_1000_seeds() {
             "{banner}"
         );
         assert!(
-            n.link_capacity_packets
-                .contains(net.link_capacity_packets as u64),
+            n.link_capacity_packets.contains(net.link_capacity_packets as u64),
             "{banner}"
         );
         assert!(net.link_capacity_packets >= 8, "{banner}");
+        assert!(n.partition_probability.contains(net.partition_probability), "{banner}");
         assert!(
-            n.partition_probability.contains(net.partition_probability),
-            "{banner}"
-        );
-        assert!(
-            n.unpartition_probability
-                .contains(net.unpartition_probability),
+            n.unpartition_probability.contains(net.unpartition_probability),
             "{banner}"
         );
         assert!(net.unpartition_probability > 0.0, "{banner}");
         assert!(
-            n.partition_stability_ticks
-                .contains(net.partition_stability_ticks),
+            n.partition_stability_ticks.contains(net.partition_stability_ticks),
             "{banner}"
         );
         assert!(
-            n.unpartition_stability_ticks
-                .contains(net.unpartition_stability_ticks),
+            n.unpartition_stability_ticks.contains(net.unpartition_stability_ticks),
             "{banner}"
         );
         assert!(n.partition_mode.contains(&net.partition_mode), "{banner}");
-        assert!(
-            n.partition_symmetry.contains(&net.partition_symmetry),
-            "{banner}"
-        );
-        assert!(
-            n.path_clog_probability.contains(net.path_clog_probability),
-            "{banner}"
-        );
+        assert!(n.partition_symmetry.contains(&net.partition_symmetry), "{banner}");
+        assert!(n.path_clog_probability.contains(net.path_clog_probability), "{banner}");
         assert!(
             n.path_clog_duration_mean_ticks
                 .contains(net.path_clog_duration_mean_ticks),
             "{banner}"
         );
         assert!(
-            n.clock_offset_max_micros
-                .contains(net.clock_offset_max_micros),
+            n.clock_offset_max_micros.contains(net.clock_offset_max_micros),
             "{banner}"
         );
-        assert!(
-            n.clock_drift_max_ppm.contains(net.clock_drift_max_ppm),
-            "{banner}"
-        );
+        assert!(n.clock_drift_max_ppm.contains(net.clock_drift_max_ppm), "{banner}");
 
         assert!(c.replicas.contains(draw.replicas as u64), "{banner}");
         assert!(c.clients.contains(draw.clients as u64), "{banner}");
         assert!(c.shards.contains(draw.shards as u64), "{banner}");
-        assert!(
-            c.crash_probability.contains(draw.crash_probability),
-            "{banner}"
-        );
-        assert!(
-            c.restart_probability.contains(draw.restart_probability),
-            "{banner}"
-        );
-        assert!(
-            c.power_loss_share.contains(draw.power_loss_share),
-            "{banner}"
-        );
+        assert!(c.crash_probability.contains(draw.crash_probability), "{banner}");
+        assert!(c.restart_probability.contains(draw.restart_probability), "{banner}");
+        assert!(c.power_loss_share.contains(draw.power_loss_share), "{banner}");
 
         // Drawn probabilities print as short decimals (no 0.30000000000000004).
         for p in [
@@ -352,21 +305,12 @@ fn banner_line_prints_every_value() {
     let fixed = builtin("heavy").resolve(0).banner_line();
     let swarm = builtin("swarm").resolve(7).banner_line();
     for key in parse::NETWORK_KEYS {
-        assert!(
-            fixed.contains(&format!(" {key}=")),
-            "{key} missing from {fixed}"
-        );
-        assert!(
-            swarm.contains(&format!(" {key}=")),
-            "{key} missing from {swarm}"
-        );
+        assert!(fixed.contains(&format!(" {key}=")), "{key} missing from {fixed}");
+        assert!(swarm.contains(&format!(" {key}=")), "{key} missing from {swarm}");
     }
     for key in parse::CLUSTER_KEYS {
         assert!(!fixed.contains(&format!(" {key}=")), "{fixed}");
-        assert!(
-            swarm.contains(&format!(" {key}=")),
-            "{key} missing from {swarm}"
-        );
+        assert!(swarm.contains(&format!(" {key}=")), "{key} missing from {swarm}");
     }
     assert!(fixed.starts_with("profile=heavy kind=fixed "), "{fixed}");
     assert!(fixed.contains(" packet_loss_probability=0.1 "), "{fixed}");
@@ -400,16 +344,10 @@ fn load_by_path_from_a_temp_file() {
 
 #[test]
 fn load_of_a_missing_file_names_the_path() {
-    let path = std::env::temp_dir().join(format!(
-        "simulator-profile-missing-{}.json",
-        std::process::id()
-    ));
+    let path = std::env::temp_dir().join(format!("simulator-profile-missing-{}.json", std::process::id()));
     let shown = path.to_str().expect("utf-8 path").to_owned();
     let error = load_profile(&shown).expect_err("missing file");
-    assert!(
-        matches!(error.kind, ProfileErrorKind::Read { .. }),
-        "{error:?}"
-    );
+    assert!(matches!(error.kind, ProfileErrorKind::Read { .. }), "{error:?}");
     assert!(error.to_string().contains(&shown), "{error}");
 }
 
@@ -433,13 +371,8 @@ fn unknown_name_error_lists_the_valid_names() {
         ProfileSource::parse("heavy").expect("builtin"),
         ProfileSource::Builtin("heavy")
     );
-    let error = ProfileSource::Builtin("bogus")
-        .load()
-        .expect_err("unknown builtin");
-    assert!(
-        error.to_string().contains("none, light, heavy, swarm"),
-        "{error}"
-    );
+    let error = ProfileSource::Builtin("bogus").load().expect_err("unknown builtin");
+    assert!(error.to_string().contains("none, light, heavy, swarm"), "{error}");
 }
 
 #[test]
@@ -549,11 +482,7 @@ fn error_fixed_file_marked_swarm_reports_the_missing_section() {
 #[test]
 fn error_unknown_top_level_field() {
     let error = error_after("heavy", |v| set(v, &["cluster"], json!({})));
-    assert_names(
-        &error,
-        "cluster",
-        "unknown field; expected one of kind, name, network",
-    );
+    assert_names(&error, "cluster", "unknown field; expected one of kind, name, network");
 }
 
 #[test]
@@ -561,11 +490,7 @@ fn error_unknown_network_field() {
     let error = error_after("light", |v| {
         set(v, &["network", "packet_loss_probabilty"], json!(0.1));
     });
-    assert_names(
-        &error,
-        "network.packet_loss_probabilty",
-        "packet_loss_probability",
-    );
+    assert_names(&error, "network.packet_loss_probabilty", "packet_loss_probability");
 }
 
 #[test]
@@ -573,11 +498,7 @@ fn error_unknown_range_field() {
     let error = error_after("swarm", |v| {
         set(v, &["cluster", "replicas", "mean"], json!(3));
     });
-    assert_names(
-        &error,
-        "cluster.replicas.mean",
-        "expected one of min, max, step",
-    );
+    assert_names(&error, "cluster.replicas.mean", "expected one of min, max, step");
 }
 
 #[test]
@@ -615,19 +536,11 @@ fn error_wrong_type() {
     let error = error_after("light", |v| {
         set(v, &["network", "partition_stability_ticks"], json!(-5));
     });
-    assert_names(
-        &error,
-        "network.partition_stability_ticks",
-        "non-negative integer",
-    );
+    assert_names(&error, "network.partition_stability_ticks", "non-negative integer");
     let error = error_after("light", |v| {
         set(v, &["network", "link_capacity_packets"], json!(1.5));
     });
-    assert_names(
-        &error,
-        "network.link_capacity_packets",
-        "non-negative integer",
-    );
+    assert_names(&error, "network.link_capacity_packets", "non-negative integer");
 }
 
 #[test]
@@ -637,11 +550,7 @@ fn error_unknown_partition_mode() {
     });
     assert_names(&error, "network.partition_mode", "isolate-single");
     let error = error_after("swarm", |v| {
-        set(
-            v,
-            &["network", "partition_symmetry"],
-            json!(["symmetric", "both"]),
-        );
+        set(v, &["network", "partition_symmetry"], json!(["symmetric", "both"]));
     });
     assert_names(&error, "network.partition_symmetry[1]", "asymmetric");
 }
@@ -659,11 +568,7 @@ fn error_probability_above_one() {
     let error = error_after("light", |v| {
         set(v, &["network", "packet_replay_probability"], json!(1.5));
     });
-    assert_names(
-        &error,
-        "network.packet_replay_probability",
-        "outside [0, 1]",
-    );
+    assert_names(&error, "network.packet_replay_probability", "outside [0, 1]");
 }
 
 #[test]
@@ -685,23 +590,15 @@ fn error_probability_nan() {
     };
     let error = profile.validate().expect_err("NaN");
     let message = error.to_string();
-    assert_eq!(
-        error.field.as_deref(),
-        Some("network.packet_corruption_probability")
-    );
-    assert!(
-        message.contains("`network.packet_corruption_probability`"),
-        "{message}"
-    );
+    assert_eq!(error.field.as_deref(), Some("network.packet_corruption_probability"));
+    assert!(message.contains("`network.packet_corruption_probability`"), "{message}");
     assert!(message.contains("NaN"), "{message}");
     assert!(message.contains("fault profile `nan`"), "{message}");
 }
 
 #[test]
 fn error_delay_min_zero() {
-    let error = error_after("none", |v| {
-        set(v, &["network", "one_way_delay_min_ticks"], json!(0))
-    });
+    let error = error_after("none", |v| set(v, &["network", "one_way_delay_min_ticks"], json!(0)));
     assert_names(&error, "network.one_way_delay_min_ticks", "at least 1");
 }
 
@@ -710,18 +607,12 @@ fn error_mean_below_min() {
     let error = error_after("heavy", |v| {
         set(v, &["network", "one_way_delay_min_ticks"], json!(9));
     });
-    assert_names(
-        &error,
-        "network.one_way_delay_mean_ticks",
-        "mean 8 is below",
-    );
+    assert_names(&error, "network.one_way_delay_mean_ticks", "mean 8 is below");
 }
 
 #[test]
 fn error_link_capacity_zero() {
-    let error = error_after("light", |v| {
-        set(v, &["network", "link_capacity_packets"], json!(0))
-    });
+    let error = error_after("light", |v| set(v, &["network", "link_capacity_packets"], json!(0)));
     assert_names(&error, "network.link_capacity_packets", "at least 1");
 }
 
@@ -738,17 +629,9 @@ fn error_partition_that_never_heals() {
 #[test]
 fn error_clock_offset_too_large() {
     let error = error_after("heavy", |v| {
-        set(
-            v,
-            &["network", "clock_offset_max_micros"],
-            json!(60_000_001),
-        );
+        set(v, &["network", "clock_offset_max_micros"], json!(60_000_001));
     });
-    assert_names(
-        &error,
-        "network.clock_offset_max_micros",
-        "exceeds the limit",
-    );
+    assert_names(&error, "network.clock_offset_max_micros", "exceeds the limit");
 }
 
 #[test]
@@ -782,11 +665,7 @@ fn error_swarm_range_min_above_max() {
             json!({"min": 0.2, "max": 0.1, "step": 0.1}),
         );
     });
-    assert_names(
-        &error,
-        "network.packet_loss_probability",
-        "greater than max",
-    );
+    assert_names(&error, "network.packet_loss_probability", "greater than max");
 }
 
 #[test]
@@ -800,17 +679,9 @@ fn error_swarm_int_step_zero() {
 #[test]
 fn error_swarm_int_step_not_dividing() {
     let error = error_after("swarm", |v| {
-        set(
-            v,
-            &["network", "clock_offset_max_micros", "step"],
-            json!(3000),
-        );
+        set(v, &["network", "clock_offset_max_micros", "step"], json!(3000));
     });
-    assert_names(
-        &error,
-        "network.clock_offset_max_micros.step",
-        "does not divide",
-    );
+    assert_names(&error, "network.clock_offset_max_micros.step", "does not divide");
 }
 
 #[test]
@@ -820,11 +691,7 @@ fn error_swarm_probability_step_not_positive() {
     });
     assert_names(&error, "network.partition_probability.step", "positive");
     let error = error_after("swarm", |v| {
-        set(
-            v,
-            &["network", "partition_probability", "step"],
-            json!(-0.001),
-        );
+        set(v, &["network", "partition_probability", "step"], json!(-0.001));
     });
     assert_names(&error, "network.partition_probability.step", "positive");
 }
@@ -832,17 +699,9 @@ fn error_swarm_probability_step_not_positive() {
 #[test]
 fn error_swarm_probability_step_not_dividing() {
     let error = error_after("swarm", |v| {
-        set(
-            v,
-            &["network", "packet_loss_probability", "step"],
-            json!(0.04),
-        );
+        set(v, &["network", "packet_loss_probability", "step"], json!(0.04));
     });
-    assert_names(
-        &error,
-        "network.packet_loss_probability.step",
-        "does not divide",
-    );
+    assert_names(&error, "network.packet_loss_probability.step", "does not divide");
 }
 
 #[test]
@@ -860,17 +719,9 @@ fn error_swarm_probability_range_outside_unit_interval() {
     });
     assert_names(&error, "cluster.crash_probability.max", "outside [0, 1]");
     let error = error_after("swarm", |v| {
-        set(
-            v,
-            &["network", "packet_replay_probability", "min"],
-            json!(-0.5),
-        );
+        set(v, &["network", "packet_replay_probability", "min"], json!(-0.5));
     });
-    assert_names(
-        &error,
-        "network.packet_replay_probability.min",
-        "outside [0, 1]",
-    );
+    assert_names(&error, "network.packet_replay_probability.min", "outside [0, 1]");
 }
 
 #[test]
@@ -923,13 +774,9 @@ fn error_swarm_mean_range_below_delay_floor() {
 
 #[test]
 fn error_swarm_empty_choice() {
-    let error = error_after("swarm", |v| {
-        set(v, &["network", "partition_mode"], json!([]))
-    });
+    let error = error_after("swarm", |v| set(v, &["network", "partition_mode"], json!([])));
     assert_names(&error, "network.partition_mode", "empty");
-    let error = error_after("swarm", |v| {
-        set(v, &["network", "partition_mode"], json!("none"))
-    });
+    let error = error_after("swarm", |v| set(v, &["network", "partition_mode"], json!("none")));
     assert_names(&error, "network.partition_mode", "a list of choices");
 }
 
@@ -947,42 +794,26 @@ fn error_swarm_duplicate_choice() {
 
 #[test]
 fn error_swarm_replicas_min_zero() {
-    let error = error_after("swarm", |v| {
-        set(v, &["cluster", "replicas", "min"], json!(0))
-    });
+    let error = error_after("swarm", |v| set(v, &["cluster", "replicas", "min"], json!(0)));
     assert_names(&error, "cluster.replicas.min", "at least 1");
 }
 
 #[test]
 fn error_swarm_replicas_max_above_six() {
-    let error = error_after("swarm", |v| {
-        set(v, &["cluster", "replicas", "max"], json!(7))
-    });
-    assert_names(
-        &error,
-        "cluster.replicas.max",
-        "exceeds the limit of 6 replicas",
-    );
+    let error = error_after("swarm", |v| set(v, &["cluster", "replicas", "max"], json!(7)));
+    assert_names(&error, "cluster.replicas.max", "exceeds the limit of 6 replicas");
 }
 
 #[test]
 fn error_swarm_clients_min_zero() {
-    let error = error_after("swarm", |v| {
-        set(v, &["cluster", "clients", "min"], json!(0))
-    });
+    let error = error_after("swarm", |v| set(v, &["cluster", "clients", "min"], json!(0)));
     assert_names(&error, "cluster.clients.min", "at least 1");
 }
 
 #[test]
 fn error_swarm_shards_max_too_large() {
-    let error = error_after("swarm", |v| {
-        set(v, &["cluster", "shards", "max"], json!(65))
-    });
-    assert_names(
-        &error,
-        "cluster.shards.max",
-        "exceeds the limit of 64 shards",
-    );
+    let error = error_after("swarm", |v| set(v, &["cluster", "shards", "max"], json!(65)));
+    assert_names(&error, "cluster.shards.max", "exceeds the limit of 64 shards");
 }
 
 #[test]
@@ -1002,9 +833,5 @@ fn error_swarm_clock_drift_range_too_large() {
             json!({"min": 0, "max": 20_000, "step": 1}),
         );
     });
-    assert_names(
-        &error,
-        "network.clock_drift_max_ppm.max",
-        "exceeds the limit",
-    );
+    assert_names(&error, "network.clock_drift_max_ppm.max", "exceeds the limit");
 }

@@ -6,8 +6,8 @@
 use super::error::ProfileError;
 use super::swarm::{GRID_TOLERANCE, IntRange, MAX_GRID_STEPS, ProbabilityRange, SwarmRanges};
 use super::{
-    MAX_CLIENTS, MAX_CLOCK_DRIFT_PPM, MAX_CLOCK_OFFSET_MICROS, MAX_REPLICAS, MAX_SHARDS,
-    MIN_SWARM_LINK_CAPACITY, mode_name, symmetry_name,
+    MAX_CLIENTS, MAX_CLOCK_DRIFT_PPM, MAX_CLOCK_OFFSET_MICROS, MAX_REPLICAS, MAX_SHARDS, MIN_SWARM_LINK_CAPACITY,
+    mode_name, symmetry_name,
 };
 use crate::network::config::NetworkConfig;
 
@@ -25,9 +25,7 @@ pub(crate) fn name(origin: &str, name: &str) -> Result<(), ProfileError> {
         Err(ProfileError::invalid(
             origin,
             "name",
-            format!(
-                "{name:?} is not a valid profile name (1 to 64 characters of A-Z a-z 0-9 _ - .)"
-            ),
+            format!("{name:?} is not a valid profile name (1 to 64 characters of A-Z a-z 0-9 _ - .)"),
         ))
     }
 }
@@ -45,13 +43,7 @@ fn probability(origin: &str, path: &str, value: f64) -> Result<(), ProfileError>
     }
 }
 
-fn at_most(
-    origin: &str,
-    path: &str,
-    value: u64,
-    limit: u64,
-    what: &str,
-) -> Result<(), ProfileError> {
+fn at_most(origin: &str, path: &str, value: u64, limit: u64, what: &str) -> Result<(), ProfileError> {
     if value <= limit {
         Ok(())
     } else {
@@ -86,10 +78,7 @@ pub(crate) fn network(origin: &str, prefix: &str, n: &NetworkConfig) -> Result<(
     for (field, value) in [
         ("packet_loss_probability", n.packet_loss_probability),
         ("packet_replay_probability", n.packet_replay_probability),
-        (
-            "packet_corruption_probability",
-            n.packet_corruption_probability,
-        ),
+        ("packet_corruption_probability", n.packet_corruption_probability),
         ("partition_probability", n.partition_probability),
         ("unpartition_probability", n.unpartition_probability),
         ("path_clog_probability", n.path_clog_probability),
@@ -147,7 +136,7 @@ fn int_range(origin: &str, path: &str, r: &IntRange) -> Result<(), ProfileError>
             "step must be at least 1",
         ));
     }
-    if (r.max - r.min) % r.step != 0 {
+    if !(r.max - r.min).is_multiple_of(r.step) {
         return Err(ProfileError::invalid(
             origin,
             &format!("{path}.step"),
@@ -214,11 +203,7 @@ fn choices<T: PartialEq + Copy>(
     name: fn(T) -> &'static str,
 ) -> Result<(), ProfileError> {
     if options.is_empty() {
-        return Err(ProfileError::invalid(
-            origin,
-            path,
-            "the list of choices is empty",
-        ));
+        return Err(ProfileError::invalid(origin, path, "the list of choices is empty"));
     }
     for (index, option) in options.iter().enumerate() {
         if options[..index].contains(option) {
@@ -243,14 +228,8 @@ pub(crate) fn swarm(origin: &str, s: &SwarmRanges) -> Result<(), ProfileError> {
         ("one_way_delay_mean_ticks", &n.one_way_delay_mean_ticks),
         ("link_capacity_packets", &n.link_capacity_packets),
         ("partition_stability_ticks", &n.partition_stability_ticks),
-        (
-            "unpartition_stability_ticks",
-            &n.unpartition_stability_ticks,
-        ),
-        (
-            "path_clog_duration_mean_ticks",
-            &n.path_clog_duration_mean_ticks,
-        ),
+        ("unpartition_stability_ticks", &n.unpartition_stability_ticks),
+        ("path_clog_duration_mean_ticks", &n.path_clog_duration_mean_ticks),
         ("clock_offset_max_micros", &n.clock_offset_max_micros),
         ("clock_drift_max_ppm", &n.clock_drift_max_ppm),
     ] {
@@ -259,22 +238,14 @@ pub(crate) fn swarm(origin: &str, s: &SwarmRanges) -> Result<(), ProfileError> {
     for (field, range) in [
         ("packet_loss_probability", &n.packet_loss_probability),
         ("packet_replay_probability", &n.packet_replay_probability),
-        (
-            "packet_corruption_probability",
-            &n.packet_corruption_probability,
-        ),
+        ("packet_corruption_probability", &n.packet_corruption_probability),
         ("partition_probability", &n.partition_probability),
         ("unpartition_probability", &n.unpartition_probability),
         ("path_clog_probability", &n.path_clog_probability),
     ] {
         probability_range(origin, &path(field), range)?;
     }
-    choices(
-        origin,
-        &path("partition_mode"),
-        &n.partition_mode,
-        mode_name,
-    )?;
+    choices(origin, &path("partition_mode"), &n.partition_mode, mode_name)?;
     choices(
         origin,
         &path("partition_symmetry"),
