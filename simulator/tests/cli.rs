@@ -1,0 +1,98 @@
+//! The `workload-fuzz` binary as a user meets it: output, exit codes, error messages.
+
+use std::process::{Command, Output};
+
+fn workload_fuzz(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_workload-fuzz"))
+        .args(args)
+        .output()
+        .expect("the workload-fuzz binary runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn a_seed_run_twice_prints_byte_identical_stdout_and_exits_zero() {
+    let args = ["--seed", "211", "--faults", "heavy", "--ticks", "4000", "--clients", "3"];
+    let first = workload_fuzz(&args);
+    let second = workload_fuzz(&args);
+    assert_eq!(first.status.code(), Some(0), "{}{}", stdout(&first), stderr(&first));
+    assert_eq!(first.stdout, second.stdout);
+    assert!(stdout(&first).contains("workload-fuzz: OK (seed=211)"));
+    assert!(stderr(&first).contains("ticks/s"), "timing goes to stderr: {}", stderr(&first));
+}
+
+#[test]
+fn an_omitted_seed_is_drawn_and_printed() {
+    let output = workload_fuzz(&["--ticks", "200"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    let banner = stdout(&output);
+    let seed = banner
+        .split_whitespace()
+        .find_map(|word| word.strip_prefix("seed="))
+        .expect("banner names the seed");
+    assert!(seed.parse::<u64>().is_ok(), "seed {seed:?} is a number");
+}
+
+#[test]
+fn a_plane_not_built_yet_is_an_invalid_configuration() {
+    let output = workload_fuzz(&["--seed", "1", "--plane", "metadata"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stdout(&output).contains("--plane metadata needs the consensus workload"), "{}", stdout(&output));
+}
+
+#[test]
+fn an_unknown_profile_lists_the_valid_names() {
+    let output = workload_fuzz(&["--seed", "1", "--faults", "stormy"]);
+    assert_eq!(output.status.code(), Some(2));
+    let text = stdout(&output);
+    assert!(text.contains("stormy") && text.contains("heavy") && text.contains("swarm"), "{text}");
+}
+
+#[test]
+fn a_bad_profile_file_names_the_field() {
+    let path = std::env::temp_dir().join(format!("bad-profile-{}.json", std::process::id()));
+    let light = include_str!("../../fault-profiles/light.json");
+    std::fs::write(&path, light.replace("\"packet_loss_probability\": 0.02", "\"packet_loss_probability\": 2.5"))
+        .expect("write temp profile");
+    let output = workload_fuzz(&["--seed", "1", "--faults", path.to_str().expect("utf-8 temp path")]);
+    std::fs::remove_file(&path).expect("cleanup");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stdout(&output).contains("network.packet_loss_probability"), "{}", stdout(&output));
+}
+
+#[test]
+fn an_out_of_range_override_names_the_field() {
+    let output = workload_fuzz(&["--seed", "1", "--packet-loss", "1.5"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stdout(&output).contains("packet_loss_probability"), "{}", stdout(&output));
+}
+
+#[test]
+fn a_malformed_flag_is_a_usage_error_not_a_panic() {
+    let output = workload_fuzz(&["--seed", "twelve"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("is not a 64-bit seed"), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("panicked"));
+}
+
+#[test]
+fn a_run_that_compares_too_little_is_vacuous() {
+    let output = workload_fuzz(&["--seed", "1", "--ticks", "100", "--min-replies", "1000000"]);
+    assert_eq!(output.status.code(), Some(3));
+    assert!(stdout(&output).contains("vacuous:"), "{}", stdout(&output));
+}
+
+#[test]
+fn a_total_partition_of_the_clients_traffic_is_vacuous_not_a_pass() {
+    // Every packet lost: nothing is compared, so the run must not claim a pass.
+    let output = workload_fuzz(&["--seed", "1", "--ticks", "500", "--packet-loss", "1"]);
+    assert_eq!(output.status.code(), Some(3), "{}", stdout(&output));
+    assert!(stdout(&output).contains("replies_matched=0"));
+}
