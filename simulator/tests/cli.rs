@@ -19,13 +19,26 @@ fn stderr(output: &Output) -> String {
 
 #[test]
 fn a_seed_run_twice_prints_byte_identical_stdout_and_exits_zero() {
-    let args = ["--seed", "211", "--faults", "heavy", "--ticks", "4000", "--clients", "3"];
+    let args = [
+        "--seed",
+        "211",
+        "--faults",
+        "heavy",
+        "--ticks",
+        "4000",
+        "--clients",
+        "3",
+    ];
     let first = workload_fuzz(&args);
     let second = workload_fuzz(&args);
     assert_eq!(first.status.code(), Some(0), "{}{}", stdout(&first), stderr(&first));
     assert_eq!(first.stdout, second.stdout);
     assert!(stdout(&first).contains("workload-fuzz: OK (seed=211)"));
-    assert!(stderr(&first).contains("ticks/s"), "timing goes to stderr: {}", stderr(&first));
+    assert!(
+        stderr(&first).contains("ticks/s"),
+        "timing goes to stderr: {}",
+        stderr(&first)
+    );
 }
 
 #[test]
@@ -44,7 +57,11 @@ fn an_omitted_seed_is_drawn_and_printed() {
 fn a_plane_not_built_yet_is_an_invalid_configuration() {
     let output = workload_fuzz(&["--seed", "1", "--plane", "metadata"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stdout(&output).contains("--plane metadata needs the consensus workload"), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("--plane metadata needs the consensus workload"),
+        "{}",
+        stdout(&output)
+    );
 }
 
 #[test]
@@ -52,26 +69,40 @@ fn an_unknown_profile_lists_the_valid_names() {
     let output = workload_fuzz(&["--seed", "1", "--faults", "stormy"]);
     assert_eq!(output.status.code(), Some(2));
     let text = stdout(&output);
-    assert!(text.contains("stormy") && text.contains("heavy") && text.contains("swarm"), "{text}");
+    assert!(
+        text.contains("stormy") && text.contains("heavy") && text.contains("swarm"),
+        "{text}"
+    );
 }
 
 #[test]
 fn a_bad_profile_file_names_the_field() {
     let path = std::env::temp_dir().join(format!("bad-profile-{}.json", std::process::id()));
     let light = include_str!("../../fault-profiles/light.json");
-    std::fs::write(&path, light.replace("\"packet_loss_probability\": 0.02", "\"packet_loss_probability\": 2.5"))
-        .expect("write temp profile");
+    std::fs::write(
+        &path,
+        light.replace("\"packet_loss_probability\": 0.02", "\"packet_loss_probability\": 2.5"),
+    )
+    .expect("write temp profile");
     let output = workload_fuzz(&["--seed", "1", "--faults", path.to_str().expect("utf-8 temp path")]);
     std::fs::remove_file(&path).expect("cleanup");
     assert_eq!(output.status.code(), Some(2));
-    assert!(stdout(&output).contains("network.packet_loss_probability"), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("network.packet_loss_probability"),
+        "{}",
+        stdout(&output)
+    );
 }
 
 #[test]
 fn an_out_of_range_override_names_the_field() {
     let output = workload_fuzz(&["--seed", "1", "--packet-loss", "1.5"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stdout(&output).contains("packet_loss_probability"), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("packet_loss_probability"),
+        "{}",
+        stdout(&output)
+    );
 }
 
 #[test]

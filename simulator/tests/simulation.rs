@@ -42,7 +42,10 @@ fn a_frame_sent_in_a_tick_arrives_in_a_later_tick() {
         simulation.step().expect("step");
     }
     let epoch = simulator::clock::SIMULATION_EPOCH_MICROS;
-    assert!(received_at.get() > epoch + TICK.as_micros() as u64, "arrived after tick 1");
+    assert!(
+        received_at.get() > epoch + TICK.as_micros() as u64,
+        "arrived after tick 1"
+    );
     assert_eq!(simulation.stats().frames_delivered, 1);
 }
 
@@ -57,7 +60,9 @@ fn a_frame_nobody_reads_is_reported_as_a_lost_wakeup() {
         }
     });
     let sender = simulation.bus(ProcessId(0));
-    simulation.spawn(ProcessId(0), async move { sender.send(ProcessId(1), wire::seal(1, b"hello")) });
+    simulation.spawn(ProcessId(0), async move {
+        sender.send(ProcessId(1), wire::seal(1, b"hello"))
+    });
     let error = (0..50)
         .find_map(|_| simulation.step().err())
         .expect("the unread frame must be caught");
@@ -65,7 +70,10 @@ fn a_frame_nobody_reads_is_reported_as_a_lost_wakeup() {
         panic!("expected a lost wakeup, got {error}");
     };
     assert_eq!((process, frames), (ProcessId(1), 1));
-    assert!(error.to_string().starts_with("lost wakeup: p1 inbox holds 1 frame(s)"), "{error}");
+    assert!(
+        error.to_string().starts_with("lost wakeup: p1 inbox holds 1 frame(s)"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -98,7 +106,11 @@ fn a_crash_drops_the_process_tasks_and_traffic_and_a_restart_brings_it_back() {
 
     simulation.crash(ProcessId(1));
     assert!(!simulation.is_up(ProcessId(1)));
-    assert_eq!(simulation.executor().tasks_of(ProcessId(1)), 0, "tasks dropped mid-await");
+    assert_eq!(
+        simulation.executor().tasks_of(ProcessId(1)),
+        0,
+        "tasks dropped mid-await"
+    );
     for _ in 0..20 {
         simulation.step().expect("a crashed process's inbox is not checked");
     }
@@ -125,7 +137,10 @@ fn a_crash_drops_the_process_tasks_and_traffic_and_a_restart_brings_it_back() {
 fn frames_to_a_process_outside_the_world_are_counted_as_unroutable() {
     let mut simulation = world(1, 0);
     let bus = simulation.bus(ProcessId(0));
-    simulation.spawn(ProcessId(0), async move { bus.send(ProcessId(42), wire::seal(1, b"?")) });
+    simulation.spawn(
+        ProcessId(0),
+        async move { bus.send(ProcessId(42), wire::seal(1, b"?")) },
+    );
     simulation.step().expect("step");
     assert_eq!(simulation.stats().frames_unroutable, 1);
 }

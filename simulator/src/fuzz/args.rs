@@ -280,7 +280,11 @@ mod tests {
         .expect("valid flags");
         assert_eq!(args.seed, Some(16));
         let command = args.repro_command(16);
-        let words: Vec<&str> = command.split_whitespace().skip_while(|word| *word != "--").skip(1).collect();
+        let words: Vec<&str> = command
+            .split_whitespace()
+            .skip_while(|word| *word != "--")
+            .skip(1)
+            .collect();
         let reparsed = FuzzArgs::try_parse_from(std::iter::once("workload-fuzz").chain(words)).expect("repro parses");
         assert_eq!(reparsed.repro_command(16), command);
         assert_eq!(reparsed.network.packet_loss, Some(0.5));
