@@ -28,7 +28,7 @@ pub use swarm::{
     IntRange, MAX_GRID_STEPS, ProbabilityRange, SwarmClusterRanges, SwarmDraw, SwarmNetworkRanges, SwarmRanges,
 };
 
-use crate::network::config::{NetworkConfig, PartitionMode, PartitionSymmetry};
+use crate::network::config::NetworkConfig;
 
 /// The names of the built-in profiles, in the order error messages list them.
 pub const BUILTIN_PROFILE_NAMES: [&str; 4] = ["none", "light", "heavy", "swarm"];
@@ -57,23 +57,8 @@ pub const MAX_CLOCK_OFFSET_MICROS: u64 = 60_000_000;
 /// bad crystal; larger values are taken to be a mistake.
 pub const MAX_CLOCK_DRIFT_PPM: u64 = 10_000;
 
-/// The file-format name of a partition mode (`uniform-size`, ...).
-pub fn mode_name(mode: PartitionMode) -> &'static str {
-    match mode {
-        PartitionMode::None => "none",
-        PartitionMode::UniformSize => "uniform-size",
-        PartitionMode::UniformPartition => "uniform-partition",
-        PartitionMode::IsolateSingle => "isolate-single",
-    }
-}
-
-/// The file-format name of a partition symmetry (`symmetric` or `asymmetric`).
-pub fn symmetry_name(symmetry: PartitionSymmetry) -> &'static str {
-    match symmetry {
-        PartitionSymmetry::Symmetric => "symmetric",
-        PartitionSymmetry::Asymmetric => "asymmetric",
-    }
-}
+/// File-format names of partition modes and symmetries: the network's own spelling.
+pub use crate::network::partition::{mode_name, symmetry_name};
 
 /// Where a profile comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
