@@ -18,14 +18,7 @@ use std::rc::Rc;
 use futures::{FutureExt, select_biased};
 
 use cluster::seam::{Bus, Inbox, ProcessId, TICK};
-use cluster::wire;
-
-/// Command byte of a client request.
-pub const COMMAND_REQUEST: u8 = 1;
-/// Command byte of a replica's reply.
-pub const COMMAND_REPLY: u8 = 2;
-/// Command byte of a replica-to-replica heartbeat.
-pub const COMMAND_HEARTBEAT: u8 = 3;
+use cluster::wire::{self, Command};
 
 /// Ticks between heartbeats a replica sends each peer; the cluster's commit broadcast
 /// interval, so replica links carry a realistic background load.
@@ -65,13 +58,13 @@ pub async fn replica<B: Bus>(bus: B, inbox: Inbox, replicas: u32, stats: SharedE
     loop {
         select_biased! {
             (from, frame) = inbox.recv().fuse() => {
-                let Ok((command, body)) = wire::open(&frame) else {
+                let Ok((header, body)) = wire::open(&frame) else {
                     stats.borrow_mut().frames_rejected += 1;
                     continue;
                 };
-                match command {
-                    COMMAND_REQUEST => bus.send(from, wire::seal(COMMAND_REPLY, body)),
-                    COMMAND_HEARTBEAT => stats.borrow_mut().heartbeats += 1,
+                match header.command {
+                    Command::EchoRequest => bus.send(from, wire::seal(Command::EchoReply, body)),
+                    Command::EchoHeartbeat => stats.borrow_mut().heartbeats += 1,
                     _ => stats.borrow_mut().frames_unexpected += 1,
                 }
             }
@@ -80,7 +73,7 @@ pub async fn replica<B: Bus>(bus: B, inbox: Inbox, replicas: u32, stats: SharedE
                 tick = bus.sleep(TICK);
                 if ticks.is_multiple_of(HEARTBEAT_TICKS) {
                     for peer in (0..replicas).map(ProcessId).filter(|&peer| peer != bus.local()) {
-                        bus.send(peer, wire::seal(COMMAND_HEARTBEAT, &ticks.to_le_bytes()));
+                        bus.send(peer, wire::seal(Command::EchoHeartbeat, &ticks.to_le_bytes()));
                     }
                 }
             }
@@ -101,7 +94,7 @@ pub async fn client<B: Bus>(bus: B, inbox: Inbox, replicas: u32, stats: SharedEc
         // Vary the size so the wire sees frames of many lengths.
         body.resize(16 + (request_number % 48) as usize, 0xA5);
         // The original bytes are kept and resent unchanged.
-        let request = wire::seal(COMMAND_REQUEST, &body);
+        let request = wire::seal(Command::EchoRequest, &body);
         bus.send(ProcessId(target), request.clone());
         let mut deadline = bus.sleep(TICK * CLIENT_RESEND_TICKS as u32);
         loop {
@@ -110,11 +103,11 @@ pub async fn client<B: Bus>(bus: B, inbox: Inbox, replicas: u32, stats: SharedEc
                     let mut stats = stats.borrow_mut();
                     match wire::open(&frame) {
                         Err(_) => stats.frames_rejected += 1,
-                        Ok((COMMAND_REPLY, reply)) if reply == body.as_slice() => {
+                        Ok((header, reply)) if header.command == Command::EchoReply && reply == body.as_slice() => {
                             stats.replies_matched += 1;
                             break;
                         }
-                        Ok((COMMAND_REPLY, reply)) => {
+                        Ok((header, reply)) if header.command == Command::EchoReply => {
                             let answered = reply.get(8..16).map(|n| u64::from_le_bytes(n.try_into().unwrap_or([0; 8])));
                             if answered.is_some_and(|n| n < request_number) && reply.get(..8) == Some(&body[..8]) {
                                 stats.replies_stale += 1;

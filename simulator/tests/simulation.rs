@@ -4,7 +4,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 use cluster::seam::{Bus, ProcessId, TICK};
-use cluster::wire;
+use cluster::wire::{self, Command};
 use simulator::network::config::NetworkConfig;
 use simulator::simulation::{Simulation, SimulationConfig, SimulationError};
 
@@ -29,12 +29,15 @@ fn a_frame_sent_in_a_tick_arrives_in_a_later_tick() {
     simulation.spawn(ProcessId(1), async move {
         let (from, frame) = inbox.recv().await;
         assert_eq!(from, ProcessId(0));
-        assert_eq!(wire::open(&frame).map(|(command, _)| command), Ok(9));
+        assert_eq!(
+            wire::open(&frame).map(|(header, _)| header.command),
+            Ok(Command::Request)
+        );
         seen.set(bus.realtime_micros());
     });
     let sender = simulation.bus(ProcessId(0));
     simulation.spawn(ProcessId(0), async move {
-        sender.send(ProcessId(1), wire::seal(9, b"x"));
+        sender.send(ProcessId(1), wire::seal(Command::Request, b"x"));
     });
     simulation.step().expect("step 1");
     assert_eq!(received_at.get(), 0, "nothing arrives in the tick it was sent");
@@ -61,7 +64,7 @@ fn a_frame_nobody_reads_is_reported_as_a_lost_wakeup() {
     });
     let sender = simulation.bus(ProcessId(0));
     simulation.spawn(ProcessId(0), async move {
-        sender.send(ProcessId(1), wire::seal(1, b"hello"))
+        sender.send(ProcessId(1), wire::seal(Command::Request, b"hello"))
     });
     let error = (0..50)
         .find_map(|_| simulation.step().err())
@@ -93,7 +96,7 @@ fn a_crash_drops_the_process_tasks_and_traffic_and_a_restart_brings_it_back() {
     let sender = simulation.bus(ProcessId(0));
     simulation.spawn(ProcessId(0), async move {
         loop {
-            sender.send(ProcessId(1), wire::seal(1, b"tick"));
+            sender.send(ProcessId(1), wire::seal(Command::Request, b"tick"));
             sender.sleep(TICK).await;
         }
     });
@@ -137,10 +140,9 @@ fn a_crash_drops_the_process_tasks_and_traffic_and_a_restart_brings_it_back() {
 fn frames_to_a_process_outside_the_world_are_counted_as_unroutable() {
     let mut simulation = world(1, 0);
     let bus = simulation.bus(ProcessId(0));
-    simulation.spawn(
-        ProcessId(0),
-        async move { bus.send(ProcessId(42), wire::seal(1, b"?")) },
-    );
+    simulation.spawn(ProcessId(0), async move {
+        bus.send(ProcessId(42), wire::seal(Command::Request, b"?"))
+    });
     simulation.step().expect("step");
     assert_eq!(simulation.stats().frames_unroutable, 1);
 }

@@ -1,0 +1,313 @@
+//! The 256-byte header every frame starts with.
+//!
+//! Layout (little-endian), fixed so that disks and peers of one build agree:
+//!
+//! ```text
+//!   0 checksum        u128  XXH3-128 of bytes 16..256
+//!  16 checksum_body   u128  XXH3-128 of the body
+//!  32 parent          u128  checksum of the previous op's prepare header (hash chain)
+//!  48 client          u128  client id (0 for replica-originated messages)
+//!  64 context         u128  message-specific: PrepareOk carries the prepare's checksum
+//!  80 cluster         u64
+//!  88 group           u64   which VSR group (0 = metadata)
+//!  96 view            u64
+//! 104 op              u64
+//! 112 commit          u64
+//! 120 request         u64   client request number
+//! 128 timestamp       u64   microseconds, from the primary's injected clock
+//! 136 log_view        u64
+//! 144 nonce           u64   boot nonce (RequestStartView / StartView), entropy (Prepare)
+//! 152 size            u32   header + body bytes
+//! 156 command         u8
+//! 157 replica         u8    sender
+//! 158 operation       u8    state-machine operation code (Request, Prepare, Reply)
+//! 159 flags           u8    message-specific bits
+//! 160..256 reserved   zero
+//! ```
+
+use super::FrameError;
+
+/// Bytes in a header.
+pub const HEADER_BYTES: usize = 256;
+pub(crate) const SIZE_OFFSET: usize = 152;
+pub(crate) const COMMAND_OFFSET: usize = 156;
+const RESERVED_OFFSET: usize = 160;
+
+/// Message types. The numbering is part of the wire and disk format: append only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum Command {
+    /// A client asks for an operation.
+    Request = 1,
+    /// The primary replicates an op.
+    Prepare = 2,
+    /// A backup has journaled a prepare.
+    PrepareOk = 3,
+    /// The answer to a client request.
+    Reply = 4,
+    /// The primary's commit point (heartbeat).
+    Commit = 5,
+    /// A replica gives up on the current view.
+    StartViewChange = 6,
+    /// A replica's log summary, to the new primary.
+    DoViewChange = 7,
+    /// The new primary's log; the view starts.
+    StartView = 8,
+    /// A recovering replica asks who leads.
+    RequestStartView = 9,
+    /// A replica asks a peer for prepares in a range of ops.
+    RequestPrepares = 10,
+    /// A request refused by a replica that cannot take it (not primary, not Normal).
+    Refused = 11,
+    /// Echo plane: a client request.
+    EchoRequest = 100,
+    /// Echo plane: a replica's echo.
+    EchoReply = 101,
+    /// Echo plane: replica-to-replica heartbeat.
+    EchoHeartbeat = 102,
+}
+
+impl Command {
+    /// Every command, for tables and tests.
+    pub const ALL: [Command; 14] = [
+        Command::Request,
+        Command::Prepare,
+        Command::PrepareOk,
+        Command::Reply,
+        Command::Commit,
+        Command::StartViewChange,
+        Command::DoViewChange,
+        Command::StartView,
+        Command::RequestStartView,
+        Command::RequestPrepares,
+        Command::Refused,
+        Command::EchoRequest,
+        Command::EchoReply,
+        Command::EchoHeartbeat,
+    ];
+
+    /// The command for a byte, if any.
+    pub fn from_byte(byte: u8) -> Option<Command> {
+        Command::ALL.into_iter().find(|command| *command as u8 == byte)
+    }
+}
+
+/// A decoded header. `checksum` and `size` are filled in by sealing and opening.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Checksum of this header (bytes 16..256).
+    pub checksum: u128,
+    /// Checksum of the body.
+    pub checksum_body: u128,
+    /// Checksum of the previous op's prepare header.
+    pub parent: u128,
+    /// Client id.
+    pub client: u128,
+    /// Message-specific 128-bit value.
+    pub context: u128,
+    /// Cluster id.
+    pub cluster: u64,
+    /// VSR group.
+    pub group: u64,
+    /// View.
+    pub view: u64,
+    /// Op number.
+    pub op: u64,
+    /// Commit number.
+    pub commit: u64,
+    /// Client request number.
+    pub request: u64,
+    /// Timestamp, microseconds since the Unix epoch.
+    pub timestamp: u64,
+    /// Log view.
+    pub log_view: u64,
+    /// Nonce or entropy.
+    pub nonce: u64,
+    /// Frame size, header included.
+    pub size: u32,
+    /// Message type.
+    pub command: Command,
+    /// Sender replica.
+    pub replica: u8,
+    /// State-machine operation code.
+    pub operation: u8,
+    /// Message-specific flags.
+    pub flags: u8,
+}
+
+fn u128_at(bytes: &[u8], offset: usize) -> u128 {
+    let mut raw = [0u8; 16];
+    raw.copy_from_slice(&bytes[offset..offset + 16]);
+    u128::from_le_bytes(raw)
+}
+
+fn u64_at(bytes: &[u8], offset: usize) -> u64 {
+    let mut raw = [0u8; 8];
+    raw.copy_from_slice(&bytes[offset..offset + 8]);
+    u64::from_le_bytes(raw)
+}
+
+impl Header {
+    /// A header for `command` with every other field zero.
+    pub fn new(command: Command) -> Self {
+        Self {
+            checksum: 0,
+            checksum_body: 0,
+            parent: 0,
+            client: 0,
+            context: 0,
+            cluster: 0,
+            group: 0,
+            view: 0,
+            op: 0,
+            commit: 0,
+            request: 0,
+            timestamp: 0,
+            log_view: 0,
+            nonce: 0,
+            size: 0,
+            command,
+            replica: 0,
+            operation: 0,
+            flags: 0,
+        }
+    }
+
+    /// Write every field except `checksum` into `bytes[..256]` (the checksum slot is
+    /// zeroed; sealing fills it).
+    pub fn encode_into(&self, bytes: &mut [u8]) {
+        assert!(bytes.len() >= HEADER_BYTES, "header buffer too short");
+        let bytes = &mut bytes[..HEADER_BYTES];
+        bytes.fill(0);
+        bytes[16..32].copy_from_slice(&self.checksum_body.to_le_bytes());
+        bytes[32..48].copy_from_slice(&self.parent.to_le_bytes());
+        bytes[48..64].copy_from_slice(&self.client.to_le_bytes());
+        bytes[64..80].copy_from_slice(&self.context.to_le_bytes());
+        for (offset, value) in [
+            (80, self.cluster),
+            (88, self.group),
+            (96, self.view),
+            (104, self.op),
+            (112, self.commit),
+            (120, self.request),
+            (128, self.timestamp),
+            (136, self.log_view),
+            (144, self.nonce),
+        ] {
+            bytes[offset..offset + 8].copy_from_slice(&value.to_le_bytes());
+        }
+        bytes[SIZE_OFFSET..SIZE_OFFSET + 4].copy_from_slice(&self.size.to_le_bytes());
+        bytes[COMMAND_OFFSET] = self.command as u8;
+        bytes[157] = self.replica;
+        bytes[158] = self.operation;
+        bytes[159] = self.flags;
+    }
+
+    /// The header as 256 bytes with its checksum computed (what `parent` of the next
+    /// op refers to, and what a DoViewChange carries).
+    pub fn to_bytes(&self) -> [u8; HEADER_BYTES] {
+        let mut bytes = [0u8; HEADER_BYTES];
+        self.encode_into(&mut bytes);
+        let sum = super::checksum(&bytes[16..]);
+        bytes[..16].copy_from_slice(&sum.to_le_bytes());
+        bytes
+    }
+
+    /// This header's checksum as sealing would compute it.
+    pub fn compute_checksum(&self) -> u128 {
+        let mut bytes = [0u8; HEADER_BYTES];
+        self.encode_into(&mut bytes);
+        super::checksum(&bytes[16..])
+    }
+
+    /// Decode a header whose checksum has already been verified (or verify it with
+    /// [`Header::decode_verified`]).
+    pub fn decode(bytes: &[u8]) -> Result<Self, FrameError> {
+        if bytes.len() < HEADER_BYTES {
+            return Err(FrameError::Truncated { len: bytes.len() });
+        }
+        let command_byte = bytes[COMMAND_OFFSET];
+        let command = Command::from_byte(command_byte).ok_or(FrameError::UnknownCommand { command: command_byte })?;
+        if bytes[RESERVED_OFFSET..HEADER_BYTES].iter().any(|&byte| byte != 0) {
+            return Err(FrameError::ReservedNotZero);
+        }
+        let mut size = [0u8; 4];
+        size.copy_from_slice(&bytes[SIZE_OFFSET..SIZE_OFFSET + 4]);
+        Ok(Self {
+            checksum: u128_at(bytes, 0),
+            checksum_body: u128_at(bytes, 16),
+            parent: u128_at(bytes, 32),
+            client: u128_at(bytes, 48),
+            context: u128_at(bytes, 64),
+            cluster: u64_at(bytes, 80),
+            group: u64_at(bytes, 88),
+            view: u64_at(bytes, 96),
+            op: u64_at(bytes, 104),
+            commit: u64_at(bytes, 112),
+            request: u64_at(bytes, 120),
+            timestamp: u64_at(bytes, 128),
+            log_view: u64_at(bytes, 136),
+            nonce: u64_at(bytes, 144),
+            size: u32::from_le_bytes(size),
+            command,
+            replica: bytes[157],
+            operation: bytes[158],
+            flags: bytes[159],
+        })
+    }
+
+    /// Decode 256 bytes and check their header checksum (for headers carried inside a
+    /// body, such as a DoViewChange's).
+    pub fn decode_verified(bytes: &[u8]) -> Result<Self, FrameError> {
+        if bytes.len() < HEADER_BYTES {
+            return Err(FrameError::Truncated { len: bytes.len() });
+        }
+        if u128_at(bytes, 0) != super::checksum(&bytes[16..HEADER_BYTES]) {
+            return Err(FrameError::HeaderChecksum);
+        }
+        Self::decode(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_field_round_trips_through_bytes() {
+        let header = Header {
+            checksum: 0,
+            checksum_body: 1,
+            parent: 2,
+            client: 3,
+            context: 4,
+            cluster: 5,
+            group: 6,
+            view: 7,
+            op: 8,
+            commit: 9,
+            request: 10,
+            timestamp: 11,
+            log_view: 12,
+            nonce: 13,
+            size: 14,
+            command: Command::DoViewChange,
+            replica: 15,
+            operation: 16,
+            flags: 17,
+        };
+        let bytes = header.to_bytes();
+        let decoded = Header::decode_verified(&bytes).expect("valid");
+        assert_eq!(decoded.checksum, header.compute_checksum());
+        assert_eq!(Header { checksum: 0, ..decoded }, header);
+    }
+
+    #[test]
+    fn command_bytes_are_distinct_and_round_trip() {
+        for command in Command::ALL {
+            assert_eq!(Command::from_byte(command as u8), Some(command));
+        }
+        assert_eq!(Command::from_byte(0), None);
+        assert_eq!(Command::from_byte(255), None);
+    }
+}

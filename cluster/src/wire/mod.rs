@@ -1,0 +1,217 @@
+//! Frames on the wire and on disk: a fixed 256-byte [`Header`] followed by a body.
+//!
+//! The header carries two checksums (XXH3-128): one of the body, and one of the
+//! header itself (bytes 16..256, which include the body checksum), so a flipped bit
+//! anywhere in a frame is caught before anything reads it. A frame that fails any
+//! check is rejected with a typed [`FrameError`], counted by the receiver and dropped,
+//! never applied.
+
+mod header;
+
+pub use header::{Command, HEADER_BYTES, Header};
+
+use std::fmt;
+
+use xxhash_rust::xxh3::xxh3_128;
+
+/// Largest frame accepted, header included, in bytes. Bounds what a hostile size field
+/// can make a receiver allocate; 1 MiB holds the largest metadata op and a full
+/// StartView's headers (128 x 256 bytes) with room to spare.
+pub const FRAME_BYTES_MAX: usize = 1 << 20;
+
+/// Offset of the command byte in a frame, so the network can filter and count by
+/// message type without decoding.
+pub const COMMAND_OFFSET: usize = header::COMMAND_OFFSET;
+
+/// A 128-bit checksum of `bytes`.
+pub fn checksum(bytes: &[u8]) -> u128 {
+    xxh3_128(bytes)
+}
+
+/// Why a frame was rejected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FrameError {
+    /// Shorter than a header.
+    Truncated {
+        /// Bytes received.
+        len: usize,
+    },
+    /// The header checksum does not match the header.
+    HeaderChecksum,
+    /// The size field disagrees with the bytes received.
+    SizeMismatch {
+        /// What the header claims.
+        claimed: usize,
+        /// What arrived.
+        received: usize,
+    },
+    /// Larger than [`FRAME_BYTES_MAX`].
+    TooLarge {
+        /// Bytes claimed.
+        size: usize,
+    },
+    /// The body checksum does not match the body.
+    BodyChecksum,
+    /// The command byte names no known command.
+    UnknownCommand {
+        /// The byte.
+        command: u8,
+    },
+    /// Reserved header bytes are not zero.
+    ReservedNotZero,
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrameError::Truncated { len } => {
+                write!(f, "frame of {len} bytes is shorter than the {HEADER_BYTES}-byte header")
+            }
+            FrameError::HeaderChecksum => write!(f, "header checksum mismatch (corrupted in transit or on disk)"),
+            FrameError::SizeMismatch { claimed, received } => {
+                write!(f, "header claims {claimed} bytes but {received} arrived")
+            }
+            FrameError::TooLarge { size } => {
+                write!(f, "frame of {size} bytes exceeds FRAME_BYTES_MAX ({FRAME_BYTES_MAX})")
+            }
+            FrameError::BodyChecksum => write!(f, "body checksum mismatch (corrupted in transit or on disk)"),
+            FrameError::UnknownCommand { command } => write!(f, "unknown command byte {command}"),
+            FrameError::ReservedNotZero => write!(f, "reserved header bytes are not zero"),
+        }
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+/// Build a frame from `header` and `body`: sets the size and both checksums.
+///
+/// Panics if the frame would exceed [`FRAME_BYTES_MAX`]: frames are built from bounded
+/// parts, so an oversized one is a programming error, not input.
+pub fn seal_header(mut header: Header, body: &[u8]) -> Vec<u8> {
+    let size = HEADER_BYTES + body.len();
+    assert!(size <= FRAME_BYTES_MAX, "frame of {size} bytes exceeds FRAME_BYTES_MAX");
+    // size <= FRAME_BYTES_MAX < u32::MAX, checked above.
+    header.size = size as u32;
+    header.checksum_body = checksum(body);
+    let mut frame = vec![0u8; size];
+    header.encode_into(&mut frame[..HEADER_BYTES]);
+    let sum = checksum(&frame[16..HEADER_BYTES]);
+    frame[..16].copy_from_slice(&sum.to_le_bytes());
+    frame[HEADER_BYTES..].copy_from_slice(body);
+    frame
+}
+
+/// Build a frame carrying `body` as `command`, every other header field zero.
+pub fn seal(command: Command, body: &[u8]) -> Vec<u8> {
+    seal_header(Header::new(command), body)
+}
+
+/// Verify a frame and return its header (with `checksum` filled in) and body.
+pub fn open(frame: &[u8]) -> Result<(Header, &[u8]), FrameError> {
+    if frame.len() < HEADER_BYTES {
+        return Err(FrameError::Truncated { len: frame.len() });
+    }
+    let mut sum = [0u8; 16];
+    sum.copy_from_slice(&frame[..16]);
+    if u128::from_le_bytes(sum) != checksum(&frame[16..HEADER_BYTES]) {
+        return Err(FrameError::HeaderChecksum);
+    }
+    let header = Header::decode(&frame[..HEADER_BYTES])?;
+    let claimed = header.size as usize;
+    if claimed > FRAME_BYTES_MAX {
+        return Err(FrameError::TooLarge { size: claimed });
+    }
+    if claimed != frame.len() {
+        return Err(FrameError::SizeMismatch {
+            claimed,
+            received: frame.len(),
+        });
+    }
+    let body = &frame[HEADER_BYTES..];
+    if checksum(body) != header.checksum_body {
+        return Err(FrameError::BodyChecksum);
+    }
+    Ok((header, body))
+}
+
+/// The command byte of a frame without verifying it (for network filters and
+/// counters); 0 if the frame is too short to have one.
+pub fn peek_command(frame: &[u8]) -> u8 {
+    frame.get(COMMAND_OFFSET).copied().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sealed_frame_opens_to_its_header_and_body() {
+        let mut header = Header::new(Command::Prepare);
+        header.view = 3;
+        header.op = 9;
+        header.client = 0xABCD;
+        let frame = seal_header(header, b"hello");
+        assert_eq!(frame.len(), HEADER_BYTES + 5);
+        assert_eq!(peek_command(&frame), Command::Prepare as u8);
+        let (opened, body) = open(&frame).expect("valid frame");
+        assert_eq!(body, b"hello");
+        assert_eq!((opened.view, opened.op, opened.client), (3, 9, 0xABCD));
+        assert_eq!(opened.command, Command::Prepare);
+        assert_eq!(opened.size as usize, frame.len());
+        assert_ne!(opened.checksum, 0, "open fills in the header checksum");
+    }
+
+    #[test]
+    fn every_single_bit_flip_is_rejected() {
+        let frame = seal(Command::Request, b"a body of some length");
+        for byte in 0..frame.len() {
+            for bit in 0..8 {
+                let mut damaged = frame.clone();
+                damaged[byte] ^= 1 << bit;
+                assert!(open(&damaged).is_err(), "flip at byte {byte} bit {bit} accepted");
+            }
+        }
+    }
+
+    #[test]
+    fn malformed_frames_get_typed_errors() {
+        assert_eq!(open(&[1, 2, 3]), Err(FrameError::Truncated { len: 3 }));
+        let mut frame = seal(Command::Request, b"xy");
+        frame.push(0);
+        assert_eq!(
+            open(&frame),
+            Err(FrameError::SizeMismatch {
+                claimed: HEADER_BYTES + 2,
+                received: HEADER_BYTES + 3
+            })
+        );
+        assert!(FrameError::BodyChecksum.to_string().contains("checksum"));
+        assert_eq!(peek_command(&[]), 0);
+    }
+
+    /// Re-seal raw header bytes with a valid header checksum, to reach the checks
+    /// behind it.
+    fn reseal(mut frame: Vec<u8>) -> Vec<u8> {
+        let sum = checksum(&frame[16..HEADER_BYTES]);
+        frame[..16].copy_from_slice(&sum.to_le_bytes());
+        frame
+    }
+
+    #[test]
+    fn checks_behind_a_valid_header_checksum_still_hold() {
+        let frame = seal(Command::Request, b"body");
+        let mut unknown = frame.clone();
+        unknown[COMMAND_OFFSET] = 250;
+        assert_eq!(open(&reseal(unknown)), Err(FrameError::UnknownCommand { command: 250 }));
+        let mut reserved = frame.clone();
+        reserved[HEADER_BYTES - 1] = 1;
+        assert_eq!(open(&reseal(reserved)), Err(FrameError::ReservedNotZero));
+        let mut huge = frame.clone();
+        huge[header::SIZE_OFFSET..header::SIZE_OFFSET + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(matches!(open(&reseal(huge)), Err(FrameError::TooLarge { .. })));
+        let mut body = frame;
+        let last = body.len() - 1;
+        body[last] ^= 1;
+        assert_eq!(open(&body), Err(FrameError::BodyChecksum));
+    }
+}
