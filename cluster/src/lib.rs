@@ -9,4 +9,5 @@
 pub mod runtime;
 pub mod seam;
 pub mod testing;
+pub mod vsr;
 pub mod wire;

@@ -59,6 +59,8 @@ pub enum Command {
     RequestPrepares = 10,
     /// A request refused by a replica that cannot take it (not primary, not Normal).
     Refused = 11,
+    /// An answer to RequestPrepares: the body is one whole prepare frame.
+    RepairPrepare = 12,
     /// Echo plane: a client request.
     EchoRequest = 100,
     /// Echo plane: a replica's echo.
@@ -69,7 +71,7 @@ pub enum Command {
 
 impl Command {
     /// Every command, for tables and tests.
-    pub const ALL: [Command; 14] = [
+    pub const ALL: [Command; 15] = [
         Command::Request,
         Command::Prepare,
         Command::PrepareOk,
@@ -81,6 +83,7 @@ impl Command {
         Command::RequestStartView,
         Command::RequestPrepares,
         Command::Refused,
+        Command::RepairPrepare,
         Command::EchoRequest,
         Command::EchoReply,
         Command::EchoHeartbeat,

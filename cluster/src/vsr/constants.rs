@@ -1,0 +1,95 @@
+//! Every timeout (in ticks of 10 ms) and every bound of the consensus core, with why.
+
+/// Ticks between the primary's commit broadcasts (its heartbeat): half a second, so a
+/// backup's 500-tick liveness window spans ten of them and one late broadcast never
+/// starts an election.
+pub const COMMIT_BROADCAST_TICKS: u64 = 50;
+
+/// Ticks a backup waits without a commit broadcast from its primary before it gives up
+/// on the view. Only a commit broadcast resets it (a Prepare does not), so a primary
+/// that can send but not commit is still replaced.
+pub const LIVENESS_WINDOW_TICKS: u64 = 500;
+
+/// Base ticks before the primary resends an unacknowledged prepare; doubled per attempt.
+pub const PREPARE_RETRANSMIT_BASE_TICKS: u64 = 25;
+
+/// The prepare retransmit backoff stops doubling at this multiple of the base (400
+/// ticks), so a healed link is retried within four seconds.
+pub const PREPARE_RETRANSMIT_BACKOFF_MULTIPLIER_MAX: u64 = 16;
+
+/// Ticks between resends of StartViewChange and DoViewChange while a view change runs.
+pub const VIEW_CHANGE_RESEND_TICKS: u64 = 50;
+
+/// Ticks a view change may run without a started view before everyone moves to the
+/// next view (and the next primary). Not randomized: replicas that time out together
+/// ask for the same view with the same primary, so there is no split vote.
+pub const VIEW_CHANGE_ESCALATE_TICKS: u64 = 500;
+
+/// Ticks after boot before a recovering replica's first RequestStartView, and between
+/// probes.
+pub const REQUEST_START_VIEW_TICKS: u64 = 100;
+
+/// Unanswered RequestStartView probes after which a recovering replica starts an
+/// ordinary view change with the log it recovered (about five seconds: the same as the
+/// liveness window, so a whole-cluster restart converges).
+pub const REQUEST_START_VIEW_PROBES_MAX: u64 = 4;
+
+/// Ticks before a repair request is retried when its answer did not arrive.
+pub const REPAIR_RETRY_TICKS: u64 = 100;
+
+/// Prepares asked for (and served) in one repair round. Bounds the burst one request
+/// can cause; 128 metadata prepares are well under a link's capacity over a few ticks.
+pub const REPAIR_PREPARES_MAX: u64 = 128;
+
+/// Headers a DoViewChange or StartView carries at most. Larger than the pipeline, so
+/// every op that might be uncommitted is always covered.
+pub const VIEW_CHANGE_HEADERS_MAX: u64 = 128;
+
+/// Prepares the primary keeps in flight (prepared, not yet committed). Bounds how far
+/// a log can run ahead of its commit point, which bounds what a view change must merge.
+pub const PIPELINE_PREPARES_MAX: usize = 32;
+
+/// Client requests the primary queues behind a full pipeline; past it, requests are
+/// refused as not accepted (safe to resend).
+pub const REQUEST_QUEUE_MAX: usize = 64;
+
+/// Clients the client table remembers (for deduplication and reply replay). Past it,
+/// the client whose last request committed earliest is forgotten; a forgotten client's
+/// resend of an old request is refused rather than executed twice.
+pub const CLIENT_TABLE_CLIENTS_MAX: usize = 8_192;
+
+/// Largest replica count: the header's replica field and the quorum tables are sized for it.
+pub const REPLICAS_MAX: usize = 6;
+
+const _: () = assert!(VIEW_CHANGE_HEADERS_MAX as usize > PIPELINE_PREPARES_MAX);
+const _: () = assert!(LIVENESS_WINDOW_TICKS >= 5 * COMMIT_BROADCAST_TICKS);
+
+/// Replication quorum: min(3, majority). Capped at 3 so that large groups commit
+/// after three copies (flexible quorums), paid for by a larger view-change quorum.
+pub fn quorum_replication(replicas: usize) -> usize {
+    assert!((1..=REPLICAS_MAX).contains(&replicas), "{replicas} replicas");
+    (replicas / 2 + 1).min(3)
+}
+
+/// View-change quorum: n - replication quorum + 1, so it intersects every replication quorum.
+pub fn quorum_view_change(replicas: usize) -> usize {
+    replicas - quorum_replication(replicas) + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quorums_intersect_for_every_cluster_size() {
+        let expected = [(1, 1, 1), (2, 2, 1), (3, 2, 2), (4, 3, 2), (5, 3, 3), (6, 3, 4)];
+        for (n, replication, view_change) in expected {
+            assert_eq!(quorum_replication(n), replication, "replication quorum of {n}");
+            assert_eq!(quorum_view_change(n), view_change, "view-change quorum of {n}");
+            assert!(
+                quorum_replication(n) + quorum_view_change(n) > n,
+                "quorums of {n} must intersect"
+            );
+        }
+    }
+}

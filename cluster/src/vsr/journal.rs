@@ -1,0 +1,187 @@
+//! The in-memory journal: every op's prepare header, its frame when held, and whether
+//! it is known to belong to the canonical chain.
+//!
+//! An entry is *trusted* when it is part of the current view's log: received from the
+//! current primary, installed from a StartView or the primary's own merge, or reached
+//! by walking parent checksums down from a trusted entry. Only trusted entries with a
+//! frame are ever applied, which is how a stale op left over from an older view (same
+//! number, different checksum) is never committed. Op 0 is the root: fixed per group,
+//! the same on every replica, always trusted.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use crate::wire::{Command, Header};
+
+/// One op's slot.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// The prepare's header (checksum filled in).
+    pub header: Header,
+    /// The whole sealed prepare frame, when this replica holds the body.
+    pub frame: Option<Rc<[u8]>>,
+    /// Part of the current view's chain (see the module docs).
+    pub trusted: bool,
+}
+
+/// Headers and frames by op.
+#[derive(Clone, Debug)]
+pub struct Journal {
+    entries: BTreeMap<u64, Entry>,
+}
+
+/// The root header of a group: op 0, view 0, identical on every replica.
+pub fn root_header(cluster: u64, group: u64) -> Header {
+    let mut header = Header::new(Command::Prepare);
+    header.cluster = cluster;
+    header.group = group;
+    header.size = crate::wire::HEADER_BYTES as u32;
+    header.checksum_body = crate::wire::checksum(&[]);
+    header.checksum = header.compute_checksum();
+    header
+}
+
+impl Journal {
+    /// A journal holding only the root.
+    pub fn new(cluster: u64, group: u64) -> Self {
+        let mut entries = BTreeMap::new();
+        entries.insert(
+            0,
+            Entry {
+                header: root_header(cluster, group),
+                frame: Some(Rc::from(Vec::new())),
+                trusted: true,
+            },
+        );
+        Self { entries }
+    }
+
+    /// The highest op with an entry (0 if only the root).
+    pub fn head(&self) -> u64 {
+        self.entries.last_key_value().map_or(0, |(op, _)| *op)
+    }
+
+    /// The entry at `op`.
+    pub fn get(&self, op: u64) -> Option<&Entry> {
+        self.entries.get(&op)
+    }
+
+    /// The entry at `op`, mutably.
+    pub fn get_mut(&mut self, op: u64) -> Option<&mut Entry> {
+        self.entries.get_mut(&op)
+    }
+
+    /// The header checksum at `op`, if any.
+    pub fn checksum(&self, op: u64) -> Option<u128> {
+        self.entries.get(&op).map(|entry| entry.header.checksum)
+    }
+
+    /// Whether `op` holds a trusted entry with its frame.
+    pub fn ready(&self, op: u64) -> bool {
+        self.entries
+            .get(&op)
+            .is_some_and(|entry| entry.trusted && entry.frame.is_some())
+    }
+
+    /// Put an entry at its op, replacing whatever was there.
+    pub fn put(&mut self, entry: Entry) {
+        assert!(entry.header.op > 0, "the root is never replaced");
+        self.entries.insert(entry.header.op, entry);
+    }
+
+    /// Remove every entry above `op`.
+    pub fn truncate_after(&mut self, op: u64) {
+        self.entries.split_off(&(op + 1));
+    }
+
+    /// Remove the entry at `op` (a stale op found by the chain walk).
+    pub fn remove(&mut self, op: u64) {
+        assert!(op > 0, "the root is never removed");
+        self.entries.remove(&op);
+    }
+
+    /// Walk parent checksums down from every trusted entry above `floor`, trusting
+    /// entries that match and removing ones that do not (they are stale: another
+    /// prepare holds that op in the canonical chain). Returns the ops removed, so the
+    /// caller can forget them durably too.
+    ///
+    /// Entries at or below `floor` (applied ops) must match; a mismatch there means
+    /// this replica applied an op the canonical chain does not hold: `Err((op,
+    /// canonical checksum, applied checksum))`, a divergence the caller treats as fatal.
+    pub fn walk_chain(&mut self, floor: u64) -> Result<Vec<u64>, (u64, u128, u128)> {
+        let mut removed = Vec::new();
+        let ops: Vec<u64> = self.entries.range(floor + 1..).rev().map(|(op, _)| *op).collect();
+        for op in ops {
+            let Some(entry) = self.entries.get(&op) else { continue };
+            if !entry.trusted {
+                continue;
+            }
+            let parent = entry.header.parent;
+            let below = op - 1;
+            match self.entries.get_mut(&below) {
+                Some(lower) if lower.header.checksum == parent => lower.trusted = true,
+                Some(lower) if below <= floor => return Err((below, parent, lower.header.checksum)),
+                Some(_) => {
+                    self.entries.remove(&below);
+                    removed.push(below);
+                }
+                None => {}
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Entries from `from` to `to` inclusive.
+    pub fn range(&self, from: u64, to: u64) -> impl Iterator<Item = &Entry> {
+        self.entries.range(from..=to).map(|(_, entry)| entry)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(op: u64, view: u64, parent: u128, trusted: bool) -> Entry {
+        let mut header = Header::new(Command::Prepare);
+        header.op = op;
+        header.view = view;
+        header.parent = parent;
+        header.checksum = header.compute_checksum();
+        Entry {
+            header,
+            frame: Some(Rc::from(vec![1u8])),
+            trusted,
+        }
+    }
+
+    #[test]
+    fn the_walk_trusts_a_matching_chain_and_evicts_a_stale_op() {
+        let mut journal = Journal::new(1, 0);
+        let root = journal.checksum(0).expect("root");
+        let one = entry(1, 0, root, false);
+        let stale_two = entry(2, 0, one.header.checksum, false);
+        let canonical_two = entry(2, 1, one.header.checksum, true);
+        let three = entry(3, 1, canonical_two.header.checksum, true);
+        journal.put(one.clone());
+        journal.put(stale_two);
+        journal.put(three);
+        let removed = journal.walk_chain(0).expect("no divergence");
+        assert_eq!(removed, [2], "the stale op 2 is removed, leaving a hole");
+        assert!(journal.get(2).is_none());
+        assert!(!journal.ready(1), "op 1 cannot be trusted through a hole");
+        journal.put(canonical_two);
+        assert_eq!(journal.walk_chain(0).expect("no divergence"), Vec::<u64>::new());
+        assert!(journal.ready(1) && journal.ready(2) && journal.ready(3));
+    }
+
+    #[test]
+    fn a_mismatch_at_or_below_the_floor_is_reported_as_divergence() {
+        let mut journal = Journal::new(1, 0);
+        let root = journal.checksum(0).expect("root");
+        let one = entry(1, 0, root, true);
+        let other_one_child = entry(2, 1, 12345, true);
+        journal.put(one);
+        journal.put(other_one_child);
+        assert!(journal.walk_chain(1).is_err());
+    }
+}

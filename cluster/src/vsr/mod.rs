@@ -1,0 +1,37 @@
+//! Viewstamped Replication (Revisited): one implementation for every group.
+//!
+//! [`Replica`] is a synchronous state machine: frames and ticks go in, frames to send
+//! come out of its outbox. It never waits, reads a clock or draws randomness: the
+//! realtime clock is passed in with each call, and the entropy for salts comes from a
+//! seed given at construction and is replicated in each prepare. The shard pump feeds
+//! it from the bus; the simulator runs the same pump.
+//!
+//! Files, by concern: [`replica`] (state, dispatch, normal operation),
+//! [`view_change`] (StartViewChange / DoViewChange / StartView and the merge),
+//! [`recovery`] (RequestStartView after a restart), [`repair`] (fetching prepares and
+//! the chain walk), [`journal`], [`store`], [`client_table`], [`timeout`], [`constants`].
+
+pub mod client_table;
+pub mod constants;
+pub mod journal;
+pub mod recovery;
+pub mod repair;
+pub mod replica;
+pub mod store;
+pub mod timeout;
+pub mod view_change;
+
+pub use replica::{Replica, ReplicaConfig, ReplicaStats, Status};
+pub use store::{MemoryStore, ReplicaStore, StoreError, Superblock};
+
+use crate::wire::Header;
+
+/// What a VSR group replicates: applied in op order, identically on every replica.
+pub trait StateMachine {
+    /// Apply a committed op (the prepare's header and body) and return the reply body.
+    /// Must be a pure function of the state and the arguments.
+    fn apply(&mut self, header: &Header, body: &[u8]) -> Vec<u8>;
+
+    /// A checksum of the whole state, for comparing replicas.
+    fn digest(&self) -> u128;
+}

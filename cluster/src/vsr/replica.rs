@@ -1,0 +1,747 @@
+//! The replica: its state, message dispatch, and normal operation (request, prepare,
+//! prepare-ok, commit, reply, commit heartbeat).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::rc::Rc;
+
+use super::StateMachine;
+use super::client_table::{ClientTable, Dedup};
+use super::constants::*;
+use super::journal::{Entry, Journal};
+use super::store::{ReplicaStore, Superblock};
+use super::timeout::Timeout;
+use super::view_change::DoViewChangeLog;
+use crate::seam::ProcessId;
+use crate::wire::{self, Command, Header};
+
+/// A replica's status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Taking part in the current view.
+    Normal,
+    /// Electing the next primary.
+    ViewChange,
+    /// Restarted; waiting to learn the current view. Drops prepares, sends no
+    /// PrepareOk, ignores StartViewChange and DoViewChange: it must stay out of every
+    /// quorum until it has adopted a view.
+    Recovering,
+}
+
+/// Who this replica is.
+#[derive(Clone, Copy, Debug)]
+pub struct ReplicaConfig {
+    /// The cluster id every frame carries.
+    pub cluster: u64,
+    /// The VSR group (0 = metadata).
+    pub group: u64,
+    /// This replica's index.
+    pub replica: u8,
+    /// Replicas in the group.
+    pub replicas: u8,
+    /// Seeds the entropy the primary puts in each prepare (salts, tokens) and the boot
+    /// nonce. Production draws it from the OS once at boot; the simulator from the seed.
+    pub entropy_seed: u64,
+}
+
+/// Counters for checks and reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReplicaStats {
+    /// Frames that failed to open (checksum, size, unknown command).
+    pub frames_rejected: u64,
+    /// Frames for another cluster or group.
+    pub frames_misrouted: u64,
+    /// Superblock writes that failed (the replica stayed silent).
+    pub superblock_write_failures: u64,
+    /// Views started with this replica as primary.
+    pub views_started: u64,
+    /// Ops applied.
+    pub ops_applied: u64,
+    /// Repair requests sent.
+    pub repair_requests: u64,
+    /// Requests refused (not primary, not normal, queue full).
+    pub requests_refused: u64,
+}
+
+/// A frame to send.
+#[derive(Clone, Debug)]
+pub struct Outgoing {
+    /// Destination.
+    pub to: ProcessId,
+    /// The sealed frame.
+    pub frame: Vec<u8>,
+}
+
+/// A prepared op waiting for its replication quorum (primary only).
+#[derive(Clone, Debug)]
+pub(crate) struct PipelineEntry {
+    pub op: u64,
+    pub checksum: u128,
+    /// Bit per replica that has acknowledged.
+    pub oks: u8,
+    pub retransmit: Timeout,
+    pub attempts: u32,
+}
+
+/// A VSR replica of one group.
+pub struct Replica<S, T> {
+    pub(crate) config: ReplicaConfig,
+    pub(crate) state_machine: S,
+    pub(crate) store: T,
+    pub(crate) status: Status,
+    pub(crate) view: u64,
+    pub(crate) log_view: u64,
+    /// What the store last made durable.
+    pub(crate) durable: Superblock,
+    /// Highest op applied to the state machine.
+    pub(crate) commit_min: u64,
+    /// Highest op known committed.
+    pub(crate) commit_max: u64,
+    pub(crate) journal: Journal,
+    pub(crate) pipeline: VecDeque<PipelineEntry>,
+    pub(crate) request_queue: VecDeque<(ProcessId, Header, Vec<u8>)>,
+    pub(crate) clients: ClientTable,
+    /// Where each client in the pipeline or queue is (clients not yet in the table).
+    pub(crate) pending_addresses: BTreeMap<u128, ProcessId>,
+    pub(crate) last_timestamp: u64,
+    pub(crate) realtime_micros: u64,
+    pub(crate) boot_nonce: u64,
+    // Timeouts.
+    pub(crate) commit_broadcast: Timeout,
+    pub(crate) liveness: Timeout,
+    pub(crate) view_change_resend: Timeout,
+    pub(crate) view_change_escalate: Timeout,
+    pub(crate) request_start_view: Timeout,
+    pub(crate) request_start_view_probes: u64,
+    pub(crate) repair_retry: Timeout,
+    // View change.
+    pub(crate) start_view_change_from: u8,
+    pub(crate) do_view_change_from: BTreeMap<u8, DoViewChangeLog>,
+    pub(crate) do_view_change_sent: bool,
+    pub(crate) outbox: Vec<Outgoing>,
+    pub(crate) stats: ReplicaStats,
+    pub(crate) repair_cursor: u8,
+    /// The journal changed since the last chain walk.
+    pub(crate) chain_dirty: bool,
+}
+
+/// SplitMix64: the entropy and nonce derivation (a pure function of seed and input).
+pub(crate) fn mix(mut value: u64) -> u64 {
+    value = value.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    value = (value ^ (value >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    value = (value ^ (value >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    value ^ (value >> 31)
+}
+
+pub(crate) fn bit(replica: u8) -> u8 {
+    1 << replica
+}
+
+impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
+    /// Boot a replica on `store`. A store that was never written is a fresh replica
+    /// (Normal in view 0); one with a superblock is a restart (Recovering in its
+    /// recorded view, with the journal it kept). `incarnation` distinguishes restarts
+    /// (it feeds the boot nonce).
+    pub fn open(config: ReplicaConfig, state_machine: S, store: T, incarnation: u64) -> Self {
+        assert!(
+            (1..=REPLICAS_MAX as u8).contains(&config.replicas) && config.replica < config.replicas,
+            "replica {} of {}",
+            config.replica,
+            config.replicas
+        );
+        let mut journal = Journal::new(config.cluster, config.group);
+        let superblock = store.superblock();
+        for (op, frame) in store.prepares() {
+            // A frame that no longer opens is as good as missing: repair refetches it.
+            if let Ok((header, _)) = wire::open(&frame)
+                && header.op == op
+                && header.command == Command::Prepare
+                && op > 0
+            {
+                journal.put(Entry {
+                    header,
+                    frame: Some(Rc::from(frame)),
+                    trusted: false,
+                });
+            }
+        }
+        let recovering = superblock.is_some();
+        let durable = superblock.unwrap_or_default();
+        let boot_nonce = mix(config.entropy_seed ^ mix(incarnation ^ u64::from(config.replica)));
+        let mut replica = Self {
+            config,
+            state_machine,
+            store,
+            status: if recovering { Status::Recovering } else { Status::Normal },
+            view: durable.view,
+            log_view: durable.log_view,
+            durable,
+            commit_min: 0,
+            commit_max: 0,
+            journal,
+            pipeline: VecDeque::new(),
+            request_queue: VecDeque::new(),
+            clients: ClientTable::default(),
+            pending_addresses: BTreeMap::new(),
+            last_timestamp: 0,
+            realtime_micros: 0,
+            boot_nonce,
+            commit_broadcast: Timeout::new("commit_broadcast", COMMIT_BROADCAST_TICKS),
+            liveness: Timeout::new("liveness", LIVENESS_WINDOW_TICKS),
+            view_change_resend: Timeout::new("view_change_resend", VIEW_CHANGE_RESEND_TICKS),
+            view_change_escalate: Timeout::new("view_change_escalate", VIEW_CHANGE_ESCALATE_TICKS),
+            request_start_view: Timeout::new("request_start_view", REQUEST_START_VIEW_TICKS),
+            request_start_view_probes: 0,
+            repair_retry: Timeout::new("repair_retry", REPAIR_RETRY_TICKS),
+            start_view_change_from: 0,
+            do_view_change_from: BTreeMap::new(),
+            do_view_change_sent: false,
+            outbox: Vec::new(),
+            stats: ReplicaStats::default(),
+            repair_cursor: 0,
+            chain_dirty: true,
+        };
+        if recovering {
+            replica.request_start_view.start();
+        } else {
+            // A fresh group starts in view 0, started by definition.
+            replica.enter_normal_timers();
+        }
+        replica
+    }
+
+    // ---- Accessors (for the shard, checks and tests). ----
+
+    /// Current status.
+    pub fn status(&self) -> Status {
+        self.status
+    }
+    /// Current view.
+    pub fn view(&self) -> u64 {
+        self.view
+    }
+    /// The last view this replica saw start.
+    pub fn log_view(&self) -> u64 {
+        self.log_view
+    }
+    /// Highest op applied.
+    pub fn commit_min(&self) -> u64 {
+        self.commit_min
+    }
+    /// Highest op known committed.
+    pub fn commit_max(&self) -> u64 {
+        self.commit_max
+    }
+    /// Highest op in the journal.
+    pub fn head(&self) -> u64 {
+        self.journal.head()
+    }
+    /// This replica's index.
+    pub fn index(&self) -> u8 {
+        self.config.replica
+    }
+    /// Whether this replica is the primary of its current view.
+    pub fn is_primary(&self) -> bool {
+        self.primary_of(self.view) == self.config.replica
+    }
+    /// The primary of `view`.
+    pub fn primary_of(&self, view: u64) -> u8 {
+        // The remainder is < replicas <= REPLICAS_MAX, so it fits u8.
+        (view % u64::from(self.config.replicas)) as u8
+    }
+    /// The state machine.
+    pub fn state_machine(&self) -> &S {
+        &self.state_machine
+    }
+    /// Counters.
+    pub fn stats(&self) -> ReplicaStats {
+        self.stats
+    }
+    /// The header of an applied op (for the state checker).
+    pub fn committed_header(&self, op: u64) -> Option<&Header> {
+        (op <= self.commit_min)
+            .then(|| self.journal.get(op).map(|entry| &entry.header))
+            .flatten()
+    }
+    /// Take everything queued to send.
+    pub fn drain_outbox(&mut self) -> std::vec::Drain<'_, Outgoing> {
+        self.outbox.drain(..)
+    }
+
+    pub(crate) fn quorum_replication(&self) -> usize {
+        quorum_replication(usize::from(self.config.replicas))
+    }
+
+    pub(crate) fn quorum_view_change(&self) -> usize {
+        quorum_view_change(usize::from(self.config.replicas))
+    }
+
+    // ---- Sending. ----
+
+    /// A header for `command` with this replica's identity and current view.
+    pub(crate) fn header(&self, command: Command) -> Header {
+        let mut header = Header::new(command);
+        header.cluster = self.config.cluster;
+        header.group = self.config.group;
+        header.replica = self.config.replica;
+        header.view = self.view;
+        header
+    }
+
+    pub(crate) fn send(&mut self, to: ProcessId, header: Header, body: &[u8]) {
+        let frame = wire::seal_header(header, body);
+        self.outbox.push(Outgoing { to, frame });
+    }
+
+    pub(crate) fn send_to_replica(&mut self, replica: u8, header: Header, body: &[u8]) {
+        debug_assert_ne!(replica, self.config.replica, "sending {:?} to self", header.command);
+        self.send(ProcessId(u32::from(replica)), header, body);
+    }
+
+    pub(crate) fn send_to_other_replicas(&mut self, header: Header, body: &[u8]) {
+        let frame = wire::seal_header(header, body);
+        for replica in 0..self.config.replicas {
+            if replica != self.config.replica {
+                self.outbox.push(Outgoing {
+                    to: ProcessId(u32::from(replica)),
+                    frame: frame.clone(),
+                });
+            }
+        }
+    }
+
+    /// Persist the superblock; false (and the replica stays silent) if the write failed.
+    pub(crate) fn persist(&mut self, superblock: Superblock) -> bool {
+        if self.durable == superblock {
+            return true;
+        }
+        match self.store.write_superblock(superblock) {
+            Ok(()) => {
+                self.durable = superblock;
+                true
+            }
+            Err(_) => {
+                self.stats.superblock_write_failures += 1;
+                false
+            }
+        }
+    }
+
+    // ---- Input. ----
+
+    /// Feed one frame from `from`, with the local realtime clock.
+    pub fn on_frame(&mut self, from: ProcessId, frame: &[u8], realtime_micros: u64) {
+        self.realtime_micros = realtime_micros;
+        let (header, body) = match wire::open(frame) {
+            Ok(opened) => opened,
+            Err(_) => {
+                self.stats.frames_rejected += 1;
+                return;
+            }
+        };
+        if header.cluster != self.config.cluster || header.group != self.config.group {
+            self.stats.frames_misrouted += 1;
+            return;
+        }
+        let from_replica = (header.command != Command::Request)
+            .then_some(header.replica)
+            .filter(|&replica| replica < self.config.replicas && replica != self.config.replica);
+        match (header.command, from_replica) {
+            (Command::Request, _) => self.on_request(from, header, body),
+            (Command::Prepare, Some(_)) => self.on_prepare(header, frame),
+            (Command::PrepareOk, Some(sender)) => self.on_prepare_ok(sender, &header),
+            (Command::Commit, Some(sender)) => self.on_commit(sender, &header),
+            (Command::StartViewChange, Some(sender)) => self.on_start_view_change(sender, &header),
+            (Command::DoViewChange, Some(sender)) => self.on_do_view_change(sender, &header, body),
+            (Command::StartView, Some(sender)) => self.on_start_view(sender, &header, body),
+            (Command::RequestStartView, Some(sender)) => self.on_request_start_view(sender, &header),
+            (Command::RequestPrepares, Some(sender)) => self.on_request_prepares(sender, &header),
+            (Command::RepairPrepare, Some(sender)) => self.on_repair_prepare(sender, &header, body),
+            _ => self.stats.frames_misrouted += 1,
+        }
+        self.after_input();
+    }
+
+    /// Advance one tick, with the local realtime clock.
+    pub fn tick(&mut self, realtime_micros: u64) {
+        self.realtime_micros = realtime_micros;
+        if self.commit_broadcast.tick() {
+            self.broadcast_commit();
+        }
+        if self.liveness.tick() {
+            debug_assert!(self.status == Status::Normal && !self.is_primary());
+            self.start_view_change(self.view + 1);
+        }
+        if self.view_change_escalate.tick() {
+            debug_assert_eq!(self.status, Status::ViewChange);
+            self.start_view_change(self.view + 1);
+        }
+        if self.view_change_resend.tick() {
+            self.resend_view_change();
+        }
+        if self.request_start_view.tick() {
+            self.probe_start_view();
+        }
+        self.tick_pipeline();
+        if self.repair_retry.tick() {
+            self.repair_retry.stop();
+        }
+        self.after_input();
+    }
+
+    /// Work that follows any input: repair, commit, view-change progress.
+    fn after_input(&mut self) {
+        self.repair();
+        if self.status == Status::ViewChange && self.is_primary() {
+            self.try_start_view();
+        }
+        self.apply_committed();
+        self.assert_invariants();
+    }
+
+    pub(crate) fn enter_normal_timers(&mut self) {
+        self.view_change_resend.stop();
+        self.view_change_escalate.stop();
+        self.request_start_view.stop();
+        if self.is_primary() {
+            self.commit_broadcast.start();
+            self.liveness.stop();
+        } else {
+            self.commit_broadcast.stop();
+            self.liveness.start();
+        }
+    }
+
+    // ---- Normal operation. ----
+
+    fn refuse(&mut self, to: ProcessId, request: &Header) {
+        self.stats.requests_refused += 1;
+        let mut header = self.header(Command::Refused);
+        header.client = request.client;
+        header.request = request.request;
+        header.operation = request.operation;
+        // Hint: who this replica believes leads.
+        header.flags = self.primary_of(self.view);
+        self.send(to, header, &[]);
+    }
+
+    fn on_request(&mut self, from: ProcessId, header: Header, body: &[u8]) {
+        let ready = self.status == Status::Normal && self.is_primary() && self.durable.log_view == self.view;
+        if !ready {
+            self.refuse(from, &header);
+            return;
+        }
+        match self.clients.check(header.client, header.request) {
+            Dedup::Stale => return,
+            Dedup::Duplicate(reply) => {
+                let reply = reply.to_vec();
+                self.clients.set_address(header.client, from);
+                self.outbox.push(Outgoing { to: from, frame: reply });
+                return;
+            }
+            Dedup::New => {}
+        }
+        self.pending_addresses.insert(header.client, from);
+        let in_flight = self.pipeline.iter().any(|entry| {
+            self.journal
+                .get(entry.op)
+                .is_some_and(|e| e.header.client == header.client && e.header.request == header.request)
+        }) || self
+            .request_queue
+            .iter()
+            .any(|(_, queued, _)| queued.client == header.client && queued.request == header.request);
+        if in_flight {
+            return;
+        }
+        if self.pipeline.len() < PIPELINE_PREPARES_MAX {
+            self.prepare(header, body);
+        } else if self.request_queue.len() < REQUEST_QUEUE_MAX {
+            self.request_queue.push_back((from, header, body.to_vec()));
+        } else {
+            self.refuse(from, &header);
+        }
+    }
+
+    /// Primary: assign the next op to a request and replicate it.
+    pub(crate) fn prepare(&mut self, request: Header, body: &[u8]) {
+        assert!(self.status == Status::Normal && self.is_primary());
+        let head = self.journal.head();
+        let parent = self.journal.checksum(head).expect("the primary holds its head");
+        assert!(self.journal.ready(head), "the primary prepares only on a complete log");
+        let op = head + 1;
+        let mut header = self.header(Command::Prepare);
+        header.op = op;
+        header.commit = self.commit_max;
+        header.parent = parent;
+        header.client = request.client;
+        header.request = request.request;
+        header.operation = request.operation;
+        self.last_timestamp = self.realtime_micros.max(self.last_timestamp + 1);
+        header.timestamp = self.last_timestamp;
+        header.nonce = mix(self.config.entropy_seed ^ mix(op ^ (self.view << 32)));
+        let frame = wire::seal_header(header, body);
+        let (sealed, _) = wire::open(&frame).expect("a frame we just sealed opens");
+        self.journal_prepare(sealed, frame.clone());
+        let mut retransmit = Timeout::new("prepare_retransmit", PREPARE_RETRANSMIT_BASE_TICKS);
+        retransmit.start();
+        self.pipeline.push_back(PipelineEntry {
+            op,
+            checksum: sealed.checksum,
+            oks: bit(self.config.replica),
+            retransmit,
+            attempts: 0,
+        });
+        // Chain replication: the primary sends to the next replica, which forwards.
+        if let Some(next) = self.chain_next() {
+            self.outbox.push(Outgoing {
+                to: ProcessId(u32::from(next)),
+                frame,
+            });
+        }
+        self.commit_pipeline();
+    }
+
+    /// The next replica in this view's prepare chain after this one, if any.
+    fn chain_next(&self) -> Option<u8> {
+        let next = (self.config.replica + 1) % self.config.replicas;
+        (next != self.primary_of(self.view)).then_some(next)
+    }
+
+    /// Journal a prepare durably and in memory (trusted: it is the current view's).
+    pub(crate) fn journal_prepare(&mut self, header: Header, frame: Vec<u8>) {
+        self.chain_dirty = true;
+        // The store is in memory today and cannot fail a prepare write; the storage
+        // issue makes this a fault point (a failed write withholds the PrepareOk).
+        let _ = self.store.write_prepare(header.op, &frame);
+        self.journal.put(Entry {
+            header,
+            frame: Some(Rc::from(frame)),
+            trusted: true,
+        });
+    }
+
+    fn on_prepare(&mut self, header: Header, frame: &[u8]) {
+        if header.view > self.view {
+            // A view started that this replica missed: ask its primary for it.
+            if self.status != Status::Recovering {
+                self.ask_for_start_view(self.primary_of(header.view));
+            }
+            return;
+        }
+        if self.status != Status::Normal || header.view < self.view || self.is_primary() {
+            return;
+        }
+        if header.op <= self.commit_min {
+            return;
+        }
+        match self.journal.get(header.op) {
+            Some(existing) if existing.header.checksum == header.checksum => {
+                if existing.frame.is_none() {
+                    self.journal_prepare(header, frame.to_vec());
+                }
+            }
+            Some(existing) => {
+                // The current primary's prepare supersedes an op from an older view.
+                assert!(
+                    existing.header.view < header.view || !existing.trusted,
+                    "two prepares for op {} in view {}",
+                    header.op,
+                    header.view
+                );
+                self.journal_prepare(header, frame.to_vec());
+            }
+            None => self.journal_prepare(header, frame.to_vec()),
+        }
+        // Anything above a new prepare that came from an older view is stale.
+        if let Some(next) = self.chain_next() {
+            self.outbox.push(Outgoing {
+                to: ProcessId(u32::from(next)),
+                frame: frame.to_vec(),
+            });
+        }
+        self.commit_max = self.commit_max.max(header.commit);
+        self.send_prepare_ok(header.op);
+    }
+
+    /// Backup: acknowledge `op` to the primary, if this replica holds it in the current
+    /// view and has made the view durable.
+    pub(crate) fn send_prepare_ok(&mut self, op: u64) {
+        if self.status != Status::Normal || self.is_primary() || self.durable.log_view != self.view {
+            return;
+        }
+        if op <= self.commit_max || !self.journal.ready(op) {
+            return;
+        }
+        let Some(checksum) = self.journal.checksum(op) else {
+            return;
+        };
+        let mut header = self.header(Command::PrepareOk);
+        header.op = op;
+        header.context = checksum;
+        let primary = self.primary_of(self.view);
+        self.send_to_replica(primary, header, &[]);
+    }
+
+    fn on_prepare_ok(&mut self, sender: u8, header: &Header) {
+        if self.status != Status::Normal || !self.is_primary() || header.view != self.view {
+            return;
+        }
+        if let Some(entry) = self.pipeline.iter_mut().find(|entry| entry.op == header.op)
+            && entry.checksum == header.context
+        {
+            entry.oks |= bit(sender);
+        }
+        self.commit_pipeline();
+    }
+
+    /// Primary: commit every pipeline head that has its quorum, in order.
+    pub(crate) fn commit_pipeline(&mut self) {
+        let quorum = self.quorum_replication();
+        while let Some(entry) = self.pipeline.front() {
+            if (entry.oks.count_ones() as usize) < quorum {
+                break;
+            }
+            assert_eq!(entry.op, self.commit_max + 1, "the pipeline commits in op order");
+            self.commit_max = entry.op;
+            self.pipeline.pop_front();
+        }
+        self.apply_committed();
+        while self.pipeline.len() < PIPELINE_PREPARES_MAX {
+            let Some((from, header, body)) = self.request_queue.pop_front() else {
+                break;
+            };
+            self.pending_addresses.insert(header.client, from);
+            self.prepare(header, &body);
+        }
+    }
+
+    fn tick_pipeline(&mut self) {
+        if self.status != Status::Normal || !self.is_primary() {
+            return;
+        }
+        let mut resend = Vec::new();
+        for entry in &mut self.pipeline {
+            if entry.retransmit.tick() {
+                entry.attempts += 1;
+                let multiplier = (1u64 << entry.attempts.min(8)).min(PREPARE_RETRANSMIT_BACKOFF_MULTIPLIER_MAX);
+                let backoff = PREPARE_RETRANSMIT_BASE_TICKS * multiplier;
+                // Jitter in [0, backoff], seeded from (replica, group, op, attempt).
+                let jitter =
+                    mix(self.config.entropy_seed ^ mix(self.config.group ^ entry.op ^ u64::from(entry.attempts)))
+                        % (backoff + 1);
+                entry.retransmit = Timeout::new("prepare_retransmit", backoff + jitter);
+                entry.retransmit.start();
+                resend.push((entry.op, entry.oks));
+            }
+        }
+        for (op, oks) in resend {
+            let Some(frame) = self.journal.get(op).and_then(|entry| entry.frame.clone()) else {
+                continue;
+            };
+            for replica in 0..self.config.replicas {
+                if oks & bit(replica) == 0 {
+                    self.outbox.push(Outgoing {
+                        to: ProcessId(u32::from(replica)),
+                        frame: frame.to_vec(),
+                    });
+                }
+            }
+        }
+    }
+
+    fn broadcast_commit(&mut self) {
+        debug_assert!(self.status == Status::Normal && self.is_primary());
+        let mut header = self.header(Command::Commit);
+        header.commit = self.commit_max;
+        self.send_to_other_replicas(header, &[]);
+    }
+
+    fn on_commit(&mut self, sender: u8, header: &Header) {
+        if header.view > self.view {
+            if self.status != Status::Recovering {
+                self.ask_for_start_view(sender);
+            }
+            return;
+        }
+        if self.status != Status::Normal || header.view < self.view || sender != self.primary_of(self.view) {
+            return;
+        }
+        self.liveness.reset();
+        self.commit_max = self.commit_max.max(header.commit);
+    }
+
+    /// Apply every committed op this replica holds, in order, replying to clients if
+    /// primary.
+    pub(crate) fn apply_committed(&mut self) {
+        if self.status == Status::Recovering {
+            return;
+        }
+        while self.commit_min < self.commit_max {
+            let op = self.commit_min + 1;
+            if !self.journal.ready(op) {
+                break;
+            }
+            let Some(entry) = self.journal.get(op) else { break };
+            let header = entry.header;
+            let frame = entry.frame.clone().expect("ready entries hold a frame");
+            let parent = self.journal.checksum(op - 1).expect("applied ops stay in the journal");
+            assert_eq!(
+                header.parent, parent,
+                "op {op} does not chain to the applied op below it"
+            );
+            let body = &frame[wire::HEADER_BYTES..];
+            let reply_body = self.state_machine.apply(&header, body);
+            self.commit_min = op;
+            self.stats.ops_applied += 1;
+            if header.client != 0 {
+                let address = self
+                    .pending_addresses
+                    .remove(&header.client)
+                    .or_else(|| self.clients.address(header.client))
+                    .unwrap_or(ProcessId(u32::MAX));
+                let mut reply = self.header(Command::Reply);
+                reply.client = header.client;
+                reply.request = header.request;
+                reply.operation = header.operation;
+                reply.op = op;
+                reply.commit = op;
+                reply.timestamp = header.timestamp;
+                let frame = wire::seal_header(reply, &reply_body);
+                if self.is_primary() && self.status == Status::Normal && address != ProcessId(u32::MAX) {
+                    self.outbox.push(Outgoing {
+                        to: address,
+                        frame: frame.clone(),
+                    });
+                }
+                self.clients.record(header.client, header.request, op, frame, address);
+            }
+        }
+    }
+
+    /// Invariants that hold between any two inputs.
+    fn assert_invariants(&self) {
+        assert!(self.commit_min <= self.commit_max, "applied past the commit point");
+        assert!(
+            self.log_view <= self.view,
+            "log_view {} above view {}",
+            self.log_view,
+            self.view
+        );
+        assert!(self.durable.view <= self.view && self.durable.log_view <= self.log_view);
+        assert!(self.pipeline.len() <= PIPELINE_PREPARES_MAX);
+        assert!(self.request_queue.len() <= REQUEST_QUEUE_MAX);
+        if self.status == Status::Normal {
+            assert_eq!(self.log_view, self.view, "a normal replica's log is its view's");
+        }
+        if !self.pipeline.is_empty() {
+            assert!(
+                self.status == Status::Normal && self.is_primary(),
+                "only a normal primary has a pipeline"
+            );
+            assert_eq!(self.pipeline.front().map(|entry| entry.op), Some(self.commit_max + 1));
+            assert_eq!(self.pipeline.back().map(|entry| entry.op), Some(self.journal.head()));
+        }
+        for op in self.commit_min.saturating_sub(1)..=self.commit_min {
+            assert!(self.journal.ready(op), "applied op {op} left the journal");
+        }
+    }
+}

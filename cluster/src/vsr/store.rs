@@ -1,0 +1,131 @@
+//! What a replica keeps across a crash: its superblock (view, log_view) and its
+//! journal of prepares.
+//!
+//! A synchronous trait for now, with [`MemoryStore`] as the one implementation: the
+//! simulator keeps a replica's store when it crashes and hands it to the restarted
+//! replica. The storage issue replaces it with the production superblock and WAL over
+//! `DurableStorage` (and power loss). What it models now: durable writes that can be
+//! made to fail, so a replica whose superblock write fails is seen to stay silent.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::rc::Rc;
+
+/// The durable part of a replica's view state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Superblock {
+    /// The highest view this replica has promised to (sent StartViewChange for, or joined).
+    pub view: u64,
+    /// The last view in which this replica saw a view start (its log's authority).
+    pub log_view: u64,
+}
+
+/// A write the store could not make durable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreError {
+    /// What failed.
+    pub what: &'static str,
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "durable write failed: {}", self.what)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// A replica's durable state.
+pub trait ReplicaStore {
+    /// Make `superblock` durable.
+    fn write_superblock(&mut self, superblock: Superblock) -> Result<(), StoreError>;
+    /// Make the prepare frame for `op` durable (replacing any frame at `op`).
+    fn write_prepare(&mut self, op: u64, frame: &[u8]) -> Result<(), StoreError>;
+    /// Forget every prepare above `op` (a view change truncated them).
+    fn truncate_after(&mut self, op: u64);
+    /// Forget the prepare at `op` (the canonical chain holds another one there).
+    fn remove_prepare(&mut self, op: u64);
+    /// The superblock, if one was ever written.
+    fn superblock(&self) -> Option<Superblock>;
+    /// Every stored prepare frame, by op.
+    fn prepares(&self) -> Vec<(u64, Vec<u8>)>;
+}
+
+#[derive(Debug, Default)]
+struct MemoryStoreState {
+    superblock: Option<Superblock>,
+    prepares: BTreeMap<u64, Vec<u8>>,
+    fail_superblock_writes: bool,
+    superblock_writes: u64,
+    superblock_write_failures: u64,
+}
+
+/// An in-memory store. Clones share state, which is how the simulator keeps it across
+/// a crash.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryStore {
+    state: Rc<RefCell<MemoryStoreState>>,
+}
+
+impl MemoryStore {
+    /// An empty store (a fresh replica).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Make every superblock write fail (or succeed again), for fault tests.
+    pub fn set_fail_superblock_writes(&self, fail: bool) {
+        self.state.borrow_mut().fail_superblock_writes = fail;
+    }
+
+    /// (successful, failed) superblock writes so far.
+    pub fn superblock_write_counts(&self) -> (u64, u64) {
+        let state = self.state.borrow();
+        (state.superblock_writes, state.superblock_write_failures)
+    }
+
+    /// Bytes held, for memory accounting.
+    pub fn bytes(&self) -> usize {
+        self.state.borrow().prepares.values().map(Vec::len).sum()
+    }
+}
+
+impl ReplicaStore for MemoryStore {
+    fn write_superblock(&mut self, superblock: Superblock) -> Result<(), StoreError> {
+        let mut state = self.state.borrow_mut();
+        if state.fail_superblock_writes {
+            state.superblock_write_failures += 1;
+            return Err(StoreError { what: "superblock" });
+        }
+        state.superblock_writes += 1;
+        state.superblock = Some(superblock);
+        Ok(())
+    }
+
+    fn write_prepare(&mut self, op: u64, frame: &[u8]) -> Result<(), StoreError> {
+        self.state.borrow_mut().prepares.insert(op, frame.to_vec());
+        Ok(())
+    }
+
+    fn truncate_after(&mut self, op: u64) {
+        self.state.borrow_mut().prepares.split_off(&(op + 1));
+    }
+
+    fn remove_prepare(&mut self, op: u64) {
+        self.state.borrow_mut().prepares.remove(&op);
+    }
+
+    fn superblock(&self) -> Option<Superblock> {
+        self.state.borrow().superblock
+    }
+
+    fn prepares(&self) -> Vec<(u64, Vec<u8>)> {
+        self.state
+            .borrow()
+            .prepares
+            .iter()
+            .map(|(op, frame)| (*op, frame.clone()))
+            .collect()
+    }
+}

@@ -1,0 +1,494 @@
+//! Electing the next primary: StartViewChange, DoViewChange, the merge, StartView.
+//!
+//! Nobody votes on who leads: the primary of view v is replica v % n. The replicas
+//! only agree that the old view is over (StartViewChange from a view-change quorum)
+//! and what its log was (DoViewChange from a view-change quorum, merged by the new
+//! primary). The merge keeps every op a client could have been told committed:
+//!
+//! - the log of the latest `log_view` is the authority (older logs only vote nacks);
+//! - an op above the merged commit point is dropped only on a nack quorum (a
+//!   view-change quorum of replicas that never held it; a header held without its body
+//!   above the sender's commit point counts as a nack, since a replica journals a
+//!   prepare before acknowledging it);
+//! - every other op is kept, and the new primary fetches and verifies its body before
+//!   it sends StartView. If an op can be neither proven dead nor served, the view does
+//!   not start: unavailable beats wrong.
+
+use std::collections::BTreeMap;
+
+use super::StateMachine;
+use super::constants::PREPARE_RETRANSMIT_BASE_TICKS;
+use super::constants::VIEW_CHANGE_HEADERS_MAX;
+use super::journal::Entry;
+use super::replica::{PipelineEntry, Replica, Status, bit};
+use super::store::{ReplicaStore, Superblock};
+use super::timeout::Timeout;
+use crate::seam::ProcessId;
+use crate::wire::{Command, HEADER_BYTES, Header};
+
+/// Record flag: a header is present for this op.
+const RECORD_HAS_HEADER: u8 = 1;
+/// Record flag: the sender holds the body (can serve it).
+const RECORD_PRESENT: u8 = 2;
+/// Record flag: the sender never had this op.
+const RECORD_NACK: u8 = 4;
+/// Bytes per DoViewChange record: op (8) + flags (1) + header (256).
+const RECORD_BYTES: usize = 8 + 1 + HEADER_BYTES;
+
+/// One op as a DoViewChange reports it.
+#[derive(Clone, Debug)]
+pub struct DoViewChangeRecord {
+    /// The sender's header for the op, if it has one.
+    pub header: Option<Header>,
+    /// Whether the sender holds the body.
+    pub present: bool,
+}
+
+/// A replica's log summary, as its DoViewChange carries it.
+#[derive(Clone, Debug)]
+pub struct DoViewChangeLog {
+    /// The last view the sender saw start.
+    pub log_view: u64,
+    /// The sender's head op.
+    pub head: u64,
+    /// The sender's commit point.
+    pub commit: u64,
+    /// Records by op, from `max(commit, head - 127)` to `head`.
+    pub records: BTreeMap<u64, DoViewChangeRecord>,
+}
+
+impl DoViewChangeLog {
+    /// Whether the sender holds `header` (same checksum) at its op, and with its body.
+    fn holds(&self, header: &Header) -> (bool, bool) {
+        match self.records.get(&header.op) {
+            Some(DoViewChangeRecord {
+                header: Some(held),
+                present,
+            }) if held.checksum == header.checksum => (true, *present),
+            _ => (false, false),
+        }
+    }
+
+    /// Whether the sender proves it never acknowledged `header`.
+    fn nacks(&self, header: &Header) -> bool {
+        let (held, present) = self.holds(header);
+        !held || (!present && header.op > self.commit)
+    }
+}
+
+/// The outcome of merging the DoViewChange logs received so far.
+struct Merge {
+    commit: u64,
+    head: u64,
+    /// Canonical headers to install, by op (the merged commit op and everything kept above it).
+    headers: Vec<Header>,
+}
+
+impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
+    /// Give up on the current view and ask for `view`.
+    pub(crate) fn start_view_change(&mut self, view: u64) {
+        assert!(view > self.view || (view == self.view && self.status == Status::Recovering));
+        self.status = Status::ViewChange;
+        self.view = view;
+        self.pipeline.clear();
+        self.request_queue.clear();
+        self.start_view_change_from = bit(self.config.replica);
+        self.do_view_change_from.clear();
+        self.do_view_change_sent = false;
+        self.liveness.stop();
+        self.commit_broadcast.stop();
+        self.request_start_view.stop();
+        self.repair_retry.stop();
+        self.view_change_escalate.start();
+        self.view_change_resend.start();
+        // The promise not to take part in older views must survive a crash before it is
+        // made to anyone.
+        if self.persist(Superblock {
+            view,
+            log_view: self.log_view,
+        }) {
+            let header = self.header(Command::StartViewChange);
+            self.send_to_other_replicas(header, &[]);
+        }
+        self.maybe_send_do_view_change();
+    }
+
+    /// Resend StartViewChange and DoViewChange (the resend timer fired).
+    pub(crate) fn resend_view_change(&mut self) {
+        debug_assert_eq!(self.status, Status::ViewChange);
+        if !self.persist(Superblock {
+            view: self.view,
+            log_view: self.log_view,
+        }) {
+            return;
+        }
+        let header = self.header(Command::StartViewChange);
+        self.send_to_other_replicas(header, &[]);
+        if self.do_view_change_sent && !self.is_primary() {
+            self.send_do_view_change();
+        }
+        self.maybe_send_do_view_change();
+    }
+
+    pub(crate) fn on_start_view_change(&mut self, sender: u8, header: &Header) {
+        if self.status == Status::Recovering || header.view < self.view {
+            return;
+        }
+        if header.view > self.view {
+            self.start_view_change(header.view);
+        }
+        match self.status {
+            Status::ViewChange => {
+                self.start_view_change_from |= bit(sender);
+                self.maybe_send_do_view_change();
+            }
+            Status::Normal if self.is_primary() => self.send_start_view(ProcessId(u32::from(sender)), 0),
+            _ => {}
+        }
+    }
+
+    fn maybe_send_do_view_change(&mut self) {
+        if self.status != Status::ViewChange || self.do_view_change_sent || self.durable.view != self.view {
+            return;
+        }
+        if (self.start_view_change_from.count_ones() as usize) < self.quorum_view_change() {
+            return;
+        }
+        self.do_view_change_sent = true;
+        if self.is_primary() {
+            let own = self.do_view_change_log();
+            self.do_view_change_from.insert(self.config.replica, own);
+        } else {
+            self.send_do_view_change();
+        }
+    }
+
+    /// This replica's log summary.
+    fn do_view_change_log(&self) -> DoViewChangeLog {
+        let head = self.journal.head();
+        let from = self
+            .commit_max
+            .max(head.saturating_sub(VIEW_CHANGE_HEADERS_MAX - 1))
+            .min(head);
+        let records = (from..=head)
+            .map(|op| {
+                let record = match self.journal.get(op) {
+                    Some(entry) => DoViewChangeRecord {
+                        header: Some(entry.header),
+                        present: entry.frame.is_some(),
+                    },
+                    None => DoViewChangeRecord {
+                        header: None,
+                        present: false,
+                    },
+                };
+                (op, record)
+            })
+            .collect();
+        DoViewChangeLog {
+            log_view: self.log_view,
+            head,
+            commit: self.commit_max,
+            records,
+        }
+    }
+
+    fn send_do_view_change(&mut self) {
+        let log = self.do_view_change_log();
+        let mut body = Vec::with_capacity(log.records.len() * RECORD_BYTES);
+        for (op, record) in &log.records {
+            body.extend_from_slice(&op.to_le_bytes());
+            let mut flags = if record.present { RECORD_PRESENT } else { 0 };
+            match &record.header {
+                Some(header) => {
+                    body.push(flags | RECORD_HAS_HEADER);
+                    body.extend_from_slice(&header.to_bytes());
+                }
+                None => {
+                    flags |= RECORD_NACK;
+                    body.push(flags);
+                    body.extend_from_slice(&[0u8; HEADER_BYTES]);
+                }
+            }
+        }
+        let mut header = self.header(Command::DoViewChange);
+        header.log_view = log.log_view;
+        header.op = log.head;
+        header.commit = log.commit;
+        let primary = self.primary_of(self.view);
+        self.send_to_replica(primary, header, &body);
+    }
+
+    /// Decode a DoViewChange body; `None` if malformed (the frame is then ignored).
+    fn decode_do_view_change(header: &Header, body: &[u8]) -> Option<DoViewChangeLog> {
+        if !body.len().is_multiple_of(RECORD_BYTES) || body.len() / RECORD_BYTES > VIEW_CHANGE_HEADERS_MAX as usize {
+            return None;
+        }
+        let mut records = BTreeMap::new();
+        for chunk in body.chunks_exact(RECORD_BYTES) {
+            let op = u64::from_le_bytes(chunk[..8].try_into().ok()?);
+            let flags = chunk[8];
+            let record = if flags & RECORD_HAS_HEADER != 0 {
+                let held = Header::decode_verified(&chunk[9..]).ok()?;
+                if held.op != op || held.command != Command::Prepare {
+                    return None;
+                }
+                DoViewChangeRecord {
+                    header: Some(held),
+                    present: flags & RECORD_PRESENT != 0,
+                }
+            } else {
+                DoViewChangeRecord {
+                    header: None,
+                    present: false,
+                }
+            };
+            if op > header.op || records.insert(op, record).is_some() {
+                return None;
+            }
+        }
+        Some(DoViewChangeLog {
+            log_view: header.log_view,
+            head: header.op,
+            commit: header.commit,
+            records,
+        })
+    }
+
+    pub(crate) fn on_do_view_change(&mut self, sender: u8, header: &Header, body: &[u8]) {
+        if self.status == Status::Recovering || header.view < self.view {
+            return;
+        }
+        if header.view > self.view {
+            self.start_view_change(header.view);
+        }
+        if self.primary_of(header.view) != self.config.replica {
+            return;
+        }
+        match self.status {
+            Status::ViewChange => {
+                let Some(log) = Self::decode_do_view_change(header, body) else {
+                    self.stats.frames_rejected += 1;
+                    return;
+                };
+                // A DoViewChange implies its sender gave up on the old view too.
+                self.start_view_change_from |= bit(sender);
+                self.do_view_change_from.insert(sender, log);
+                self.maybe_send_do_view_change();
+            }
+            Status::Normal => self.send_start_view(ProcessId(u32::from(sender)), 0),
+            Status::Recovering => {}
+        }
+    }
+
+    /// Merge the logs received so far; `None` while the outcome is still open.
+    fn merge(&self) -> Option<Merge> {
+        let logs = &self.do_view_change_from;
+        let best_log_view = logs.values().map(|log| log.log_view).max()?;
+        let best: Vec<&DoViewChangeLog> = logs.values().filter(|log| log.log_view == best_log_view).collect();
+        let canonical_head = best.iter().map(|log| log.head).max()?;
+        let merged_commit = logs.values().map(|log| log.commit).max()?.min(canonical_head);
+        let header_at = |op: u64| {
+            best.iter()
+                .find_map(|log| log.records.get(&op).and_then(|record| record.header))
+        };
+        let mut headers = Vec::new();
+        // The header at the commit point anchors the chain walk below it.
+        if let Some(anchor) = header_at(merged_commit).or_else(|| {
+            self.journal
+                .get(merged_commit)
+                .filter(|_| merged_commit <= self.commit_min)
+                .map(|entry| entry.header)
+        }) {
+            headers.push(anchor);
+        }
+        let nack_quorum = self.quorum_view_change();
+        let mut head = canonical_head;
+        for op in merged_commit + 1..=canonical_head {
+            let nacks = match header_at(op) {
+                Some(header) => logs.values().filter(|log| log.nacks(&header)).count(),
+                None => logs.len(),
+            };
+            if nacks >= nack_quorum {
+                head = op - 1;
+                break;
+            }
+            // Kept: it must be known. (A gap no log can name cannot be kept yet; more
+            // DoViewChanges may prove it dead.)
+            headers.push(header_at(op)?);
+        }
+        Some(Merge {
+            commit: merged_commit,
+            head,
+            headers,
+        })
+    }
+
+    /// New primary: merge, fetch what is missing, and start the view once complete.
+    pub(crate) fn try_start_view(&mut self) {
+        debug_assert!(self.status == Status::ViewChange && self.is_primary());
+        if !self.do_view_change_sent || self.do_view_change_from.len() < self.quorum_view_change() {
+            return;
+        }
+        let Some(merge) = self.merge() else { return };
+        debug_assert!(merge.commit <= merge.head);
+        // Install the merged log: drop what lies above it, replace what differs.
+        if self.journal.head() > merge.head {
+            assert!(merge.head >= self.commit_min, "the merge truncated below an applied op");
+            self.journal.truncate_after(merge.head);
+            self.store.truncate_after(merge.head);
+        }
+        for header in &merge.headers {
+            self.install_canonical_header(header);
+        }
+        self.commit_max = self.commit_max.max(merge.commit);
+        self.walk_chain();
+        let complete = (self.commit_min + 1..=merge.head).all(|op| self.journal.ready(op));
+        if !complete {
+            return;
+        }
+        // Every op it will announce is held and verified: the view can start.
+        if !self.persist(Superblock {
+            view: self.view,
+            log_view: self.view,
+        }) {
+            return;
+        }
+        self.log_view = self.view;
+        self.status = Status::Normal;
+        self.stats.views_started += 1;
+        self.do_view_change_from.clear();
+        self.pipeline.clear();
+        for op in self.commit_max + 1..=merge.head {
+            let checksum = self.journal.checksum(op).expect("complete log");
+            let mut retransmit = Timeout::new("prepare_retransmit", PREPARE_RETRANSMIT_BASE_TICKS);
+            retransmit.start();
+            self.pipeline.push_back(PipelineEntry {
+                op,
+                checksum,
+                oks: bit(self.config.replica),
+                retransmit,
+                attempts: 0,
+            });
+        }
+        if let Some(entry) = self.journal.get(merge.head) {
+            self.last_timestamp = self.last_timestamp.max(entry.header.timestamp);
+        }
+        self.enter_normal_timers();
+        for replica in 0..self.config.replicas {
+            if replica != self.config.replica {
+                self.send_start_view(ProcessId(u32::from(replica)), 0);
+            }
+        }
+        self.commit_pipeline();
+    }
+
+    /// Put a canonical header at its op: trust a matching entry, replace a different one.
+    pub(crate) fn install_canonical_header(&mut self, header: &Header) {
+        if header.op == 0 {
+            return;
+        }
+        match self.journal.get_mut(header.op) {
+            Some(entry) if entry.header.checksum == header.checksum => entry.trusted = true,
+            Some(_) | None => {
+                if header.op <= self.commit_min {
+                    let applied = self.journal.checksum(header.op);
+                    panic!(
+                        "divergence: replica {} applied op {} with checksum {:#x?}, the canonical log holds {:#x}",
+                        self.config.replica, header.op, applied, header.checksum
+                    );
+                }
+                self.store.remove_prepare(header.op);
+                self.journal.put(Entry {
+                    header: *header,
+                    frame: None,
+                    trusted: true,
+                });
+            }
+        }
+        self.chain_dirty = true;
+    }
+
+    /// Send this primary's log to `to` as a StartView (echoing `nonce` for a probe).
+    pub(crate) fn send_start_view(&mut self, to: ProcessId, nonce: u64) {
+        debug_assert!(self.status == Status::Normal && self.is_primary());
+        let head = self.journal.head();
+        let from = self
+            .commit_max
+            .max(head.saturating_sub(VIEW_CHANGE_HEADERS_MAX - 1))
+            .min(head);
+        let mut body = Vec::with_capacity(((head - from + 1) as usize) * HEADER_BYTES);
+        for entry in self.journal.range(from, head) {
+            body.extend_from_slice(&entry.header.to_bytes());
+        }
+        let mut header = self.header(Command::StartView);
+        header.log_view = self.log_view;
+        header.op = head;
+        header.commit = self.commit_max;
+        header.nonce = nonce;
+        self.send(to, header, &body);
+    }
+
+    pub(crate) fn on_start_view(&mut self, sender: u8, header: &Header, body: &[u8]) {
+        if sender != self.primary_of(header.view) || header.log_view != header.view {
+            return;
+        }
+        let acceptable = match self.status {
+            Status::Recovering => header.nonce == self.boot_nonce && header.view >= self.view,
+            Status::ViewChange => header.view >= self.view,
+            Status::Normal => header.view > self.view,
+        };
+        if !acceptable {
+            return;
+        }
+        let Some(headers) = Self::decode_start_view(header, body) else {
+            self.stats.frames_rejected += 1;
+            return;
+        };
+        if !self.persist(Superblock {
+            view: header.view,
+            log_view: header.view,
+        }) {
+            return;
+        }
+        self.view = header.view;
+        self.log_view = header.view;
+        self.status = Status::Normal;
+        self.pipeline.clear();
+        self.request_queue.clear();
+        self.do_view_change_from.clear();
+        self.do_view_change_sent = false;
+        self.request_start_view_probes = 0;
+        if self.journal.head() > header.op {
+            assert!(header.op >= self.commit_min, "a StartView below an applied op");
+            self.journal.truncate_after(header.op);
+            self.store.truncate_after(header.op);
+        }
+        for canonical in &headers {
+            self.install_canonical_header(canonical);
+        }
+        self.commit_max = self.commit_max.max(header.commit);
+        self.enter_normal_timers();
+        self.walk_chain();
+        for op in self.commit_max + 1..=self.journal.head() {
+            self.send_prepare_ok(op);
+        }
+    }
+
+    /// Decode a StartView body: contiguous verified headers ending at the head.
+    fn decode_start_view(header: &Header, body: &[u8]) -> Option<Vec<Header>> {
+        if body.is_empty() || !body.len().is_multiple_of(HEADER_BYTES) {
+            return None;
+        }
+        let headers: Vec<Header> = body
+            .chunks_exact(HEADER_BYTES)
+            .map(Header::decode_verified)
+            .collect::<Result<_, _>>()
+            .ok()?;
+        let contiguous = headers
+            .windows(2)
+            .all(|pair| pair[1].op == pair[0].op + 1 && pair[1].parent == pair[0].checksum);
+        let last = headers.last()?;
+        (contiguous && last.op == header.op && headers.iter().all(|h| h.command == Command::Prepare)).then_some(headers)
+    }
+}
