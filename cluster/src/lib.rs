@@ -6,8 +6,10 @@
 //! clock); the simulator crate provides deterministic ones. Nothing else in this
 //! crate may read the OS clock, OS randomness or spawn threads (`clippy.toml`).
 
+pub mod metadata;
 pub mod runtime;
 pub mod seam;
+pub mod shard;
 pub mod testing;
 pub mod vsr;
 pub mod wire;

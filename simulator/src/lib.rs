@@ -9,6 +9,7 @@ pub mod clock;
 pub mod echo;
 pub mod executor;
 pub mod fuzz;
+pub mod harness;
 pub mod network;
 pub mod profile;
 pub mod rng;

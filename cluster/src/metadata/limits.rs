@@ -1,0 +1,127 @@
+//! The bounds on how much metadata a cluster holds, and the [`Limit`] a reply names
+//! when one is reached.
+//!
+//! Models: one named maximum per kind of entity, each with the reason for its value,
+//! so the snapshot, the memory of every replica and the work of every op stay bounded.
+//! Does not model: per-user quotas or rate limits, or bounds on message data (those
+//! belong to the partition plane).
+
+/// Most streams in a cluster. Each stream holds topics and each topic at least one
+/// partition (a VSR group of its own), so streams are few in practice; the bound keeps
+/// the linear name checks and the snapshot small.
+pub const STREAMS_MAX: usize = 1_024;
+
+/// Most topics in one stream. Same reasoning as [`STREAMS_MAX`], one level down.
+pub const TOPICS_PER_STREAM_MAX: usize = 1_024;
+
+/// Most partitions in one topic. `CreateTopic` asking for more (or for zero) is answered
+/// `InvalidPartitionCount`.
+pub const PARTITIONS_PER_TOPIC_MAX: u32 = 1_024;
+
+/// Most partitions in the whole cluster. Every partition is its own VSR group with a
+/// journal, a prepare ring and timers on some shard, so this caps the consensus groups
+/// a cluster hosts. It also bounds the topic count (every topic has a partition).
+pub const PARTITIONS_TOTAL_MAX: u64 = 8_192;
+
+/// Most consumer groups in one topic. Groups are cheap metadata, but each one owns
+/// offsets on every partition of its topic.
+pub const CONSUMER_GROUPS_PER_TOPIC_MAX: usize = 256;
+
+/// Most users, root included. Logins scan users by name, and the bound keeps that scan
+/// and the snapshot small.
+pub const USERS_MAX: usize = 1_024;
+
+/// Most personal access tokens one user holds. Logging in with a token scans every
+/// user's tokens, so this and [`USERS_MAX`] bound that scan.
+pub const TOKENS_PER_USER_MAX: usize = 32;
+
+/// Most per-stream entries in one user's permissions: one per stream at most.
+pub const PERMISSION_STREAMS_MAX: usize = STREAMS_MAX;
+
+/// A bound that stopped an op. Carried by `MetadataReply::LimitReached`.
+///
+/// The byte each variant encodes to ([`Limit::code`]) is part of the wire contract:
+/// append new variants with new codes, never renumber.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Limit {
+    /// [`STREAMS_MAX`].
+    Streams,
+    /// [`TOPICS_PER_STREAM_MAX`].
+    TopicsPerStream,
+    /// [`PARTITIONS_TOTAL_MAX`].
+    PartitionsTotal,
+    /// [`CONSUMER_GROUPS_PER_TOPIC_MAX`].
+    ConsumerGroupsPerTopic,
+    /// [`USERS_MAX`].
+    Users,
+    /// [`TOKENS_PER_USER_MAX`].
+    TokensPerUser,
+    /// [`PERMISSION_STREAMS_MAX`].
+    PermissionStreams,
+    /// An id counter (u32) is exhausted: ids are never reused, so a scope that created
+    /// four billion entities can create no more.
+    Ids,
+}
+
+impl Limit {
+    /// Every limit, in code order.
+    pub const ALL: [Limit; 8] = [
+        Limit::Streams,
+        Limit::TopicsPerStream,
+        Limit::PartitionsTotal,
+        Limit::ConsumerGroupsPerTopic,
+        Limit::Users,
+        Limit::TokensPerUser,
+        Limit::PermissionStreams,
+        Limit::Ids,
+    ];
+
+    /// The stable wire byte of this limit.
+    pub fn code(self) -> u8 {
+        match self {
+            Limit::Streams => 0,
+            Limit::TopicsPerStream => 1,
+            Limit::PartitionsTotal => 2,
+            Limit::ConsumerGroupsPerTopic => 3,
+            Limit::Users => 4,
+            Limit::TokensPerUser => 5,
+            Limit::PermissionStreams => 6,
+            Limit::Ids => 7,
+        }
+    }
+
+    /// The limit with wire byte `code`, if any.
+    pub fn from_code(code: u8) -> Option<Limit> {
+        Limit::ALL.into_iter().find(|limit| limit.code() == code)
+    }
+
+    /// The bound itself.
+    pub fn max(self) -> u64 {
+        // usize -> u64 is lossless on every supported target.
+        match self {
+            Limit::Streams => STREAMS_MAX as u64,
+            Limit::TopicsPerStream => TOPICS_PER_STREAM_MAX as u64,
+            Limit::PartitionsTotal => PARTITIONS_TOTAL_MAX,
+            Limit::ConsumerGroupsPerTopic => CONSUMER_GROUPS_PER_TOPIC_MAX as u64,
+            Limit::Users => USERS_MAX as u64,
+            Limit::TokensPerUser => TOKENS_PER_USER_MAX as u64,
+            Limit::PermissionStreams => PERMISSION_STREAMS_MAX as u64,
+            Limit::Ids => u64::from(u32::MAX),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limit_codes_are_distinct_and_round_trip() {
+        for (index, limit) in Limit::ALL.into_iter().enumerate() {
+            assert_eq!(usize::from(limit.code()), index);
+            assert_eq!(Limit::from_code(limit.code()), Some(limit));
+            assert!(limit.max() > 0);
+        }
+        assert_eq!(Limit::from_code(200), None);
+    }
+}

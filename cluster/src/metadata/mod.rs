@@ -1,0 +1,56 @@
+//! The metadata plane's state machine: what the metadata VSR group replicates.
+//!
+//! Models: the ops clients send to the metadata plane ([`MetadataOp`]), the state they
+//! change ([`MetadataState`]: streams, topics, consumer groups, users, permissions,
+//! personal access tokens), the replies they get ([`MetadataReply`], classified by
+//! [`Outcome`]), and the [`ClientTable`] that makes every request take effect at most
+//! once. Applying is a pure function of the committed op sequence and each op's
+//! [`ApplyContext`] (timestamp, op number and entropy fixed by the primary), so replicas
+//! and a shadow model compare equal by [`MetadataState::digest`].
+//!
+//! Does not model: consensus (ordering, commit), the request path (authorisation,
+//! redirects, transport errors), or partition data. Nothing here reads a clock or OS
+//! randomness.
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `codec.rs` | [`DecodeError`], the byte reader and writer every codec here uses |
+//! | `name.rs` | name and password validation, [`NAME_BYTES_MAX`] |
+//! | `limits.rs` | every entity-count bound and the [`Limit`] a reply names |
+//! | `permissions.rs` | [`Permissions`] and their codec |
+//! | `ops.rs` | [`MetadataOp`], [`Durability`], the op codec and operation codes |
+//! | `reply.rs` | [`MetadataReply`], [`Outcome`], the reply codec |
+//! | `credentials.rs` | salts, password hashes, tokens (a placeholder, not a KDF) |
+//! | `entities.rs` | the records: [`Stream`], [`Topic`], [`ConsumerGroup`], [`User`], [`PersonalAccessToken`] |
+//! | `state.rs` | [`MetadataState`], [`ApplyContext`], `apply`, `digest`, `summary` |
+//! | `snapshot.rs` | the canonical state encoding: `encode_state` / `decode_state` |
+//! | `client_table.rs` | [`ClientTable`], [`Dedup`] |
+
+mod client_table;
+mod codec;
+mod credentials;
+mod entities;
+mod limits;
+mod name;
+mod ops;
+mod permissions;
+mod reply;
+mod snapshot;
+mod state;
+
+#[cfg(test)]
+mod tests;
+
+pub use client_table::{CLIENT_REPLY_BYTES_MAX, CLIENT_TABLE_CLIENTS_MAX, ClientTable, Dedup};
+pub use codec::{DecodeError, STRING_DECODE_BYTES_MAX};
+pub use credentials::TOKEN_CHARS;
+pub use entities::{ConsumerGroup, PersonalAccessToken, Stream, Topic, User};
+pub use limits::{
+    CONSUMER_GROUPS_PER_TOPIC_MAX, Limit, PARTITIONS_PER_TOPIC_MAX, PARTITIONS_TOTAL_MAX, PERMISSION_STREAMS_MAX,
+    STREAMS_MAX, TOKENS_PER_USER_MAX, TOPICS_PER_STREAM_MAX, USERS_MAX,
+};
+pub use name::{NAME_BYTES_MAX, PASSWORD_BYTES_MAX, is_valid_name, is_valid_password};
+pub use ops::{Durability, MetadataOp};
+pub use permissions::{GlobalPermissions, Permissions, StreamPermissions};
+pub use reply::{ERROR_CODE_MIN, MetadataReply, Outcome};
+pub use state::{ApplyContext, MetadataState, ROOT_USER_ID, ROOT_USERNAME};

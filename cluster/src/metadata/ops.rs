@@ -1,0 +1,803 @@
+//! The operations the metadata VSR group replicates, and their binary codec.
+//!
+//! Models: every change a client can ask of the metadata plane (streams, topics,
+//! users, permissions, personal access tokens, consumer groups) and the two logins,
+//! which are replicated too so that a session is created at a committed point of the
+//! log. The codec is compact and versionless: `[operation code: u8][fields]`, integers
+//! little-endian, strings as `[len: varint][utf-8]`, options as `[0|1][value]`.
+//!
+//! Does not model: whether an op is allowed or sensible (a decoded op may name a
+//! missing stream or carry an invalid name; the state machine answers that), who sent
+//! it (client id and request number live in the request header), or authorisation.
+
+use std::fmt;
+
+use super::codec::{DecodeError, Reader, Writer};
+use super::permissions::Permissions;
+
+/// When a topic's writes are acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Durability {
+    /// Acknowledged once a quorum's write-ahead logs have queued the batch.
+    Replicated,
+    /// Acknowledged once a quorum has fsynced the batch.
+    Persisted,
+}
+
+impl Durability {
+    /// The stable wire byte (part of the op and snapshot formats; never renumber).
+    pub fn code(self) -> u8 {
+        match self {
+            Durability::Replicated => 0,
+            Durability::Persisted => 1,
+        }
+    }
+
+    pub(super) fn decode_from(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        match r.u8("durability")? {
+            0 => Ok(Durability::Replicated),
+            1 => Ok(Durability::Persisted),
+            code => Err(DecodeError::UnknownCode {
+                field: "durability",
+                code,
+            }),
+        }
+    }
+}
+
+/// One metadata operation, as proposed by the primary and applied by every replica.
+///
+/// Ids are u32 and assigned by the state machine. Times are microseconds.
+/// `Debug` prints passwords and tokens as `<redacted>` so logs never hold secrets.
+#[derive(Clone, PartialEq, Eq)]
+pub enum MetadataOp {
+    /// Create a stream; replies `StreamCreated`.
+    CreateStream {
+        /// Unique among streams.
+        name: String,
+    },
+    /// Rename a stream.
+    UpdateStream {
+        /// The stream.
+        stream_id: u32,
+        /// Unique among streams (its own current name is fine).
+        name: String,
+    },
+    /// Delete a stream with its topics and groups, and every user's permissions on it.
+    DeleteStream {
+        /// The stream.
+        stream_id: u32,
+    },
+    /// Create a topic in a stream; replies `TopicCreated`.
+    CreateTopic {
+        /// The stream.
+        stream_id: u32,
+        /// Unique among the stream's topics.
+        name: String,
+        /// 1 to `PARTITIONS_PER_TOPIC_MAX`.
+        partitions: u32,
+        /// When writes are acknowledged.
+        durability: Durability,
+        /// How long messages are kept; 0 = forever.
+        message_expiry_micros: u64,
+    },
+    /// Rename a topic or change its durability or message expiry.
+    UpdateTopic {
+        /// The stream.
+        stream_id: u32,
+        /// The topic.
+        topic_id: u32,
+        /// Unique among the stream's topics (its own current name is fine).
+        name: String,
+        /// When writes are acknowledged.
+        durability: Durability,
+        /// How long messages are kept; 0 = forever.
+        message_expiry_micros: u64,
+    },
+    /// Delete a topic with its consumer groups.
+    DeleteTopic {
+        /// The stream.
+        stream_id: u32,
+        /// The topic.
+        topic_id: u32,
+    },
+    /// Create a user with no permissions; replies `UserCreated`.
+    CreateUser {
+        /// Unique among users.
+        username: String,
+        /// Stored only as a salted hash.
+        password: String,
+        /// An inactive user cannot log in.
+        active: bool,
+    },
+    /// Rename, activate or deactivate a user. `None` leaves a field unchanged.
+    UpdateUser {
+        /// The user.
+        user_id: u32,
+        /// New username, unique among users.
+        username: Option<String>,
+        /// New status; the root user cannot be deactivated.
+        active: Option<bool>,
+    },
+    /// Delete a user with its tokens. The root user cannot be deleted.
+    DeleteUser {
+        /// The user.
+        user_id: u32,
+    },
+    /// Replace a user's password, given the current one.
+    ChangePassword {
+        /// The user.
+        user_id: u32,
+        /// Must match the stored hash.
+        current_password: String,
+        /// The replacement.
+        new_password: String,
+    },
+    /// Replace a user's permissions. The root user's cannot be changed.
+    UpdatePermissions {
+        /// The user.
+        user_id: u32,
+        /// Every stream named must exist.
+        permissions: Permissions,
+    },
+    /// Create a personal access token; replies `TokenCreated` with the token itself,
+    /// the only time it is ever revealed (the state keeps its hash).
+    CreatePersonalAccessToken {
+        /// The owner.
+        user_id: u32,
+        /// Unique among the owner's tokens.
+        name: String,
+        /// Lifetime from the op's timestamp; 0 = never expires.
+        expiry_micros: u64,
+    },
+    /// Delete a user's token by name.
+    DeletePersonalAccessToken {
+        /// The owner.
+        user_id: u32,
+        /// The token's name.
+        name: String,
+    },
+    /// Create a consumer group on a topic; replies `GroupCreated`.
+    CreateConsumerGroup {
+        /// The stream.
+        stream_id: u32,
+        /// The topic.
+        topic_id: u32,
+        /// Unique among the topic's groups.
+        name: String,
+    },
+    /// Delete a consumer group.
+    DeleteConsumerGroup {
+        /// The stream.
+        stream_id: u32,
+        /// The topic.
+        topic_id: u32,
+        /// The group.
+        group_id: u32,
+    },
+    /// Log in with username and password; replies `LoggedIn`.
+    LoginUser {
+        /// The user's name.
+        username: String,
+        /// Checked against the stored hash.
+        password: String,
+    },
+    /// Log in with a personal access token; replies `LoggedIn`.
+    LoginWithPersonalAccessToken {
+        /// The token as `TokenCreated` revealed it.
+        token: String,
+    },
+}
+
+/// Operation codes. Part of the wire contract and of every journal on disk: append new
+/// codes, never renumber or reuse one. 0 is never assigned, so a zeroed buffer never
+/// decodes as an op.
+mod code {
+    pub const CREATE_STREAM: u8 = 1;
+    pub const UPDATE_STREAM: u8 = 2;
+    pub const DELETE_STREAM: u8 = 3;
+    pub const CREATE_TOPIC: u8 = 4;
+    pub const UPDATE_TOPIC: u8 = 5;
+    pub const DELETE_TOPIC: u8 = 6;
+    pub const CREATE_USER: u8 = 7;
+    pub const UPDATE_USER: u8 = 8;
+    pub const DELETE_USER: u8 = 9;
+    pub const CHANGE_PASSWORD: u8 = 10;
+    pub const UPDATE_PERMISSIONS: u8 = 11;
+    pub const CREATE_PERSONAL_ACCESS_TOKEN: u8 = 12;
+    pub const DELETE_PERSONAL_ACCESS_TOKEN: u8 = 13;
+    pub const CREATE_CONSUMER_GROUP: u8 = 14;
+    pub const DELETE_CONSUMER_GROUP: u8 = 15;
+    pub const LOGIN_USER: u8 = 16;
+    pub const LOGIN_WITH_PERSONAL_ACCESS_TOKEN: u8 = 17;
+}
+
+impl MetadataOp {
+    /// The stable byte identifying this variant on the wire and on disk (1..=17, see
+    /// the `code` table; append-only).
+    pub fn operation_code(&self) -> u8 {
+        match self {
+            MetadataOp::CreateStream { .. } => code::CREATE_STREAM,
+            MetadataOp::UpdateStream { .. } => code::UPDATE_STREAM,
+            MetadataOp::DeleteStream { .. } => code::DELETE_STREAM,
+            MetadataOp::CreateTopic { .. } => code::CREATE_TOPIC,
+            MetadataOp::UpdateTopic { .. } => code::UPDATE_TOPIC,
+            MetadataOp::DeleteTopic { .. } => code::DELETE_TOPIC,
+            MetadataOp::CreateUser { .. } => code::CREATE_USER,
+            MetadataOp::UpdateUser { .. } => code::UPDATE_USER,
+            MetadataOp::DeleteUser { .. } => code::DELETE_USER,
+            MetadataOp::ChangePassword { .. } => code::CHANGE_PASSWORD,
+            MetadataOp::UpdatePermissions { .. } => code::UPDATE_PERMISSIONS,
+            MetadataOp::CreatePersonalAccessToken { .. } => code::CREATE_PERSONAL_ACCESS_TOKEN,
+            MetadataOp::DeletePersonalAccessToken { .. } => code::DELETE_PERSONAL_ACCESS_TOKEN,
+            MetadataOp::CreateConsumerGroup { .. } => code::CREATE_CONSUMER_GROUP,
+            MetadataOp::DeleteConsumerGroup { .. } => code::DELETE_CONSUMER_GROUP,
+            MetadataOp::LoginUser { .. } => code::LOGIN_USER,
+            MetadataOp::LoginWithPersonalAccessToken { .. } => code::LOGIN_WITH_PERSONAL_ACCESS_TOKEN,
+        }
+    }
+
+    /// True for the ops that only read committed state (the logins). They are still
+    /// replicated: a session begins at a committed point of the log.
+    pub fn is_login(&self) -> bool {
+        matches!(
+            self,
+            MetadataOp::LoginUser { .. } | MetadataOp::LoginWithPersonalAccessToken { .. }
+        )
+    }
+
+    /// The op's bytes: `[operation code][fields in declaration order]`.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u8(self.operation_code());
+        match self {
+            MetadataOp::CreateStream { name } => w.str(name),
+            MetadataOp::UpdateStream { stream_id, name } => {
+                w.u32(*stream_id);
+                w.str(name);
+            }
+            MetadataOp::DeleteStream { stream_id } => w.u32(*stream_id),
+            MetadataOp::CreateTopic {
+                stream_id,
+                name,
+                partitions,
+                durability,
+                message_expiry_micros,
+            } => {
+                w.u32(*stream_id);
+                w.str(name);
+                w.u32(*partitions);
+                w.u8(durability.code());
+                w.u64(*message_expiry_micros);
+            }
+            MetadataOp::UpdateTopic {
+                stream_id,
+                topic_id,
+                name,
+                durability,
+                message_expiry_micros,
+            } => {
+                w.u32(*stream_id);
+                w.u32(*topic_id);
+                w.str(name);
+                w.u8(durability.code());
+                w.u64(*message_expiry_micros);
+            }
+            MetadataOp::DeleteTopic { stream_id, topic_id } => {
+                w.u32(*stream_id);
+                w.u32(*topic_id);
+            }
+            MetadataOp::CreateUser {
+                username,
+                password,
+                active,
+            } => {
+                w.str(username);
+                w.str(password);
+                w.bool(*active);
+            }
+            MetadataOp::UpdateUser {
+                user_id,
+                username,
+                active,
+            } => {
+                w.u32(*user_id);
+                w.opt_str(username.as_deref());
+                w.opt_bool(*active);
+            }
+            MetadataOp::DeleteUser { user_id } => w.u32(*user_id),
+            MetadataOp::ChangePassword {
+                user_id,
+                current_password,
+                new_password,
+            } => {
+                w.u32(*user_id);
+                w.str(current_password);
+                w.str(new_password);
+            }
+            MetadataOp::UpdatePermissions { user_id, permissions } => {
+                w.u32(*user_id);
+                permissions.encode_into(&mut w);
+            }
+            MetadataOp::CreatePersonalAccessToken {
+                user_id,
+                name,
+                expiry_micros,
+            } => {
+                w.u32(*user_id);
+                w.str(name);
+                w.u64(*expiry_micros);
+            }
+            MetadataOp::DeletePersonalAccessToken { user_id, name } => {
+                w.u32(*user_id);
+                w.str(name);
+            }
+            MetadataOp::CreateConsumerGroup {
+                stream_id,
+                topic_id,
+                name,
+            } => {
+                w.u32(*stream_id);
+                w.u32(*topic_id);
+                w.str(name);
+            }
+            MetadataOp::DeleteConsumerGroup {
+                stream_id,
+                topic_id,
+                group_id,
+            } => {
+                w.u32(*stream_id);
+                w.u32(*topic_id);
+                w.u32(*group_id);
+            }
+            MetadataOp::LoginUser { username, password } => {
+                w.str(username);
+                w.str(password);
+            }
+            MetadataOp::LoginWithPersonalAccessToken { token } => w.str(token),
+        }
+        w.finish()
+    }
+
+    /// Parse one op occupying all of `bytes`. Never panics; rejects unknown codes,
+    /// truncation, trailing bytes, invalid UTF-8, strings longer than
+    /// `STRING_DECODE_BYTES_MAX` and non-canonical encodings.
+    pub fn decode(bytes: &[u8]) -> Result<MetadataOp, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let op = match r.u8("operation code")? {
+            code::CREATE_STREAM => MetadataOp::CreateStream {
+                name: r.string("stream name")?,
+            },
+            code::UPDATE_STREAM => MetadataOp::UpdateStream {
+                stream_id: r.u32("stream id")?,
+                name: r.string("stream name")?,
+            },
+            code::DELETE_STREAM => MetadataOp::DeleteStream {
+                stream_id: r.u32("stream id")?,
+            },
+            code::CREATE_TOPIC => MetadataOp::CreateTopic {
+                stream_id: r.u32("stream id")?,
+                name: r.string("topic name")?,
+                partitions: r.u32("partition count")?,
+                durability: Durability::decode_from(&mut r)?,
+                message_expiry_micros: r.u64("message expiry")?,
+            },
+            code::UPDATE_TOPIC => MetadataOp::UpdateTopic {
+                stream_id: r.u32("stream id")?,
+                topic_id: r.u32("topic id")?,
+                name: r.string("topic name")?,
+                durability: Durability::decode_from(&mut r)?,
+                message_expiry_micros: r.u64("message expiry")?,
+            },
+            code::DELETE_TOPIC => MetadataOp::DeleteTopic {
+                stream_id: r.u32("stream id")?,
+                topic_id: r.u32("topic id")?,
+            },
+            code::CREATE_USER => MetadataOp::CreateUser {
+                username: r.string("username")?,
+                password: r.string("password")?,
+                active: r.bool("user active")?,
+            },
+            code::UPDATE_USER => MetadataOp::UpdateUser {
+                user_id: r.u32("user id")?,
+                username: r.opt_string("username")?,
+                active: r.opt_bool("user active")?,
+            },
+            code::DELETE_USER => MetadataOp::DeleteUser {
+                user_id: r.u32("user id")?,
+            },
+            code::CHANGE_PASSWORD => MetadataOp::ChangePassword {
+                user_id: r.u32("user id")?,
+                current_password: r.string("current password")?,
+                new_password: r.string("new password")?,
+            },
+            code::UPDATE_PERMISSIONS => MetadataOp::UpdatePermissions {
+                user_id: r.u32("user id")?,
+                permissions: Permissions::decode_from(&mut r)?,
+            },
+            code::CREATE_PERSONAL_ACCESS_TOKEN => MetadataOp::CreatePersonalAccessToken {
+                user_id: r.u32("user id")?,
+                name: r.string("token name")?,
+                expiry_micros: r.u64("token expiry")?,
+            },
+            code::DELETE_PERSONAL_ACCESS_TOKEN => MetadataOp::DeletePersonalAccessToken {
+                user_id: r.u32("user id")?,
+                name: r.string("token name")?,
+            },
+            code::CREATE_CONSUMER_GROUP => MetadataOp::CreateConsumerGroup {
+                stream_id: r.u32("stream id")?,
+                topic_id: r.u32("topic id")?,
+                name: r.string("consumer group name")?,
+            },
+            code::DELETE_CONSUMER_GROUP => MetadataOp::DeleteConsumerGroup {
+                stream_id: r.u32("stream id")?,
+                topic_id: r.u32("topic id")?,
+                group_id: r.u32("consumer group id")?,
+            },
+            code::LOGIN_USER => MetadataOp::LoginUser {
+                username: r.string("username")?,
+                password: r.string("password")?,
+            },
+            code::LOGIN_WITH_PERSONAL_ACCESS_TOKEN => MetadataOp::LoginWithPersonalAccessToken {
+                token: r.string("token")?,
+            },
+            code => {
+                return Err(DecodeError::UnknownCode {
+                    field: "operation code",
+                    code,
+                });
+            }
+        };
+        r.finish()?;
+        Ok(op)
+    }
+}
+
+/// What `Debug` prints in place of a password or token.
+const REDACTED: &str = "<redacted>";
+
+impl fmt::Debug for MetadataOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MetadataOp::CreateStream { name } => f.debug_struct("CreateStream").field("name", name).finish(),
+            MetadataOp::UpdateStream { stream_id, name } => f
+                .debug_struct("UpdateStream")
+                .field("stream_id", stream_id)
+                .field("name", name)
+                .finish(),
+            MetadataOp::DeleteStream { stream_id } => {
+                f.debug_struct("DeleteStream").field("stream_id", stream_id).finish()
+            }
+            MetadataOp::CreateTopic {
+                stream_id,
+                name,
+                partitions,
+                durability,
+                message_expiry_micros,
+            } => f
+                .debug_struct("CreateTopic")
+                .field("stream_id", stream_id)
+                .field("name", name)
+                .field("partitions", partitions)
+                .field("durability", durability)
+                .field("message_expiry_micros", message_expiry_micros)
+                .finish(),
+            MetadataOp::UpdateTopic {
+                stream_id,
+                topic_id,
+                name,
+                durability,
+                message_expiry_micros,
+            } => f
+                .debug_struct("UpdateTopic")
+                .field("stream_id", stream_id)
+                .field("topic_id", topic_id)
+                .field("name", name)
+                .field("durability", durability)
+                .field("message_expiry_micros", message_expiry_micros)
+                .finish(),
+            MetadataOp::DeleteTopic { stream_id, topic_id } => f
+                .debug_struct("DeleteTopic")
+                .field("stream_id", stream_id)
+                .field("topic_id", topic_id)
+                .finish(),
+            MetadataOp::CreateUser { username, active, .. } => f
+                .debug_struct("CreateUser")
+                .field("username", username)
+                .field("password", &REDACTED)
+                .field("active", active)
+                .finish(),
+            MetadataOp::UpdateUser {
+                user_id,
+                username,
+                active,
+            } => f
+                .debug_struct("UpdateUser")
+                .field("user_id", user_id)
+                .field("username", username)
+                .field("active", active)
+                .finish(),
+            MetadataOp::DeleteUser { user_id } => f.debug_struct("DeleteUser").field("user_id", user_id).finish(),
+            MetadataOp::ChangePassword { user_id, .. } => f
+                .debug_struct("ChangePassword")
+                .field("user_id", user_id)
+                .field("current_password", &REDACTED)
+                .field("new_password", &REDACTED)
+                .finish(),
+            MetadataOp::UpdatePermissions { user_id, permissions } => f
+                .debug_struct("UpdatePermissions")
+                .field("user_id", user_id)
+                .field("permissions", permissions)
+                .finish(),
+            MetadataOp::CreatePersonalAccessToken {
+                user_id,
+                name,
+                expiry_micros,
+            } => f
+                .debug_struct("CreatePersonalAccessToken")
+                .field("user_id", user_id)
+                .field("name", name)
+                .field("expiry_micros", expiry_micros)
+                .finish(),
+            MetadataOp::DeletePersonalAccessToken { user_id, name } => f
+                .debug_struct("DeletePersonalAccessToken")
+                .field("user_id", user_id)
+                .field("name", name)
+                .finish(),
+            MetadataOp::CreateConsumerGroup {
+                stream_id,
+                topic_id,
+                name,
+            } => f
+                .debug_struct("CreateConsumerGroup")
+                .field("stream_id", stream_id)
+                .field("topic_id", topic_id)
+                .field("name", name)
+                .finish(),
+            MetadataOp::DeleteConsumerGroup {
+                stream_id,
+                topic_id,
+                group_id,
+            } => f
+                .debug_struct("DeleteConsumerGroup")
+                .field("stream_id", stream_id)
+                .field("topic_id", topic_id)
+                .field("group_id", group_id)
+                .finish(),
+            MetadataOp::LoginUser { username, .. } => f
+                .debug_struct("LoginUser")
+                .field("username", username)
+                .field("password", &REDACTED)
+                .finish(),
+            MetadataOp::LoginWithPersonalAccessToken { .. } => f
+                .debug_struct("LoginWithPersonalAccessToken")
+                .field("token", &REDACTED)
+                .finish(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::super::codec::STRING_DECODE_BYTES_MAX;
+    use super::super::permissions::StreamPermissions;
+    use super::*;
+
+    /// One op of every variant, with non-trivial field values.
+    fn every_variant() -> Vec<MetadataOp> {
+        let mut permissions = Permissions::full();
+        permissions.streams.insert(
+            7,
+            StreamPermissions {
+                manage_topics: true,
+                read: true,
+                write: false,
+            },
+        );
+        vec![
+            MetadataOp::CreateStream { name: "orders".into() },
+            MetadataOp::UpdateStream {
+                stream_id: 1,
+                name: "zamówienia".into(),
+            },
+            MetadataOp::DeleteStream { stream_id: u32::MAX },
+            MetadataOp::CreateTopic {
+                stream_id: 1,
+                name: "eu".into(),
+                partitions: 24,
+                durability: Durability::Persisted,
+                message_expiry_micros: 86_400_000_000,
+            },
+            MetadataOp::UpdateTopic {
+                stream_id: 1,
+                topic_id: 2,
+                name: "eu-west".into(),
+                durability: Durability::Replicated,
+                message_expiry_micros: 0,
+            },
+            MetadataOp::DeleteTopic {
+                stream_id: 1,
+                topic_id: 2,
+            },
+            MetadataOp::CreateUser {
+                username: "alice".into(),
+                password: "correct horse".into(),
+                active: true,
+            },
+            MetadataOp::UpdateUser {
+                user_id: 3,
+                username: Some("alicia".into()),
+                active: Some(false),
+            },
+            MetadataOp::UpdateUser {
+                user_id: 3,
+                username: None,
+                active: None,
+            },
+            MetadataOp::DeleteUser { user_id: 3 },
+            MetadataOp::ChangePassword {
+                user_id: 3,
+                current_password: "old".into(),
+                new_password: "new".into(),
+            },
+            MetadataOp::UpdatePermissions {
+                user_id: 3,
+                permissions,
+            },
+            MetadataOp::CreatePersonalAccessToken {
+                user_id: 3,
+                name: "ci".into(),
+                expiry_micros: 3_600_000_000,
+            },
+            MetadataOp::DeletePersonalAccessToken {
+                user_id: 3,
+                name: "ci".into(),
+            },
+            MetadataOp::CreateConsumerGroup {
+                stream_id: 1,
+                topic_id: 2,
+                name: "billing".into(),
+            },
+            MetadataOp::DeleteConsumerGroup {
+                stream_id: 1,
+                topic_id: 2,
+                group_id: 4,
+            },
+            MetadataOp::LoginUser {
+                username: "alice".into(),
+                password: "correct horse".into(),
+            },
+            MetadataOp::LoginWithPersonalAccessToken {
+                token: "0123456789abcdef".into(),
+            },
+        ]
+    }
+
+    #[test]
+    fn every_op_round_trips_through_its_bytes() {
+        for op in every_variant() {
+            let bytes = op.encode();
+            assert_eq!(bytes[0], op.operation_code());
+            assert_eq!(MetadataOp::decode(&bytes), Ok(op.clone()), "{op:?}");
+        }
+    }
+
+    #[test]
+    fn operation_codes_are_distinct_stable_and_never_zero() {
+        let codes: BTreeSet<u8> = every_variant().iter().map(MetadataOp::operation_code).collect();
+        assert_eq!(codes, (1..=17).collect());
+        // Pinned: these bytes are in journals on disk.
+        assert_eq!(MetadataOp::CreateStream { name: "s".into() }.operation_code(), 1);
+        let login = MetadataOp::LoginWithPersonalAccessToken { token: "t".into() };
+        assert_eq!(login.operation_code(), 17);
+        assert!(login.is_login());
+        assert_eq!(MetadataOp::DeleteStream { stream_id: 1 }.encode(), vec![3, 1, 0, 0, 0]);
+    }
+
+    #[test]
+    fn every_truncation_of_every_op_is_rejected() {
+        for op in every_variant() {
+            let bytes = op.encode();
+            for len in 0..bytes.len() {
+                assert!(
+                    MetadataOp::decode(&bytes[..len]).is_err(),
+                    "{op:?} cut at {len} decoded"
+                );
+            }
+            let mut longer = bytes.clone();
+            longer.push(0);
+            assert_eq!(
+                MetadataOp::decode(&longer),
+                Err(DecodeError::TrailingBytes { count: 1 })
+            );
+        }
+    }
+
+    #[test]
+    fn garbage_bytes_never_panic_and_bad_fields_are_named() {
+        assert_eq!(
+            MetadataOp::decode(&[]),
+            Err(DecodeError::Truncated {
+                field: "operation code",
+                offset: 0
+            })
+        );
+        assert_eq!(
+            MetadataOp::decode(&[0]),
+            Err(DecodeError::UnknownCode {
+                field: "operation code",
+                code: 0
+            })
+        );
+        assert_eq!(
+            MetadataOp::decode(&[200, 1, 2]),
+            Err(DecodeError::UnknownCode {
+                field: "operation code",
+                code: 200
+            })
+        );
+        // CreateUser with active = 2.
+        assert_eq!(
+            MetadataOp::decode(&[7, 1, b'a', 1, b'p', 2]),
+            Err(DecodeError::InvalidBool {
+                field: "user active",
+                byte: 2
+            })
+        );
+        // CreateTopic with durability 9.
+        let mut topic = vec![4, 1, 0, 0, 0, 1, b't', 1, 0, 0, 0, 9];
+        topic.extend_from_slice(&[0; 8]);
+        assert_eq!(
+            MetadataOp::decode(&topic),
+            Err(DecodeError::UnknownCode {
+                field: "durability",
+                code: 9
+            })
+        );
+        // A stream name claiming more than the decode bound.
+        let mut long = vec![1];
+        let mut w = Writer::new();
+        w.len(STRING_DECODE_BYTES_MAX + 1);
+        long.extend(w.finish());
+        assert!(matches!(
+            MetadataOp::decode(&long),
+            Err(DecodeError::TooLong {
+                field: "stream name",
+                ..
+            })
+        ));
+        // A deterministic spray of pseudo-random inputs (xorshift; no OS randomness).
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = (x % 40) as usize;
+            let mut bytes: Vec<u8> = (0..len).map(|i| (x >> (i % 8 * 8)) as u8 ^ i as u8).collect();
+            // Mostly valid operation codes, so the field decoders are exercised too.
+            if let Some(first) = bytes.first_mut() {
+                *first %= 20;
+            }
+            if let Ok(op) = MetadataOp::decode(&bytes) {
+                assert_eq!(op.encode(), bytes, "a decoded op re-encodes to the same bytes");
+            }
+        }
+    }
+
+    #[test]
+    fn debug_output_redacts_secrets() {
+        let op = MetadataOp::CreateUser {
+            username: "alice".into(),
+            password: "hunter2".into(),
+            active: true,
+        };
+        let text = format!("{op:?}");
+        assert!(text.contains("alice") && !text.contains("hunter2"), "{text}");
+        let op = MetadataOp::LoginWithPersonalAccessToken {
+            token: "secret-token".into(),
+        };
+        assert!(!format!("{op:?}").contains("secret-token"));
+    }
+}

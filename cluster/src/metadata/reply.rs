@@ -1,0 +1,435 @@
+//! What applying a metadata op answers, its binary codec, and its [`Outcome`] class.
+//!
+//! Models: the successes (carrying the ids or token an op created) and every error a
+//! client can act on (a name taken, something missing, bad credentials, a limit
+//! reached). Replies are what the client table caches and replays for a duplicate
+//! request, so they encode compactly: `[reply code: u8][fields]`.
+//!
+//! Does not model: transport-level outcomes (`TransientNotAccepted`,
+//! `TransientNotCommitted`, redirects to the primary) which the request path produces
+//! without ever applying an op, or malformed requests, which never become ops.
+
+use std::fmt;
+
+use super::codec::{DecodeError, Reader, Writer};
+use super::limits::Limit;
+
+/// The answer to one applied op. Success variants come first.
+#[derive(Clone, PartialEq, Eq)]
+pub enum MetadataReply {
+    /// Done; nothing to report.
+    Ok,
+    /// `CreateStream` succeeded.
+    StreamCreated {
+        /// The new stream's id.
+        stream_id: u32,
+    },
+    /// `CreateTopic` succeeded.
+    TopicCreated {
+        /// The new topic's id within its stream.
+        topic_id: u32,
+    },
+    /// `CreateUser` succeeded.
+    UserCreated {
+        /// The new user's id.
+        user_id: u32,
+    },
+    /// `CreatePersonalAccessToken` succeeded. The only place the token appears: the
+    /// state keeps its hash. (A duplicate request is answered from the client table
+    /// with these same bytes, so the token is replayed, not regenerated.)
+    TokenCreated {
+        /// The token to present to `LoginWithPersonalAccessToken`.
+        token: String,
+    },
+    /// A login succeeded.
+    LoggedIn {
+        /// Who the session belongs to.
+        user_id: u32,
+    },
+    /// `CreateConsumerGroup` succeeded.
+    GroupCreated {
+        /// The new group's id within its topic.
+        group_id: u32,
+    },
+    /// The name is already used in its scope.
+    NameAlreadyExists,
+    /// No stream has that id.
+    StreamNotFound,
+    /// The stream has no topic with that id.
+    TopicNotFound,
+    /// No user has that id.
+    UserNotFound,
+    /// The topic has no consumer group with that id.
+    GroupNotFound,
+    /// The user has no token with that name.
+    TokenNotFound,
+    /// The token exists but its expiry has passed (at the op's timestamp).
+    TokenExpired,
+    /// The name is empty, too long or has control characters.
+    InvalidName,
+    /// The password is empty or too long.
+    InvalidPassword,
+    /// A topic needs 1 to `PARTITIONS_PER_TOPIC_MAX` partitions.
+    InvalidPartitionCount,
+    /// Username, password or token did not match.
+    InvalidCredentials,
+    /// The credentials matched but the user is deactivated.
+    UserInactive,
+    /// The root user cannot be deleted, deactivated or have its permissions changed.
+    CannotModifyRoot,
+    /// A bound was reached; nothing changed.
+    LimitReached {
+        /// Which bound.
+        what: Limit,
+    },
+}
+
+/// A reply's class without its fields, for workloads and metrics to count by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Outcome {
+    /// Any success variant.
+    Ok,
+    /// [`MetadataReply::NameAlreadyExists`].
+    NameAlreadyExists,
+    /// [`MetadataReply::StreamNotFound`].
+    StreamNotFound,
+    /// [`MetadataReply::TopicNotFound`].
+    TopicNotFound,
+    /// [`MetadataReply::UserNotFound`].
+    UserNotFound,
+    /// [`MetadataReply::GroupNotFound`].
+    GroupNotFound,
+    /// [`MetadataReply::TokenNotFound`].
+    TokenNotFound,
+    /// [`MetadataReply::TokenExpired`].
+    TokenExpired,
+    /// [`MetadataReply::InvalidName`].
+    InvalidName,
+    /// [`MetadataReply::InvalidPassword`].
+    InvalidPassword,
+    /// [`MetadataReply::InvalidPartitionCount`].
+    InvalidPartitionCount,
+    /// [`MetadataReply::InvalidCredentials`].
+    InvalidCredentials,
+    /// [`MetadataReply::UserInactive`].
+    UserInactive,
+    /// [`MetadataReply::CannotModifyRoot`].
+    CannotModifyRoot,
+    /// [`MetadataReply::LimitReached`], whatever the limit.
+    LimitReached,
+}
+
+impl Outcome {
+    /// Every outcome, in declaration order (for tables of counters).
+    pub const ALL: [Outcome; 15] = [
+        Outcome::Ok,
+        Outcome::NameAlreadyExists,
+        Outcome::StreamNotFound,
+        Outcome::TopicNotFound,
+        Outcome::UserNotFound,
+        Outcome::GroupNotFound,
+        Outcome::TokenNotFound,
+        Outcome::TokenExpired,
+        Outcome::InvalidName,
+        Outcome::InvalidPassword,
+        Outcome::InvalidPartitionCount,
+        Outcome::InvalidCredentials,
+        Outcome::UserInactive,
+        Outcome::CannotModifyRoot,
+        Outcome::LimitReached,
+    ];
+}
+
+/// Reply codes. Part of the wire contract and cached in client tables: append, never
+/// renumber. Successes are below `ERROR_CODE_MIN`, errors at or above it, so a reader
+/// can tell the two apart from the first byte alone.
+mod code {
+    pub const OK: u8 = 0;
+    pub const STREAM_CREATED: u8 = 1;
+    pub const TOPIC_CREATED: u8 = 2;
+    pub const USER_CREATED: u8 = 3;
+    pub const TOKEN_CREATED: u8 = 4;
+    pub const LOGGED_IN: u8 = 5;
+    pub const GROUP_CREATED: u8 = 6;
+    pub const NAME_ALREADY_EXISTS: u8 = 64;
+    pub const STREAM_NOT_FOUND: u8 = 65;
+    pub const TOPIC_NOT_FOUND: u8 = 66;
+    pub const USER_NOT_FOUND: u8 = 67;
+    pub const GROUP_NOT_FOUND: u8 = 68;
+    pub const TOKEN_NOT_FOUND: u8 = 69;
+    pub const TOKEN_EXPIRED: u8 = 70;
+    pub const INVALID_NAME: u8 = 71;
+    pub const INVALID_PASSWORD: u8 = 72;
+    pub const INVALID_PARTITION_COUNT: u8 = 73;
+    pub const INVALID_CREDENTIALS: u8 = 74;
+    pub const USER_INACTIVE: u8 = 75;
+    pub const CANNOT_MODIFY_ROOT: u8 = 76;
+    pub const LIMIT_REACHED: u8 = 77;
+}
+
+/// First reply code that is an error.
+pub const ERROR_CODE_MIN: u8 = 64;
+
+impl MetadataReply {
+    /// The reply's class.
+    pub fn outcome(&self) -> Outcome {
+        match self {
+            MetadataReply::Ok
+            | MetadataReply::StreamCreated { .. }
+            | MetadataReply::TopicCreated { .. }
+            | MetadataReply::UserCreated { .. }
+            | MetadataReply::TokenCreated { .. }
+            | MetadataReply::LoggedIn { .. }
+            | MetadataReply::GroupCreated { .. } => Outcome::Ok,
+            MetadataReply::NameAlreadyExists => Outcome::NameAlreadyExists,
+            MetadataReply::StreamNotFound => Outcome::StreamNotFound,
+            MetadataReply::TopicNotFound => Outcome::TopicNotFound,
+            MetadataReply::UserNotFound => Outcome::UserNotFound,
+            MetadataReply::GroupNotFound => Outcome::GroupNotFound,
+            MetadataReply::TokenNotFound => Outcome::TokenNotFound,
+            MetadataReply::TokenExpired => Outcome::TokenExpired,
+            MetadataReply::InvalidName => Outcome::InvalidName,
+            MetadataReply::InvalidPassword => Outcome::InvalidPassword,
+            MetadataReply::InvalidPartitionCount => Outcome::InvalidPartitionCount,
+            MetadataReply::InvalidCredentials => Outcome::InvalidCredentials,
+            MetadataReply::UserInactive => Outcome::UserInactive,
+            MetadataReply::CannotModifyRoot => Outcome::CannotModifyRoot,
+            MetadataReply::LimitReached { .. } => Outcome::LimitReached,
+        }
+    }
+
+    /// True for every success variant.
+    pub fn is_ok(&self) -> bool {
+        self.outcome() == Outcome::Ok
+    }
+
+    /// The stable byte identifying this variant (see the `code` table; append-only).
+    pub fn reply_code(&self) -> u8 {
+        match self {
+            MetadataReply::Ok => code::OK,
+            MetadataReply::StreamCreated { .. } => code::STREAM_CREATED,
+            MetadataReply::TopicCreated { .. } => code::TOPIC_CREATED,
+            MetadataReply::UserCreated { .. } => code::USER_CREATED,
+            MetadataReply::TokenCreated { .. } => code::TOKEN_CREATED,
+            MetadataReply::LoggedIn { .. } => code::LOGGED_IN,
+            MetadataReply::GroupCreated { .. } => code::GROUP_CREATED,
+            MetadataReply::NameAlreadyExists => code::NAME_ALREADY_EXISTS,
+            MetadataReply::StreamNotFound => code::STREAM_NOT_FOUND,
+            MetadataReply::TopicNotFound => code::TOPIC_NOT_FOUND,
+            MetadataReply::UserNotFound => code::USER_NOT_FOUND,
+            MetadataReply::GroupNotFound => code::GROUP_NOT_FOUND,
+            MetadataReply::TokenNotFound => code::TOKEN_NOT_FOUND,
+            MetadataReply::TokenExpired => code::TOKEN_EXPIRED,
+            MetadataReply::InvalidName => code::INVALID_NAME,
+            MetadataReply::InvalidPassword => code::INVALID_PASSWORD,
+            MetadataReply::InvalidPartitionCount => code::INVALID_PARTITION_COUNT,
+            MetadataReply::InvalidCredentials => code::INVALID_CREDENTIALS,
+            MetadataReply::UserInactive => code::USER_INACTIVE,
+            MetadataReply::CannotModifyRoot => code::CANNOT_MODIFY_ROOT,
+            MetadataReply::LimitReached { .. } => code::LIMIT_REACHED,
+        }
+    }
+
+    /// The reply's bytes: `[reply code][fields]`.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u8(self.reply_code());
+        match self {
+            MetadataReply::StreamCreated { stream_id } => w.u32(*stream_id),
+            MetadataReply::TopicCreated { topic_id } => w.u32(*topic_id),
+            MetadataReply::UserCreated { user_id } | MetadataReply::LoggedIn { user_id } => w.u32(*user_id),
+            MetadataReply::TokenCreated { token } => w.str(token),
+            MetadataReply::GroupCreated { group_id } => w.u32(*group_id),
+            MetadataReply::LimitReached { what } => w.u8(what.code()),
+            MetadataReply::Ok
+            | MetadataReply::NameAlreadyExists
+            | MetadataReply::StreamNotFound
+            | MetadataReply::TopicNotFound
+            | MetadataReply::UserNotFound
+            | MetadataReply::GroupNotFound
+            | MetadataReply::TokenNotFound
+            | MetadataReply::TokenExpired
+            | MetadataReply::InvalidName
+            | MetadataReply::InvalidPassword
+            | MetadataReply::InvalidPartitionCount
+            | MetadataReply::InvalidCredentials
+            | MetadataReply::UserInactive
+            | MetadataReply::CannotModifyRoot => {}
+        }
+        w.finish()
+    }
+
+    /// Parse one reply occupying all of `bytes`. Never panics.
+    pub fn decode(bytes: &[u8]) -> Result<MetadataReply, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let reply = match r.u8("reply code")? {
+            code::OK => MetadataReply::Ok,
+            code::STREAM_CREATED => MetadataReply::StreamCreated {
+                stream_id: r.u32("stream id")?,
+            },
+            code::TOPIC_CREATED => MetadataReply::TopicCreated {
+                topic_id: r.u32("topic id")?,
+            },
+            code::USER_CREATED => MetadataReply::UserCreated {
+                user_id: r.u32("user id")?,
+            },
+            code::TOKEN_CREATED => MetadataReply::TokenCreated {
+                token: r.string("token")?,
+            },
+            code::LOGGED_IN => MetadataReply::LoggedIn {
+                user_id: r.u32("user id")?,
+            },
+            code::GROUP_CREATED => MetadataReply::GroupCreated {
+                group_id: r.u32("consumer group id")?,
+            },
+            code::NAME_ALREADY_EXISTS => MetadataReply::NameAlreadyExists,
+            code::STREAM_NOT_FOUND => MetadataReply::StreamNotFound,
+            code::TOPIC_NOT_FOUND => MetadataReply::TopicNotFound,
+            code::USER_NOT_FOUND => MetadataReply::UserNotFound,
+            code::GROUP_NOT_FOUND => MetadataReply::GroupNotFound,
+            code::TOKEN_NOT_FOUND => MetadataReply::TokenNotFound,
+            code::TOKEN_EXPIRED => MetadataReply::TokenExpired,
+            code::INVALID_NAME => MetadataReply::InvalidName,
+            code::INVALID_PASSWORD => MetadataReply::InvalidPassword,
+            code::INVALID_PARTITION_COUNT => MetadataReply::InvalidPartitionCount,
+            code::INVALID_CREDENTIALS => MetadataReply::InvalidCredentials,
+            code::USER_INACTIVE => MetadataReply::UserInactive,
+            code::CANNOT_MODIFY_ROOT => MetadataReply::CannotModifyRoot,
+            code::LIMIT_REACHED => {
+                let code = r.u8("limit")?;
+                let what = Limit::from_code(code).ok_or(DecodeError::UnknownCode { field: "limit", code })?;
+                MetadataReply::LimitReached { what }
+            }
+            code => {
+                return Err(DecodeError::UnknownCode {
+                    field: "reply code",
+                    code,
+                });
+            }
+        };
+        r.finish()?;
+        Ok(reply)
+    }
+}
+
+impl fmt::Debug for MetadataReply {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MetadataReply::StreamCreated { stream_id } => write!(f, "StreamCreated {{ stream_id: {stream_id} }}"),
+            MetadataReply::TopicCreated { topic_id } => write!(f, "TopicCreated {{ topic_id: {topic_id} }}"),
+            MetadataReply::UserCreated { user_id } => write!(f, "UserCreated {{ user_id: {user_id} }}"),
+            // The token is a credential: keep it out of logs.
+            MetadataReply::TokenCreated { .. } => write!(f, "TokenCreated {{ token: <redacted> }}"),
+            MetadataReply::LoggedIn { user_id } => write!(f, "LoggedIn {{ user_id: {user_id} }}"),
+            MetadataReply::GroupCreated { group_id } => write!(f, "GroupCreated {{ group_id: {group_id} }}"),
+            MetadataReply::LimitReached { what } => write!(f, "LimitReached {{ what: {what:?} }}"),
+            // Every other variant is fieldless and prints as its outcome.
+            other => write!(f, "{:?}", other.outcome()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    fn every_variant() -> Vec<MetadataReply> {
+        let mut replies = vec![
+            MetadataReply::Ok,
+            MetadataReply::StreamCreated { stream_id: 1 },
+            MetadataReply::TopicCreated { topic_id: 2 },
+            MetadataReply::UserCreated { user_id: 3 },
+            MetadataReply::TokenCreated {
+                token: "a1b2c3d4e5f60718293a4b5c6d7e8f90".into(),
+            },
+            MetadataReply::LoggedIn { user_id: 0 },
+            MetadataReply::GroupCreated { group_id: u32::MAX },
+            MetadataReply::NameAlreadyExists,
+            MetadataReply::StreamNotFound,
+            MetadataReply::TopicNotFound,
+            MetadataReply::UserNotFound,
+            MetadataReply::GroupNotFound,
+            MetadataReply::TokenNotFound,
+            MetadataReply::TokenExpired,
+            MetadataReply::InvalidName,
+            MetadataReply::InvalidPassword,
+            MetadataReply::InvalidPartitionCount,
+            MetadataReply::InvalidCredentials,
+            MetadataReply::UserInactive,
+            MetadataReply::CannotModifyRoot,
+        ];
+        replies.extend(Limit::ALL.map(|what| MetadataReply::LimitReached { what }));
+        replies
+    }
+
+    #[test]
+    fn every_reply_round_trips_through_its_bytes() {
+        for reply in every_variant() {
+            let bytes = reply.encode();
+            assert_eq!(bytes[0], reply.reply_code());
+            assert_eq!(MetadataReply::decode(&bytes), Ok(reply.clone()), "{reply:?}");
+            assert_eq!(reply.is_ok(), reply.reply_code() < ERROR_CODE_MIN, "{reply:?}");
+        }
+    }
+
+    #[test]
+    fn every_outcome_is_reachable_and_codes_are_distinct() {
+        let replies = every_variant();
+        let outcomes: BTreeSet<Outcome> = replies.iter().map(MetadataReply::outcome).collect();
+        assert_eq!(outcomes, Outcome::ALL.into_iter().collect());
+        let codes: BTreeSet<u8> = replies.iter().map(MetadataReply::reply_code).collect();
+        assert_eq!(codes.len(), 21);
+        // Pinned: cached reply bytes outlive a binary upgrade.
+        assert_eq!(
+            MetadataReply::StreamCreated { stream_id: 9 }.encode(),
+            vec![1, 9, 0, 0, 0]
+        );
+        assert_eq!(MetadataReply::LimitReached { what: Limit::Users }.encode(), vec![77, 4]);
+    }
+
+    #[test]
+    fn truncated_and_garbage_replies_are_rejected() {
+        for reply in every_variant() {
+            let bytes = reply.encode();
+            for len in 0..bytes.len() {
+                assert!(MetadataReply::decode(&bytes[..len]).is_err(), "{reply:?} cut at {len}");
+            }
+            let mut longer = bytes;
+            longer.push(0xaa);
+            assert_eq!(
+                MetadataReply::decode(&longer),
+                Err(DecodeError::TrailingBytes { count: 1 })
+            );
+        }
+        assert_eq!(
+            MetadataReply::decode(&[7]),
+            Err(DecodeError::UnknownCode {
+                field: "reply code",
+                code: 7
+            })
+        );
+        assert_eq!(
+            MetadataReply::decode(&[77, 99]),
+            Err(DecodeError::UnknownCode {
+                field: "limit",
+                code: 99
+            })
+        );
+        for first in 0..=u8::MAX {
+            for second in [0u8, 1, 0x80, 0xff] {
+                if let Ok(reply) = MetadataReply::decode(&[first, second]) {
+                    assert_eq!(reply.encode(), vec![first, second]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn debug_output_redacts_the_token() {
+        let reply = MetadataReply::TokenCreated { token: "s3cr3t".into() };
+        assert!(!format!("{reply:?}").contains("s3cr3t"));
+        assert_eq!(format!("{:?}", MetadataReply::StreamNotFound), "StreamNotFound");
+    }
+}

@@ -1,0 +1,281 @@
+//! The canonical byte encoding of a whole [`MetadataState`]: the input of its digest
+//! and the body of a metadata snapshot.
+//!
+//! Models: one encoding per state (maps in key order, no optional padding), so equal
+//! states give equal bytes and [`MetadataState::digest`] can compare replicas. Decoding
+//! rejects any bytes that are not exactly what `encode_state` would produce for a valid
+//! state: ids ascending and below their counters, names valid and unique in scope,
+//! counts within the limits, the root user present and intact. A snapshot that decodes
+//! therefore gives a state that `apply` could have produced, as far as these
+//! invariants can tell.
+//!
+//! Does not model: snapshot scheduling, chunking or transfer (consensus does that), a
+//! format version (the layout is fixed; change it only with a migration), or the
+//! client table, which is snapshotted separately.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::codec::{DecodeError, Reader, Writer};
+use super::entities::{ConsumerGroup, PersonalAccessToken, Stream, Topic, User};
+use super::limits::{
+    CONSUMER_GROUPS_PER_TOPIC_MAX, PARTITIONS_PER_TOPIC_MAX, PARTITIONS_TOTAL_MAX, STREAMS_MAX, TOKENS_PER_USER_MAX,
+    TOPICS_PER_STREAM_MAX, USERS_MAX,
+};
+use super::name::is_valid_name;
+use super::ops::Durability;
+use super::permissions::Permissions;
+use super::state::{MetadataState, ROOT_USER_ID};
+
+impl MetadataState {
+    /// The canonical bytes of the whole state. Layout (little-endian, counts as varints):
+    /// `[op number applied: u64][next stream id: u32][next user id: u32]`, then streams
+    /// (each with its topics, each with its consumer groups), then users (each with
+    /// permissions and tokens), every map in ascending key order.
+    pub fn encode_state(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u64(self.op_number_applied);
+        w.u32(self.next_stream_id);
+        w.u32(self.next_user_id);
+        w.len(self.streams.len());
+        for stream in self.streams.values() {
+            w.u32(stream.id);
+            w.str(&stream.name);
+            w.u64(stream.created_at_micros);
+            w.u32(stream.next_topic_id);
+            w.len(stream.topics.len());
+            for topic in stream.topics.values() {
+                w.u32(topic.id);
+                w.str(&topic.name);
+                w.u64(topic.created_at_micros);
+                w.u32(topic.partitions);
+                w.u8(topic.durability.code());
+                w.u64(topic.message_expiry_micros);
+                w.u32(topic.next_group_id);
+                w.len(topic.consumer_groups.len());
+                for group in topic.consumer_groups.values() {
+                    w.u32(group.id);
+                    w.str(&group.name);
+                    w.u64(group.created_at_micros);
+                }
+            }
+        }
+        w.len(self.users.len());
+        for user in self.users.values() {
+            w.u32(user.id);
+            w.str(&user.username);
+            w.u128(user.password_hash);
+            w.u128(user.salt);
+            w.bool(user.active);
+            w.u64(user.created_at_micros);
+            user.permissions.encode_into(&mut w);
+            w.len(user.tokens.len());
+            for token in user.tokens.values() {
+                w.str(&token.name);
+                w.u128(token.token_hash);
+                w.u64(token.created_at_micros);
+                w.opt_u64(token.expires_at_micros);
+            }
+        }
+        w.finish()
+    }
+
+    /// Rebuild a state from [`MetadataState::encode_state`] bytes, checking every
+    /// invariant listed in the module docs. Never panics.
+    pub fn decode_state(bytes: &[u8]) -> Result<MetadataState, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let op_number_applied = r.u64("op number applied")?;
+        let next_stream_id = r.u32("next stream id")?;
+        let next_user_id = r.u32("next user id")?;
+
+        let mut streams = BTreeMap::new();
+        let mut stream_names = BTreeSet::new();
+        let mut partitions_total: u64 = 0;
+        for _ in 0..r.len("stream count", STREAMS_MAX)? {
+            let stream = decode_stream(&mut r)?;
+            check_id(
+                streams.last_key_value().map(|(id, _)| *id),
+                stream.id,
+                next_stream_id,
+                "stream ids",
+            )?;
+            check_unique_name(&mut stream_names, &stream.name)?;
+            partitions_total += stream.topics.values().map(|t| u64::from(t.partitions)).sum::<u64>();
+            streams.insert(stream.id, stream);
+        }
+        if partitions_total > PARTITIONS_TOTAL_MAX {
+            return Err(DecodeError::InvalidState {
+                what: "more partitions than PARTITIONS_TOTAL_MAX",
+            });
+        }
+
+        let mut users: BTreeMap<u32, User> = BTreeMap::new();
+        let mut usernames = BTreeSet::new();
+        for _ in 0..r.len("user count", USERS_MAX)? {
+            let user = decode_user(&mut r)?;
+            check_id(
+                users.last_key_value().map(|(id, _)| *id),
+                user.id,
+                next_user_id,
+                "user ids",
+            )?;
+            check_unique_name(&mut usernames, &user.username)?;
+            if user.permissions.streams.keys().any(|id| !streams.contains_key(id)) {
+                return Err(DecodeError::InvalidState {
+                    what: "a permission names a missing stream",
+                });
+            }
+            users.insert(user.id, user);
+        }
+        match users.get(&ROOT_USER_ID) {
+            Some(root) if root.active && root.permissions == Permissions::full() => {}
+            _ => {
+                return Err(DecodeError::InvalidState {
+                    what: "the root user is missing, inactive or lacks full permissions",
+                });
+            }
+        }
+        r.finish()?;
+        Ok(MetadataState {
+            streams,
+            users,
+            next_stream_id,
+            next_user_id,
+            op_number_applied,
+        })
+    }
+}
+
+fn decode_stream(r: &mut Reader<'_>) -> Result<Stream, DecodeError> {
+    let id = r.u32("stream id")?;
+    let name = r.string("stream name")?;
+    let created_at_micros = r.u64("stream created at")?;
+    let next_topic_id = r.u32("next topic id")?;
+    let mut topics = BTreeMap::new();
+    let mut names = BTreeSet::new();
+    for _ in 0..r.len("topic count", TOPICS_PER_STREAM_MAX)? {
+        let topic = decode_topic(r)?;
+        check_id(
+            topics.last_key_value().map(|(id, _)| *id),
+            topic.id,
+            next_topic_id,
+            "topic ids",
+        )?;
+        check_unique_name(&mut names, &topic.name)?;
+        topics.insert(topic.id, topic);
+    }
+    Ok(Stream {
+        id,
+        name,
+        created_at_micros,
+        topics,
+        next_topic_id,
+    })
+}
+
+fn decode_topic(r: &mut Reader<'_>) -> Result<Topic, DecodeError> {
+    let id = r.u32("topic id")?;
+    let name = r.string("topic name")?;
+    let created_at_micros = r.u64("topic created at")?;
+    let partitions = r.u32("partition count")?;
+    if !(1..=PARTITIONS_PER_TOPIC_MAX).contains(&partitions) {
+        return Err(DecodeError::InvalidState {
+            what: "a topic's partition count is outside 1..=PARTITIONS_PER_TOPIC_MAX",
+        });
+    }
+    let durability = Durability::decode_from(r)?;
+    let message_expiry_micros = r.u64("message expiry")?;
+    let next_group_id = r.u32("next consumer group id")?;
+    let mut consumer_groups = BTreeMap::new();
+    let mut names = BTreeSet::new();
+    for _ in 0..r.len("consumer group count", CONSUMER_GROUPS_PER_TOPIC_MAX)? {
+        let group = ConsumerGroup {
+            id: r.u32("consumer group id")?,
+            name: r.string("consumer group name")?,
+            created_at_micros: r.u64("consumer group created at")?,
+        };
+        check_id(
+            consumer_groups.last_key_value().map(|(id, _)| *id),
+            group.id,
+            next_group_id,
+            "consumer group ids",
+        )?;
+        check_unique_name(&mut names, &group.name)?;
+        consumer_groups.insert(group.id, group);
+    }
+    Ok(Topic {
+        id,
+        name,
+        created_at_micros,
+        partitions,
+        durability,
+        message_expiry_micros,
+        consumer_groups,
+        next_group_id,
+    })
+}
+
+fn decode_user(r: &mut Reader<'_>) -> Result<User, DecodeError> {
+    let id = r.u32("user id")?;
+    let username = r.string("username")?;
+    let password_hash = r.u128("password hash")?;
+    let salt = r.u128("salt")?;
+    let active = r.bool("user active")?;
+    let created_at_micros = r.u64("user created at")?;
+    let permissions = Permissions::decode_from(r)?;
+    let mut tokens: BTreeMap<String, PersonalAccessToken> = BTreeMap::new();
+    for _ in 0..r.len("token count", TOKENS_PER_USER_MAX)? {
+        let token = PersonalAccessToken {
+            name: r.string("token name")?,
+            token_hash: r.u128("token hash")?,
+            created_at_micros: r.u64("token created at")?,
+            expires_at_micros: r.opt_u64("token expires at")?,
+        };
+        if !is_valid_name(&token.name) {
+            return Err(DecodeError::InvalidState {
+                what: "a token name is invalid",
+            });
+        }
+        if tokens.last_key_value().is_some_and(|(last, _)| *last >= token.name) {
+            return Err(DecodeError::NonCanonical { field: "token names" });
+        }
+        tokens.insert(token.name.clone(), token);
+    }
+    Ok(User {
+        id,
+        username,
+        password_hash,
+        salt,
+        active,
+        created_at_micros,
+        permissions,
+        tokens,
+    })
+}
+
+/// Ids must be strictly ascending (canonical order) and below the scope's counter
+/// (the counter only grows, so every existing id was handed out before it).
+fn check_id(previous: Option<u32>, id: u32, next: u32, field: &'static str) -> Result<(), DecodeError> {
+    if previous.is_some_and(|p| p >= id) {
+        return Err(DecodeError::NonCanonical { field });
+    }
+    if id >= next {
+        return Err(DecodeError::InvalidState {
+            what: "an id is not below its scope's next-id counter",
+        });
+    }
+    Ok(())
+}
+
+fn check_unique_name(seen: &mut BTreeSet<String>, name: &str) -> Result<(), DecodeError> {
+    if !is_valid_name(name) {
+        return Err(DecodeError::InvalidState {
+            what: "a name is invalid",
+        });
+    }
+    if !seen.insert(name.to_owned()) {
+        return Err(DecodeError::InvalidState {
+            what: "a name appears twice in one scope",
+        });
+    }
+    Ok(())
+}

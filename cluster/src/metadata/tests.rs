@@ -1,0 +1,846 @@
+//! Behaviour of the metadata state machine, op by op, written as examples: each test
+//! applies ops the way the metadata group would (increasing op numbers, a timestamp and
+//! entropy per op) and checks the replies and the resulting state.
+
+use super::*;
+
+/// A state plus the op counter and clock a primary would supply.
+struct Replica {
+    state: MetadataState,
+    op_number: u64,
+    now_micros: u64,
+    entropy_seed: u64,
+}
+
+impl Replica {
+    fn new() -> Self {
+        Self::with_entropy(0x5eed)
+    }
+
+    fn with_entropy(entropy_seed: u64) -> Self {
+        Self {
+            state: MetadataState::new("root-password", entropy_seed),
+            op_number: 0,
+            now_micros: 1_000_000,
+            entropy_seed,
+        }
+    }
+
+    fn context(&mut self) -> ApplyContext {
+        self.op_number += 1;
+        self.now_micros += 1_000;
+        ApplyContext {
+            timestamp_micros: self.now_micros,
+            op_number: self.op_number,
+            entropy: self.entropy_seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ self.op_number,
+        }
+    }
+
+    fn apply(&mut self, op: MetadataOp) -> MetadataReply {
+        let ctx = self.context();
+        self.state.apply(&op, &ctx)
+    }
+
+    fn create_stream(&mut self, name: &str) -> u32 {
+        match self.apply(MetadataOp::CreateStream { name: name.into() }) {
+            MetadataReply::StreamCreated { stream_id } => stream_id,
+            other => panic!("CreateStream {name}: {other:?}"),
+        }
+    }
+
+    fn create_topic(&mut self, stream_id: u32, name: &str, partitions: u32) -> MetadataReply {
+        self.apply(MetadataOp::CreateTopic {
+            stream_id,
+            name: name.into(),
+            partitions,
+            durability: Durability::Replicated,
+            message_expiry_micros: 0,
+        })
+    }
+
+    fn create_user(&mut self, username: &str, password: &str) -> u32 {
+        let reply = self.apply(MetadataOp::CreateUser {
+            username: username.into(),
+            password: password.into(),
+            active: true,
+        });
+        match reply {
+            MetadataReply::UserCreated { user_id } => user_id,
+            other => panic!("CreateUser {username}: {other:?}"),
+        }
+    }
+
+    fn login(&mut self, username: &str, password: &str) -> MetadataReply {
+        self.apply(MetadataOp::LoginUser {
+            username: username.into(),
+            password: password.into(),
+        })
+    }
+
+    fn create_token(&mut self, user_id: u32, name: &str, expiry_micros: u64) -> String {
+        let reply = self.apply(MetadataOp::CreatePersonalAccessToken {
+            user_id,
+            name: name.into(),
+            expiry_micros,
+        });
+        match reply {
+            MetadataReply::TokenCreated { token } => token,
+            other => panic!("CreatePersonalAccessToken {name}: {other:?}"),
+        }
+    }
+}
+
+// ---- genesis ----
+
+#[test]
+fn genesis_holds_only_the_root_user_with_full_permissions() {
+    let replica = Replica::new();
+    let root = replica.state.user(ROOT_USER_ID).expect("root exists at genesis");
+    assert_eq!(root.username, ROOT_USERNAME);
+    assert!(root.active);
+    assert_eq!(root.permissions, Permissions::full());
+    assert!(replica.state.streams().is_empty());
+    assert_eq!(replica.state.op_number_applied(), 0);
+    assert_eq!(
+        replica.state.summary(),
+        "op=0 streams=0 topics=0 partitions=0 groups=0 users=1 tokens=0"
+    );
+}
+
+#[test]
+fn root_logs_in_with_the_configured_password() {
+    let mut replica = Replica::new();
+    assert_eq!(
+        replica.login("root", "root-password"),
+        MetadataReply::LoggedIn { user_id: ROOT_USER_ID }
+    );
+    assert_eq!(replica.login("root", "guess"), MetadataReply::InvalidCredentials);
+}
+
+// ---- streams ----
+
+#[test]
+fn create_stream_then_the_same_name_again_is_name_already_exists() {
+    let mut replica = Replica::new();
+    assert_eq!(
+        replica.apply(MetadataOp::CreateStream { name: "orders".into() }),
+        MetadataReply::StreamCreated { stream_id: 0 }
+    );
+    assert_eq!(
+        replica.apply(MetadataOp::CreateStream { name: "orders".into() }),
+        MetadataReply::NameAlreadyExists
+    );
+    assert_eq!(
+        replica.apply(MetadataOp::CreateStream { name: "Orders".into() }),
+        MetadataReply::StreamCreated { stream_id: 1 },
+        "names compare byte for byte"
+    );
+    let stream = replica.state.stream(0).expect("stream 0");
+    assert_eq!(stream.name, "orders");
+    assert_eq!(
+        stream.created_at_micros, 1_001_000,
+        "created at the first op's timestamp"
+    );
+}
+
+#[test]
+fn invalid_names_are_refused_everywhere() {
+    let mut replica = Replica::new();
+    let stream_id = replica.create_stream("s");
+    for bad in ["", "new\nline", &"x".repeat(NAME_BYTES_MAX + 1)] {
+        assert_eq!(
+            replica.apply(MetadataOp::CreateStream { name: bad.into() }),
+            MetadataReply::InvalidName
+        );
+        assert_eq!(replica.create_topic(stream_id, bad, 1), MetadataReply::InvalidName);
+        let reply = replica.apply(MetadataOp::CreateUser {
+            username: bad.into(),
+            password: "pw".into(),
+            active: true,
+        });
+        assert_eq!(reply, MetadataReply::InvalidName);
+    }
+    assert_eq!(replica.state.streams().len(), 1);
+}
+
+#[test]
+fn update_stream_renames_but_not_onto_a_taken_name() {
+    let mut replica = Replica::new();
+    let a = replica.create_stream("a");
+    replica.create_stream("b");
+    let rename = |stream_id: u32, name: &str| MetadataOp::UpdateStream {
+        stream_id,
+        name: name.into(),
+    };
+    assert_eq!(replica.apply(rename(a, "b")), MetadataReply::NameAlreadyExists);
+    assert_eq!(replica.apply(rename(a, "a")), MetadataReply::Ok, "its own name is fine");
+    assert_eq!(replica.apply(rename(a, "c")), MetadataReply::Ok);
+    assert_eq!(replica.state.stream(a).map(|s| s.name.as_str()), Some("c"));
+    assert_eq!(replica.apply(rename(99, "d")), MetadataReply::StreamNotFound);
+}
+
+#[test]
+fn delete_stream_of_a_missing_id_is_stream_not_found() {
+    let mut replica = Replica::new();
+    assert_eq!(
+        replica.apply(MetadataOp::DeleteStream { stream_id: 7 }),
+        MetadataReply::StreamNotFound
+    );
+}
+
+#[test]
+fn delete_stream_removes_its_topics_and_permissions_and_ids_are_not_reused() {
+    let mut replica = Replica::new();
+    let stream_id = replica.create_stream("s");
+    replica.create_topic(stream_id, "t", 4);
+    let user_id = replica.create_user("alice", "pw");
+    let mut permissions = Permissions::default();
+    permissions.streams.insert(stream_id, StreamPermissions::default());
+    assert_eq!(
+        replica.apply(MetadataOp::UpdatePermissions { user_id, permissions }),
+        MetadataReply::Ok
+    );
+    assert_eq!(replica.apply(MetadataOp::DeleteStream { stream_id }), MetadataReply::Ok);
+    assert_eq!(replica.state.partition_count(), 0);
+    let alice = replica.state.user(user_id).expect("alice");
+    assert!(alice.permissions.streams.is_empty());
+    assert_eq!(replica.create_stream("s"), stream_id + 1);
+}
+
+// ---- topics ----
+
+#[test]
+fn create_topic_checks_partitions_stream_and_name_scope() {
+    let mut replica = Replica::new();
+    let s1 = replica.create_stream("s1");
+    let s2 = replica.create_stream("s2");
+    assert_eq!(replica.create_topic(s1, "t", 0), MetadataReply::InvalidPartitionCount);
+    assert_eq!(
+        replica.create_topic(s1, "t", PARTITIONS_PER_TOPIC_MAX + 1),
+        MetadataReply::InvalidPartitionCount
+    );
+    assert_eq!(replica.create_topic(99, "t", 1), MetadataReply::StreamNotFound);
+    assert_eq!(
+        replica.create_topic(s1, "t", 3),
+        MetadataReply::TopicCreated { topic_id: 0 }
+    );
+    assert_eq!(replica.create_topic(s1, "t", 3), MetadataReply::NameAlreadyExists);
+    assert_eq!(
+        replica.create_topic(s2, "t", 3),
+        MetadataReply::TopicCreated { topic_id: 0 },
+        "topic names and ids are per stream"
+    );
+    assert_eq!(replica.state.partition_count(), 6);
+    let topic = replica.state.topic(s1, 0).expect("topic");
+    assert_eq!((topic.partitions, topic.durability), (3, Durability::Replicated));
+}
+
+#[test]
+fn update_and_delete_topic() {
+    let mut replica = Replica::new();
+    let stream_id = replica.create_stream("s");
+    replica.create_topic(stream_id, "a", 1);
+    replica.create_topic(stream_id, "b", 1);
+    let update = |topic_id: u32, name: &str| MetadataOp::UpdateTopic {
+        stream_id,
+        topic_id,
+        name: name.into(),
+        durability: Durability::Persisted,
+        message_expiry_micros: 60_000_000,
+    };
+    assert_eq!(replica.apply(update(0, "b")), MetadataReply::NameAlreadyExists);
+    assert_eq!(replica.apply(update(0, "a2")), MetadataReply::Ok);
+    let topic = replica.state.topic(stream_id, 0).expect("topic 0");
+    assert_eq!(topic.name, "a2");
+    assert_eq!(topic.durability, Durability::Persisted);
+    assert_eq!(topic.message_expiry_micros, 60_000_000);
+    assert_eq!(replica.apply(update(9, "z")), MetadataReply::TopicNotFound);
+    let delete = |topic_id: u32| MetadataOp::DeleteTopic { stream_id, topic_id };
+    assert_eq!(replica.apply(delete(0)), MetadataReply::Ok);
+    assert_eq!(replica.apply(delete(0)), MetadataReply::TopicNotFound);
+    assert_eq!(
+        replica.apply(MetadataOp::DeleteTopic {
+            stream_id: 42,
+            topic_id: 1
+        }),
+        MetadataReply::StreamNotFound
+    );
+}
+
+// ---- consumer groups ----
+
+#[test]
+fn consumer_groups_are_named_per_topic_and_deleted_by_id() {
+    let mut replica = Replica::new();
+    let stream_id = replica.create_stream("s");
+    replica.create_topic(stream_id, "t", 2);
+    let create = |topic_id: u32, name: &str| MetadataOp::CreateConsumerGroup {
+        stream_id,
+        topic_id,
+        name: name.into(),
+    };
+    assert_eq!(
+        replica.apply(create(0, "g")),
+        MetadataReply::GroupCreated { group_id: 0 }
+    );
+    assert_eq!(replica.apply(create(0, "g")), MetadataReply::NameAlreadyExists);
+    assert_eq!(replica.apply(create(5, "g")), MetadataReply::TopicNotFound);
+    let delete = |group_id: u32| MetadataOp::DeleteConsumerGroup {
+        stream_id,
+        topic_id: 0,
+        group_id,
+    };
+    assert_eq!(replica.apply(delete(3)), MetadataReply::GroupNotFound);
+    assert_eq!(replica.apply(delete(0)), MetadataReply::Ok);
+    assert_eq!(
+        replica.apply(create(0, "g")),
+        MetadataReply::GroupCreated { group_id: 1 }
+    );
+}
+
+// ---- users ----
+
+#[test]
+fn create_user_checks_password_and_unique_username() {
+    let mut replica = Replica::new();
+    let create = |username: &str, password: &str| MetadataOp::CreateUser {
+        username: username.into(),
+        password: password.into(),
+        active: true,
+    };
+    assert_eq!(replica.apply(create("alice", "")), MetadataReply::InvalidPassword);
+    assert_eq!(
+        replica.apply(create("alice", "pw")),
+        MetadataReply::UserCreated { user_id: 1 }
+    );
+    assert_eq!(replica.apply(create("alice", "pw2")), MetadataReply::NameAlreadyExists);
+    assert_eq!(replica.apply(create("root", "pw")), MetadataReply::NameAlreadyExists);
+    let alice = replica.state.user(1).expect("alice");
+    assert_eq!(
+        alice.permissions,
+        Permissions::default(),
+        "new users hold no permissions"
+    );
+    assert_ne!(alice.password_hash, 0);
+}
+
+#[test]
+fn update_user_renames_and_deactivates() {
+    let mut replica = Replica::new();
+    let user_id = replica.create_user("alice", "pw");
+    replica.create_user("bob", "pw");
+    let update = |username: Option<&str>, active: Option<bool>| MetadataOp::UpdateUser {
+        user_id,
+        username: username.map(str::to_owned),
+        active,
+    };
+    assert_eq!(
+        replica.apply(update(Some("bob"), None)),
+        MetadataReply::NameAlreadyExists
+    );
+    assert_eq!(replica.apply(update(Some("alicia"), Some(false))), MetadataReply::Ok);
+    assert_eq!(replica.login("alicia", "pw"), MetadataReply::UserInactive);
+    assert_eq!(replica.login("alice", "pw"), MetadataReply::InvalidCredentials);
+    assert_eq!(replica.apply(update(None, Some(true))), MetadataReply::Ok);
+    assert_eq!(replica.login("alicia", "pw"), MetadataReply::LoggedIn { user_id });
+    assert_eq!(
+        replica.apply(MetadataOp::UpdateUser {
+            user_id: 77,
+            username: None,
+            active: None
+        }),
+        MetadataReply::UserNotFound
+    );
+}
+
+#[test]
+fn root_cannot_be_deleted_deactivated_or_have_its_permissions_changed() {
+    let mut replica = Replica::new();
+    let root = ROOT_USER_ID;
+    assert_eq!(
+        replica.apply(MetadataOp::DeleteUser { user_id: root }),
+        MetadataReply::CannotModifyRoot
+    );
+    assert_eq!(
+        replica.apply(MetadataOp::UpdateUser {
+            user_id: root,
+            username: None,
+            active: Some(false)
+        }),
+        MetadataReply::CannotModifyRoot
+    );
+    assert_eq!(
+        replica.apply(MetadataOp::UpdatePermissions {
+            user_id: root,
+            permissions: Permissions::default()
+        }),
+        MetadataReply::CannotModifyRoot
+    );
+    let root_user = replica.state.user(root).expect("root");
+    assert!(root_user.active);
+    assert_eq!(root_user.permissions, Permissions::full());
+}
+
+#[test]
+fn delete_user_removes_the_user_and_its_tokens() {
+    let mut replica = Replica::new();
+    let user_id = replica.create_user("alice", "pw");
+    let token = replica.create_token(user_id, "ci", 0);
+    assert_eq!(replica.apply(MetadataOp::DeleteUser { user_id }), MetadataReply::Ok);
+    assert_eq!(
+        replica.apply(MetadataOp::DeleteUser { user_id }),
+        MetadataReply::UserNotFound
+    );
+    assert_eq!(
+        replica.apply(MetadataOp::LoginWithPersonalAccessToken { token }),
+        MetadataReply::InvalidCredentials
+    );
+}
+
+#[test]
+fn change_password_with_a_wrong_current_password_is_invalid_credentials() {
+    let mut replica = Replica::new();
+    let user_id = replica.create_user("alice", "old");
+    let change = |current: &str, new: &str| MetadataOp::ChangePassword {
+        user_id,
+        current_password: current.into(),
+        new_password: new.into(),
+    };
+    assert_eq!(replica.apply(change("wrong", "new")), MetadataReply::InvalidCredentials);
+    assert_eq!(replica.apply(change("old", "")), MetadataReply::InvalidPassword);
+    let salt_before = replica.state.user(user_id).map(|u| u.salt);
+    assert_eq!(replica.apply(change("old", "new")), MetadataReply::Ok);
+    assert_ne!(
+        replica.state.user(user_id).map(|u| u.salt),
+        salt_before,
+        "a new password gets a new salt"
+    );
+    assert_eq!(replica.login("alice", "old"), MetadataReply::InvalidCredentials);
+    assert_eq!(replica.login("alice", "new"), MetadataReply::LoggedIn { user_id });
+    assert_eq!(
+        replica.apply(MetadataOp::ChangePassword {
+            user_id: 50,
+            current_password: "x".into(),
+            new_password: "y".into()
+        }),
+        MetadataReply::UserNotFound
+    );
+}
+
+#[test]
+fn login_does_not_reveal_which_usernames_exist() {
+    let mut replica = Replica::new();
+    replica.create_user("alice", "pw");
+    assert_eq!(replica.login("nobody", "pw"), MetadataReply::InvalidCredentials);
+    assert_eq!(replica.login("alice", "nope"), MetadataReply::InvalidCredentials);
+}
+
+#[test]
+fn update_permissions_requires_existing_streams() {
+    let mut replica = Replica::new();
+    let user_id = replica.create_user("alice", "pw");
+    let stream_id = replica.create_stream("s");
+    let mut permissions = Permissions::default();
+    permissions.global.read_streams = true;
+    permissions.streams.insert(
+        stream_id,
+        StreamPermissions {
+            manage_topics: false,
+            read: true,
+            write: true,
+        },
+    );
+    let mut dangling = permissions.clone();
+    dangling.streams.insert(stream_id + 10, StreamPermissions::default());
+    assert_eq!(
+        replica.apply(MetadataOp::UpdatePermissions {
+            user_id,
+            permissions: dangling
+        }),
+        MetadataReply::StreamNotFound
+    );
+    assert_eq!(
+        replica.apply(MetadataOp::UpdatePermissions {
+            user_id,
+            permissions: permissions.clone()
+        }),
+        MetadataReply::Ok
+    );
+    assert_eq!(replica.state.user(user_id).map(|u| &u.permissions), Some(&permissions));
+    assert_eq!(
+        replica.apply(MetadataOp::UpdatePermissions {
+            user_id: 9,
+            permissions
+        }),
+        MetadataReply::UserNotFound
+    );
+}
+
+// ---- personal access tokens ----
+
+#[test]
+fn a_token_is_valid_before_its_expiry_and_expired_from_it_on() {
+    let mut replica = Replica::new();
+    let user_id = replica.create_user("alice", "pw");
+    let created_at = replica.now_micros + 1_000;
+    let token = replica.create_token(user_id, "ci", 5_000);
+    let stored = &replica.state.user(user_id).expect("alice").tokens["ci"];
+    assert_eq!(stored.expires_at_micros, Some(created_at + 5_000));
+    assert_ne!(stored.token_hash, 0);
+    assert_eq!(token.len(), TOKEN_CHARS);
+
+    let login = MetadataOp::LoginWithPersonalAccessToken { token: token.clone() };
+    // Each op advances the clock by 1 ms; the token lives 5 ms.
+    for _ in 0..4 {
+        assert_eq!(replica.apply(login.clone()), MetadataReply::LoggedIn { user_id });
+    }
+    assert_eq!(replica.now_micros, created_at + 4_000);
+    assert_eq!(
+        replica.apply(login.clone()),
+        MetadataReply::TokenExpired,
+        "at its expiry"
+    );
+    assert_eq!(replica.apply(login), MetadataReply::TokenExpired);
+}
+
+#[test]
+fn a_token_with_zero_expiry_never_expires_and_can_be_deleted() {
+    let mut replica = Replica::new();
+    let user_id = replica.create_user("alice", "pw");
+    let token = replica.create_token(user_id, "forever", 0);
+    replica.now_micros = u64::MAX / 2;
+    let login = MetadataOp::LoginWithPersonalAccessToken { token };
+    assert_eq!(replica.apply(login.clone()), MetadataReply::LoggedIn { user_id });
+    let delete = MetadataOp::DeletePersonalAccessToken {
+        user_id,
+        name: "forever".into(),
+    };
+    assert_eq!(replica.apply(delete.clone()), MetadataReply::Ok);
+    assert_eq!(replica.apply(delete), MetadataReply::TokenNotFound);
+    assert_eq!(replica.apply(login), MetadataReply::InvalidCredentials);
+}
+
+#[test]
+fn token_names_are_unique_per_user_and_inactive_users_cannot_use_tokens() {
+    let mut replica = Replica::new();
+    let alice = replica.create_user("alice", "pw");
+    let bob = replica.create_user("bob", "pw");
+    let token = replica.create_token(alice, "ci", 0);
+    let again = MetadataOp::CreatePersonalAccessToken {
+        user_id: alice,
+        name: "ci".into(),
+        expiry_micros: 0,
+    };
+    assert_eq!(replica.apply(again), MetadataReply::NameAlreadyExists);
+    let bobs = replica.create_token(bob, "ci", 0);
+    assert_ne!(token, bobs);
+    let missing_user = MetadataOp::CreatePersonalAccessToken {
+        user_id: 99,
+        name: "ci".into(),
+        expiry_micros: 0,
+    };
+    assert_eq!(replica.apply(missing_user), MetadataReply::UserNotFound);
+    replica.apply(MetadataOp::UpdateUser {
+        user_id: alice,
+        username: None,
+        active: Some(false),
+    });
+    assert_eq!(
+        replica.apply(MetadataOp::LoginWithPersonalAccessToken { token }),
+        MetadataReply::UserInactive
+    );
+}
+
+// ---- limits ----
+
+#[test]
+fn the_stream_limit_is_reported_as_limit_reached() {
+    let mut replica = Replica::new();
+    for index in 0..STREAMS_MAX {
+        replica.create_stream(&format!("s{index}"));
+    }
+    assert_eq!(
+        replica.apply(MetadataOp::CreateStream {
+            name: "one-more".into()
+        }),
+        MetadataReply::LimitReached { what: Limit::Streams }
+    );
+}
+
+#[test]
+fn the_cluster_wide_partition_limit_is_enforced() {
+    let mut replica = Replica::new();
+    let stream_id = replica.create_stream("s");
+    let topics = PARTITIONS_TOTAL_MAX / u64::from(PARTITIONS_PER_TOPIC_MAX);
+    for index in 0..topics {
+        let reply = replica.create_topic(stream_id, &format!("t{index}"), PARTITIONS_PER_TOPIC_MAX);
+        assert!(reply.is_ok(), "{reply:?}");
+    }
+    assert_eq!(replica.state.partition_count(), PARTITIONS_TOTAL_MAX);
+    assert_eq!(
+        replica.create_topic(stream_id, "last", 1),
+        MetadataReply::LimitReached {
+            what: Limit::PartitionsTotal
+        }
+    );
+}
+
+#[test]
+fn token_and_group_limits_are_enforced() {
+    let mut replica = Replica::new();
+    let user_id = replica.create_user("alice", "pw");
+    for index in 0..TOKENS_PER_USER_MAX {
+        replica.create_token(user_id, &format!("t{index}"), 0);
+    }
+    let one_more = MetadataOp::CreatePersonalAccessToken {
+        user_id,
+        name: "extra".into(),
+        expiry_micros: 0,
+    };
+    assert_eq!(
+        replica.apply(one_more),
+        MetadataReply::LimitReached {
+            what: Limit::TokensPerUser
+        }
+    );
+    let stream_id = replica.create_stream("s");
+    replica.create_topic(stream_id, "t", 1);
+    let group = |name: String| MetadataOp::CreateConsumerGroup {
+        stream_id,
+        topic_id: 0,
+        name,
+    };
+    for index in 0..CONSUMER_GROUPS_PER_TOPIC_MAX {
+        assert!(replica.apply(group(format!("g{index}"))).is_ok());
+    }
+    assert_eq!(
+        replica.apply(group("extra".into())),
+        MetadataReply::LimitReached {
+            what: Limit::ConsumerGroupsPerTopic
+        }
+    );
+}
+
+#[test]
+fn an_exhausted_id_counter_is_limit_reached_and_never_wraps() {
+    let mut replica = Replica::new();
+    replica.state.next_stream_id = u32::MAX - 1;
+    assert_eq!(replica.create_stream("last"), u32::MAX - 1);
+    assert_eq!(
+        replica.apply(MetadataOp::CreateStream { name: "wraps".into() }),
+        MetadataReply::LimitReached { what: Limit::Ids }
+    );
+    assert_eq!(replica.state.next_stream_id, u32::MAX, "a failed op leaves the counter");
+}
+
+// ---- determinism and digests ----
+
+fn a_busy_history() -> Vec<MetadataOp> {
+    let mut permissions = Permissions::default();
+    permissions.streams.insert(0, StreamPermissions::default());
+    vec![
+        MetadataOp::CreateStream { name: "orders".into() },
+        MetadataOp::CreateTopic {
+            stream_id: 0,
+            name: "eu".into(),
+            partitions: 8,
+            durability: Durability::Persisted,
+            message_expiry_micros: 0,
+        },
+        MetadataOp::CreateConsumerGroup {
+            stream_id: 0,
+            topic_id: 0,
+            name: "billing".into(),
+        },
+        MetadataOp::CreateUser {
+            username: "alice".into(),
+            password: "pw".into(),
+            active: true,
+        },
+        MetadataOp::UpdatePermissions {
+            user_id: 1,
+            permissions,
+        },
+        MetadataOp::CreatePersonalAccessToken {
+            user_id: 1,
+            name: "ci".into(),
+            expiry_micros: 10_000,
+        },
+        MetadataOp::CreateStream { name: "orders".into() },
+        MetadataOp::LoginUser {
+            username: "alice".into(),
+            password: "pw".into(),
+        },
+    ]
+}
+
+#[test]
+fn two_replicas_fed_the_same_ops_and_contexts_have_equal_digests() {
+    let mut a = Replica::new();
+    let mut b = Replica::new();
+    for op in a_busy_history() {
+        let reply_a = a.apply(op.clone());
+        let reply_b = b.apply(op);
+        assert_eq!(reply_a, reply_b);
+        assert_eq!(a.state.digest(), b.state.digest());
+    }
+    assert_eq!(a.state, b.state);
+    assert_eq!(
+        a.state.summary(),
+        "op=8 streams=1 topics=1 partitions=8 groups=1 users=2 tokens=1"
+    );
+}
+
+#[test]
+fn different_entropy_gives_a_different_password_hash_and_token() {
+    let mut a = Replica::with_entropy(1);
+    let mut b = Replica::with_entropy(2);
+    let alice_a = a.create_user("alice", "same password");
+    let alice_b = b.create_user("alice", "same password");
+    let (user_a, user_b) = (a.state.user(alice_a), b.state.user(alice_b));
+    assert_ne!(user_a.map(|u| u.password_hash), user_b.map(|u| u.password_hash));
+    assert_ne!(user_a.map(|u| u.salt), user_b.map(|u| u.salt));
+    assert_ne!(a.create_token(alice_a, "ci", 0), b.create_token(alice_b, "ci", 0));
+    assert_ne!(a.state.digest(), b.state.digest());
+    // Both still verify their own password.
+    assert!(a.login("alice", "same password").is_ok());
+    assert!(b.login("alice", "same password").is_ok());
+}
+
+#[test]
+fn a_failed_op_changes_nothing_but_the_applied_op_number() {
+    let mut replica = Replica::new();
+    replica.create_stream("s");
+    let before = replica.state.clone();
+    assert_eq!(
+        replica.apply(MetadataOp::CreateStream { name: "s".into() }),
+        MetadataReply::NameAlreadyExists
+    );
+    assert_eq!(replica.state.op_number_applied(), before.op_number_applied() + 1);
+    replica.state.op_number_applied = before.op_number_applied;
+    assert_eq!(replica.state, before);
+}
+
+#[test]
+fn every_applied_op_moves_the_digest() {
+    let mut replica = Replica::new();
+    let mut digests = std::collections::BTreeSet::from([replica.state.digest()]);
+    for op in a_busy_history() {
+        replica.apply(op);
+        assert!(digests.insert(replica.state.digest()), "the op number alone changes it");
+    }
+}
+
+#[test]
+#[should_panic(expected = "applied after op")]
+fn applying_an_op_number_twice_is_a_bug() {
+    let mut state = MetadataState::new("pw", 0);
+    let ctx = ApplyContext {
+        timestamp_micros: 1,
+        op_number: 1,
+        entropy: 0,
+    };
+    state.apply(&MetadataOp::CreateStream { name: "a".into() }, &ctx);
+    state.apply(&MetadataOp::CreateStream { name: "b".into() }, &ctx);
+}
+
+// ---- snapshot ----
+
+#[test]
+fn the_state_round_trips_through_its_canonical_encoding() {
+    let mut replica = Replica::new();
+    for op in a_busy_history() {
+        replica.apply(op);
+    }
+    let bytes = replica.state.encode_state();
+    let decoded = MetadataState::decode_state(&bytes).expect("a state's own bytes decode");
+    assert_eq!(decoded, replica.state);
+    assert_eq!(decoded.digest(), replica.state.digest());
+    let genesis = MetadataState::new("pw", 1);
+    assert_eq!(MetadataState::decode_state(&genesis.encode_state()), Ok(genesis));
+}
+
+#[test]
+fn truncated_or_damaged_snapshots_are_rejected() {
+    let mut replica = Replica::new();
+    for op in a_busy_history() {
+        replica.apply(op);
+    }
+    let bytes = replica.state.encode_state();
+    for len in 0..bytes.len() {
+        assert!(MetadataState::decode_state(&bytes[..len]).is_err(), "cut at {len}");
+    }
+    // Flip every byte in turn: either rejected, or (e.g. inside a hash or timestamp)
+    // decoded into a different but valid state that re-encodes to the flipped bytes.
+    for index in 0..bytes.len() {
+        let mut damaged = bytes.clone();
+        damaged[index] ^= 0xff;
+        if let Ok(state) = MetadataState::decode_state(&damaged) {
+            assert_eq!(state.encode_state(), damaged);
+        }
+    }
+    // A second stream with the first one's name breaks uniqueness.
+    let mut twins = replica.state.clone();
+    let mut copy = twins.streams[&0].clone();
+    copy.id = 1;
+    copy.topics.clear();
+    twins.streams.insert(1, copy);
+    twins.next_stream_id = 2;
+    assert_eq!(
+        MetadataState::decode_state(&twins.encode_state()),
+        Err(DecodeError::InvalidState {
+            what: "a name appears twice in one scope"
+        })
+    );
+    // Root must survive.
+    let mut rootless = replica.state.clone();
+    rootless.users.remove(&ROOT_USER_ID);
+    assert!(matches!(
+        MetadataState::decode_state(&rootless.encode_state()),
+        Err(DecodeError::InvalidState { .. })
+    ));
+}
+
+// ---- replies and the client table together ----
+
+#[test]
+fn every_reply_the_state_machine_produces_fits_the_client_table() {
+    let mut replica = Replica::new();
+    let user_id = replica.create_user("alice", "pw");
+    let reply = MetadataReply::TokenCreated {
+        token: replica.create_token(user_id, &"n".repeat(NAME_BYTES_MAX), 0),
+    };
+    assert_eq!(reply.encode().len(), CLIENT_REPLY_BYTES_MAX);
+    let largest_id_reply = MetadataReply::StreamCreated { stream_id: u32::MAX };
+    assert!(largest_id_reply.encode().len() <= CLIENT_REPLY_BYTES_MAX);
+}
+
+#[test]
+fn a_retried_token_request_replays_the_same_token_instead_of_minting_another() {
+    let mut replica = Replica::new();
+    let mut table = ClientTable::new();
+    let client: u128 = 0xc11e_u128;
+    let user_id = replica.create_user("alice", "pw");
+    let op = MetadataOp::CreatePersonalAccessToken {
+        user_id,
+        name: "ci".into(),
+        expiry_micros: 0,
+    };
+    assert_eq!(table.check(client, 1), Dedup::New);
+    let reply = replica.apply(op);
+    table.record(client, 1, reply.encode());
+    // The client times out and resends request 1.
+    let Dedup::Duplicate(bytes) = table.check(client, 1) else {
+        panic!("a resent request must be a duplicate");
+    };
+    assert_eq!(MetadataReply::decode(bytes), Ok(reply));
+    assert_eq!(replica.state.user(user_id).map(|u| u.tokens.len()), Some(1));
+
+    // A login is replicated, recorded, and binds the session.
+    let login = replica.login("alice", "pw");
+    table.record(client, 2, login.encode());
+    if let MetadataReply::LoggedIn { user_id } = login {
+        assert!(table.bind_session(client, user_id));
+    }
+    assert_eq!(table.session_user(client), Some(user_id));
+}

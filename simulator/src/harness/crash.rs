@@ -1,0 +1,179 @@
+//! The crash injector: when replicas crash and restart.
+//!
+//! Per tick, restart is decided before crash. With `restart_probability` it restarts
+//! one replica that has been down at least [`DOWN_TICKS_MIN`]; with
+//! `crash_probability` it crashes one that has been up at least [`UP_TICKS_MIN`], only
+//! while more than a replication quorum stays live, and never a primary unless
+//! `crash_primary`. Draws come from the crash stream alone, and a zero probability
+//! draws nothing, so a run without crashes replays like a run without the injector.
+
+use crate::rng::SimRng;
+
+/// Ticks a replica stays up before it may crash again: time to catch up after a
+/// restart before the next failure.
+pub const UP_TICKS_MIN: u64 = 500;
+
+/// Ticks a replica stays down before it may restart: time for the survivors to commit
+/// past its log, so its rejoin has something to repair.
+pub const DOWN_TICKS_MIN: u64 = 300;
+
+/// Crash injection settings.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CrashConfig {
+    /// Per tick, probability of crashing one eligible replica.
+    pub crash_probability: f64,
+    /// Per tick, probability of restarting one eligible replica.
+    pub restart_probability: f64,
+    /// Whether primaries may be crashed.
+    pub crash_primary: bool,
+}
+
+/// One replica as the injector sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct ReplicaLife {
+    /// Up or down.
+    pub up: bool,
+    /// The tick it last crashed or restarted.
+    pub since: u64,
+    /// Whether it currently believes it is the primary.
+    pub primary: bool,
+}
+
+/// What to do this tick.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CrashAction {
+    /// Restart this replica with this incarnation number.
+    Restart {
+        /// Which replica.
+        replica: usize,
+        /// Its new incarnation (feeds its boot nonce).
+        incarnation: u64,
+    },
+    /// Crash this replica.
+    Crash {
+        /// Which replica.
+        replica: usize,
+    },
+}
+
+/// Decides crashes and restarts from its own seed stream.
+#[derive(Clone, Debug)]
+pub struct CrashInjector {
+    rng: SimRng,
+    config: CrashConfig,
+    quorum_replication: usize,
+}
+
+impl CrashInjector {
+    /// An injector drawing from `seed`.
+    pub fn new(seed: u64, config: CrashConfig, quorum_replication: usize) -> Self {
+        Self {
+            rng: SimRng::new(seed),
+            config,
+            quorum_replication,
+        }
+    }
+
+    /// The decisions for tick `now` (at most one restart and one crash).
+    pub fn decide(&mut self, now: u64, lives: &[ReplicaLife]) -> Vec<CrashAction> {
+        let mut actions = Vec::new();
+        if self.config.restart_probability > 0.0 && self.rng.chance(self.config.restart_probability) {
+            let eligible: Vec<usize> = (0..lives.len())
+                .filter(|&i| !lives[i].up && now.saturating_sub(lives[i].since) >= DOWN_TICKS_MIN)
+                .collect();
+            if !eligible.is_empty() {
+                let replica = eligible[self.rng.index(eligible.len())];
+                let incarnation = self.rng.next_u64();
+                actions.push(CrashAction::Restart { replica, incarnation });
+            }
+        }
+        if self.config.crash_probability > 0.0 && self.rng.chance(self.config.crash_probability) {
+            let restarted = |i: usize| {
+                actions
+                    .iter()
+                    .any(|a| matches!(a, CrashAction::Restart { replica, .. } if *replica == i))
+            };
+            let live = lives.iter().filter(|life| life.up).count();
+            if live > self.quorum_replication {
+                let eligible: Vec<usize> = (0..lives.len())
+                    .filter(|&i| {
+                        lives[i].up
+                            && !restarted(i)
+                            && now.saturating_sub(lives[i].since) >= UP_TICKS_MIN
+                            && (self.config.crash_primary || !lives[i].primary)
+                    })
+                    .collect();
+                if !eligible.is_empty() {
+                    let replica = eligible[self.rng.index(eligible.len())];
+                    actions.push(CrashAction::Crash { replica });
+                }
+            }
+        }
+        actions
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lives(up: &[bool], since: u64) -> Vec<ReplicaLife> {
+        up.iter()
+            .map(|&up| ReplicaLife {
+                up,
+                since,
+                primary: false,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn never_crashes_below_a_live_quorum_or_too_soon() {
+        let config = CrashConfig {
+            crash_probability: 1.0,
+            restart_probability: 0.0,
+            crash_primary: true,
+        };
+        let mut injector = CrashInjector::new(1, config, 2);
+        assert_eq!(injector.decide(499, &lives(&[true, true, true], 0)), []);
+        assert_eq!(
+            injector.decide(500, &lives(&[true, true, false], 0)),
+            [],
+            "2 live = quorum: keep them"
+        );
+        assert!(matches!(
+            injector.decide(500, &lives(&[true, true, true], 0))[..],
+            [CrashAction::Crash { .. }]
+        ));
+    }
+
+    #[test]
+    fn restarts_only_after_the_down_window_and_spares_primaries() {
+        let config = CrashConfig {
+            crash_probability: 1.0,
+            restart_probability: 1.0,
+            crash_primary: false,
+        };
+        let mut injector = CrashInjector::new(2, config, 2);
+        let mut world = lives(&[false, true, true, true], 0);
+        world[1].primary = true;
+        let early = injector.decide(299, &world);
+        assert!(early.iter().all(|a| !matches!(a, CrashAction::Restart { .. })));
+        let actions = injector.decide(600, &world);
+        assert!(matches!(actions[0], CrashAction::Restart { replica: 0, .. }));
+        assert!(
+            actions.iter().all(|a| *a != CrashAction::Crash { replica: 1 }),
+            "the primary is spared"
+        );
+    }
+
+    #[test]
+    fn zero_probabilities_draw_nothing() {
+        let mut injector = CrashInjector::new(3, CrashConfig::default(), 2);
+        let before = injector.rng.clone().next_u64();
+        for tick in 0..1000 {
+            assert!(injector.decide(tick, &lives(&[true, true, true], 0)).is_empty());
+        }
+        assert_eq!(injector.rng.next_u64(), before);
+    }
+}
