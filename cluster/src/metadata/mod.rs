@@ -25,12 +25,14 @@
 //! | `state.rs` | [`MetadataState`], [`ApplyContext`], `apply`, `digest`, `summary` |
 //! | `snapshot.rs` | the canonical state encoding: `encode_state` / `decode_state` |
 //! | `client_table.rs` | [`ClientTable`], [`Dedup`] |
+//! | `machine.rs` | [`MetadataMachine`]: the state as the VSR group's `StateMachine` |
 
 mod client_table;
 mod codec;
 mod credentials;
 mod entities;
 mod limits;
+mod machine;
 mod name;
 mod ops;
 mod permissions;
@@ -49,6 +51,7 @@ pub use limits::{
     CONSUMER_GROUPS_PER_TOPIC_MAX, Limit, PARTITIONS_PER_TOPIC_MAX, PARTITIONS_TOTAL_MAX, PERMISSION_STREAMS_MAX,
     STREAMS_MAX, TOKENS_PER_USER_MAX, TOPICS_PER_STREAM_MAX, USERS_MAX,
 };
+pub use machine::{DEFAULT_ROOT_PASSWORD, MetadataMachine};
 pub use name::{NAME_BYTES_MAX, PASSWORD_BYTES_MAX, is_valid_name, is_valid_password};
 pub use ops::{Durability, MetadataOp};
 pub use permissions::{GlobalPermissions, Permissions, StreamPermissions};

@@ -22,7 +22,7 @@ pub mod timeout;
 pub mod view_change;
 
 pub use replica::{Replica, ReplicaConfig, ReplicaStats, Status};
-pub use store::{MemoryStore, ReplicaStore, StoreError, Superblock};
+pub use store::{MemoryStore, ReplicaStore, StoreError, StoredRecord, Superblock};
 
 use crate::wire::Header;
 
@@ -34,4 +34,10 @@ pub trait StateMachine {
 
     /// A checksum of the whole state, for comparing replicas.
     fn digest(&self) -> u128;
+
+    /// Whether a client request is well-formed enough to prepare. The primary refuses
+    /// the rest, so every committed op is one the state machine understands.
+    fn validate_request(&self, _operation: u8, _body: &[u8]) -> bool {
+        true
+    }
 }

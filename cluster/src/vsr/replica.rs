@@ -8,7 +8,7 @@ use super::StateMachine;
 use super::client_table::{ClientTable, Dedup};
 use super::constants::*;
 use super::journal::{Entry, Journal};
-use super::store::{ReplicaStore, Superblock};
+use super::store::{ReplicaStore, StoredRecord, Superblock};
 use super::timeout::Timeout;
 use super::view_change::DoViewChangeLog;
 use crate::seam::ProcessId;
@@ -122,6 +122,9 @@ pub struct Replica<S, T> {
     pub(crate) repair_cursor: u8,
     /// The journal changed since the last chain walk.
     pub(crate) chain_dirty: bool,
+    /// Ops this primary inherited from the view change into its pipeline (may exceed
+    /// the pipeline bound; new prepares wait until the pipeline is under it).
+    pub(crate) pipeline_inherited: usize,
 }
 
 /// SplitMix64: the entropy and nonce derivation (a pure function of seed and input).
@@ -150,21 +153,29 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         );
         let mut journal = Journal::new(config.cluster, config.group);
         let superblock = store.superblock();
-        for (op, frame) in store.prepares() {
-            // A frame that no longer opens is as good as missing: repair refetches it.
-            if let Ok((header, _)) = wire::open(&frame)
-                && header.op == op
-                && header.command == Command::Prepare
-                && op > 0
-            {
+        for (op, record) in store.records() {
+            // A record that no longer verifies is as good as missing: repair refetches it.
+            let (header, frame) = match record {
+                StoredRecord::Prepare(frame) => match wire::open(&frame) {
+                    Ok((header, _)) => (header, Some(Rc::from(frame))),
+                    Err(_) => continue,
+                },
+                StoredRecord::Header(bytes) => match Header::decode_verified(&bytes) {
+                    Ok(header) => (header, None),
+                    Err(_) => continue,
+                },
+            };
+            if header.op == op && header.command == Command::Prepare && op > 0 {
                 journal.put(Entry {
                     header,
-                    frame: Some(Rc::from(frame)),
+                    frame,
                     trusted: false,
                 });
             }
         }
-        let recovering = superblock.is_some();
+        // A replica that ever wrote anything is a restart, even if (by a fault) it has
+        // prepares but no superblock: only a truly empty store is a fresh replica.
+        let recovering = superblock.is_some() || journal.head() > 0;
         let durable = superblock.unwrap_or_default();
         let boot_nonce = mix(config.entropy_seed ^ mix(incarnation ^ u64::from(config.replica)));
         let mut replica = Self {
@@ -199,11 +210,16 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             stats: ReplicaStats::default(),
             repair_cursor: 0,
             chain_dirty: true,
+            pipeline_inherited: 0,
         };
         if recovering {
             replica.request_start_view.start();
         } else {
-            // A fresh group starts in view 0, started by definition.
+            // A fresh group starts in view 0, started by definition. The superblock is
+            // written now so that a restart is recognised as one.
+            if replica.store.write_superblock(durable).is_err() {
+                replica.stats.superblock_write_failures += 1;
+            }
             replica.enter_normal_timers();
         }
         replica
@@ -342,12 +358,14 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.stats.frames_misrouted += 1;
             return;
         }
-        let from_replica = (header.command != Command::Request)
-            .then_some(header.replica)
-            .filter(|&replica| replica < self.config.replicas && replica != self.config.replica);
+        // A prepare names the replica that prepared it, not the one relaying it (chain
+        // forwarding, retransmits after a view change), so it is accepted from anyone:
+        // its checksum and view decide. Every other replica message names its sender.
+        let from_replica =
+            Some(header.replica).filter(|&replica| replica < self.config.replicas && replica != self.config.replica);
         match (header.command, from_replica) {
             (Command::Request, _) => self.on_request(from, header, body),
-            (Command::Prepare, Some(_)) => self.on_prepare(header, frame),
+            (Command::Prepare, _) => self.on_prepare(header, frame),
             (Command::PrepareOk, Some(sender)) => self.on_prepare_ok(sender, &header),
             (Command::Commit, Some(sender)) => self.on_commit(sender, &header),
             (Command::StartViewChange, Some(sender)) => self.on_start_view_change(sender, &header),
@@ -430,6 +448,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.refuse(from, &header);
             return;
         }
+        if !self.state_machine.validate_request(header.operation, body) {
+            self.stats.frames_rejected += 1;
+            return;
+        }
         match self.clients.check(header.client, header.request) {
             Dedup::Stale => return,
             Dedup::Duplicate(reply) => {
@@ -466,7 +488,17 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         assert!(self.status == Status::Normal && self.is_primary());
         let head = self.journal.head();
         let parent = self.journal.checksum(head).expect("the primary holds its head");
-        assert!(self.journal.ready(head), "the primary prepares only on a complete log");
+        assert!(
+            self.journal.ready(head),
+            "replica {} (view {}, commit {}..{}) prepares on head {head} that is not ready: {:?}",
+            self.config.replica,
+            self.view,
+            self.commit_min,
+            self.commit_max,
+            self.journal
+                .get(head)
+                .map(|entry| (entry.trusted, entry.frame.is_some(), entry.header.view))
+        );
         let op = head + 1;
         let mut header = self.header(Command::Prepare);
         header.op = op;
@@ -527,31 +559,50 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             }
             return;
         }
-        if self.status != Status::Normal || header.view < self.view || self.is_primary() {
+        if self.status != Status::Normal || self.is_primary() || header.op <= self.commit_min {
             return;
         }
-        if header.op <= self.commit_min {
-            return;
-        }
-        match self.journal.get(header.op) {
-            Some(existing) if existing.header.checksum == header.checksum => {
-                if existing.frame.is_none() {
-                    self.journal_prepare(header, frame.to_vec());
+        let held = self
+            .journal
+            .get(header.op)
+            .map(|entry| (entry.header.checksum, entry.frame.is_some()));
+        match held {
+            // A retransmit (possibly of an op prepared in an older view and kept by the
+            // view change): fill the body if only the header was known, and ack again,
+            // since the first PrepareOk may have been lost.
+            Some((checksum, has_frame)) if checksum == header.checksum => {
+                if !has_frame {
+                    self.journal_prepare_keeping_trust(header, frame);
                 }
+                self.send_prepare_ok(header.op);
+                return;
             }
-            Some(existing) => {
-                // The current primary's prepare supersedes an op from an older view.
-                assert!(
-                    existing.header.view < header.view || !existing.trusted,
-                    "two prepares for op {} in view {}",
-                    header.op,
-                    header.view
-                );
-                self.journal_prepare(header, frame.to_vec());
-            }
-            None => self.journal_prepare(header, frame.to_vec()),
+            _ => {}
         }
-        // Anything above a new prepare that came from an older view is stale.
+        if header.view < self.view {
+            // An older view's prepare this replica does not hold: canonical only if the
+            // trusted op above names it as its parent.
+            let named = self
+                .journal
+                .get(header.op + 1)
+                .is_some_and(|above| above.trusted && above.header.parent == header.checksum);
+            if named {
+                self.journal_prepare(header, frame.to_vec());
+                self.send_prepare_ok(header.op);
+            }
+            return;
+        }
+        // The current primary's prepare: canonical for this view, superseding anything
+        // an older view left at this op.
+        if let Some(existing) = self.journal.get(header.op) {
+            assert!(
+                existing.header.view < header.view || !existing.trusted,
+                "two prepares for op {} in view {}",
+                header.op,
+                header.view
+            );
+        }
+        self.journal_prepare(header, frame.to_vec());
         if let Some(next) = self.chain_next() {
             self.outbox.push(Outgoing {
                 to: ProcessId(u32::from(next)),
@@ -560,6 +611,19 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
         self.commit_max = self.commit_max.max(header.commit);
         self.send_prepare_ok(header.op);
+    }
+
+    /// Store a prepare's body under a header this replica already holds, keeping the
+    /// entry's trust as it was.
+    fn journal_prepare_keeping_trust(&mut self, header: Header, frame: &[u8]) {
+        let trusted = self.journal.get(header.op).is_some_and(|entry| entry.trusted);
+        let _ = self.store.write_prepare(header.op, frame);
+        self.journal.put(Entry {
+            header,
+            frame: Some(Rc::from(frame.to_vec())),
+            trusted,
+        });
+        self.chain_dirty = true;
     }
 
     /// Backup: acknowledge `op` to the primary, if this replica holds it in the current
@@ -604,6 +668,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.commit_max = entry.op;
             self.pipeline.pop_front();
         }
+        self.pipeline_inherited = self.pipeline_inherited.min(self.pipeline.len());
         self.apply_committed();
         while self.pipeline.len() < PIPELINE_PREPARES_MAX {
             let Some((from, header, body)) = self.request_queue.pop_front() else {
@@ -727,7 +792,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.view
         );
         assert!(self.durable.view <= self.view && self.durable.log_view <= self.log_view);
-        assert!(self.pipeline.len() <= PIPELINE_PREPARES_MAX);
+        assert!(self.pipeline.len() <= PIPELINE_PREPARES_MAX.max(self.pipeline_inherited));
         assert!(self.request_queue.len() <= REQUEST_QUEUE_MAX);
         if self.status == Status::Normal {
             assert_eq!(self.log_view, self.view, "a normal replica's log is its view's");

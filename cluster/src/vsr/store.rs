@@ -40,22 +40,35 @@ impl std::error::Error for StoreError {}
 pub trait ReplicaStore {
     /// Make `superblock` durable.
     fn write_superblock(&mut self, superblock: Superblock) -> Result<(), StoreError>;
-    /// Make the prepare frame for `op` durable (replacing any frame at `op`).
+    /// Make the prepare frame for `op` durable (replacing any record at `op`).
     fn write_prepare(&mut self, op: u64, frame: &[u8]) -> Result<(), StoreError>;
+    /// Make a header durable without its body (replacing any record at `op`): the
+    /// replica knows this op belongs to its log_view's log but does not hold the body
+    /// yet. Without it, a restart would forget which ops its log_view's log holds.
+    fn write_header(&mut self, op: u64, header: &[u8; crate::wire::HEADER_BYTES]) -> Result<(), StoreError>;
     /// Forget every prepare above `op` (a view change truncated them).
     fn truncate_after(&mut self, op: u64);
     /// Forget the prepare at `op` (the canonical chain holds another one there).
     fn remove_prepare(&mut self, op: u64);
     /// The superblock, if one was ever written.
     fn superblock(&self) -> Option<Superblock>;
-    /// Every stored prepare frame, by op.
-    fn prepares(&self) -> Vec<(u64, Vec<u8>)>;
+    /// Every stored record, by op.
+    fn records(&self) -> Vec<(u64, StoredRecord)>;
+}
+
+/// What the store holds for one op.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoredRecord {
+    /// A whole prepare frame.
+    Prepare(Vec<u8>),
+    /// A header whose body the replica did not hold.
+    Header(Vec<u8>),
 }
 
 #[derive(Debug, Default)]
 struct MemoryStoreState {
     superblock: Option<Superblock>,
-    prepares: BTreeMap<u64, Vec<u8>>,
+    prepares: BTreeMap<u64, StoredRecord>,
     fail_superblock_writes: bool,
     superblock_writes: u64,
     superblock_write_failures: u64,
@@ -87,7 +100,14 @@ impl MemoryStore {
 
     /// Bytes held, for memory accounting.
     pub fn bytes(&self) -> usize {
-        self.state.borrow().prepares.values().map(Vec::len).sum()
+        self.state
+            .borrow()
+            .prepares
+            .values()
+            .map(|record| match record {
+                StoredRecord::Prepare(bytes) | StoredRecord::Header(bytes) => bytes.len(),
+            })
+            .sum()
     }
 }
 
@@ -104,7 +124,18 @@ impl ReplicaStore for MemoryStore {
     }
 
     fn write_prepare(&mut self, op: u64, frame: &[u8]) -> Result<(), StoreError> {
-        self.state.borrow_mut().prepares.insert(op, frame.to_vec());
+        self.state
+            .borrow_mut()
+            .prepares
+            .insert(op, StoredRecord::Prepare(frame.to_vec()));
+        Ok(())
+    }
+
+    fn write_header(&mut self, op: u64, header: &[u8; crate::wire::HEADER_BYTES]) -> Result<(), StoreError> {
+        self.state
+            .borrow_mut()
+            .prepares
+            .insert(op, StoredRecord::Header(header.to_vec()));
         Ok(())
     }
 
@@ -120,12 +151,12 @@ impl ReplicaStore for MemoryStore {
         self.state.borrow().superblock
     }
 
-    fn prepares(&self) -> Vec<(u64, Vec<u8>)> {
+    fn records(&self) -> Vec<(u64, StoredRecord)> {
         self.state
             .borrow()
             .prepares
             .iter()
-            .map(|(op, frame)| (*op, frame.clone()))
+            .map(|(op, record)| (*op, record.clone()))
             .collect()
     }
 }

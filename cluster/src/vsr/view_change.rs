@@ -69,8 +69,14 @@ impl DoViewChangeLog {
         }
     }
 
-    /// Whether the sender proves it never acknowledged `header`.
+    /// Whether the sender proves it never acknowledged `header`. An op below the
+    /// records the sender carried (but at or below its head) is unknown, never a nack:
+    /// the sender holds something there and may have acknowledged it.
     fn nacks(&self, header: &Header) -> bool {
+        let carried_from = self.records.keys().next().copied().unwrap_or(self.head + 1);
+        if header.op < carried_from && header.op <= self.head {
+            return false;
+        }
         let (held, present) = self.holds(header);
         !held || (!present && header.op > self.commit)
     }
@@ -91,6 +97,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.status = Status::ViewChange;
         self.view = view;
         self.pipeline.clear();
+        self.pipeline_inherited = 0;
         self.request_queue.clear();
         self.start_view_change_from = bit(self.config.replica);
         self.do_view_change_from.clear();
@@ -305,17 +312,22 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let nack_quorum = self.quorum_view_change();
         let mut head = canonical_head;
         for op in merged_commit + 1..=canonical_head {
-            let nacks = match header_at(op) {
-                Some(header) => logs.values().filter(|log| log.nacks(&header)).count(),
-                None => logs.len(),
+            let Some(header) = header_at(op) else {
+                // Below every authoritative log's carried window: those logs hold the op
+                // and may have acknowledged it, so it is kept. Its header is learned by
+                // walking parent checksums down from the kept ops above.
+                debug_assert!(
+                    best.iter()
+                        .any(|log| log.records.keys().next().is_some_and(|&first| op < first))
+                );
+                continue;
             };
+            let nacks = logs.values().filter(|log| log.nacks(&header)).count();
             if nacks >= nack_quorum {
                 head = op - 1;
                 break;
             }
-            // Kept: it must be known. (A gap no log can name cannot be kept yet; more
-            // DoViewChanges may prove it dead.)
-            headers.push(header_at(op)?);
+            headers.push(header);
         }
         Some(Merge {
             commit: merged_commit,
@@ -359,6 +371,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.stats.views_started += 1;
         self.do_view_change_from.clear();
         self.pipeline.clear();
+        // Ops kept by the merge are re-replicated in this view; there may be more of
+        // them than a pipeline holds (backups learn the commit point lazily), and no
+        // new op is prepared until the pipeline is back under its bound.
+        self.pipeline_inherited = (merge.head - self.commit_max) as usize;
         for op in self.commit_max + 1..=merge.head {
             let checksum = self.journal.checksum(op).expect("complete log");
             let mut retransmit = Timeout::new("prepare_retransmit", PREPARE_RETRANSMIT_BASE_TICKS);
@@ -398,7 +414,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                         self.config.replica, header.op, applied, header.checksum
                     );
                 }
-                self.store.remove_prepare(header.op);
+                // Durable before the log_view that names it, so a restart still knows
+                // which op its log holds here (and that it lacks the body).
+                let _ = self.store.write_header(header.op, &header.to_bytes());
                 self.journal.put(Entry {
                     header: *header,
                     frame: None,
@@ -445,6 +463,15 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.stats.frames_rejected += 1;
             return;
         };
+        // The new view's log is made durable first, then the log_view that names it.
+        if self.journal.head() > header.op {
+            assert!(header.op >= self.commit_min, "a StartView below an applied op");
+            self.journal.truncate_after(header.op);
+            self.store.truncate_after(header.op);
+        }
+        for canonical in &headers {
+            self.install_canonical_header(canonical);
+        }
         if !self.persist(Superblock {
             view: header.view,
             log_view: header.view,
@@ -455,18 +482,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.log_view = header.view;
         self.status = Status::Normal;
         self.pipeline.clear();
+        self.pipeline_inherited = 0;
         self.request_queue.clear();
         self.do_view_change_from.clear();
         self.do_view_change_sent = false;
         self.request_start_view_probes = 0;
-        if self.journal.head() > header.op {
-            assert!(header.op >= self.commit_min, "a StartView below an applied op");
-            self.journal.truncate_after(header.op);
-            self.store.truncate_after(header.op);
-        }
-        for canonical in &headers {
-            self.install_canonical_header(canonical);
-        }
         self.commit_max = self.commit_max.max(header.commit);
         self.enter_normal_timers();
         self.walk_chain();

@@ -43,9 +43,39 @@ pub struct FuzzArgs {
     #[arg(long, default_value = "none")]
     pub faults: String,
 
-    /// Fewest matched replies for the run to count as having tested anything.
+    /// Echo plane: fewest matched replies for the run to count as having tested anything.
     #[arg(long, default_value_t = 1)]
     pub min_replies: u64,
+
+    /// Fewest committed ops (the canonical chain's length) for a consensus run to count.
+    #[arg(long, default_value_t = 1)]
+    pub min_commits: u64,
+
+    /// Fewest committed ops checked against the canonical chain, summed over replicas.
+    #[arg(long, default_value_t = 1)]
+    pub min_ops_compared: u64,
+
+    /// Per tick, probability of crashing one replica (up at least 500 ticks, never below
+    /// a live replication quorum).
+    #[arg(long, default_value_t = 0.0)]
+    pub crash_prob: f64,
+
+    /// Per tick, probability of restarting one crashed replica (down at least 300 ticks).
+    #[arg(long, default_value_t = 0.0)]
+    pub restart_prob: f64,
+
+    /// Allow the crash injector to crash primaries.
+    #[arg(long)]
+    pub crash_primary: bool,
+
+    /// Before draining at the end, heal the network (partitions, clogs) and restart every
+    /// crashed replica. Off by default: a wedge the heal would resolve is worth seeing.
+    #[arg(long)]
+    pub heal_before_quiesce: bool,
+
+    /// Skip the end-of-run drain and settle (the oracle then compares what it can).
+    #[arg(long)]
+    pub no_quiesce: bool,
 
     /// Network overrides, applied after the profile (and after swarm draws).
     #[command(flatten)]
@@ -252,7 +282,20 @@ impl FuzzArgs {
             format!("--plane {}", self.plane.name()),
             format!("--faults {}", shell_quote(&self.faults)),
             format!("--min-replies {}", self.min_replies),
+            format!("--min-commits {}", self.min_commits),
+            format!("--min-ops-compared {}", self.min_ops_compared),
+            format!("--crash-prob {}", self.crash_prob),
+            format!("--restart-prob {}", self.restart_prob),
         ];
+        for (set, flag) in [
+            (self.crash_primary, "--crash-primary"),
+            (self.heal_before_quiesce, "--heal-before-quiesce"),
+            (self.no_quiesce, "--no-quiesce"),
+        ] {
+            if set {
+                parts.push(flag.to_owned());
+            }
+        }
         parts.extend(self.network.flags());
         parts.join(" ")
     }

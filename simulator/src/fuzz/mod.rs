@@ -5,14 +5,12 @@
 //! returned separately for the binary to print on stderr.
 
 mod args;
+mod echo_run;
 
 use std::io::{self, Write};
-use std::rc::Rc;
 
 pub use args::{FuzzArgs, NetworkOverrides, Plane};
-use cluster::seam::ProcessId;
 
-use crate::echo::{self, EchoStats, SharedEchoStats};
 use crate::profile::{FaultProfile, ResolvedProfile, load_profile};
 use crate::simulation::{Simulation, SimulationConfig};
 
@@ -86,34 +84,32 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
     )?;
     writeln!(out, "profile: {}", resolved.banner_line())?;
 
-    let mut simulation = Simulation::new(seed, &config);
+    match args.plane {
+        Plane::Echo => echo_run::run(args, &config, &mut report, out)?,
+        _ => unreachable!("configure refuses planes that are not built"),
+    }
+    match &report.verdict {
+        Verdict::Pass => writeln!(out, "workload-fuzz: OK (seed={seed})")?,
+        Verdict::Vacuous(reason) => writeln!(out, "vacuous: {reason}")?,
+        Verdict::Failed(reason) => writeln!(out, "check failed: {reason}")?,
+        Verdict::Invalid(_) => unreachable!("invalid configurations return early"),
+    }
+    Ok(report)
+}
+
+/// Print the seeds and the network of a world (part of every banner).
+pub(super) fn print_world(simulation: &Simulation, out: &mut dyn Write) -> io::Result<()> {
     let seeds = simulation
         .seeds()
         .children()
         .map(|(name, value)| format!("{name}={value:#018x}"));
     writeln!(out, "seeds: {}", seeds.join(" "))?;
-    writeln!(out, "network: {}", simulation.network().describe())?;
+    writeln!(out, "network: {}", simulation.network().describe())
+}
 
-    let stats = boot_echo(&simulation, &config);
-    let mut failure = None;
-    for _ in 0..args.ticks {
-        if let Err(error) = simulation.step() {
-            failure = Some(error.to_string());
-            break;
-        }
-    }
-    report.ticks = simulation.tick();
-    report.polls = simulation.executor().totals().0;
-    report.schedule_hash = simulation.executor().schedule_hash();
-
-    let echo = stats.borrow().clone();
-    let sim = simulation.stats();
+/// Print the network's packet counters (part of every report).
+pub(super) fn print_packets(simulation: &Simulation, out: &mut dyn Write) -> io::Result<()> {
     let net = simulation.network().stats();
-    writeln!(
-        out,
-        "ran {} ticks; requests={} replies={} resends={} stale_replies={} heartbeats={}",
-        report.ticks, echo.requests, echo.replies_matched, echo.resends, echo.replies_stale, echo.heartbeats
-    )?;
     writeln!(
         out,
         "packets: submitted={} delivered={} lost={} replayed={} corrupted={} evicted={} dropped_crashed={} \
@@ -129,48 +125,14 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
         net.dropped_filtered,
         net.partitions_started,
         net.clogs_started
-    )?;
-    writeln!(
-        out,
-        "compared: replies_matched={} corrupted_frames_delivered={} frames_rejected={} replies_wrong={} \
-         frames_unexpected={} frames_unroutable={} inbox_full_drops={}",
-        echo.replies_matched,
-        sim.frames_delivered_corrupted,
-        echo.frames_rejected,
-        echo.replies_wrong,
-        echo.frames_unexpected,
-        sim.frames_unroutable,
-        sim.frames_dropped_inbox_full
-    )?;
-    writeln!(
-        out,
-        "schedule_hash={:#018x} polls={}",
-        report.schedule_hash, report.polls
-    )?;
-
-    report.verdict = match failure.or_else(|| check_echo(&echo, sim.frames_delivered_corrupted, sim.frames_unroutable))
-    {
-        Some(reason) => Verdict::Failed(reason),
-        None if echo.replies_matched < args.min_replies => Verdict::Vacuous(format!(
-            "{} matched replies, below --min-replies {}",
-            echo.replies_matched, args.min_replies
-        )),
-        None => Verdict::Pass,
-    };
-    match &report.verdict {
-        Verdict::Pass => writeln!(out, "workload-fuzz: OK (seed={seed})")?,
-        Verdict::Vacuous(reason) => writeln!(out, "vacuous: {reason}")?,
-        Verdict::Failed(reason) => writeln!(out, "check failed: {reason}")?,
-        Verdict::Invalid(_) => unreachable!("invalid configurations return early"),
-    }
-    Ok(report)
+    )
 }
 
 /// Resolve the profile, apply overrides and swarm draws, validate.
 fn configure(args: &FuzzArgs, seed: u64) -> Result<(SimulationConfig, ResolvedProfile), String> {
-    if args.plane != Plane::Echo {
+    if !matches!(args.plane, Plane::Echo) {
         return Err(format!(
-            "--plane {} needs the consensus workload, which is not built yet; today only --plane echo runs",
+            "--plane {} needs the partition plane, which is not built yet; today --plane metadata and --plane echo run",
             args.plane.name()
         ));
     }
@@ -198,49 +160,4 @@ fn configure(args: &FuzzArgs, seed: u64) -> Result<(SimulationConfig, ResolvedPr
         network: resolved.network.clone(),
     };
     Ok((config, resolved))
-}
-
-fn boot_echo(simulation: &Simulation, config: &SimulationConfig) -> SharedEchoStats {
-    let stats = SharedEchoStats::default();
-    // The world has at most 6 + 64 processes (clap bounds), far below u32::MAX.
-    let replicas = config.replicas as u32;
-    for index in 0..(config.replicas + config.clients) as u32 {
-        let process = ProcessId(index);
-        let (bus, inbox, stats) = (simulation.bus(process), simulation.inbox(process), Rc::clone(&stats));
-        if index < replicas {
-            simulation.spawn(process, echo::replica(bus, inbox, replicas, stats));
-        } else {
-            simulation.spawn(process, echo::client(bus, inbox, replicas, stats));
-        }
-    }
-    stats
-}
-
-/// The echo run's checks; `None` when all hold.
-fn check_echo(echo: &EchoStats, corrupted_delivered: u64, unroutable: u64) -> Option<String> {
-    if echo.replies_wrong > 0 {
-        return Some(format!(
-            "{} replies did not echo the request they answer",
-            echo.replies_wrong
-        ));
-    }
-    if echo.frames_unexpected > 0 {
-        return Some(format!(
-            "{} frames arrived with a command their receiver does not serve",
-            echo.frames_unexpected
-        ));
-    }
-    if echo.frames_rejected != corrupted_delivered {
-        return Some(format!(
-            "the network corrupted {corrupted_delivered} delivered frames but receivers rejected {} \
-             (a corrupted frame was accepted, or an intact one refused)",
-            echo.frames_rejected
-        ));
-    }
-    if unroutable > 0 {
-        return Some(format!(
-            "{unroutable} frames were sent to a process that does not exist"
-        ));
-    }
-    None
 }

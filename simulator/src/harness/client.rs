@@ -68,7 +68,14 @@ pub async fn run_client<B: Bus>(
     loop {
         let next = driver.borrow_mut().next_request(client);
         let Some((operation, body)) = next else {
-            bus.sleep(TICK * CLIENT_IDLE_TICKS as u32).await;
+            // Idle, but still reading: a late answer to an earlier request may arrive.
+            let mut idle = bus.sleep(TICK * CLIENT_IDLE_TICKS as u32);
+            loop {
+                select_biased! {
+                    _ = inbox.recv().fuse() => stats.borrow_mut().replies_stale += 1,
+                    () = (&mut idle).fuse() => break,
+                }
+            }
             continue;
         };
         request_number += 1;

@@ -1,0 +1,66 @@
+//! [`MetadataMachine`]: the metadata state as the VSR group's state machine.
+//!
+//! The op's context comes from its prepare header: the primary's timestamp, the op
+//! number, and the entropy the primary drew (the header's nonce). A body that does
+//! not decode to the operation its header names is refused on the request path
+//! ([`MetadataMachine::validate`]), so a committed op always decodes; if one ever does
+//! not, applying it changes nothing and replies with an empty body on every replica alike.
+
+use super::{ApplyContext, MetadataOp, MetadataState};
+use crate::vsr::StateMachine;
+use crate::wire::Header;
+
+/// The root password every simulated and test cluster boots with. Production takes it
+/// from configuration.
+pub const DEFAULT_ROOT_PASSWORD: &str = "secret";
+
+/// The metadata state machine of one replica.
+#[derive(Clone, Debug)]
+pub struct MetadataMachine {
+    state: MetadataState,
+}
+
+impl MetadataMachine {
+    /// Genesis state for a cluster: the root user with `root_password`, salted from the
+    /// cluster id (every replica of the cluster derives the same genesis).
+    pub fn new(cluster: u64, root_password: &str) -> Self {
+        Self {
+            state: MetadataState::new(root_password, cluster),
+        }
+    }
+
+    /// The state.
+    pub fn state(&self) -> &MetadataState {
+        &self.state
+    }
+
+    /// Whether a request body decodes to the operation its header names.
+    pub fn validate(operation: u8, body: &[u8]) -> bool {
+        MetadataOp::decode(body).is_ok_and(|op| op.operation_code() == operation)
+    }
+}
+
+impl StateMachine for MetadataMachine {
+    fn apply(&mut self, header: &Header, body: &[u8]) -> Vec<u8> {
+        let Ok(op) = MetadataOp::decode(body) else {
+            return Vec::new();
+        };
+        if op.operation_code() != header.operation {
+            return Vec::new();
+        }
+        let context = ApplyContext {
+            timestamp_micros: header.timestamp,
+            op_number: header.op,
+            entropy: header.nonce,
+        };
+        self.state.apply(&op, &context).encode()
+    }
+
+    fn digest(&self) -> u128 {
+        self.state.digest()
+    }
+
+    fn validate_request(&self, operation: u8, body: &[u8]) -> bool {
+        Self::validate(operation, body)
+    }
+}
