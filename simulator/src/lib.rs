@@ -16,3 +16,4 @@ pub mod rng;
 pub mod seeds;
 pub mod simulation;
 pub mod storage;
+pub mod workload;

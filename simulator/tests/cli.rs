@@ -55,10 +55,10 @@ fn an_omitted_seed_is_drawn_and_printed() {
 
 #[test]
 fn a_plane_not_built_yet_is_an_invalid_configuration() {
-    let output = workload_fuzz(&["--seed", "1", "--plane", "metadata"]);
+    let output = workload_fuzz(&["--seed", "1", "--plane", "partition"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
-        stdout(&output).contains("--plane metadata needs the consensus workload"),
+        stdout(&output).contains("--plane partition needs the partition plane"),
         "{}",
         stdout(&output)
     );

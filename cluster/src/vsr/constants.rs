@@ -41,6 +41,9 @@ pub const REPAIR_RETRY_TICKS: u64 = 100;
 /// can cause; 128 metadata prepares are well under a link's capacity over a few ticks.
 pub const REPAIR_PREPARES_MAX: u64 = 128;
 
+/// Repaired prepares held back until the chain above proves them: one repair round.
+pub const REPAIR_BUFFER_PREPARES_MAX: usize = REPAIR_PREPARES_MAX as usize;
+
 /// Headers a DoViewChange or StartView carries at most. Larger than the pipeline, so
 /// every op that might be uncommitted is always covered.
 pub const VIEW_CHANGE_HEADERS_MAX: u64 = 128;

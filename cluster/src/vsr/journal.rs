@@ -89,6 +89,16 @@ impl Journal {
         self.entries.insert(entry.header.op, entry);
     }
 
+    /// Forget which entries above `op` are trusted: a new view's log is about to be
+    /// installed, and trust earned in an older view proves nothing about it (the old
+    /// primary's own uncommitted ops, say). The chain walk from the new view's headers
+    /// restores trust to every entry that belongs.
+    pub fn distrust_above(&mut self, op: u64) {
+        for (_, entry) in self.entries.range_mut(op + 1..) {
+            entry.trusted = false;
+        }
+    }
+
     /// Remove every entry above `op`.
     pub fn truncate_after(&mut self, op: u64) {
         self.entries.split_off(&(op + 1));

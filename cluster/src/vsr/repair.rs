@@ -8,7 +8,7 @@
 //! which holds only its own view's log.
 
 use super::StateMachine;
-use super::constants::REPAIR_PREPARES_MAX;
+use super::constants::{REPAIR_BUFFER_PREPARES_MAX, REPAIR_PREPARES_MAX};
 use super::journal::Entry;
 use super::replica::{Replica, Status};
 use super::store::ReplicaStore;
@@ -37,10 +37,18 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
     }
 
-    /// The lowest op this replica needs but cannot apply, up to what it knows exists.
-    fn first_missing(&self) -> Option<u64> {
+    /// The range to repair next: the highest run of ops this replica needs but cannot
+    /// apply, at most `repair_window` long, ending at its top. Highest first, because a
+    /// repaired prepare is proven canonical by the trusted op above it: each answer
+    /// connects at once, and nothing already held is asked for again.
+    fn repair_range(&self) -> Option<(u64, u64)> {
         let top = self.commit_max.max(self.journal.head());
-        (self.commit_min + 1..=top).find(|&op| !self.journal.ready(op))
+        let high = (self.commit_min + 1..=top).rev().find(|&op| !self.journal.ready(op))?;
+        let mut low = high;
+        while low > self.commit_min + 1 && high - low + 1 < self.repair_window && !self.journal.ready(low - 1) {
+            low -= 1;
+        }
+        Some((low, high))
     }
 
     /// Ask a peer for the lowest missing range, unless a request is outstanding.
@@ -67,15 +75,28 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             _ => None,
         };
         let Some(target) = target else { return };
-        let Some(first) = self.first_missing() else { return };
-        let top = self.commit_max.max(self.journal.head()).max(first);
-        let last = top.min(first + REPAIR_PREPARES_MAX - 1);
+        let Some((first, last)) = self.repair_range() else {
+            return;
+        };
+        debug_assert!((1..=REPAIR_PREPARES_MAX).contains(&self.repair_window));
+        debug_assert!(first <= last && last - first < self.repair_window);
+        self.repair_first = last;
         let mut header = self.header(Command::RequestPrepares);
         header.op = first;
         header.commit = last;
         self.send_to_replica(target, header, &[]);
         self.stats.repair_requests += 1;
         self.repair_retry.start();
+    }
+
+    /// An answer filled `op`. Once the top of the range the outstanding request asked
+    /// for is filled (the rest connects below it), the next request may go out at
+    /// once, with a larger window.
+    fn note_repair_progress(&mut self, op: u64) {
+        if op == self.repair_first || self.journal.ready(self.repair_first) {
+            self.repair_retry.stop();
+            self.repair_window = (self.repair_window * 2).min(REPAIR_PREPARES_MAX);
+        }
     }
 
     pub(crate) fn on_request_prepares(&mut self, sender: u8, header: &Header) {
@@ -133,14 +154,32 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             && outer.view == self.view
             && sender == self.primary_of(self.view)
             && outer.flags & REPAIR_FLAG_TRUSTED != 0;
+        let proven = parent_of_above == Some(inner.checksum) || from_current_primary;
         let trusted = match expected {
+            // Already held (say, recovered from the store): the answer can still prove
+            // it canonical, which is what lets the commit walk pass it.
+            Some((checksum, true, trusted)) if checksum == inner.checksum => {
+                if !trusted && proven {
+                    if let Some(entry) = self.journal.get_mut(op) {
+                        entry.trusted = true;
+                    }
+                    self.chain_dirty = true;
+                    self.walk_chain();
+                    self.note_repair_progress(op);
+                }
+                return;
+            }
             // The header is known; only the body was missing.
-            Some((checksum, false, trusted)) if checksum == inner.checksum => trusted,
-            // Already held.
-            Some((checksum, true, _)) if checksum == inner.checksum => return,
-            _ if parent_of_above == Some(inner.checksum) => true,
-            _ if from_current_primary => true,
-            _ => return,
+            Some((checksum, false, trusted)) if checksum == inner.checksum => trusted || proven,
+            _ if proven => true,
+            _ => {
+                // Not provable yet: keep it until the op above it is trusted.
+                if op <= self.journal.head() && self.repair_buffer.len() < REPAIR_BUFFER_PREPARES_MAX {
+                    self.repair_buffer
+                        .insert(op, (inner, std::rc::Rc::from(inner_frame.to_vec())));
+                }
+                return;
+            }
         };
         let _ = self.store.write_prepare(op, inner_frame);
         self.journal.put(Entry {
@@ -149,11 +188,37 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             trusted,
         });
         self.chain_dirty = true;
-        // The answer arrived: the next request may go out at once.
-        self.repair_retry.stop();
         self.walk_chain();
-        if op > self.commit_max {
-            self.send_prepare_ok(op);
+        self.note_repair_progress(op);
+        self.send_prepare_ok(op);
+        self.drain_repair_buffer(op);
+    }
+
+    /// Move buffered prepares into the journal while the trusted op above names them.
+    fn drain_repair_buffer(&mut self, mut filled: u64) {
+        while filled > 1 {
+            let below = filled - 1;
+            let Some((header, frame)) = self.repair_buffer.remove(&below) else {
+                break;
+            };
+            let named = self
+                .journal
+                .get(filled)
+                .is_some_and(|above| above.trusted && above.header.parent == header.checksum);
+            if !named || self.journal.ready(below) || below <= self.commit_min {
+                break;
+            }
+            let _ = self.store.write_prepare(below, &frame);
+            self.journal.put(Entry {
+                header,
+                frame: Some(frame),
+                trusted: true,
+            });
+            self.chain_dirty = true;
+            self.walk_chain();
+            self.note_repair_progress(below);
+            self.send_prepare_ok(below);
+            filled = below;
         }
     }
 }

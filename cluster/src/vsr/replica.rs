@@ -125,6 +125,14 @@ pub struct Replica<S, T> {
     /// Ops this primary inherited from the view change into its pipeline (may exceed
     /// the pipeline bound; new prepares wait until the pipeline is under it).
     pub(crate) pipeline_inherited: usize,
+    /// Ops asked for per repair round: halved when a round brings nothing, doubled
+    /// when it fills the lowest gap (up to `REPAIR_PREPARES_MAX`).
+    pub(crate) repair_window: u64,
+    /// The top of the range the outstanding repair request asked for.
+    pub(crate) repair_first: u64,
+    /// Repaired prepares not yet provably canonical, waiting for the trusted op above
+    /// them to arrive (answers come lowest op first, the proof runs top down).
+    pub(crate) repair_buffer: BTreeMap<u64, (Header, Rc<[u8]>)>,
 }
 
 /// SplitMix64: the entropy and nonce derivation (a pure function of seed and input).
@@ -187,7 +195,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             log_view: durable.log_view,
             durable,
             commit_min: 0,
-            commit_max: 0,
+            commit_max: durable.commit_max,
             journal,
             pipeline: VecDeque::new(),
             request_queue: VecDeque::new(),
@@ -211,6 +219,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             repair_cursor: 0,
             chain_dirty: true,
             pipeline_inherited: 0,
+            repair_window: REPAIR_PREPARES_MAX,
+            repair_first: 0,
+            repair_buffer: BTreeMap::new(),
         };
         if recovering {
             replica.request_start_view.start();
@@ -278,6 +289,26 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             .then(|| self.journal.get(op).map(|entry| &entry.header))
             .flatten()
     }
+    /// A one-line description of the journal slot `op` (for failure reports).
+    pub fn describe_op(&self, op: u64) -> String {
+        match self.journal.get(op) {
+            None => format!("op {op}: missing"),
+            Some(entry) => format!(
+                "op {op}: view={} checksum={:#x} parent={:#x} trusted={} body={}",
+                entry.header.view,
+                entry.header.checksum,
+                entry.header.parent,
+                entry.trusted,
+                entry.frame.is_some()
+            ),
+        }
+    }
+
+    /// Repair requests sent and whether one is outstanding (for failure reports).
+    pub fn repair_state(&self) -> (u64, bool) {
+        (self.stats.repair_requests, self.repair_retry.ticking())
+    }
+
     /// Take everything queued to send.
     pub fn drain_outbox(&mut self) -> std::vec::Drain<'_, Outgoing> {
         self.outbox.drain(..)
@@ -401,7 +432,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
         self.tick_pipeline();
         if self.repair_retry.tick() {
+            // A round that filled nothing: ask for less, in case the answers are being
+            // lost to a full link (a small queue evicts most of a 128-prepare burst).
             self.repair_retry.stop();
+            self.repair_window = (self.repair_window / 2).max(1);
         }
         self.after_input();
     }
@@ -559,7 +593,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             }
             return;
         }
-        if self.status != Status::Normal || self.is_primary() || header.op <= self.commit_min {
+        if self.status != Status::Normal || self.is_primary() {
             return;
         }
         let held = self
@@ -578,6 +612,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 return;
             }
             _ => {}
+        }
+        if header.op <= self.commit_min {
+            // Applied ops are final; a different prepare at one is stale.
+            return;
         }
         if header.view < self.view {
             // An older view's prepare this replica does not hold: canonical only if the
@@ -632,7 +670,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if self.status != Status::Normal || self.is_primary() || self.durable.log_view != self.view {
             return;
         }
-        if op <= self.commit_max || !self.journal.ready(op) {
+        // Ops at or below this replica's commit point are acknowledged too: a new
+        // primary may have started its view with a lower commit point and needs the
+        // acknowledgements to commit them again.
+        if !self.journal.ready(op) {
             return;
         }
         let Some(checksum) = self.journal.checksum(op) else {
@@ -737,7 +778,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// Apply every committed op this replica holds, in order, replying to clients if
     /// primary.
     pub(crate) fn apply_committed(&mut self) {
-        if self.status == Status::Recovering {
+        // Only in a started view: trust is settled there (a view change or recovery
+        // may still be replacing stale entries).
+        if self.status != Status::Normal {
             return;
         }
         while self.commit_min < self.commit_max {
@@ -792,6 +835,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.view
         );
         assert!(self.durable.view <= self.view && self.durable.log_view <= self.log_view);
+        assert!(
+            self.durable.commit_max <= self.commit_max,
+            "the durable commit point ran ahead"
+        );
         assert!(self.pipeline.len() <= PIPELINE_PREPARES_MAX.max(self.pipeline_inherited));
         assert!(self.request_queue.len() <= REQUEST_QUEUE_MAX);
         if self.status == Status::Normal {

@@ -19,6 +19,10 @@ pub struct Superblock {
     pub view: u64,
     /// The last view in which this replica saw a view start (its log's authority).
     pub log_view: u64,
+    /// The commit point known when that view started. Persisted with the log_view so
+    /// that, after a restart, a hole below it in this replica's log is known to be a
+    /// committed op still to repair, never evidence that the op was not acknowledged.
+    pub commit_max: u64,
 }
 
 /// A write the store could not make durable.

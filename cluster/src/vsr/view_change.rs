@@ -113,6 +113,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if self.persist(Superblock {
             view,
             log_view: self.log_view,
+            commit_max: self.durable.commit_max,
         }) {
             let header = self.header(Command::StartViewChange);
             self.send_to_other_replicas(header, &[]);
@@ -126,6 +127,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if !self.persist(Superblock {
             view: self.view,
             log_view: self.log_view,
+            commit_max: self.durable.commit_max,
         }) {
             return;
         }
@@ -313,14 +315,30 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let mut head = canonical_head;
         for op in merged_commit + 1..=canonical_head {
             let Some(header) = header_at(op) else {
-                // Below every authoritative log's carried window: those logs hold the op
-                // and may have acknowledged it, so it is kept. Its header is learned by
-                // walking parent checksums down from the kept ops above.
-                debug_assert!(
-                    best.iter()
-                        .any(|log| log.records.keys().next().is_some_and(|&first| op < first))
-                );
-                continue;
+                // No authoritative log names this op. A log that carried the slot without a
+                // header of the authoritative view never acknowledged it (a nack); a log
+                // whose carried window starts above it holds something there and may have
+                // (unknown).
+                let carried = |log: &DoViewChangeLog| log.records.keys().next().is_some_and(|&first| op >= first);
+                let nacks = logs
+                    .values()
+                    .filter(|log| {
+                        op > log.head
+                            || (carried(log) && log.log_view < best_log_view)
+                            || (carried(log) && log.records.get(&op).is_none_or(|record| record.header.is_none()))
+                    })
+                    .count();
+                if nacks >= nack_quorum {
+                    head = op - 1;
+                    break;
+                }
+                if best.iter().any(|log| !carried(log) && op <= log.head) {
+                    // Kept: its header is learned by walking parent checksums down from
+                    // the kept ops above.
+                    continue;
+                }
+                // Neither proven dead nor known: wait for more DoViewChanges.
+                return None;
             };
             let nacks = logs.values().filter(|log| log.nacks(&header)).count();
             if nacks >= nack_quorum {
@@ -350,6 +368,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.journal.truncate_after(merge.head);
             self.store.truncate_after(merge.head);
         }
+        self.journal.distrust_above(self.commit_min);
         for header in &merge.headers {
             self.install_canonical_header(header);
         }
@@ -363,6 +382,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if !self.persist(Superblock {
             view: self.view,
             log_view: self.view,
+            commit_max: self.commit_max,
         }) {
             return;
         }
@@ -469,12 +489,14 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.journal.truncate_after(header.op);
             self.store.truncate_after(header.op);
         }
+        self.journal.distrust_above(self.commit_min);
         for canonical in &headers {
             self.install_canonical_header(canonical);
         }
         if !self.persist(Superblock {
             view: header.view,
             log_view: header.view,
+            commit_max: self.commit_max.max(header.commit),
         }) {
             return;
         }
@@ -490,7 +512,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.commit_max = self.commit_max.max(header.commit);
         self.enter_normal_timers();
         self.walk_chain();
-        for op in self.commit_max + 1..=self.journal.head() {
+        // Acknowledge everything the new primary may still need to commit: its pipeline
+        // holds the ops above the commit point it announced.
+        for op in header.commit + 1..=self.journal.head() {
             self.send_prepare_ok(op);
         }
     }

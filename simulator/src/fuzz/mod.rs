@@ -6,6 +6,7 @@
 
 mod args;
 mod echo_run;
+mod metadata_run;
 
 use std::io::{self, Write};
 
@@ -86,6 +87,7 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
 
     match args.plane {
         Plane::Echo => echo_run::run(args, &config, &mut report, out)?,
+        Plane::Metadata => metadata_run::run(args, &config, &mut report, out)?,
         _ => unreachable!("configure refuses planes that are not built"),
     }
     match &report.verdict {
@@ -130,7 +132,7 @@ pub(super) fn print_packets(simulation: &Simulation, out: &mut dyn Write) -> io:
 
 /// Resolve the profile, apply overrides and swarm draws, validate.
 fn configure(args: &FuzzArgs, seed: u64) -> Result<(SimulationConfig, ResolvedProfile), String> {
-    if !matches!(args.plane, Plane::Echo) {
+    if !matches!(args.plane, Plane::Echo | Plane::Metadata) {
         return Err(format!(
             "--plane {} needs the partition plane, which is not built yet; today --plane metadata and --plane echo run",
             args.plane.name()

@@ -3,8 +3,13 @@
 //! Per tick, restart is decided before crash. With `restart_probability` it restarts
 //! one replica that has been down at least [`DOWN_TICKS_MIN`]; with
 //! `crash_probability` it crashes one that has been up at least [`UP_TICKS_MIN`], only
-//! while more than a replication quorum stays live, and never a primary unless
-//! `crash_primary`. Draws come from the crash stream alone, and a zero probability
+//! while more than a quorum stays live, and never a primary unless `crash_primary`.
+//!
+//! "A quorum" is the larger of the replication and view-change quorums. With three
+//! replicas they are both 2; with flexible quorums (six replicas: replication 3, view
+//! change 4) keeping only a replication quorum live lets the injector kill the primary
+//! of a group that can then never elect another, a wedge outside the fault model the
+//! protocol promises to survive, reported as a liveness failure that says nothing. Draws come from the crash stream alone, and a zero probability
 //! draws nothing, so a run without crashes replays like a run without the injector.
 
 use crate::rng::SimRng;
@@ -61,16 +66,17 @@ pub enum CrashAction {
 pub struct CrashInjector {
     rng: SimRng,
     config: CrashConfig,
-    quorum_replication: usize,
+    quorum_live_min: usize,
 }
 
 impl CrashInjector {
-    /// An injector drawing from `seed`.
-    pub fn new(seed: u64, config: CrashConfig, quorum_replication: usize) -> Self {
+    /// An injector drawing from `seed` that always leaves at least `quorum_live_min`
+    /// replicas up (the larger of the replication and view-change quorums).
+    pub fn new(seed: u64, config: CrashConfig, quorum_live_min: usize) -> Self {
         Self {
             rng: SimRng::new(seed),
             config,
-            quorum_replication,
+            quorum_live_min,
         }
     }
 
@@ -94,7 +100,7 @@ impl CrashInjector {
                     .any(|a| matches!(a, CrashAction::Restart { replica, .. } if *replica == i))
             };
             let live = lives.iter().filter(|life| life.up).count();
-            if live > self.quorum_replication {
+            if live > self.quorum_live_min {
                 let eligible: Vec<usize> = (0..lives.len())
                     .filter(|&i| {
                         lives[i].up

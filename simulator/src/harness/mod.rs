@@ -103,7 +103,8 @@ impl<S: StateMachine + 'static> Harness<S> {
     ) -> Self {
         let simulation = Simulation::new(seed, &config.simulation);
         let replicas = config.simulation.replicas;
-        let quorum = cluster::vsr::constants::quorum_replication(replicas);
+        let quorum = cluster::vsr::constants::quorum_replication(replicas)
+            .max(cluster::vsr::constants::quorum_view_change(replicas));
         let crash = CrashInjector::new(simulation.seeds().crash, config.crash, quorum);
         let root = root_header(SIMULATED_CLUSTER_ID, 0).checksum;
         let mut harness = Self {
@@ -281,13 +282,17 @@ impl<S: StateMachine + 'static> Harness<S> {
             {
                 slot.progress = (commit_min, tick);
             } else if tick - slot.progress.1 > COMMIT_STUCK_TICKS_MAX {
+                let (requests, outstanding) = replica.repair_state();
                 return Err(fail(
                     "commit stuck",
                     format!(
-                        "replica {index} has applied {commit_min} of {} committed ops for {} ticks (head {})",
+                        "replica {index} has applied {commit_min} of {} committed ops for {} ticks (head {}); \
+                         next: {}; below: {}; repair requests sent: {requests}, outstanding: {outstanding}",
                         replica.commit_max(),
                         tick - slot.progress.1,
-                        replica.head()
+                        replica.head(),
+                        replica.describe_op(commit_min + 1),
+                        replica.describe_op(commit_min),
                     ),
                 ));
             }
@@ -364,15 +369,18 @@ impl<S: StateMachine + 'static> Harness<S> {
                 None => format!("replica {index}: CRASHED (since tick {})", slot.since),
                 Some(replica) => {
                     let r = replica.borrow();
+                    let (repairs, repairing) = r.repair_state();
                     format!(
-                        "replica {index}: live | status={:?} view={} log_view={} commit={}..{} head={} primary={}",
+                        "replica {index}: live | status={:?} view={} log_view={} commit={}..{} head={} primary={} \
+                         repairs={repairs} repairing={repairing} next: {}",
                         r.status(),
                         r.view(),
                         r.log_view(),
                         r.commit_min(),
                         r.commit_max(),
                         r.head(),
-                        r.is_primary()
+                        r.is_primary(),
+                        r.describe_op(r.commit_min() + 1)
                     )
                 }
             })

@@ -1,0 +1,144 @@
+//! `UpdateUser`: rename, activate or deactivate a user (`None` leaves a field as it is).
+
+use cluster::metadata::{MetadataOp, MetadataReply, Outcome, ROOT_USER_ID, is_valid_name};
+
+use crate::rng::SimRng;
+use crate::workload::shadow::{self, Shadow, USER_PREFIX};
+
+/// The action's name.
+pub const NAME: &str = "UpdateUser";
+
+/// Outcomes it can produce (`CannotModifyRoot`: deactivating root).
+pub const OUTCOMES: &[Outcome] = &[
+    Outcome::Ok,
+    Outcome::NameAlreadyExists,
+    Outcome::UserNotFound,
+    Outcome::InvalidName,
+    Outcome::CannotModifyRoot,
+];
+
+/// Whether `op` is an `UpdateUser`.
+pub fn matches(op: &MetadataOp) -> bool {
+    matches!(op, MetadataOp::UpdateUser { .. })
+}
+
+/// A status change `user_id` may receive: never deactivation for root.
+fn allowed_active(user_id: u32, rng: &mut SimRng) -> Option<bool> {
+    match rng.below(3) {
+        0 => None,
+        1 => Some(true),
+        _ if user_id == ROOT_USER_ID => Some(true),
+        _ => Some(false),
+    }
+}
+
+fn any_active(rng: &mut SimRng) -> Option<bool> {
+    match rng.below(3) {
+        0 => None,
+        1 => Some(true),
+        _ => Some(false),
+    }
+}
+
+/// `Ok`: an existing user, no new name, its own or a fresh one, and a status it may
+/// take; `NameAlreadyExists`: another user's name; `UserNotFound`; `InvalidName`;
+/// `CannotModifyRoot`: deactivating root.
+pub fn generate(shadow: &Shadow, rng: &mut SimRng, aim: Outcome) -> Option<MetadataOp> {
+    let (user_id, username, active) = match aim {
+        Outcome::Ok => {
+            let user_id = shadow.pick_user_where(rng, |_, _| true)?;
+            let username = match rng.below(3) {
+                0 => None,
+                1 => Some(shadow.users[&user_id].username.clone()),
+                _ => shadow::fresh_name(USER_PREFIX, rng, |n| shadow.user_by_name(n).is_some()),
+            };
+            (user_id, username, allowed_active(user_id, rng))
+        }
+        Outcome::NameAlreadyExists => {
+            if shadow.users.len() < 2 {
+                return None;
+            }
+            let user_id = shadow.pick_user_where(rng, |_, _| true)?;
+            let others: Vec<&str> = shadow
+                .users
+                .iter()
+                .filter(|(id, _)| **id != user_id)
+                .map(|(_, u)| u.username.as_str())
+                .collect();
+            let username = (*shadow::pick(&others, rng)?).to_owned();
+            (user_id, Some(username), allowed_active(user_id, rng))
+        }
+        Outcome::UserNotFound => {
+            let username = shadow::coin(rng).then(|| shadow::any_pool_name(USER_PREFIX, rng));
+            (shadow.absent_user_id(rng), username, any_active(rng))
+        }
+        Outcome::InvalidName => {
+            let user_id = match shadow.pick_user_where(rng, |_, _| true) {
+                Some(id) if shadow::coin(rng) => id,
+                _ => shadow.absent_user_id(rng),
+            };
+            (user_id, Some(shadow::invalid_name(rng)), any_active(rng))
+        }
+        Outcome::CannotModifyRoot => {
+            let username = shadow::coin(rng).then(|| shadow::any_pool_name(USER_PREFIX, rng));
+            (ROOT_USER_ID, username, Some(false))
+        }
+        _ => return None,
+    };
+    Some(MetadataOp::UpdateUser {
+        user_id,
+        username,
+        active,
+    })
+}
+
+/// Checks in the state machine's order: name, user, root deactivation, uniqueness
+/// among the others.
+pub fn predict(shadow: &Shadow, op: &MetadataOp) -> Outcome {
+    let MetadataOp::UpdateUser {
+        user_id,
+        username,
+        active,
+    } = op
+    else {
+        super::wrong_op(NAME, op)
+    };
+    if username.as_deref().is_some_and(|name| !is_valid_name(name)) {
+        Outcome::InvalidName
+    } else if !shadow.users.contains_key(user_id) {
+        Outcome::UserNotFound
+    } else if *user_id == ROOT_USER_ID && *active == Some(false) {
+        Outcome::CannotModifyRoot
+    } else if let Some(name) = username
+        && shadow.users.iter().any(|(id, u)| id != user_id && u.username == *name)
+    {
+        Outcome::NameAlreadyExists
+    } else {
+        Outcome::Ok
+    }
+}
+
+/// `Ok`: the user has the new name and status, where given.
+pub fn observe(shadow: &mut Shadow, op: &MetadataOp, reply: &MetadataReply) {
+    let MetadataOp::UpdateUser {
+        user_id,
+        username,
+        active,
+    } = op
+    else {
+        super::wrong_op(NAME, op)
+    };
+    match reply {
+        MetadataReply::Ok => {
+            if let Some(user) = shadow.users.get_mut(user_id) {
+                if let Some(username) = username {
+                    user.username = username.clone();
+                }
+                if let Some(active) = active {
+                    user.active = *active;
+                }
+            }
+        }
+        other => super::unexpected_reply(shadow, NAME, other),
+    }
+}
