@@ -185,6 +185,26 @@ mod tests {
     }
 
     #[test]
+    fn trust_earned_in_an_older_view_is_withdrawn_when_a_new_log_is_installed() {
+        // Swarm seed 258: an old primary kept trusting its own uncommitted op after the
+        // next view dropped it, and applied it. Installing a new view's log now starts
+        // from no trust above the applied ops; only the chain walk restores it.
+        let mut journal = Journal::new(1, 0);
+        let root = journal.checksum(0).expect("root");
+        let own_op = entry(1, 2, root, true);
+        journal.put(own_op);
+        journal.distrust_above(0);
+        assert!(
+            !journal.ready(1),
+            "an op from the old view is not trusted in the new one"
+        );
+        let canonical = entry(2, 3, 999, true);
+        journal.put(canonical);
+        let removed = journal.walk_chain(0).expect("no divergence");
+        assert_eq!(removed, [1], "the old primary's op is evicted by the new view's chain");
+    }
+
+    #[test]
     fn a_mismatch_at_or_below_the_floor_is_reported_as_divergence() {
         let mut journal = Journal::new(1, 0);
         let root = journal.checksum(0).expect("root");

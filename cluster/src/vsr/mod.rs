@@ -21,6 +21,9 @@ pub mod store;
 pub mod timeout;
 pub mod view_change;
 
+#[cfg(test)]
+mod tests;
+
 pub use replica::{Replica, ReplicaConfig, ReplicaStats, Status};
 pub use store::{MemoryStore, ReplicaStore, StoreError, StoredRecord, Superblock};
 

@@ -19,6 +19,11 @@ impl Default for Fnv1a64 {
 }
 
 impl Fnv1a64 {
+    /// Continue a hash from a value `finish` returned (0 starts afresh).
+    pub fn from_state(state: u64) -> Self {
+        if state == 0 { Self::default() } else { Self(state) }
+    }
+
     /// Fold bytes in.
     #[inline]
     pub fn write(&mut self, bytes: &[u8]) {

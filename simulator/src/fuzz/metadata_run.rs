@@ -202,10 +202,16 @@ pub(super) fn run(
     for line in harness.status_lines() {
         writeln!(out, "{line}")?;
     }
+    let mut replies = crate::executor::Fnv1a64::default();
+    for client in &clients {
+        replies.write(&client.reply_hash.to_le_bytes());
+    }
     writeln!(
         out,
-        "schedule_hash={:#018x} polls={}",
-        report.schedule_hash, report.polls
+        "schedule_hash={:#018x} reply_hash={:#018x} polls={}",
+        report.schedule_hash,
+        replies.finish(),
+        report.polls
     )?;
 
     report.verdict = match failure {

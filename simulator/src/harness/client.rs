@@ -11,7 +11,9 @@ use std::rc::Rc;
 use futures::{FutureExt, select_biased};
 
 use cluster::seam::{Bus, Inbox, ProcessId, TICK};
-use cluster::wire::{self, Command, Header};
+use cluster::wire::{self, Command, HEADER_BYTES, Header};
+
+use crate::executor::Fnv1a64;
 
 /// Ticks before a client resends: four commit broadcasts, so a request that is only
 /// waiting for the next broadcast is not resent.
@@ -45,6 +47,9 @@ pub struct ClientStats {
     pub replies_stale: u64,
     /// Whether a request is outstanding now.
     pub outstanding: bool,
+    /// FNV-1a-64 of every matched reply's header, in arrival order: what the
+    /// determinism test pins.
+    pub reply_hash: u64,
 }
 
 /// The id a client puts in its requests: never 0 (0 marks replica-originated frames).
@@ -114,6 +119,9 @@ pub async fn run_client<B: Bus>(
                                 let mut stats = stats.borrow_mut();
                                 stats.replies += 1;
                                 stats.outstanding = false;
+                                let mut hash = Fnv1a64::from_state(stats.reply_hash);
+                                hash.write(&frame[..HEADER_BYTES]);
+                                stats.reply_hash = hash.finish();
                             }
                             driver.borrow_mut().on_reply(client, &reply, reply_body);
                             break;

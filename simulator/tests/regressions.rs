@@ -1,0 +1,66 @@
+//! One test per bug the fuzzer found, named after what broke. Each replays the seed
+//! that found it (the line in `seeds/metadata.jsonl`) and checks the run passes, plus
+//! the property that broke where it can be read off the run.
+
+use clap::Parser;
+use simulator::fuzz::{self, FuzzArgs, Verdict};
+
+fn replay(seed: u64) -> String {
+    let args = FuzzArgs::parse_from([
+        "workload-fuzz",
+        "--ticks",
+        "6000",
+        "--plane",
+        "metadata",
+        "--faults",
+        "swarm",
+        "--crash-prob",
+        "0.01",
+        "--restart-prob",
+        "0.05",
+        "--crash-primary",
+    ]);
+    let mut out = Vec::new();
+    let report = fuzz::run(&args, seed, &mut out).expect("writing to a Vec never fails");
+    let text = String::from_utf8_lossy(&out).into_owned();
+    assert_eq!(report.verdict, Verdict::Pass, "seed {seed}:\n{text}");
+    text
+}
+
+#[test]
+fn crash_injector_keeps_a_view_change_quorum_live_with_six_replicas() {
+    let text = replay(8);
+    assert!(
+        text.contains("replicas=6"),
+        "the seed must still draw six replicas:\n{text}"
+    );
+}
+
+#[test]
+fn recovered_prepares_become_trusted_through_repair() {
+    replay(28);
+}
+
+#[test]
+fn an_approximate_shadow_is_not_held_to_its_aims() {
+    let text = replay(40);
+    assert!(
+        !text.contains("clients=1 "),
+        "the seed must run several clients:\n{text}"
+    );
+}
+
+#[test]
+fn an_op_no_authoritative_log_names_is_decided_by_nacks() {
+    replay(42);
+}
+
+#[test]
+fn backups_reacknowledge_applied_ops_for_a_new_primary() {
+    replay(128);
+}
+
+#[test]
+fn an_old_primary_never_applies_its_own_dropped_op() {
+    replay(258);
+}
