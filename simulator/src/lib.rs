@@ -10,6 +10,7 @@ pub mod echo;
 pub mod executor;
 pub mod fuzz;
 pub mod harness;
+pub mod log;
 pub mod network;
 pub mod profile;
 pub mod rng;

@@ -232,6 +232,7 @@ impl Simulation {
     pub fn step(&mut self) -> Result<(), SimulationError> {
         // 1. Time.
         self.tick += 1;
+        crate::log::set_tick(self.tick);
         self.executor.advance_time(self.tick * TICK_MICROS);
         self.run_to_quiescence()?;
 

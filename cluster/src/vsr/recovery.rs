@@ -24,6 +24,12 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.request_start_view_probes += 1;
         if self.request_start_view_probes > REQUEST_START_VIEW_PROBES_MAX {
             // Nobody leads a view this replica can join: elect one with what it has.
+            tracing::info!(
+                replica = self.config.replica,
+                group = self.config.group,
+                view = self.view,
+                "probes unanswered"
+            );
             self.request_start_view_probes = 0;
             self.start_view_change(self.view + 1);
             return;

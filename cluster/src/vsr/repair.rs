@@ -84,6 +84,14 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let mut header = self.header(Command::RequestPrepares);
         header.op = first;
         header.commit = last;
+        tracing::debug!(
+            replica = self.config.replica,
+            group = self.config.group,
+            target,
+            first,
+            last,
+            "repair request"
+        );
         self.send_to_replica(target, header, &[]);
         self.stats.repair_requests += 1;
         self.repair_retry.start();

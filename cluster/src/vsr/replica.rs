@@ -185,6 +185,15 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         // prepares but no superblock: only a truly empty store is a fresh replica.
         let recovering = superblock.is_some() || journal.head() > 0;
         let durable = superblock.unwrap_or_default();
+        tracing::info!(
+            replica = config.replica,
+            group = config.group,
+            recovering,
+            view = durable.view,
+            log_view = durable.log_view,
+            head = journal.head(),
+            "open"
+        );
         let boot_nonce = mix(config.entropy_seed ^ mix(incarnation ^ u64::from(config.replica)));
         let mut replica = Self {
             config,
@@ -800,6 +809,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             let reply_body = self.state_machine.apply(&header, body);
             self.commit_min = op;
             self.stats.ops_applied += 1;
+            tracing::trace!(replica = self.config.replica, group = self.config.group, op, "applied");
             if header.client != 0 {
                 let address = self
                     .pending_addresses

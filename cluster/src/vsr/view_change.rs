@@ -94,6 +94,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// Give up on the current view and ask for `view`.
     pub(crate) fn start_view_change(&mut self, view: u64) {
         assert!(view > self.view || (view == self.view && self.status == Status::Recovering));
+        tracing::info!(replica = self.config.replica, group = self.config.group, from = self.view, view, status = ?self.status, "start view change");
         self.status = Status::ViewChange;
         self.view = view;
         self.pipeline.clear();
@@ -389,6 +390,15 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.log_view = self.view;
         self.status = Status::Normal;
         self.stats.views_started += 1;
+        tracing::info!(
+            replica = self.config.replica,
+            group = self.config.group,
+            view = self.view,
+            commit = merge.commit,
+            head = merge.head,
+            logs = self.do_view_change_from.len(),
+            "view started as primary"
+        );
         self.do_view_change_from.clear();
         self.pipeline.clear();
         // Ops kept by the merge are re-replicated in this view; there may be more of
@@ -500,6 +510,15 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }) {
             return;
         }
+        tracing::info!(
+            replica = self.config.replica,
+            group = self.config.group,
+            view = header.view,
+            was = ?self.status,
+            commit = header.commit,
+            head = header.op,
+            "adopted start view"
+        );
         self.view = header.view;
         self.log_view = header.view;
         self.status = Status::Normal;

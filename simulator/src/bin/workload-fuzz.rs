@@ -30,6 +30,7 @@ fn now() -> Instant {
 
 fn main() -> ExitCode {
     let args = FuzzArgs::parse();
+    simulator::log::init_from_env();
     let seed = args.seed.unwrap_or_else(fresh_seed);
     let repro = args.repro_command(seed);
     let started = now();

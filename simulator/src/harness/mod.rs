@@ -210,6 +210,7 @@ impl<S: StateMachine + 'static> Harness<S> {
         for action in self.crash.decide(tick, &lives) {
             match action {
                 CrashAction::Crash { replica } => {
+                    tracing::info!(replica, "crash");
                     self.simulation.crash(ProcessId(replica as u32));
                     let slot = &mut self.slots[replica];
                     slot.replica = None;
@@ -217,6 +218,7 @@ impl<S: StateMachine + 'static> Harness<S> {
                     self.stats.crashes += 1;
                 }
                 CrashAction::Restart { replica, incarnation } => {
+                    tracing::info!(replica, incarnation = format_args!("{incarnation:#x}"), "restart");
                     self.simulation.restart(ProcessId(replica as u32));
                     let slot = &mut self.slots[replica];
                     slot.incarnation = incarnation;
