@@ -127,3 +127,68 @@ fn a_total_partition_of_the_clients_traffic_is_vacuous_not_a_pass() {
     assert_eq!(output.status.code(), Some(3), "{}", stdout(&output));
     assert!(stdout(&output).contains("replies_matched=0"));
 }
+
+#[test]
+fn a_metadata_seed_with_crashes_run_twice_prints_byte_identical_stdout() {
+    let args = [
+        "--seed",
+        "144",
+        "--plane",
+        "metadata",
+        "--faults",
+        "heavy",
+        "--crash-prob",
+        "0.01",
+        "--restart-prob",
+        "0.05",
+        "--crash-primary",
+        "--ticks",
+        "3000",
+    ];
+    let first = workload_fuzz(&args);
+    let second = workload_fuzz(&args);
+    assert_eq!(first.status.code(), Some(0), "{}{}", stdout(&first), stderr(&first));
+    assert_eq!(first.stdout, second.stdout);
+    let text = stdout(&first);
+    assert!(
+        text.contains("compared: commits=") && text.contains("ops_compared="),
+        "{text}"
+    );
+}
+
+#[test]
+fn heal_before_quiesce_restarts_every_replica_and_no_quiesce_skips_the_drain() {
+    let common = [
+        "--seed", "5", "--plane", "metadata", "--faults", "light", "--ticks", "2000",
+    ];
+    let crashes = ["--crash-prob", "0.02", "--restart-prob", "0.0", "--crash-primary"];
+    let healed: Vec<&str> = common
+        .iter()
+        .chain(&crashes)
+        .chain(&["--heal-before-quiesce"])
+        .copied()
+        .collect();
+    let output = workload_fuzz(&healed);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    assert!(stdout(&output).contains("still down: 0"), "{}", stdout(&output));
+    let skipped: Vec<&str> = common.iter().chain(&["--no-quiesce"]).copied().collect();
+    let output = workload_fuzz(&skipped);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    assert!(stdout(&output).contains("(+0 drain)"), "{}", stdout(&output));
+}
+
+#[test]
+fn a_metadata_run_that_commits_too_little_is_vacuous() {
+    let output = workload_fuzz(&[
+        "--seed",
+        "1",
+        "--plane",
+        "metadata",
+        "--ticks",
+        "100",
+        "--min-commits",
+        "100000",
+    ]);
+    assert_eq!(output.status.code(), Some(3));
+    assert!(stdout(&output).contains("vacuous:"), "{}", stdout(&output));
+}
