@@ -293,6 +293,51 @@ fn a_restarted_replica_with_a_stale_op_rejoins_a_newer_view() {
 }
 
 #[test]
+fn an_isolated_old_primary_never_applies_its_own_dropped_ops() {
+    // Swarm seed 258, made deterministic: the primary of view 0 prepares ops nobody else
+    // receives, then is cut off. Replicas 1 and 2 elect replica 1 and commit other ops
+    // at those numbers, far past them. When the network heals, the StartView replica 0
+    // adopts starts above its stale ops; it must treat them as untrusted and repair,
+    // never apply them (the state checker fails the run on the first one it applies).
+    let (mut harness, driver) = harness(14, 3, NetworkConfig::perfect(), CrashConfig::default());
+    run(&mut harness, 200);
+    for to in [1, 2] {
+        block(&mut harness, 0, to, Command::Prepare);
+        block(&mut harness, 0, to, Command::Commit);
+    }
+    run(&mut harness, 60);
+    let (stale_from, stale_head) = {
+        let live = harness.live_replicas();
+        let replica_0 = live[0].1.borrow();
+        (replica_0.commit_min() + 1, replica_0.head())
+    };
+    assert!(stale_head >= stale_from, "replica 0 must hold ops nobody else has");
+    harness.simulation_mut().network_mut().partition_now(&[0]);
+    for to in [1, 2] {
+        unblock(&mut harness, 0, to);
+    }
+    run(&mut harness, 2_500);
+    let new_commit = harness.live_replicas()[1].1.borrow().commit_max();
+    assert!(
+        new_commit > stale_head + 150,
+        "the new view must commit well past the stale ops (so its StartView window starts above them): {new_commit}"
+    );
+    harness.simulation_mut().network_mut().heal_now();
+    run(&mut harness, 2_000);
+    driver.borrow_mut().stopped = true;
+    run(&mut harness, 1_000);
+    let live = harness.live_replicas();
+    let replica_0 = live[0].1.borrow();
+    assert_eq!(replica_0.status(), Status::Normal);
+    assert!(replica_0.view() >= 1);
+    assert!(
+        replica_0.commit_min() >= new_commit,
+        "replica 0 caught up through repair: applied {} of {new_commit}",
+        replica_0.commit_min()
+    );
+}
+
+#[test]
 fn a_recovering_replica_is_kept_out_of_quorums() {
     // With replica 1 down and replica 2 recovering (its probes unanswered), the primary
     // has no replica that may acknowledge: nothing commits until replica 2 adopts the view.
