@@ -5,6 +5,7 @@
 //! bit for bit on the same build. See `ARCHITECTURE.md` for the map.
 
 pub mod bus;
+pub mod campaign;
 pub mod clock;
 pub mod echo;
 pub mod executor;

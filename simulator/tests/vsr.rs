@@ -60,6 +60,7 @@ fn harness(
             network,
         },
         crash,
+        break_check: false,
     };
     let harness = Harness::new(
         seed,

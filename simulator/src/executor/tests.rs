@@ -306,3 +306,24 @@ fn futures_that_are_not_send_run_fine() {
     executor.run_until_idle().expect("idle");
     assert_eq!(shared.get(), 7);
 }
+
+#[test]
+fn dropping_the_executor_drops_tasks_that_hold_handles_to_it() {
+    // A task holding an ExecutorHandle forms a cycle through the executor's task table;
+    // dropping the executor must still free the task (and run its destructors).
+    let dropped = Rc::new(Cell::new(0));
+    let weak = {
+        let executor = DetExecutor::new(1);
+        let handle = executor.handle();
+        let guard = DropFlag(dropped.clone());
+        executor.spawn(Some(ProcessId(0)), async move {
+            let _guard = guard;
+            loop {
+                handle.sleep_micros(1_000).await;
+            }
+        });
+        Rc::downgrade(&executor.shared)
+    };
+    assert_eq!(dropped.get(), 1, "the task was dropped with its executor");
+    assert!(weak.upgrade().is_none(), "nothing keeps the executor alive");
+}

@@ -80,6 +80,12 @@ pub struct FuzzArgs {
     /// Network overrides, applied after the profile (and after swarm draws).
     #[command(flatten)]
     pub network: NetworkOverrides,
+
+    /// Test-only: make the state checker fail on purpose whenever a committed op's
+    /// checksum ends in twelve zero bits (about one op in 4,096), so that tests can
+    /// check a campaign groups failures and that each repro fails again.
+    #[arg(long, hide = true)]
+    pub break_check: bool,
 }
 
 /// Workload planes.
@@ -291,6 +297,7 @@ impl FuzzArgs {
             (self.crash_primary, "--crash-primary"),
             (self.heal_before_quiesce, "--heal-before-quiesce"),
             (self.no_quiesce, "--no-quiesce"),
+            (self.break_check, "--break-check"),
         ] {
             if set {
                 parts.push(flag.to_owned());

@@ -32,6 +32,7 @@ pub(super) fn run(
     report.schedule_hash = simulation.executor().schedule_hash();
 
     let echo = stats.borrow().clone();
+    report.commits = echo.replies_matched;
     let sim = simulation.stats();
     writeln!(
         out,

@@ -85,6 +85,7 @@ pub(super) fn run(
             restart_probability: args.restart_prob,
             crash_primary: args.crash_primary,
         },
+        break_check: args.break_check,
     };
     let mut harness = Harness::new(
         report.seed,
@@ -182,6 +183,8 @@ pub(super) fn run(
         Ok(Vec::new())
     };
     let (commits, compared) = (harness.checker().commits(), harness.checker().ops_compared());
+    report.commits = commits;
+    report.ops_compared = compared;
     let mut compared_line = format!("compared: commits={commits} ops_compared={compared}");
     match &oracle {
         Ok(counts) => {

@@ -53,6 +53,10 @@ pub struct RunReport {
     pub polls: u64,
     /// The executor's schedule hash at the end.
     pub schedule_hash: u64,
+    /// Ops committed (consensus planes; matched replies on the echo plane).
+    pub commits: u64,
+    /// Committed ops checked against the canonical chain (consensus planes).
+    pub ops_compared: u64,
 }
 
 /// Run the workload described by `args` with `seed`, printing the banner, the figures
@@ -64,6 +68,8 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
         ticks: 0,
         polls: 0,
         schedule_hash: 0,
+        commits: 0,
+        ops_compared: 0,
     };
     let (config, resolved) = match configure(args, seed) {
         Ok(configured) => configured,

@@ -37,6 +37,9 @@ pub struct HarnessConfig {
     pub simulation: SimulationConfig,
     /// Crash injection.
     pub crash: CrashConfig,
+    /// Test-only: fail the state checker on ops whose checksum ends in twelve zero
+    /// bits (see `workload-fuzz --break-check`).
+    pub break_check: bool,
 }
 
 type SharedReplica<S> = Rc<RefCell<Replica<S, MemoryStore>>>;
@@ -91,6 +94,7 @@ pub struct Harness<S: StateMachine + 'static> {
     stats: HarnessStats,
     crashes_enabled: bool,
     replica_count: usize,
+    break_check: bool,
 }
 
 impl<S: StateMachine + 'static> Harness<S> {
@@ -117,6 +121,7 @@ impl<S: StateMachine + 'static> Harness<S> {
             stats: HarnessStats::default(),
             crashes_enabled: true,
             replica_count: replicas,
+            break_check: config.break_check,
         };
         for index in 0..replicas {
             harness.slots.push(Slot {
@@ -278,6 +283,15 @@ impl<S: StateMachine + 'static> Harness<S> {
                 self.checker
                     .on_commit(index, slot.incarnation, CommittedOp::from(header))
                     .map_err(|detail| fail("state checker", detail))?;
+                if self.break_check && header.checksum.trailing_zeros() >= 12 {
+                    return Err(fail(
+                        "broken check (test-only)",
+                        format!(
+                            "replica {index} applied op {op}, whose checksum {:#x} ends in twelve zero bits",
+                            header.checksum
+                        ),
+                    ));
+                }
             }
             slot.checked = commit_min;
             if commit_min != slot.progress.0 || replica.status() != Status::Normal || commit_min >= replica.commit_max()

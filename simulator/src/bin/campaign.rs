@@ -1,0 +1,164 @@
+//! `campaign`: run many seeds x fault profiles x planes in parallel and write a report;
+//! `campaign merge DIR...` merges shard reports. See `--help`.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the campaign id is stamped with the wall-clock date"
+)]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use simulator::campaign::report::CampaignReport;
+use simulator::campaign::runner::{install_quiet_panic_hook, run_campaign};
+use simulator::campaign::spec::CampaignFlags;
+use simulator::campaign::{check_writable, default_out, write_report};
+
+/// Run a seed campaign: every profile x plane x seed, in parallel, into one report.
+///
+/// Each run is an isolated workload-fuzz run; a failing or panicking run never stops the
+/// others. The report (`report.json` and `report.html` under `--out`) lists every run
+/// with its repro command and groups failures by signature, smallest seed first.
+///
+/// Exit codes: 0 every run passed; 1 at least one run failed (or was vacuous or
+/// invalid); 2 bad input (flags, profiles, planes, seed range, report directory, corpus).
+#[derive(Parser, Debug)]
+#[command(
+    name = "campaign",
+    version,
+    about,
+    long_about,
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    run: CampaignFlags,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Merge shard reports (directories holding report.json) into one report.
+    Merge {
+        /// Shard report directories.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Where to write the merged report (default: reports/<campaign id>-merged/).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}
+
+/// `YYYYMMDD-HHMMSS` in UTC, from the system clock (days-to-civil conversion).
+fn utc_stamp() -> String {
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs());
+    let (days, rest) = ((seconds / 86_400) as i64, seconds % 86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}{month:02}{day:02}-{:02}{:02}{:02}",
+        rest / 3_600,
+        rest / 60 % 60,
+        rest % 60
+    )
+}
+
+fn summarize(report: &CampaignReport, dir: &std::path::Path) -> u8 {
+    let totals = report.totals();
+    let rate = totals.runs() as f64 / report.wall_seconds.max(1e-9);
+    println!(
+        "campaign {}: {} runs in {:.1} s ({rate:.1} runs/s): {} passed, {} failed, {} vacuous, {} invalid, {} not started",
+        report.campaign_id,
+        totals.runs(),
+        report.wall_seconds,
+        totals.pass,
+        totals.fail,
+        totals.vacuous,
+        totals.invalid,
+        report.not_started
+    );
+    for group in report.failure_groups() {
+        let seeds: Vec<String> = group.runs.iter().take(10).map(|run| run.seed.to_string()).collect();
+        println!("  {} run(s): {}", group.runs.len(), group.signature);
+        println!(
+            "    seeds: {}{}",
+            seeds.join(", "),
+            if group.runs.len() > 10 { ", ..." } else { "" }
+        );
+        if let Some(first) = group.runs.first() {
+            println!("    reproduce with: {}", first.command);
+        }
+    }
+    println!("report: {}", dir.join("report.html").display());
+    println!(
+        "{} passed, {} failed",
+        totals.pass,
+        totals.fail + totals.vacuous + totals.invalid
+    );
+    u8::from(totals.fail + totals.vacuous + totals.invalid > 0)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let invalid = |message: String| {
+        eprintln!("campaign: {message}");
+        ExitCode::from(2)
+    };
+    match cli.command {
+        Some(Command::Merge { dirs, out }) => {
+            let mut reports = Vec::new();
+            for dir in &dirs {
+                match CampaignReport::read(dir) {
+                    Ok(report) => reports.push(report),
+                    Err(error) => return invalid(error.to_string()),
+                }
+            }
+            let merged = match CampaignReport::merge(reports) {
+                Ok(merged) => merged,
+                Err(error) => return invalid(error.to_string()),
+            };
+            let dir = out.unwrap_or_else(|| default_out(&merged.campaign_id));
+            if let Err(error) = write_report(&merged, &dir) {
+                return invalid(error);
+            }
+            ExitCode::from(summarize(&merged, &dir))
+        }
+        None => {
+            let spec = match cli.run.plan() {
+                Ok(spec) => spec,
+                Err(message) => return invalid(message),
+            };
+            let shard = spec.shard.map(|(k, n)| format!("-shard{k}-of-{n}")).unwrap_or_default();
+            let campaign_id = format!("{}-{}{shard}", utc_stamp(), spec.label);
+            let dir = spec.out.clone().unwrap_or_else(|| default_out(&campaign_id));
+            if let Err(message) = check_writable(&dir) {
+                return invalid(message);
+            }
+            let command = std::env::args().collect::<Vec<_>>().join(" ");
+            println!(
+                "campaign {campaign_id}: {} runs on {} workers",
+                spec.runs.len(),
+                spec.jobs
+            );
+            install_quiet_panic_hook();
+            let report = match run_campaign(&spec, &campaign_id, &command) {
+                Ok(report) => report,
+                Err(message) => return invalid(message),
+            };
+            if let Err(error) = write_report(&report, &dir) {
+                return invalid(error);
+            }
+            ExitCode::from(summarize(&report, &dir))
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! The campaign report: every run's outcome, as `report.json`, plus merging shard
+//! reports into one.
+//!
+//! The JSON is the contract between shards, the merge step, CI and people's tools:
+//! field names are stable, and `format` is bumped on any incompatible change.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// The report format version; a reader refuses other versions.
+pub const REPORT_FORMAT_VERSION: u32 = 1;
+
+/// A run's verdict, as the report spells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunVerdict {
+    /// Every check held and enough was compared.
+    Pass,
+    /// A check failed (or the run panicked).
+    Fail,
+    /// Nothing failed but too little was compared.
+    Vacuous,
+    /// The configuration was refused.
+    Invalid,
+}
+
+impl fmt::Display for RunVerdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RunVerdict::Pass => "pass",
+            RunVerdict::Fail => "fail",
+            RunVerdict::Vacuous => "vacuous",
+            RunVerdict::Invalid => "invalid",
+        })
+    }
+}
+
+/// One simulated run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Fault profile (name or path).
+    pub profile: String,
+    /// Workload plane.
+    pub plane: String,
+    /// The seed.
+    pub seed: u64,
+    /// The full command that replays this run.
+    pub command: String,
+    /// The verdict.
+    pub verdict: RunVerdict,
+    /// The failure's normalised signature (fail and invalid only).
+    pub signature: Option<String>,
+    /// What the run said about its failure, vacuity or invalidity.
+    pub detail: Option<String>,
+    /// Ticks simulated (drain included).
+    pub ticks: u64,
+    /// Ops committed (the canonical chain's length).
+    pub commits: u64,
+    /// Committed ops checked against the canonical chain, over all replicas.
+    pub ops_compared: u64,
+    /// Wall time of the run, milliseconds.
+    pub wall_ms: f64,
+    /// The executor's schedule hash, hex.
+    pub schedule_hash: String,
+}
+
+impl RunRecord {
+    /// The key that orders runs and identifies them across shards.
+    pub fn key(&self) -> (String, String, u64) {
+        (self.profile.clone(), self.plane.clone(), self.seed)
+    }
+}
+
+/// A whole campaign (or one shard of it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CampaignReport {
+    /// [`REPORT_FORMAT_VERSION`].
+    pub format: u32,
+    /// A name for the campaign, unique per invocation.
+    pub campaign_id: String,
+    /// The command that ran it.
+    pub command: String,
+    /// The simulator version that ran it (seeds replay only on the same build).
+    pub build: String,
+    /// `(k, n)` when this is shard k of n; `None` for a whole or merged campaign.
+    pub shard: Option<(u32, u32)>,
+    /// Runs the campaign planned (in this shard).
+    pub planned: u64,
+    /// Runs not started because the time budget ran out.
+    pub not_started: u64,
+    /// Wall time, seconds.
+    pub wall_seconds: f64,
+    /// Every run, in canonical order (profile, plane, seed).
+    pub runs: Vec<RunRecord>,
+}
+
+/// Counts by verdict.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Passed runs.
+    pub pass: u64,
+    /// Failed runs.
+    pub fail: u64,
+    /// Vacuous runs.
+    pub vacuous: u64,
+    /// Invalid runs.
+    pub invalid: u64,
+}
+
+impl Totals {
+    /// Every run counted.
+    pub fn runs(&self) -> u64 {
+        self.pass + self.fail + self.vacuous + self.invalid
+    }
+
+    fn add(&mut self, verdict: RunVerdict) {
+        match verdict {
+            RunVerdict::Pass => self.pass += 1,
+            RunVerdict::Fail => self.fail += 1,
+            RunVerdict::Vacuous => self.vacuous += 1,
+            RunVerdict::Invalid => self.invalid += 1,
+        }
+    }
+}
+
+/// Runs that failed the same way.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FailureGroup {
+    /// The shared signature.
+    pub signature: String,
+    /// The runs, smallest seed first.
+    pub runs: Vec<RunRecord>,
+}
+
+/// Why a report could not be read or merged.
+#[derive(Debug)]
+pub struct ReportError(pub String);
+
+impl fmt::Display for ReportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ReportError {}
+
+impl CampaignReport {
+    /// Totals over all runs.
+    pub fn totals(&self) -> Totals {
+        let mut totals = Totals::default();
+        for run in &self.runs {
+            totals.add(run.verdict);
+        }
+        totals
+    }
+
+    /// Totals per (profile, plane), in order.
+    pub fn totals_by_cell(&self) -> BTreeMap<(String, String), Totals> {
+        let mut cells: BTreeMap<(String, String), Totals> = BTreeMap::new();
+        for run in &self.runs {
+            cells
+                .entry((run.profile.clone(), run.plane.clone()))
+                .or_default()
+                .add(run.verdict);
+        }
+        cells
+    }
+
+    /// Failed and invalid runs grouped by signature: largest group first, each group's
+    /// runs smallest seed first (the cheapest repro on top).
+    pub fn failure_groups(&self) -> Vec<FailureGroup> {
+        let mut groups: BTreeMap<String, Vec<RunRecord>> = BTreeMap::new();
+        for run in self
+            .runs
+            .iter()
+            .filter(|run| matches!(run.verdict, RunVerdict::Fail | RunVerdict::Invalid))
+        {
+            let signature = run.signature.clone().unwrap_or_else(|| "unclassified".to_owned());
+            groups.entry(signature).or_default().push(run.clone());
+        }
+        let mut groups: Vec<FailureGroup> = groups
+            .into_iter()
+            .map(|(signature, mut runs)| {
+                runs.sort_by(|a, b| (a.seed, &a.profile, &a.plane).cmp(&(b.seed, &b.profile, &b.plane)));
+                FailureGroup { signature, runs }
+            })
+            .collect();
+        groups.sort_by(|a, b| {
+            b.runs
+                .len()
+                .cmp(&a.runs.len())
+                .then_with(|| a.signature.cmp(&b.signature))
+        });
+        groups
+    }
+
+    /// Read `report.json` (a file, or a directory holding one).
+    pub fn read(path: &Path) -> Result<CampaignReport, ReportError> {
+        let file = if path.is_dir() {
+            path.join("report.json")
+        } else {
+            path.to_path_buf()
+        };
+        let text = std::fs::read_to_string(&file)
+            .map_err(|error| ReportError(format!("cannot read {}: {error}", file.display())))?;
+        let report: CampaignReport = serde_json::from_str(&text)
+            .map_err(|error| ReportError(format!("{} is not a campaign report: {error}", file.display())))?;
+        if report.format != REPORT_FORMAT_VERSION {
+            return Err(ReportError(format!(
+                "{} has report format {}, this build reads format {REPORT_FORMAT_VERSION}",
+                file.display(),
+                report.format
+            )));
+        }
+        Ok(report)
+    }
+
+    /// Merge shard reports into one campaign. Refuses reports of different builds and
+    /// runs that appear twice (overlapping shards).
+    pub fn merge(reports: Vec<CampaignReport>) -> Result<CampaignReport, ReportError> {
+        let Some(first) = reports.first() else {
+            return Err(ReportError(
+                "nothing to merge: give at least one report directory".to_owned(),
+            ));
+        };
+        let build = first.build.clone();
+        let mut merged = CampaignReport {
+            format: REPORT_FORMAT_VERSION,
+            campaign_id: format!(
+                "{}-merged",
+                first.campaign_id.split("-shard").next().unwrap_or(&first.campaign_id)
+            ),
+            command: first.command.clone(),
+            build: build.clone(),
+            shard: None,
+            planned: 0,
+            not_started: 0,
+            wall_seconds: 0.0,
+            runs: Vec::new(),
+        };
+        let mut seen = BTreeMap::new();
+        for report in reports {
+            if report.build != build {
+                return Err(ReportError(format!(
+                    "cannot merge reports of different builds ({} and {}): seeds replay only on the build that ran them",
+                    build, report.build
+                )));
+            }
+            merged.planned += report.planned;
+            merged.not_started += report.not_started;
+            merged.wall_seconds = merged.wall_seconds.max(report.wall_seconds);
+            for run in report.runs {
+                if let Some(previous) = seen.insert(run.key(), report.campaign_id.clone()) {
+                    return Err(ReportError(format!(
+                        "run {}/{}/seed {} appears in both {previous} and {}: overlapping shards",
+                        run.profile, run.plane, run.seed, report.campaign_id
+                    )));
+                }
+                merged.runs.push(run);
+            }
+        }
+        merged.runs.sort_by_key(RunRecord::key);
+        Ok(merged)
+    }
+}

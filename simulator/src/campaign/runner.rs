@@ -1,0 +1,191 @@
+//! Running a campaign: every planned run in parallel (rayon), each isolated (a panic
+//! or failed check in one never stops the others), with a progress display and a time
+//! budget for starting runs.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a campaign measures wall time for its report and its time budget; no run reads it"
+)]
+
+use std::cell::RefCell;
+use std::io::IsTerminal;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+
+use super::report::{CampaignReport, REPORT_FORMAT_VERSION, RunRecord, RunVerdict};
+use super::signature::signature;
+use super::spec::{CampaignSpec, PlannedRun};
+use crate::fuzz::{self, Verdict};
+
+thread_local! {
+    /// Where the panic hook leaves the location of a panic in a run on this thread.
+    static PANIC_LOCATION: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Replace the default panic hook (which prints every run's panic to stderr) with one
+/// that records the location for the run's report. Call once, before running.
+pub fn install_quiet_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let location = info.location().map(|l| format!("{}:{}", l.file(), l.line()));
+        PANIC_LOCATION.with(|slot| *slot.borrow_mut() = location);
+    }));
+}
+
+/// Make one run and describe it.
+pub fn execute(run: &PlannedRun) -> RunRecord {
+    let started = Instant::now();
+    let mut out = Vec::new();
+    let outcome = catch_unwind(AssertUnwindSafe(|| fuzz::run(&run.args, run.seed, &mut out)));
+    let wall_ms = started.elapsed().as_secs_f64() * 1_000.0;
+    let command = run.args.repro_command(run.seed);
+    let mut record = RunRecord {
+        profile: run.profile.clone(),
+        plane: run.plane.clone(),
+        seed: run.seed,
+        command,
+        verdict: RunVerdict::Pass,
+        signature: None,
+        detail: None,
+        ticks: 0,
+        commits: 0,
+        ops_compared: 0,
+        wall_ms,
+        schedule_hash: String::new(),
+    };
+    match outcome {
+        Ok(Ok(report)) => {
+            record.ticks = report.ticks;
+            record.commits = report.commits;
+            record.ops_compared = report.ops_compared;
+            record.schedule_hash = format!("{:#018x}", report.schedule_hash);
+            match report.verdict {
+                Verdict::Pass => {}
+                Verdict::Failed(reason) => {
+                    record.verdict = RunVerdict::Fail;
+                    record.signature = Some(signature(&reason));
+                    record.detail = Some(reason);
+                }
+                Verdict::Vacuous(reason) => {
+                    record.verdict = RunVerdict::Vacuous;
+                    record.detail = Some(reason);
+                }
+                Verdict::Invalid(reason) => {
+                    record.verdict = RunVerdict::Invalid;
+                    record.signature = Some(format!("invalid configuration: {}", signature(&reason)));
+                    record.detail = Some(reason);
+                }
+            }
+        }
+        Ok(Err(error)) => {
+            record.verdict = RunVerdict::Fail;
+            record.signature = Some("output error".to_owned());
+            record.detail = Some(error.to_string());
+        }
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_else(|| "a panic with no message".to_owned());
+            let location = PANIC_LOCATION.with(|slot| slot.borrow_mut().take()).unwrap_or_default();
+            record.verdict = RunVerdict::Fail;
+            record.signature = Some(format!("panic at {location}: {}", signature(&message)));
+            record.detail = Some(format!("panic at {location}: {message}"));
+        }
+    }
+    record
+}
+
+/// Ticks between plain progress lines when stdout is not a terminal: a line for every
+/// twentieth of the campaign, so logs stay short at any size.
+const PLAIN_PROGRESS_LINES: u64 = 20;
+
+/// Run every planned run of `spec`; `campaign_id` and `command` label the report.
+pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Result<CampaignReport, String> {
+    let started = Instant::now();
+    let deadline = spec
+        .budget_seconds
+        .map(|seconds| started + Duration::from_secs_f64(seconds));
+    let planned = spec.runs.len() as u64;
+    let done = AtomicU64::new(0);
+    let failed = AtomicU64::new(0);
+    let skipped = AtomicU64::new(0);
+    let terminal = std::io::stdout().is_terminal();
+    let bar = if terminal {
+        let bar = ProgressBar::new(planned);
+        let style = ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40}] {pos}/{len} runs {per_sec} failures: {msg} eta {eta}",
+        )
+        .map_err(|error| format!("progress bar template: {error}"))?;
+        bar.set_style(style.progress_chars("=> "));
+        bar.set_message("0");
+        Some(bar)
+    } else {
+        None
+    };
+    let print_every = (planned / PLAIN_PROGRESS_LINES).max(1);
+    let print_lock = Mutex::new(());
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(spec.jobs)
+        .build()
+        .map_err(|error| format!("cannot start {} worker threads: {error}", spec.jobs))?;
+    let records: Vec<Option<RunRecord>> = pool.install(|| {
+        spec.runs
+            .par_iter()
+            .map(|run| {
+                if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                    skipped.fetch_add(1, Ordering::Relaxed);
+                    return None;
+                }
+                let record = execute(run);
+                if record.verdict == RunVerdict::Fail {
+                    failed.fetch_add(1, Ordering::Relaxed);
+                }
+                let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+                let failures = failed.load(Ordering::Relaxed);
+                match &bar {
+                    Some(bar) => {
+                        bar.inc(1);
+                        bar.set_message(failures.to_string());
+                    }
+                    None if finished % print_every == 0 || finished == planned => {
+                        let _guard = print_lock.lock();
+                        let elapsed = started.elapsed().as_secs_f64().max(1e-9);
+                        let rate = finished as f64 / elapsed;
+                        let remaining = planned.saturating_sub(finished) as f64 / rate.max(1e-9);
+                        println!(
+                            "campaign: {finished}/{planned} runs, {failures} failed, {rate:.1} runs/s, eta {remaining:.0} s"
+                        );
+                    }
+                    None => {}
+                }
+                Some(record)
+            })
+            .collect()
+    });
+    if let Some(bar) = bar {
+        bar.finish();
+    }
+    let mut runs: Vec<RunRecord> = records.into_iter().flatten().collect();
+    runs.sort_by_key(RunRecord::key);
+    Ok(CampaignReport {
+        format: REPORT_FORMAT_VERSION,
+        campaign_id: campaign_id.to_owned(),
+        command: command.to_owned(),
+        build: build_id(),
+        shard: spec.shard,
+        planned,
+        not_started: skipped.load(Ordering::Relaxed),
+        wall_seconds: started.elapsed().as_secs_f64(),
+        runs,
+    })
+}
+
+/// What identifies the build that ran a campaign: seeds replay only on the same build.
+pub fn build_id() -> String {
+    format!("simulator {}", env!("CARGO_PKG_VERSION"))
+}

@@ -1,0 +1,234 @@
+//! The `campaign` binary as users run it: reports, shards and merging, failure groups
+//! whose repros fail again, the corpus, and bad input.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use simulator::campaign::report::{CampaignReport, RunVerdict};
+
+fn campaign(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_campaign"))
+        .args(args)
+        .output()
+        .expect("the campaign binary runs")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("campaign-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn verdicts(report: &CampaignReport) -> BTreeMap<(String, String, u64), RunVerdict> {
+    report.runs.iter().map(|run| (run.key(), run.verdict)).collect()
+}
+
+const COMMON: [&str; 8] = [
+    "--planes",
+    "metadata",
+    "--crash-prob",
+    "0.01",
+    "--restart-prob",
+    "0.05",
+    "--ticks",
+    "3000",
+];
+
+#[test]
+fn a_small_campaign_writes_a_complete_report() {
+    let out = scratch("small");
+    let mut args = vec!["--profiles", "none,heavy", "--seeds", "1..10", "--jobs", "2", "--out"];
+    let out_str = out.to_str().expect("utf-8 temp dir");
+    args.push(out_str);
+    args.extend(COMMON);
+    let output = campaign(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let report = CampaignReport::read(&out).expect("report.json");
+    assert_eq!(report.runs.len(), 20);
+    assert_eq!(report.totals().pass, 20);
+    assert!(
+        report
+            .runs
+            .iter()
+            .all(|run| run.commits > 0 && run.ops_compared > 0 && run.command.contains("--seed"))
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(text(&output).contains("20 passed, 0 failed"));
+    std::fs::remove_dir_all(&out).expect("cleanup");
+}
+
+#[test]
+fn merged_shards_equal_the_unsharded_campaign() {
+    let (whole, first, second, merged) = (
+        scratch("whole"),
+        scratch("shard1"),
+        scratch("shard2"),
+        scratch("merged"),
+    );
+    let run = |out: &Path, shard: Option<&str>| {
+        let mut args = vec!["--profiles", "light,swarm", "--seeds", "1..12", "--jobs", "2"];
+        if let Some(shard) = shard {
+            args.extend(["--shard", shard]);
+        }
+        args.push("--out");
+        args.push(out.to_str().expect("utf-8 temp dir"));
+        args.extend(COMMON);
+        let output = campaign(&args);
+        assert!(matches!(output.status.code(), Some(0 | 1)), "{}", text(&output));
+    };
+    run(&whole, None);
+    run(&first, Some("1/2"));
+    run(&second, Some("2/2"));
+    let halves = [
+        CampaignReport::read(&first).expect("shard 1"),
+        CampaignReport::read(&second).expect("shard 2"),
+    ];
+    assert_eq!(halves[0].runs.len() + halves[1].runs.len(), 24);
+    assert!(
+        halves.iter().all(|half| !half.runs.is_empty()),
+        "each shard takes part of the campaign"
+    );
+    let output = campaign(&[
+        "merge",
+        first.to_str().expect("utf-8"),
+        second.to_str().expect("utf-8"),
+        "--out",
+        merged.to_str().expect("utf-8"),
+    ]);
+    assert!(matches!(output.status.code(), Some(0 | 1)), "{}", text(&output));
+    let merged_report = CampaignReport::read(&merged).expect("merged report");
+    let whole_report = CampaignReport::read(&whole).expect("whole report");
+    assert_eq!(verdicts(&merged_report), verdicts(&whole_report));
+    let hashes = |report: &CampaignReport| {
+        report
+            .runs
+            .iter()
+            .map(|run| run.schedule_hash.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        hashes(&merged_report),
+        hashes(&whole_report),
+        "every run replays the same schedule in a shard"
+    );
+    // Merging a shard with itself is refused: the runs overlap.
+    let output = campaign(&["merge", first.to_str().expect("utf-8"), first.to_str().expect("utf-8")]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).contains("overlapping shards"), "{}", text(&output));
+    for dir in [whole, first, second, merged] {
+        std::fs::remove_dir_all(dir).expect("cleanup");
+    }
+}
+
+#[test]
+fn a_broken_check_forms_one_group_whose_repros_fail_again() {
+    let out = scratch("broken");
+    let output = campaign(&[
+        "--profiles",
+        "none",
+        "--planes",
+        "metadata",
+        "--seeds",
+        "1..40",
+        "--ticks",
+        "6000",
+        "--break-check",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let report = CampaignReport::read(&out).expect("report");
+    let groups = report.failure_groups();
+    assert_eq!(
+        groups.len(),
+        1,
+        "one broken check, one signature: {:?}",
+        groups.iter().map(|g| &g.signature).collect::<Vec<_>>()
+    );
+    let group = &groups[0];
+    assert!(
+        group.signature.starts_with("broken check (test-only)"),
+        "{}",
+        group.signature
+    );
+    assert!(
+        group.runs.len() >= 2 && group.runs.len() < 40,
+        "some seeds, not all: {}",
+        group.runs.len()
+    );
+    assert!(
+        group.runs.windows(2).all(|pair| pair[0].seed < pair[1].seed),
+        "smallest seed first"
+    );
+    for run in &group.runs {
+        let flags = run
+            .command
+            .split(" -- ")
+            .nth(1)
+            .expect("the repro names the binary's flags");
+        let replay = Command::new(env!("CARGO_BIN_EXE_workload-fuzz"))
+            .args(flags.split_whitespace())
+            .output()
+            .expect("workload-fuzz runs");
+        assert_eq!(replay.status.code(), Some(1), "seed {} did not fail again", run.seed);
+        assert!(String::from_utf8_lossy(&replay.stdout).contains("broken check (test-only)"));
+    }
+    std::fs::remove_dir_all(&out).expect("cleanup");
+}
+
+#[test]
+fn the_seed_corpus_runs_as_a_campaign() {
+    let out = scratch("corpus");
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../seeds");
+    let output = campaign(&[
+        "--corpus",
+        corpus.to_str().expect("utf-8"),
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let report = CampaignReport::read(&out).expect("report");
+    assert!(report.runs.len() >= 6, "{} corpus runs", report.runs.len());
+    std::fs::remove_dir_all(&out).expect("cleanup");
+}
+
+#[test]
+fn bad_input_is_a_clear_error_with_exit_code_2() {
+    let corpus = scratch("bad-corpus");
+    std::fs::create_dir_all(&corpus).expect("temp dir");
+    std::fs::write(
+        corpus.join("bad.jsonl"),
+        "{\"command\": \"workload-fuzz --seed 1\"}\nnot json\n",
+    )
+    .expect("write");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--profiles", "stormy"], "stormy"),
+        (vec!["--planes", "sideways"], "unknown plane"),
+        (vec!["--seeds", "9..3"], "reversed"),
+        (vec!["--seeds", "1..x"], "is not a seed"),
+        (vec!["--shard", "3/2"], "K/N"),
+        (vec!["--out", "/proc/campaign-cannot-write-here"], "report directory"),
+        (
+            vec!["--corpus", corpus.to_str().expect("utf-8")],
+            "malformed corpus line",
+        ),
+        (vec!["merge", "/nonexistent-report-dir"], "cannot read"),
+    ];
+    for (args, expected) in cases {
+        let output = campaign(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", text(&output));
+        assert!(text(&output).contains(expected), "{args:?}: {}", text(&output));
+        assert!(!text(&output).contains("panicked"), "{args:?}");
+    }
+    std::fs::remove_dir_all(&corpus).expect("cleanup");
+}
