@@ -232,3 +232,56 @@ fn bad_input_is_a_clear_error_with_exit_code_2() {
     }
     std::fs::remove_dir_all(&corpus).expect("cleanup");
 }
+
+#[test]
+fn merge_with_known_signatures_fails_only_on_new_ones() {
+    let (out, merged) = (scratch("known"), scratch("known-merged"));
+    let output = campaign(&[
+        "--profiles",
+        "none",
+        "--planes",
+        "metadata",
+        "--seeds",
+        "1..40",
+        "--ticks",
+        "6000",
+        "--break-check",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let report = CampaignReport::read(&out).expect("report");
+    let signature = report.failure_groups()[0].signature.clone();
+    let known = out.join("known.txt");
+    let merge = |known_file: &str| {
+        campaign(&[
+            "merge",
+            out.to_str().expect("utf-8"),
+            "--out",
+            merged.to_str().expect("utf-8"),
+            "--known",
+            known_file,
+        ])
+    };
+    std::fs::write(&known, "# nothing known yet\n").expect("write");
+    let output = merge(known.to_str().expect("utf-8"));
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "a new signature fails the merge: {}",
+        text(&output)
+    );
+    assert!(text(&output).contains("[NEW]"));
+    std::fs::write(&known, format!("# the broken check\n{signature}\n")).expect("write");
+    let output = merge(known.to_str().expect("utf-8"));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "a known signature does not: {}",
+        text(&output)
+    );
+    assert!(text(&output).contains("[known]"));
+    for dir in [out, merged] {
+        std::fs::remove_dir_all(dir).expect("cleanup");
+    }
+}

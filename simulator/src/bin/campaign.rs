@@ -47,7 +47,22 @@ enum Command {
         /// Where to write the merged report (default: reports/<campaign id>-merged/).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Known failure signatures (one per line, `#` comments): only a failure with a
+        /// signature not listed (a new bug) makes the merge exit 1.
+        #[arg(long, value_name = "FILE")]
+        known: Option<PathBuf>,
     },
+}
+
+/// Read a known-signatures file.
+fn read_known(path: &std::path::Path) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(path).map_err(|error| format!("--known {}: {error}", path.display()))?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(str::to_owned)
+        .collect())
 }
 
 /// `YYYYMMDD-HHMMSS` in UTC, from the system clock (days-to-civil conversion).
@@ -73,7 +88,9 @@ fn utc_stamp() -> String {
     )
 }
 
-fn summarize(report: &CampaignReport, dir: &std::path::Path) -> u8 {
+/// Print the summary; the exit code is 1 when any run failed, was vacuous or invalid
+/// (with `known`: only a failure of a signature not in it, or a vacuous run, counts).
+fn summarize(report: &CampaignReport, dir: &std::path::Path, known: Option<&[String]>) -> u8 {
     let totals = report.totals();
     let rate = totals.runs() as f64 / report.wall_seconds.max(1e-9);
     println!(
@@ -87,9 +104,17 @@ fn summarize(report: &CampaignReport, dir: &std::path::Path) -> u8 {
         totals.invalid,
         report.not_started
     );
+    let mut new_signatures = 0;
     for group in report.failure_groups() {
         let seeds: Vec<String> = group.runs.iter().take(10).map(|run| run.seed.to_string()).collect();
-        println!("  {} run(s): {}", group.runs.len(), group.signature);
+        let is_known = known.is_some_and(|known| known.contains(&group.signature));
+        new_signatures += u64::from(!is_known);
+        let tag = match known {
+            Some(_) if is_known => "known",
+            Some(_) => "NEW",
+            None => "failure",
+        };
+        println!("  [{tag}] {} run(s): {}", group.runs.len(), group.signature);
         println!(
             "    seeds: {}{}",
             seeds.join(", "),
@@ -105,7 +130,10 @@ fn summarize(report: &CampaignReport, dir: &std::path::Path) -> u8 {
         totals.pass,
         totals.fail + totals.vacuous + totals.invalid
     );
-    u8::from(totals.fail + totals.vacuous + totals.invalid > 0)
+    match known {
+        Some(_) => u8::from(new_signatures > 0 || totals.vacuous > 0),
+        None => u8::from(totals.fail + totals.vacuous + totals.invalid > 0),
+    }
 }
 
 fn main() -> ExitCode {
@@ -115,7 +143,11 @@ fn main() -> ExitCode {
         ExitCode::from(2)
     };
     match cli.command {
-        Some(Command::Merge { dirs, out }) => {
+        Some(Command::Merge { dirs, out, known }) => {
+            let known = match known.as_deref().map(read_known).transpose() {
+                Ok(known) => known,
+                Err(message) => return invalid(message),
+            };
             let mut reports = Vec::new();
             for dir in &dirs {
                 match CampaignReport::read(dir) {
@@ -131,7 +163,7 @@ fn main() -> ExitCode {
             if let Err(error) = write_report(&merged, &dir) {
                 return invalid(error);
             }
-            ExitCode::from(summarize(&merged, &dir))
+            ExitCode::from(summarize(&merged, &dir, known.as_deref()))
         }
         None => {
             let spec = match cli.run.plan() {
@@ -158,7 +190,7 @@ fn main() -> ExitCode {
             if let Err(error) = write_report(&report, &dir) {
                 return invalid(error);
             }
-            ExitCode::from(summarize(&report, &dir))
+            ExitCode::from(summarize(&report, &dir, None))
         }
     }
 }

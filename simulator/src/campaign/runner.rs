@@ -152,7 +152,7 @@ pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Re
                         bar.inc(1);
                         bar.set_message(failures.to_string());
                     }
-                    None if finished % print_every == 0 || finished == planned => {
+                    None if finished.is_multiple_of(print_every) || finished == planned => {
                         let _guard = print_lock.lock();
                         let elapsed = started.elapsed().as_secs_f64().max(1e-9);
                         let rate = finished as f64 / elapsed;
