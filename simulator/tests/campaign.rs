@@ -285,3 +285,34 @@ fn merge_with_known_signatures_fails_only_on_new_ones() {
         std::fs::remove_dir_all(dir).expect("cleanup");
     }
 }
+
+#[test]
+fn a_spec_file_holds_the_campaign_flags() {
+    let out = scratch("spec");
+    std::fs::create_dir_all(&out).expect("temp dir");
+    let spec = out.join("campaign.spec");
+    std::fs::write(
+        &spec,
+        "# a small campaign\n--profiles none,light\n--planes metadata --seeds 3..5  # three seeds\n--ticks 2000\n",
+    )
+    .expect("write spec");
+    let output = campaign(&[
+        "--spec",
+        spec.to_str().expect("utf-8"),
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let report = CampaignReport::read(&out).expect("report");
+    assert_eq!(report.runs.len(), 6);
+    assert!(
+        report
+            .runs
+            .iter()
+            .all(|run| (3..=5).contains(&run.seed) && run.command.contains("--ticks 2000"))
+    );
+    let output = campaign(&["--spec", "/nonexistent.spec"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).contains("--spec /nonexistent.spec"), "{}", text(&output));
+    std::fs::remove_dir_all(&out).expect("cleanup");
+}

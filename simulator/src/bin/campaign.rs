@@ -20,6 +20,10 @@ use simulator::campaign::{check_writable, default_out, write_report};
 /// others. The report (`report.json` and `report.html` under `--out`) lists every run
 /// with its repro command and groups failures by signature, smallest seed first.
 ///
+/// A campaign can also be kept in a spec file: `--spec FILE` reads flags from FILE (as on
+/// the command line, any number per line, `#` starts a comment) and puts them where
+/// `--spec FILE` stood.
+///
 /// Exit codes: 0 every run passed; 1 at least one run failed (or was vacuous or
 /// invalid); 2 bad input (flags, profiles, planes, seed range, report directory, corpus).
 #[derive(Parser, Debug)]
@@ -136,8 +140,37 @@ fn summarize(report: &CampaignReport, dir: &std::path::Path, known: Option<&[Str
     }
 }
 
+/// Replace `--spec FILE` (or `--spec=FILE`) with the flags the file holds.
+fn expand_spec(args: Vec<String>) -> Result<Vec<String>, String> {
+    let mut expanded = Vec::with_capacity(args.len());
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let path = if arg == "--spec" {
+            Some(args.next().ok_or("--spec needs a file")?)
+        } else {
+            arg.strip_prefix("--spec=").map(str::to_owned)
+        };
+        let Some(path) = path else {
+            expanded.push(arg);
+            continue;
+        };
+        let text = std::fs::read_to_string(&path).map_err(|error| format!("--spec {path}: {error}"))?;
+        for line in text.lines() {
+            let line = line.split('#').next().unwrap_or_default();
+            expanded.extend(line.split_whitespace().map(str::to_owned));
+        }
+    }
+    Ok(expanded)
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match expand_spec(std::env::args().collect()) {
+        Ok(args) => Cli::parse_from(args),
+        Err(message) => {
+            eprintln!("campaign: {message}");
+            return ExitCode::from(2);
+        }
+    };
     let invalid = |message: String| {
         eprintln!("campaign: {message}");
         ExitCode::from(2)
