@@ -3,7 +3,8 @@
 //! Forty seeds hitting one bug say "replicas disagree on committed op 28" and "... op
 //! 93" with different checksums, ticks and replica numbers. The signature keeps the
 //! check's name and the words of its message and replaces every number with `N` and
-//! every hex value with `X`, so those forty runs form one group.
+//! every hex value with `X`, and collapses sets in braces (which replicas witnessed an
+//! op, say) to `{..}`, so those forty runs form one group.
 
 /// Longest signature kept, in characters: enough for the check and the shape of its
 /// message; the rest of a long message is detail, kept in the run's record.
@@ -17,7 +18,20 @@ pub fn signature(message: &str) -> String {
         if out.chars().count() >= SIGNATURE_CHARS_MAX {
             break;
         }
-        if c == '0' && chars.peek() == Some(&'x') {
+        if c == '{' {
+            let mut depth = 1;
+            for next in chars.by_ref() {
+                match next {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+                if depth == 0 {
+                    break;
+                }
+            }
+            out.push_str("{..}");
+        } else if c == '0' && chars.peek() == Some(&'x') {
             chars.next();
             while chars.peek().is_some_and(char::is_ascii_hexdigit) {
                 chars.next();
