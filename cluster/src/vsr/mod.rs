@@ -6,7 +6,8 @@
 //! seed given at construction and is replicated in each prepare. The shard pump feeds
 //! it from the bus; the simulator runs the same pump.
 //!
-//! Files, by concern: [`replica`] (state, dispatch, normal operation),
+//! Files, by concern: [`replica`] (state, boot, dispatch, invariants), `normal`
+//! (request, prepare, prepare-ok, commit, reply, heartbeat),
 //! [`view_change`] (StartViewChange / DoViewChange / StartView and the merge),
 //! [`recovery`] (RequestStartView after a restart), [`repair`] (fetching prepares and
 //! the chain walk), [`journal`], [`store`], [`client_table`], [`timeout`], [`constants`].
@@ -14,6 +15,7 @@
 pub mod client_table;
 pub mod constants;
 pub mod journal;
+mod normal;
 pub mod recovery;
 pub mod repair;
 pub mod replica;

@@ -1,0 +1,378 @@
+//! Normal operation: a client request becomes a prepare, travels the chain, gathers a
+//! replication quorum of PrepareOks, commits, is applied and answered. Also the
+//! primary's commit heartbeat and prepare retransmits, and a backup's side of each.
+
+use std::rc::Rc;
+
+use super::StateMachine;
+use super::client_table::Dedup;
+use super::constants::*;
+use super::journal::Entry;
+use super::replica::{Outgoing, PipelineEntry, Replica, Status, bit, mix};
+use super::store::ReplicaStore;
+use super::timeout::Timeout;
+use crate::seam::ProcessId;
+use crate::wire::{self, Command, Header};
+
+impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
+    pub(crate) fn refuse(&mut self, to: ProcessId, request: &Header) {
+        self.stats.requests_refused += 1;
+        let mut header = self.header(Command::Refused);
+        header.client = request.client;
+        header.request = request.request;
+        header.operation = request.operation;
+        // Hint: who this replica believes leads.
+        header.flags = self.primary_of(self.view);
+        self.send(to, header, &[]);
+    }
+
+    pub(crate) fn on_request(&mut self, from: ProcessId, header: Header, body: &[u8]) {
+        let ready = self.status == Status::Normal && self.is_primary() && self.durable.log_view == self.view;
+        if !ready {
+            self.refuse(from, &header);
+            return;
+        }
+        if !self.state_machine.validate_request(header.operation, body) {
+            self.stats.frames_rejected += 1;
+            return;
+        }
+        match self.clients.check(header.client, header.request) {
+            Dedup::Stale => return,
+            Dedup::Duplicate(reply) => {
+                let reply = reply.to_vec();
+                self.clients.set_address(header.client, from);
+                self.outbox.push(Outgoing { to: from, frame: reply });
+                return;
+            }
+            Dedup::New => {}
+        }
+        self.pending_addresses.insert(header.client, from);
+        let in_flight = self.pipeline.iter().any(|entry| {
+            self.journal
+                .get(entry.op)
+                .is_some_and(|e| e.header.client == header.client && e.header.request == header.request)
+        }) || self
+            .request_queue
+            .iter()
+            .any(|(_, queued, _)| queued.client == header.client && queued.request == header.request);
+        if in_flight {
+            return;
+        }
+        if self.pipeline.len() < PIPELINE_PREPARES_MAX {
+            self.prepare(header, body);
+        } else if self.request_queue.len() < REQUEST_QUEUE_MAX {
+            self.request_queue.push_back((from, header, body.to_vec()));
+        } else {
+            self.refuse(from, &header);
+        }
+    }
+
+    /// Primary: assign the next op to a request and replicate it.
+    pub(crate) fn prepare(&mut self, request: Header, body: &[u8]) {
+        assert!(self.status == Status::Normal && self.is_primary());
+        let head = self.journal.head();
+        let parent = self.journal.checksum(head).expect("the primary holds its head");
+        assert!(
+            self.journal.ready(head),
+            "replica {} (view {}, commit {}..{}) prepares on head {head} that is not ready: {:?}",
+            self.config.replica,
+            self.view,
+            self.commit_min,
+            self.commit_max,
+            self.journal
+                .get(head)
+                .map(|entry| (entry.trusted, entry.frame.is_some(), entry.header.view))
+        );
+        let op = head + 1;
+        let mut header = self.header(Command::Prepare);
+        header.op = op;
+        header.commit = self.commit_max;
+        header.parent = parent;
+        header.client = request.client;
+        header.request = request.request;
+        header.operation = request.operation;
+        self.last_timestamp = self.realtime_micros.max(self.last_timestamp + 1);
+        header.timestamp = self.last_timestamp;
+        header.nonce = mix(self.config.entropy_seed ^ mix(op ^ (self.view << 32)));
+        let frame = wire::seal_header(header, body);
+        let (sealed, _) = wire::open(&frame).expect("a frame we just sealed opens");
+        self.journal_prepare(sealed, frame.clone());
+        let mut retransmit = Timeout::new("prepare_retransmit", PREPARE_RETRANSMIT_BASE_TICKS);
+        retransmit.start();
+        self.pipeline.push_back(PipelineEntry {
+            op,
+            checksum: sealed.checksum,
+            oks: bit(self.config.replica),
+            retransmit,
+            attempts: 0,
+        });
+        // Chain replication: the primary sends to the next replica, which forwards.
+        if let Some(next) = self.chain_next() {
+            self.outbox.push(Outgoing {
+                to: ProcessId(u32::from(next)),
+                frame,
+            });
+        }
+        self.commit_pipeline();
+    }
+
+    /// The next replica in this view's prepare chain after this one, if any.
+    pub(crate) fn chain_next(&self) -> Option<u8> {
+        let next = (self.config.replica + 1) % self.config.replicas;
+        (next != self.primary_of(self.view)).then_some(next)
+    }
+
+    /// Journal a prepare durably and in memory (trusted: it is the current view's).
+    pub(crate) fn journal_prepare(&mut self, header: Header, frame: Vec<u8>) {
+        self.chain_dirty = true;
+        // The store is in memory today and cannot fail a prepare write; the storage
+        // issue makes this a fault point (a failed write withholds the PrepareOk).
+        let _ = self.store.write_prepare(header.op, &frame);
+        self.journal.put(Entry {
+            header,
+            frame: Some(Rc::from(frame)),
+            trusted: true,
+        });
+    }
+
+    pub(crate) fn on_prepare(&mut self, header: Header, frame: &[u8]) {
+        if header.view > self.view {
+            // A view started that this replica missed: ask its primary for it.
+            if self.status != Status::Recovering {
+                self.ask_for_start_view(self.primary_of(header.view));
+            }
+            return;
+        }
+        if self.status != Status::Normal || self.is_primary() {
+            return;
+        }
+        let held = self
+            .journal
+            .get(header.op)
+            .map(|entry| (entry.header.checksum, entry.frame.is_some()));
+        match held {
+            // A retransmit (possibly of an op prepared in an older view and kept by the
+            // view change): fill the body if only the header was known, and ack again,
+            // since the first PrepareOk may have been lost.
+            Some((checksum, has_frame)) if checksum == header.checksum => {
+                if !has_frame {
+                    self.journal_prepare_keeping_trust(header, frame);
+                }
+                self.send_prepare_ok(header.op);
+                return;
+            }
+            _ => {}
+        }
+        if header.op <= self.commit_min {
+            // Applied ops are final; a different prepare at one is stale.
+            return;
+        }
+        if header.view < self.view {
+            // An older view's prepare this replica does not hold: canonical only if the
+            // trusted op above names it as its parent.
+            let named = self
+                .journal
+                .get(header.op + 1)
+                .is_some_and(|above| above.trusted && above.header.parent == header.checksum);
+            if named {
+                self.journal_prepare(header, frame.to_vec());
+                self.send_prepare_ok(header.op);
+            }
+            return;
+        }
+        // The current primary's prepare: canonical for this view, superseding anything
+        // an older view left at this op.
+        if let Some(existing) = self.journal.get(header.op) {
+            assert!(
+                existing.header.view < header.view || !existing.trusted,
+                "two prepares for op {} in view {}",
+                header.op,
+                header.view
+            );
+        }
+        self.journal_prepare(header, frame.to_vec());
+        if let Some(next) = self.chain_next() {
+            self.outbox.push(Outgoing {
+                to: ProcessId(u32::from(next)),
+                frame: frame.to_vec(),
+            });
+        }
+        self.commit_max = self.commit_max.max(header.commit);
+        self.send_prepare_ok(header.op);
+    }
+
+    /// Store a prepare's body under a header this replica already holds, keeping the
+    /// entry's trust as it was.
+    pub(crate) fn journal_prepare_keeping_trust(&mut self, header: Header, frame: &[u8]) {
+        let trusted = self.journal.get(header.op).is_some_and(|entry| entry.trusted);
+        let _ = self.store.write_prepare(header.op, frame);
+        self.journal.put(Entry {
+            header,
+            frame: Some(Rc::from(frame.to_vec())),
+            trusted,
+        });
+        self.chain_dirty = true;
+    }
+
+    /// Backup: acknowledge `op` to the primary, if this replica holds it in the current
+    /// view and has made the view durable.
+    pub(crate) fn send_prepare_ok(&mut self, op: u64) {
+        if self.status != Status::Normal || self.is_primary() || self.durable.log_view != self.view {
+            return;
+        }
+        // Ops at or below this replica's commit point are acknowledged too: a new
+        // primary may have started its view with a lower commit point and needs the
+        // acknowledgements to commit them again.
+        if !self.journal.ready(op) {
+            return;
+        }
+        let Some(checksum) = self.journal.checksum(op) else {
+            return;
+        };
+        let mut header = self.header(Command::PrepareOk);
+        header.op = op;
+        header.context = checksum;
+        let primary = self.primary_of(self.view);
+        self.send_to_replica(primary, header, &[]);
+    }
+
+    pub(crate) fn on_prepare_ok(&mut self, sender: u8, header: &Header) {
+        if self.status != Status::Normal || !self.is_primary() || header.view != self.view {
+            return;
+        }
+        if let Some(entry) = self.pipeline.iter_mut().find(|entry| entry.op == header.op)
+            && entry.checksum == header.context
+        {
+            entry.oks |= bit(sender);
+        }
+        self.commit_pipeline();
+    }
+
+    /// Primary: commit every pipeline head that has its quorum, in order.
+    pub(crate) fn commit_pipeline(&mut self) {
+        let quorum = self.quorum_replication();
+        while let Some(entry) = self.pipeline.front() {
+            if (entry.oks.count_ones() as usize) < quorum {
+                break;
+            }
+            assert_eq!(entry.op, self.commit_max + 1, "the pipeline commits in op order");
+            self.commit_max = entry.op;
+            self.pipeline.pop_front();
+        }
+        self.pipeline_inherited = self.pipeline_inherited.min(self.pipeline.len());
+        self.apply_committed();
+        while self.pipeline.len() < PIPELINE_PREPARES_MAX {
+            let Some((from, header, body)) = self.request_queue.pop_front() else {
+                break;
+            };
+            self.pending_addresses.insert(header.client, from);
+            self.prepare(header, &body);
+        }
+    }
+
+    pub(crate) fn tick_pipeline(&mut self) {
+        if self.status != Status::Normal || !self.is_primary() {
+            return;
+        }
+        let mut resend = Vec::new();
+        for entry in &mut self.pipeline {
+            if entry.retransmit.tick() {
+                entry.attempts += 1;
+                let multiplier = (1u64 << entry.attempts.min(8)).min(PREPARE_RETRANSMIT_BACKOFF_MULTIPLIER_MAX);
+                let backoff = PREPARE_RETRANSMIT_BASE_TICKS * multiplier;
+                // Jitter in [0, backoff], seeded from (replica, group, op, attempt).
+                let jitter =
+                    mix(self.config.entropy_seed ^ mix(self.config.group ^ entry.op ^ u64::from(entry.attempts)))
+                        % (backoff + 1);
+                entry.retransmit = Timeout::new("prepare_retransmit", backoff + jitter);
+                entry.retransmit.start();
+                resend.push((entry.op, entry.oks));
+            }
+        }
+        for (op, oks) in resend {
+            let Some(frame) = self.journal.get(op).and_then(|entry| entry.frame.clone()) else {
+                continue;
+            };
+            for replica in 0..self.config.replicas {
+                if oks & bit(replica) == 0 {
+                    self.outbox.push(Outgoing {
+                        to: ProcessId(u32::from(replica)),
+                        frame: frame.to_vec(),
+                    });
+                }
+            }
+        }
+    }
+
+    pub(crate) fn broadcast_commit(&mut self) {
+        debug_assert!(self.status == Status::Normal && self.is_primary());
+        let mut header = self.header(Command::Commit);
+        header.commit = self.commit_max;
+        self.send_to_other_replicas(header, &[]);
+    }
+
+    pub(crate) fn on_commit(&mut self, sender: u8, header: &Header) {
+        if header.view > self.view {
+            if self.status != Status::Recovering {
+                self.ask_for_start_view(sender);
+            }
+            return;
+        }
+        if self.status != Status::Normal || header.view < self.view || sender != self.primary_of(self.view) {
+            return;
+        }
+        self.liveness.reset();
+        self.commit_max = self.commit_max.max(header.commit);
+    }
+
+    /// Apply every committed op this replica holds, in order, replying to clients if
+    /// primary.
+    pub(crate) fn apply_committed(&mut self) {
+        // Only in a started view: trust is settled there (a view change or recovery
+        // may still be replacing stale entries).
+        if self.status != Status::Normal {
+            return;
+        }
+        while self.commit_min < self.commit_max {
+            let op = self.commit_min + 1;
+            if !self.journal.ready(op) {
+                break;
+            }
+            let Some(entry) = self.journal.get(op) else { break };
+            let header = entry.header;
+            let frame = entry.frame.clone().expect("ready entries hold a frame");
+            let parent = self.journal.checksum(op - 1).expect("applied ops stay in the journal");
+            assert_eq!(
+                header.parent, parent,
+                "op {op} does not chain to the applied op below it"
+            );
+            let body = &frame[wire::HEADER_BYTES..];
+            let reply_body = self.state_machine.apply(&header, body);
+            self.commit_min = op;
+            self.stats.ops_applied += 1;
+            tracing::trace!(replica = self.config.replica, group = self.config.group, op, "applied");
+            if header.client != 0 {
+                let address = self
+                    .pending_addresses
+                    .remove(&header.client)
+                    .or_else(|| self.clients.address(header.client))
+                    .unwrap_or(ProcessId(u32::MAX));
+                let mut reply = self.header(Command::Reply);
+                reply.client = header.client;
+                reply.request = header.request;
+                reply.operation = header.operation;
+                reply.op = op;
+                reply.commit = op;
+                reply.timestamp = header.timestamp;
+                let frame = wire::seal_header(reply, &reply_body);
+                if self.is_primary() && self.status == Status::Normal && address != ProcessId(u32::MAX) {
+                    self.outbox.push(Outgoing {
+                        to: address,
+                        frame: frame.clone(),
+                    });
+                }
+                self.clients.record(header.client, header.request, op, frame, address);
+            }
+        }
+    }
+}
