@@ -15,7 +15,7 @@ use crate::harness::crash::CrashConfig;
 use crate::harness::{CheckFailure, Harness, HarnessConfig, SIMULATED_CLUSTER_ID};
 use crate::seeds::SimSeeds;
 use crate::simulation::SimulationConfig;
-use crate::workload::{Action, ActionWeights, MetadataWorkload};
+use crate::workload::{ActionWeights, MetadataWorkload};
 
 /// Ticks the end-of-run drain may take to answer every outstanding request and settle
 /// on one view. Generous (200 s of cluster time, forty liveness windows) so that only
@@ -72,7 +72,7 @@ pub(super) fn run(
     let workload = Rc::new(RefCell::new(MetadataWorkload::with_weights(
         seeds.workload,
         config.clients,
-        metadata_plane_weights(),
+        ActionWeights::metadata_plane(),
     )));
     let gate = Rc::new(RefCell::new(Gate {
         workload: workload.clone(),
@@ -230,18 +230,6 @@ pub(super) fn run(
         None => Verdict::Pass,
     };
     Ok(())
-}
-
-/// The metadata plane's mix: creates outweigh updates, which outweigh deletes, so the
-/// metadata grows deep enough (streams with topics with groups) for every action to
-/// find targets. Part of the seed contract like the action order.
-fn metadata_plane_weights() -> ActionWeights {
-    ActionWeights::from_fn(|action| match action {
-        Action::CreateStream | Action::CreateTopic | Action::CreateUser => 4,
-        Action::CreateConsumerGroup | Action::CreatePersonalAccessToken => 3,
-        Action::DeleteStream | Action::DeleteTopic | Action::DeleteUser => 1,
-        _ => 2,
-    })
 }
 
 /// Heal the network and restart every crashed replica (`--heal-before-quiesce`).

@@ -84,6 +84,18 @@ impl ActionWeights {
         Self { weights }
     }
 
+    /// The metadata plane's mix: creates outweigh updates, which outweigh deletes, so
+    /// the metadata grows deep enough (streams with topics with groups) for every action
+    /// to find targets. Part of the seed contract like the action order.
+    pub fn metadata_plane() -> Self {
+        Self::from_fn(|action| match action {
+            Action::CreateStream | Action::CreateTopic | Action::CreateUser => 4,
+            Action::CreateConsumerGroup | Action::CreatePersonalAccessToken => 3,
+            Action::DeleteStream | Action::DeleteTopic | Action::DeleteUser => 1,
+            _ => 2,
+        })
+    }
+
     /// The weight of `action`.
     pub fn weight(&self, action: Action) -> u32 {
         self.weights[action as usize]

@@ -141,6 +141,8 @@ actions! {
     CreateConsumerGroup => create_consumer_group,
     /// Delete a consumer group.
     DeleteConsumerGroup => delete_consumer_group,
+    /// Log in with a username and password (appended: the order is the seed contract).
+    LoginUser => login_user,
 }
 
 // Pins the start of the order: an insertion before these shifts them and fails here.
