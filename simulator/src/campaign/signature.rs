@@ -10,8 +10,11 @@
 /// message; the rest of a long message is detail, kept in the run's record.
 pub const SIGNATURE_CHARS_MAX: usize = 160;
 
-/// The signature of a failure message.
+/// The signature of a failure message. Only the first clause counts: what follows a
+/// `;` is diagnostic detail (the state of the op a replica is stuck on, say) that
+/// differs between runs hitting one bug.
 pub fn signature(message: &str) -> String {
+    let message = message.split(';').next().unwrap_or_default();
     let mut out = String::with_capacity(message.len().min(SIGNATURE_CHARS_MAX));
     let mut chars = message.chars().peekable();
     while let Some(c) = chars.next() {
@@ -80,6 +83,18 @@ mod tests {
         assert_ne!(
             signature("commit stuck (tick 3037): replica 5 has applied 115 of 349"),
             signature("drain (tick 26000): after 20000 ticks of drain, 2 requests are outstanding")
+        );
+    }
+
+    #[test]
+    fn diagnostic_detail_after_a_semicolon_does_not_split_groups() {
+        assert_eq!(
+            signature(
+                "commit stuck (tick 3037): replica 5 has applied 115 of 349 committed ops; next: op 116: missing"
+            ),
+            signature(
+                "commit stuck (tick 12): replica 1 has applied 3 of 9 committed ops; next: op 4: view=1 trusted=false"
+            )
         );
     }
 
