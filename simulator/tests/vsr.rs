@@ -437,35 +437,3 @@ fn heavy_and_swarm_sweep_200_seeds() {
     sweep(1..200, 6_000, "swarm");
 }
 
-#[test]
-#[ignore = "debug trace"]
-fn trace_seed() {
-    let seed: u64 = std::env::var("SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(190);
-    let profile = simulator::profile::load_profile(&std::env::var("PROFILE").unwrap_or_else(|_| "heavy".into()))
-        .expect("built-in profile");
-    let network = profile.resolve(seed).network;
-    let crash = CrashConfig {
-        crash_probability: 0.01,
-        restart_probability: 0.05,
-        crash_primary: true,
-    };
-    let (mut harness, driver) = harness(seed, 3, network, crash);
-    let mut last: Vec<String> = vec![String::new(); 3];
-    for tick in 0..12_000u64 {
-        if tick == 6_000 {
-            driver.borrow_mut().stopped = true;
-            harness.disable_crashes();
-        }
-        let result = harness.step();
-        for (index, line) in harness.status_lines().into_iter().enumerate() {
-            if line != last[index] {
-                eprintln!("t{tick} {line}");
-                last[index] = line;
-            }
-        }
-        if let Err(failure) = result {
-            eprintln!("FAIL {failure}");
-            break;
-        }
-    }
-}
