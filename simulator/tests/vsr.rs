@@ -436,4 +436,3 @@ fn heavy_and_swarm_sweep_200_seeds() {
     sweep(1..200, 6_000, "heavy");
     sweep(1..200, 6_000, "swarm");
 }
-
