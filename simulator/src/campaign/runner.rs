@@ -187,5 +187,9 @@ pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Re
 
 /// What identifies the build that ran a campaign: seeds replay only on the same build.
 pub fn build_id() -> String {
-    format!("simulator {}", env!("CARGO_PKG_VERSION"))
+    format!(
+        "simulator {} ({})",
+        env!("CARGO_PKG_VERSION"),
+        env!("SIMULATOR_BUILD_COMMIT")
+    )
 }
