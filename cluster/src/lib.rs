@@ -6,7 +6,9 @@
 //! clock); the simulator crate provides deterministic ones. Nothing else in this
 //! crate may read the OS clock, OS randomness or spawn threads (`clippy.toml`).
 
+mod codec;
 pub mod metadata;
+pub mod partition;
 pub mod runtime;
 pub mod seam;
 pub mod shard;

@@ -14,7 +14,6 @@
 //!
 //! | file | what it holds |
 //! |---|---|
-//! | `codec.rs` | [`DecodeError`], the byte reader and writer every codec here uses |
 //! | `name.rs` | name and password validation, [`NAME_BYTES_MAX`] |
 //! | `limits.rs` | every entity-count bound and the [`Limit`] a reply names |
 //! | `permissions.rs` | [`Permissions`] and their codec |
@@ -28,7 +27,6 @@
 //! | `machine.rs` | [`MetadataMachine`]: the state as the VSR group's `StateMachine` |
 
 mod client_table;
-mod codec;
 mod credentials;
 mod entities;
 mod limits;
@@ -43,8 +41,8 @@ mod state;
 #[cfg(test)]
 mod tests;
 
+pub use crate::codec::{DecodeError, STRING_DECODE_BYTES_MAX};
 pub use client_table::{CLIENT_REPLY_BYTES_MAX, CLIENT_TABLE_CLIENTS_MAX, ClientTable, Dedup};
-pub use codec::{DecodeError, STRING_DECODE_BYTES_MAX};
 pub use credentials::TOKEN_CHARS;
 pub use entities::{ConsumerGroup, PersonalAccessToken, Stream, Topic, User};
 pub use limits::{

@@ -12,8 +12,8 @@
 
 use std::fmt;
 
-use super::codec::{DecodeError, Reader, Writer};
 use super::permissions::Permissions;
+use crate::codec::{DecodeError, Reader, Writer};
 
 /// When a topic's writes are acknowledged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -581,9 +581,9 @@ impl fmt::Debug for MetadataOp {
 mod tests {
     use std::collections::BTreeSet;
 
-    use super::super::codec::STRING_DECODE_BYTES_MAX;
     use super::super::permissions::StreamPermissions;
     use super::*;
+    use crate::codec::STRING_DECODE_BYTES_MAX;
 
     /// One op of every variant, with non-trivial field values.
     fn every_variant() -> Vec<MetadataOp> {

@@ -8,8 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use super::codec::{DecodeError, Reader, Writer};
 use super::limits::PERMISSION_STREAMS_MAX;
+use crate::codec::{DecodeError, Reader, Writer};
 
 /// Permissions that apply to every stream and to user administration.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -11,8 +11,8 @@
 
 use std::fmt;
 
-use super::codec::{DecodeError, Reader, Writer};
 use super::limits::Limit;
+use crate::codec::{DecodeError, Reader, Writer};
 
 /// The answer to one applied op. Success variants come first.
 #[derive(Clone, PartialEq, Eq)]

@@ -15,7 +15,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::codec::{DecodeError, Reader, Writer};
 use super::entities::{ConsumerGroup, PersonalAccessToken, Stream, Topic, User};
 use super::limits::{
     CONSUMER_GROUPS_PER_TOPIC_MAX, PARTITIONS_PER_TOPIC_MAX, PARTITIONS_TOTAL_MAX, STREAMS_MAX, TOKENS_PER_USER_MAX,
@@ -25,6 +24,7 @@ use super::name::is_valid_name;
 use super::ops::Durability;
 use super::permissions::Permissions;
 use super::state::{MetadataState, ROOT_USER_ID};
+use crate::codec::{DecodeError, Reader, Writer};
 
 impl MetadataState {
     /// The canonical bytes of the whole state. Layout (little-endian, counts as varints):

@@ -1,4 +1,4 @@
-//! The byte codec shared by metadata ops, replies and the state snapshot.
+//! The byte codec shared by every state machine's ops, replies and state encodings (metadata and partition planes).
 //!
 //! Models: little-endian fixed-width integers, LEB128 varints for lengths and counts,
 //! length-prefixed UTF-8 strings, strict booleans, and a [`DecodeError`] that names
@@ -105,37 +105,37 @@ impl std::error::Error for DecodeError {}
 
 /// Appends encoded values to a growing buffer. Encoding cannot fail.
 #[derive(Debug, Default)]
-pub(super) struct Writer {
+pub(crate) struct Writer {
     bytes: Vec<u8>,
 }
 
 impl Writer {
-    pub(super) fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
-    pub(super) fn u8(&mut self, value: u8) {
+    pub(crate) fn u8(&mut self, value: u8) {
         self.bytes.push(value);
     }
 
-    pub(super) fn u32(&mut self, value: u32) {
+    pub(crate) fn u32(&mut self, value: u32) {
         self.bytes.extend_from_slice(&value.to_le_bytes());
     }
 
-    pub(super) fn u64(&mut self, value: u64) {
+    pub(crate) fn u64(&mut self, value: u64) {
         self.bytes.extend_from_slice(&value.to_le_bytes());
     }
 
-    pub(super) fn u128(&mut self, value: u128) {
+    pub(crate) fn u128(&mut self, value: u128) {
         self.bytes.extend_from_slice(&value.to_le_bytes());
     }
 
-    pub(super) fn bool(&mut self, value: bool) {
+    pub(crate) fn bool(&mut self, value: bool) {
         self.bytes.push(u8::from(value));
     }
 
     /// LEB128, least significant group first; the shortest form (canonical).
-    pub(super) fn varint(&mut self, mut value: u64) {
+    pub(crate) fn varint(&mut self, mut value: u64) {
         loop {
             // Truncation intended: the low seven bits.
             let group = (value & 0x7f) as u8;
@@ -149,16 +149,16 @@ impl Writer {
     }
 
     /// A count or length: usize always fits in u64 on supported targets.
-    pub(super) fn len(&mut self, len: usize) {
+    pub(crate) fn len(&mut self, len: usize) {
         self.varint(len as u64);
     }
 
-    pub(super) fn str(&mut self, value: &str) {
+    pub(crate) fn str(&mut self, value: &str) {
         self.len(value.len());
         self.bytes.extend_from_slice(value.as_bytes());
     }
 
-    pub(super) fn opt_str(&mut self, value: Option<&str>) {
+    pub(crate) fn opt_str(&mut self, value: Option<&str>) {
         match value {
             None => self.u8(0),
             Some(s) => {
@@ -168,7 +168,7 @@ impl Writer {
         }
     }
 
-    pub(super) fn opt_bool(&mut self, value: Option<bool>) {
+    pub(crate) fn opt_bool(&mut self, value: Option<bool>) {
         match value {
             None => self.u8(0),
             Some(b) => {
@@ -178,7 +178,7 @@ impl Writer {
         }
     }
 
-    pub(super) fn opt_u64(&mut self, value: Option<u64>) {
+    pub(crate) fn opt_u64(&mut self, value: Option<u64>) {
         match value {
             None => self.u8(0),
             Some(v) => {
@@ -188,20 +188,26 @@ impl Writer {
         }
     }
 
-    pub(super) fn finish(self) -> Vec<u8> {
+    /// Length-prefixed bytes.
+    pub(crate) fn bytes(&mut self, value: &[u8]) {
+        self.len(value.len());
+        self.bytes.extend_from_slice(value);
+    }
+
+    pub(crate) fn finish(self) -> Vec<u8> {
         self.bytes
     }
 }
 
 /// Reads encoded values from a slice, failing with a [`DecodeError`] naming the field.
 #[derive(Debug)]
-pub(super) struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     bytes: &'a [u8],
     offset: usize,
 }
 
 impl<'a> Reader<'a> {
-    pub(super) fn new(bytes: &'a [u8]) -> Self {
+    pub(crate) fn new(bytes: &'a [u8]) -> Self {
         Self { bytes, offset: 0 }
     }
 
@@ -222,23 +228,23 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
-    pub(super) fn u8(&mut self, field: &'static str) -> Result<u8, DecodeError> {
+    pub(crate) fn u8(&mut self, field: &'static str) -> Result<u8, DecodeError> {
         Ok(self.array::<1>(field)?[0])
     }
 
-    pub(super) fn u32(&mut self, field: &'static str) -> Result<u32, DecodeError> {
+    pub(crate) fn u32(&mut self, field: &'static str) -> Result<u32, DecodeError> {
         Ok(u32::from_le_bytes(self.array(field)?))
     }
 
-    pub(super) fn u64(&mut self, field: &'static str) -> Result<u64, DecodeError> {
+    pub(crate) fn u64(&mut self, field: &'static str) -> Result<u64, DecodeError> {
         Ok(u64::from_le_bytes(self.array(field)?))
     }
 
-    pub(super) fn u128(&mut self, field: &'static str) -> Result<u128, DecodeError> {
+    pub(crate) fn u128(&mut self, field: &'static str) -> Result<u128, DecodeError> {
         Ok(u128::from_le_bytes(self.array(field)?))
     }
 
-    pub(super) fn bool(&mut self, field: &'static str) -> Result<bool, DecodeError> {
+    pub(crate) fn bool(&mut self, field: &'static str) -> Result<bool, DecodeError> {
         match self.u8(field)? {
             0 => Ok(false),
             1 => Ok(true),
@@ -246,7 +252,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    pub(super) fn varint(&mut self, field: &'static str) -> Result<u64, DecodeError> {
+    pub(crate) fn varint(&mut self, field: &'static str) -> Result<u64, DecodeError> {
         let start = self.offset;
         let mut value: u64 = 0;
         for index in 0..VARINT_BYTES_MAX {
@@ -271,7 +277,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A length or count, rejected before anything is allocated if above `max`.
-    pub(super) fn len(&mut self, field: &'static str, max: usize) -> Result<usize, DecodeError> {
+    pub(crate) fn len(&mut self, field: &'static str, max: usize) -> Result<usize, DecodeError> {
         let len = self.varint(field)?;
         let max_u64 = max as u64;
         if len > max_u64 {
@@ -285,7 +291,13 @@ impl<'a> Reader<'a> {
         Ok(len as usize)
     }
 
-    pub(super) fn string(&mut self, field: &'static str) -> Result<String, DecodeError> {
+    /// Length-prefixed bytes of at most `max`; copied only once known to be present.
+    pub(crate) fn bytes(&mut self, field: &'static str, max: usize) -> Result<Vec<u8>, DecodeError> {
+        let len = self.len(field, max)?;
+        Ok(self.take(len, field)?.to_vec())
+    }
+
+    pub(crate) fn string(&mut self, field: &'static str) -> Result<String, DecodeError> {
         let len = self.len(field, STRING_DECODE_BYTES_MAX)?;
         let bytes = self.take(len, field)?;
         std::str::from_utf8(bytes)
@@ -301,7 +313,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    pub(super) fn opt_string(&mut self, field: &'static str) -> Result<Option<String>, DecodeError> {
+    pub(crate) fn opt_string(&mut self, field: &'static str) -> Result<Option<String>, DecodeError> {
         if self.option_tag(field)? {
             Ok(Some(self.string(field)?))
         } else {
@@ -309,7 +321,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    pub(super) fn opt_bool(&mut self, field: &'static str) -> Result<Option<bool>, DecodeError> {
+    pub(crate) fn opt_bool(&mut self, field: &'static str) -> Result<Option<bool>, DecodeError> {
         if self.option_tag(field)? {
             Ok(Some(self.bool(field)?))
         } else {
@@ -317,7 +329,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    pub(super) fn opt_u64(&mut self, field: &'static str) -> Result<Option<u64>, DecodeError> {
+    pub(crate) fn opt_u64(&mut self, field: &'static str) -> Result<Option<u64>, DecodeError> {
         if self.option_tag(field)? {
             Ok(Some(self.u64(field)?))
         } else {
@@ -326,7 +338,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Succeeds only if every byte was consumed.
-    pub(super) fn finish(self) -> Result<(), DecodeError> {
+    pub(crate) fn finish(self) -> Result<(), DecodeError> {
         let count = self.bytes.len() - self.offset;
         if count == 0 {
             Ok(())

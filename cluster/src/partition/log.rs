@@ -1,0 +1,265 @@
+//! The partition log, in memory: consecutive offsets, segments, a per-message index and
+//! time-based retention.
+//!
+//! Models: every appended message gets the next offset (from 0) and keeps the prepare
+//! header's timestamp; messages live in segments that roll every
+//! [`SEGMENT_MESSAGES_MAX`] messages or [`SEGMENT_BYTES_MAX`] bytes; each segment keeps
+//! a 24-byte index entry per message (offset, byte position within the segment,
+//! timestamp) as a file-backed segment would; retention drops whole expired segments
+//! from the front, never the active one; reads serve polls from local state.
+//!
+//! Does not model: files, fsync, the write-ahead log or its durable frontier, sparse
+//! indexes, size-based retention, or state transfer of segments. Positions are those a
+//! segment file would have, computed with [`MESSAGE_HEADER_BYTES`] per message.
+
+use crate::codec::DecodeError;
+
+/// Most messages in one segment before it rolls. Small so that retention, which drops
+/// whole segments, frees space in steps a simulation can reach.
+pub const SEGMENT_MESSAGES_MAX: usize = 1_000;
+
+/// Most bytes (message headers plus payloads) in one segment before it rolls: 16 MiB,
+/// so a segment file would stay small enough to copy in a state transfer quickly.
+pub const SEGMENT_BYTES_MAX: u64 = 16 * 1024 * 1024;
+
+/// Bytes a stored message occupies in a segment before its payload: offset (8),
+/// timestamp (8), id (16), payload length (4).
+pub const MESSAGE_HEADER_BYTES: u64 = 36;
+
+/// Bytes of one index entry: offset, position, timestamp, each a little-endian u64.
+pub const INDEX_ENTRY_BYTES: usize = 24;
+
+/// Most messages one read returns, whatever is asked: bounds the work of a poll, which
+/// a replica serves without consensus.
+pub const READ_MESSAGES_MAX: usize = 1_000;
+
+/// One message as the log keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredMessage {
+    /// Its offset in the partition.
+    pub offset: u64,
+    /// The timestamp of the prepare that appended it, in microseconds.
+    pub timestamp_micros: u64,
+    /// The producer's id.
+    pub id: u128,
+    /// The bytes.
+    pub payload: Vec<u8>,
+}
+
+impl StoredMessage {
+    /// Bytes it occupies in a segment.
+    pub fn stored_bytes(&self) -> u64 {
+        MESSAGE_HEADER_BYTES + self.payload.len() as u64
+    }
+}
+
+/// One index entry: where a message sits in its segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IndexEntry {
+    /// The message's offset.
+    pub offset: u64,
+    /// Its byte position within the segment.
+    pub position: u64,
+    /// Its timestamp in microseconds.
+    pub timestamp_micros: u64,
+}
+
+/// `[offset][position][timestamp]`, little-endian.
+pub fn encode_index_entry(entry: &IndexEntry) -> [u8; INDEX_ENTRY_BYTES] {
+    let mut out = [0u8; INDEX_ENTRY_BYTES];
+    out[0..8].copy_from_slice(&entry.offset.to_le_bytes());
+    out[8..16].copy_from_slice(&entry.position.to_le_bytes());
+    out[16..24].copy_from_slice(&entry.timestamp_micros.to_le_bytes());
+    out
+}
+
+/// The inverse of [`encode_index_entry`]; `bytes` must be exactly one entry.
+pub fn decode_index_entry(bytes: &[u8]) -> Result<IndexEntry, DecodeError> {
+    if bytes.len() > INDEX_ENTRY_BYTES {
+        return Err(DecodeError::TrailingBytes {
+            count: bytes.len() - INDEX_ENTRY_BYTES,
+        });
+    }
+    let field = |start: usize, name: &'static str| -> Result<u64, DecodeError> {
+        let mut raw = [0u8; 8];
+        let slice = bytes.get(start..start + 8).ok_or(DecodeError::Truncated {
+            field: name,
+            offset: start,
+        })?;
+        raw.copy_from_slice(slice);
+        Ok(u64::from_le_bytes(raw))
+    };
+    Ok(IndexEntry {
+        offset: field(0, "index offset")?,
+        position: field(8, "index position")?,
+        timestamp_micros: field(16, "index timestamp")?,
+    })
+}
+
+/// A run of consecutive messages with its index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Segment {
+    base_offset: u64,
+    messages: Vec<StoredMessage>,
+    index: Vec<u8>,
+    bytes: u64,
+}
+
+impl Segment {
+    fn new(base_offset: u64) -> Self {
+        Self {
+            base_offset,
+            messages: Vec::new(),
+            index: Vec::new(),
+            bytes: 0,
+        }
+    }
+
+    /// The offset of its first message (or of the next one, when empty).
+    pub fn base_offset(&self) -> u64 {
+        self.base_offset
+    }
+
+    /// Its messages, in offset order.
+    pub fn messages(&self) -> &[StoredMessage] {
+        &self.messages
+    }
+
+    /// Its size as a segment file would have it, in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The raw index: [`INDEX_ENTRY_BYTES`] per message.
+    pub fn index_bytes(&self) -> &[u8] {
+        &self.index
+    }
+
+    /// The index entry of its `position`-th message.
+    pub fn index_entry(&self, position: usize) -> Option<IndexEntry> {
+        let start = position.checked_mul(INDEX_ENTRY_BYTES)?;
+        let bytes = self.index.get(start..start.checked_add(INDEX_ENTRY_BYTES)?)?;
+        decode_index_entry(bytes).ok()
+    }
+
+    fn newest_timestamp_micros(&self) -> Option<u64> {
+        self.messages.last().map(|m| m.timestamp_micros)
+    }
+
+    fn has_room_for(&self, stored_bytes: u64) -> bool {
+        self.messages.is_empty()
+            || (self.messages.len() < SEGMENT_MESSAGES_MAX && self.bytes + stored_bytes <= SEGMENT_BYTES_MAX)
+    }
+
+    fn push(&mut self, message: StoredMessage) {
+        let entry = IndexEntry {
+            offset: message.offset,
+            position: self.bytes,
+            timestamp_micros: message.timestamp_micros,
+        };
+        self.index.extend_from_slice(&encode_index_entry(&entry));
+        self.bytes += message.stored_bytes();
+        self.messages.push(message);
+    }
+}
+
+/// The log: segments in offset order, the last one active. Never empty of segments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionLog {
+    segments: Vec<Segment>,
+    next_offset: u64,
+}
+
+impl Default for PartitionLog {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PartitionLog {
+    /// An empty log whose first message will get offset 0.
+    pub fn new() -> Self {
+        Self {
+            segments: vec![Segment::new(0)],
+            next_offset: 0,
+        }
+    }
+
+    /// The offset the next appended message gets.
+    pub fn next_offset(&self) -> u64 {
+        self.next_offset
+    }
+
+    /// The oldest offset still retained (equal to `next_offset` when nothing is).
+    pub fn oldest_offset(&self) -> u64 {
+        self.segments.first().map_or(self.next_offset, Segment::base_offset)
+    }
+
+    /// The segments, oldest first; the last is the active one.
+    pub fn segments(&self) -> &[Segment] {
+        &self.segments
+    }
+
+    /// Append one message at `next_offset`, rolling the active segment if it is full.
+    /// Returns its offset.
+    pub fn append(&mut self, timestamp_micros: u64, id: u128, payload: Vec<u8>) -> u64 {
+        let offset = self.next_offset;
+        let message = StoredMessage {
+            offset,
+            timestamp_micros,
+            id,
+            payload,
+        };
+        let fits = self
+            .segments
+            .last()
+            .is_some_and(|active| active.has_room_for(message.stored_bytes()));
+        if !fits {
+            self.segments.push(Segment::new(offset));
+        }
+        if let Some(active) = self.segments.last_mut() {
+            active.push(message);
+        }
+        self.next_offset += 1;
+        offset
+    }
+
+    /// Drop whole segments from the front whose newest message is older than
+    /// `now_micros - expiry_micros`, never the active segment. `expiry_micros == 0`
+    /// keeps everything. Stops at the first segment kept, so the retained log stays
+    /// contiguous even if timestamps ever step back across views. Returns how many
+    /// segments were dropped.
+    pub fn apply_retention(&mut self, now_micros: u64, expiry_micros: u64) -> usize {
+        if expiry_micros == 0 {
+            return 0;
+        }
+        let cutoff = now_micros.saturating_sub(expiry_micros);
+        let droppable = self.segments.len().saturating_sub(1);
+        let expired = self.segments[..droppable]
+            .iter()
+            .take_while(|s| s.newest_timestamp_micros().is_some_and(|newest| newest < cutoff))
+            .count();
+        self.segments.drain(..expired);
+        expired
+    }
+
+    /// Up to `max_messages` (and at most [`READ_MESSAGES_MAX`]) messages from `offset`
+    /// on. Nothing below the oldest retained offset or at or after `next_offset`.
+    pub fn read(&self, offset: u64, max_messages: usize) -> Vec<&StoredMessage> {
+        if offset < self.oldest_offset() || offset >= self.next_offset {
+            return Vec::new();
+        }
+        let limit = max_messages.min(READ_MESSAGES_MAX);
+        let first = self
+            .segments
+            .partition_point(|s| s.base_offset <= offset)
+            .saturating_sub(1);
+        let skip = usize::try_from(offset - self.segments[first].base_offset).unwrap_or(usize::MAX);
+        self.segments[first..]
+            .iter()
+            .flat_map(|s| s.messages.iter())
+            .skip(skip)
+            .take(limit)
+            .collect()
+    }
+}

@@ -1,0 +1,63 @@
+//! [`PartitionMachine`]: one partition's state as its VSR group's state machine.
+//!
+//! Models: decoding the committed body by the header's operation code and applying it
+//! with the context the primary fixed (header timestamp and op number). A body that
+//! does not decode to the operation its header names is refused on the request path
+//! ([`PartitionMachine::validate`]); if one is ever committed anyway, applying it
+//! changes nothing and replies with an empty body on every replica alike.
+//!
+//! Does not model: the request path, deduplication, or polls (read from
+//! [`PartitionMachine::state`] directly).
+
+use super::{ApplyContext, PartitionOp, PartitionState};
+use crate::vsr::StateMachine;
+use crate::wire::Header;
+
+/// The partition state machine of one replica.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionMachine {
+    state: PartitionState,
+}
+
+impl PartitionMachine {
+    /// An empty partition whose messages expire after `message_expiry_micros` (0 = never).
+    pub fn new(message_expiry_micros: u64) -> Self {
+        Self {
+            state: PartitionState::new(message_expiry_micros),
+        }
+    }
+
+    /// The state.
+    pub fn state(&self) -> &PartitionState {
+        &self.state
+    }
+
+    /// Whether a request body decodes to the operation its header names.
+    pub fn validate(operation: u8, body: &[u8]) -> bool {
+        PartitionOp::decode(body).is_ok_and(|op| op.operation_code() == operation)
+    }
+}
+
+impl StateMachine for PartitionMachine {
+    fn apply(&mut self, header: &Header, body: &[u8]) -> Vec<u8> {
+        let Ok(op) = PartitionOp::decode(body) else {
+            return Vec::new();
+        };
+        if op.operation_code() != header.operation {
+            return Vec::new();
+        }
+        let context = ApplyContext {
+            timestamp_micros: header.timestamp,
+            op_number: header.op,
+        };
+        self.state.apply(&op, &context).encode()
+    }
+
+    fn digest(&self) -> u128 {
+        self.state.digest()
+    }
+
+    fn validate_request(&self, operation: u8, body: &[u8]) -> bool {
+        Self::validate(operation, body)
+    }
+}

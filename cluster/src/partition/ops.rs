@@ -1,0 +1,237 @@
+//! The operations one partition's VSR group replicates, and their binary codec.
+//!
+//! Models: appending a batch of messages, storing and deleting a consumer's offset,
+//! and fencing a consumer group's ownership of the partition (`SetGroupOwner`, which
+//! the metadata plane will drive). The codec is versionless:
+//! `[operation code: u8][fields]`, integers little-endian, counts and lengths as
+//! LEB128 varints. Operation codes start at [`OPERATION_CODE_MIN`]; 0..63 belong to the
+//! metadata plane, so a body sent to the wrong plane never decodes.
+//!
+//! Does not model: whether an op is allowed (an offset beyond the log or a stale owner
+//! decodes fine; the state machine answers it), who sent it (client and request number
+//! live in the request header), or polls, which are served from local state without
+//! consensus.
+
+use crate::codec::DecodeError;
+
+use crate::codec::{Reader, Writer};
+
+/// The first operation code of the partition plane. Codes below it are the metadata
+/// plane's; codes are append-only and never renumbered.
+pub const OPERATION_CODE_MIN: u8 = 64;
+
+/// Most messages in one `SendMessages` batch. Bounds the per-op work of a replica and
+/// the allocation a decoder makes for the message list.
+pub const MESSAGES_PER_BATCH_MAX: usize = 1_000;
+
+/// Largest payload of one message, in bytes. A single message must fit comfortably in
+/// a frame (`wire::FRAME_BYTES_MAX`, 1 MiB) alongside its header.
+pub const PAYLOAD_BYTES_MAX: usize = 64 * 1024;
+
+/// Largest sum of payload bytes in one batch. Half a frame, so a full batch plus its
+/// per-message overhead (at most ~20 bytes times [`MESSAGES_PER_BATCH_MAX`]) and the
+/// 256-byte header always fit in one 1 MiB frame.
+pub const BATCH_BYTES_MAX: usize = 512 * 1024;
+
+const CODE_SEND_MESSAGES: u8 = OPERATION_CODE_MIN;
+const CODE_STORE_CONSUMER_OFFSET: u8 = OPERATION_CODE_MIN + 1;
+const CODE_DELETE_CONSUMER_OFFSET: u8 = OPERATION_CODE_MIN + 2;
+const CODE_SET_GROUP_OWNER: u8 = OPERATION_CODE_MIN + 3;
+
+/// Consumer kind bytes. 0 is deliberately unassigned so a zeroed or defaulted kind is
+/// rejected rather than silently read as a single consumer.
+const KIND_SINGLE: u8 = 1;
+const KIND_GROUP: u8 = 2;
+
+/// One message a producer sends: a client-chosen id and opaque bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    /// Client-chosen id (for deduplication by consumers; not checked here).
+    pub id: u128,
+    /// Opaque bytes, at most [`PAYLOAD_BYTES_MAX`].
+    pub payload: Vec<u8>,
+}
+
+/// Who an offset belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Consumer {
+    /// A standalone consumer, keyed by its id.
+    Single {
+        /// The consumer.
+        consumer_id: u32,
+    },
+    /// A member of a consumer group, writing the group's offset.
+    Group {
+        /// The group (the offset's key).
+        group_id: u32,
+        /// The member claiming to own the partition.
+        member_id: u32,
+        /// The ownership generation the member believes current.
+        generation: u64,
+    },
+}
+
+/// The key a consumer's offset is stored under: a group's members share one offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ConsumerKey {
+    /// A standalone consumer.
+    Single(u32),
+    /// A consumer group.
+    Group(u32),
+}
+
+impl Consumer {
+    /// The key its offset is stored under.
+    pub fn key(&self) -> ConsumerKey {
+        match *self {
+            Consumer::Single { consumer_id } => ConsumerKey::Single(consumer_id),
+            Consumer::Group { group_id, .. } => ConsumerKey::Group(group_id),
+        }
+    }
+
+    fn encode_into(&self, w: &mut Writer) {
+        match *self {
+            Consumer::Single { consumer_id } => {
+                w.u8(KIND_SINGLE);
+                w.u32(consumer_id);
+            }
+            Consumer::Group {
+                group_id,
+                member_id,
+                generation,
+            } => {
+                w.u8(KIND_GROUP);
+                w.u32(group_id);
+                w.u32(member_id);
+                w.u64(generation);
+            }
+        }
+    }
+
+    fn decode_from(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        match r.u8("consumer kind")? {
+            KIND_SINGLE => Ok(Consumer::Single {
+                consumer_id: r.u32("consumer id")?,
+            }),
+            KIND_GROUP => Ok(Consumer::Group {
+                group_id: r.u32("group id")?,
+                member_id: r.u32("member id")?,
+                generation: r.u64("generation")?,
+            }),
+            code => Err(DecodeError::UnknownCode {
+                field: "consumer kind",
+                code,
+            }),
+        }
+    }
+}
+
+/// One partition operation, as proposed by the primary and applied by every replica.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PartitionOp {
+    /// Append a batch; replies `Appended` with the offsets it was given.
+    SendMessages {
+        /// 1 to [`MESSAGES_PER_BATCH_MAX`] messages.
+        messages: Vec<Message>,
+    },
+    /// Record where a consumer will read next (at most the log's next offset).
+    StoreConsumerOffset {
+        /// Whose offset.
+        consumer: Consumer,
+        /// The offset.
+        offset: u64,
+    },
+    /// Forget a consumer's offset; a missing one is fine.
+    DeleteConsumerOffset {
+        /// Whose offset.
+        consumer: Consumer,
+    },
+    /// Hand a group's ownership of this partition to a member at a newer generation.
+    SetGroupOwner {
+        /// The group.
+        group_id: u32,
+        /// The new owner.
+        member_id: u32,
+        /// Must be above the current generation (0 when the group has no owner yet).
+        generation: u64,
+    },
+}
+
+impl PartitionOp {
+    /// The stable operation code (the header's `operation` byte).
+    pub fn operation_code(&self) -> u8 {
+        match self {
+            PartitionOp::SendMessages { .. } => CODE_SEND_MESSAGES,
+            PartitionOp::StoreConsumerOffset { .. } => CODE_STORE_CONSUMER_OFFSET,
+            PartitionOp::DeleteConsumerOffset { .. } => CODE_DELETE_CONSUMER_OFFSET,
+            PartitionOp::SetGroupOwner { .. } => CODE_SET_GROUP_OWNER,
+        }
+    }
+
+    /// `[operation code][fields]`.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u8(self.operation_code());
+        match self {
+            PartitionOp::SendMessages { messages } => {
+                w.len(messages.len());
+                for message in messages {
+                    w.u128(message.id);
+                    w.bytes(&message.payload);
+                }
+            }
+            PartitionOp::StoreConsumerOffset { consumer, offset } => {
+                consumer.encode_into(&mut w);
+                w.u64(*offset);
+            }
+            PartitionOp::DeleteConsumerOffset { consumer } => consumer.encode_into(&mut w),
+            PartitionOp::SetGroupOwner {
+                group_id,
+                member_id,
+                generation,
+            } => {
+                w.u32(*group_id);
+                w.u32(*member_id);
+                w.u64(*generation);
+            }
+        }
+        w.finish()
+    }
+
+    /// The inverse of [`PartitionOp::encode`]; every byte must be used.
+    pub fn decode(bytes: &[u8]) -> Result<PartitionOp, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let op = match r.u8("operation code")? {
+            CODE_SEND_MESSAGES => {
+                let count = r.len("message count", MESSAGES_PER_BATCH_MAX)?;
+                let mut messages = Vec::with_capacity(count);
+                for _ in 0..count {
+                    let id = r.u128("message id")?;
+                    let payload = r.bytes("message payload", PAYLOAD_BYTES_MAX)?;
+                    messages.push(Message { id, payload });
+                }
+                PartitionOp::SendMessages { messages }
+            }
+            CODE_STORE_CONSUMER_OFFSET => PartitionOp::StoreConsumerOffset {
+                consumer: Consumer::decode_from(&mut r)?,
+                offset: r.u64("offset")?,
+            },
+            CODE_DELETE_CONSUMER_OFFSET => PartitionOp::DeleteConsumerOffset {
+                consumer: Consumer::decode_from(&mut r)?,
+            },
+            CODE_SET_GROUP_OWNER => PartitionOp::SetGroupOwner {
+                group_id: r.u32("group id")?,
+                member_id: r.u32("member id")?,
+                generation: r.u64("generation")?,
+            },
+            code => {
+                return Err(DecodeError::UnknownCode {
+                    field: "operation code",
+                    code,
+                });
+            }
+        };
+        r.finish()?;
+        Ok(op)
+    }
+}

@@ -1,0 +1,161 @@
+//! What applying a partition op answers, its binary codec, and its outcome class.
+//!
+//! Models: the successes (`Appended` with the batch's first and last offsets, `Ok`)
+//! and every error a client can act on: an empty or oversized batch, an offset beyond
+//! the log, a stale group owner, a non-increasing owner generation. Replies encode as
+//! `[reply code: u8][fields]`; success codes are below [`REPLY_ERROR_CODE_MIN`].
+//!
+//! Does not model: transport outcomes (not accepted, not committed, redirects) that
+//! the request path produces without applying an op, or poll results (served locally).
+
+use crate::codec::DecodeError;
+
+use crate::codec::{Reader, Writer};
+
+/// The first reply code that is an error; codes are append-only.
+pub const REPLY_ERROR_CODE_MIN: u8 = 16;
+
+const CODE_OK: u8 = 0;
+const CODE_APPENDED: u8 = 1;
+const CODE_EMPTY_BATCH: u8 = REPLY_ERROR_CODE_MIN;
+const CODE_BATCH_TOO_LARGE: u8 = REPLY_ERROR_CODE_MIN + 1;
+const CODE_OFFSET_BEYOND_LOG: u8 = REPLY_ERROR_CODE_MIN + 2;
+const CODE_STALE_OWNER: u8 = REPLY_ERROR_CODE_MIN + 3;
+const CODE_STALE_GENERATION: u8 = REPLY_ERROR_CODE_MIN + 4;
+
+/// The answer to one applied partition op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartitionReply {
+    /// `SendMessages` succeeded: the batch holds offsets `base_offset..=last_offset`.
+    Appended {
+        /// The first message's offset.
+        base_offset: u64,
+        /// The last message's offset.
+        last_offset: u64,
+    },
+    /// Done; nothing to report.
+    Ok,
+    /// `SendMessages` with no messages.
+    EmptyBatch,
+    /// `SendMessages` with too many messages or payload bytes.
+    BatchTooLarge,
+    /// A stored offset must be at most the log's next offset.
+    OffsetBeyondLog {
+        /// The log's next offset when the op applied.
+        next_offset: u64,
+    },
+    /// A group offset write from a member that is not the owner at the current generation.
+    StaleOwner {
+        /// The group's current owner generation.
+        current_generation: u64,
+    },
+    /// `SetGroupOwner` with a generation not above the current one.
+    StaleGeneration,
+}
+
+/// A reply's class without its fields, for classifying against expectations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PartitionOutcome {
+    /// See [`PartitionReply::Appended`].
+    Appended,
+    /// See [`PartitionReply::Ok`].
+    Ok,
+    /// See [`PartitionReply::EmptyBatch`].
+    EmptyBatch,
+    /// See [`PartitionReply::BatchTooLarge`].
+    BatchTooLarge,
+    /// See [`PartitionReply::OffsetBeyondLog`].
+    OffsetBeyondLog,
+    /// See [`PartitionReply::StaleOwner`].
+    StaleOwner,
+    /// See [`PartitionReply::StaleGeneration`].
+    StaleGeneration,
+}
+
+impl PartitionOutcome {
+    /// Whether the op took effect.
+    pub fn is_success(self) -> bool {
+        matches!(self, PartitionOutcome::Appended | PartitionOutcome::Ok)
+    }
+}
+
+impl PartitionReply {
+    /// Its class.
+    pub fn outcome(&self) -> PartitionOutcome {
+        match self {
+            PartitionReply::Appended { .. } => PartitionOutcome::Appended,
+            PartitionReply::Ok => PartitionOutcome::Ok,
+            PartitionReply::EmptyBatch => PartitionOutcome::EmptyBatch,
+            PartitionReply::BatchTooLarge => PartitionOutcome::BatchTooLarge,
+            PartitionReply::OffsetBeyondLog { .. } => PartitionOutcome::OffsetBeyondLog,
+            PartitionReply::StaleOwner { .. } => PartitionOutcome::StaleOwner,
+            PartitionReply::StaleGeneration => PartitionOutcome::StaleGeneration,
+        }
+    }
+
+    /// `[reply code][fields]`.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        match *self {
+            PartitionReply::Appended {
+                base_offset,
+                last_offset,
+            } => {
+                w.u8(CODE_APPENDED);
+                w.u64(base_offset);
+                w.u64(last_offset);
+            }
+            PartitionReply::Ok => w.u8(CODE_OK),
+            PartitionReply::EmptyBatch => w.u8(CODE_EMPTY_BATCH),
+            PartitionReply::BatchTooLarge => w.u8(CODE_BATCH_TOO_LARGE),
+            PartitionReply::OffsetBeyondLog { next_offset } => {
+                w.u8(CODE_OFFSET_BEYOND_LOG);
+                w.u64(next_offset);
+            }
+            PartitionReply::StaleOwner { current_generation } => {
+                w.u8(CODE_STALE_OWNER);
+                w.u64(current_generation);
+            }
+            PartitionReply::StaleGeneration => w.u8(CODE_STALE_GENERATION),
+        }
+        w.finish()
+    }
+
+    /// The inverse of [`PartitionReply::encode`]; every byte must be used.
+    pub fn decode(bytes: &[u8]) -> Result<PartitionReply, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let reply = match r.u8("reply code")? {
+            CODE_OK => PartitionReply::Ok,
+            CODE_APPENDED => {
+                let base_offset = r.u64("base offset")?;
+                let last_offset = r.u64("last offset")?;
+                if last_offset < base_offset {
+                    return Err(DecodeError::InvalidState {
+                        what: "last offset below base offset",
+                    });
+                }
+                PartitionReply::Appended {
+                    base_offset,
+                    last_offset,
+                }
+            }
+            CODE_EMPTY_BATCH => PartitionReply::EmptyBatch,
+            CODE_BATCH_TOO_LARGE => PartitionReply::BatchTooLarge,
+            CODE_OFFSET_BEYOND_LOG => PartitionReply::OffsetBeyondLog {
+                next_offset: r.u64("next offset")?,
+            },
+            CODE_STALE_OWNER => PartitionReply::StaleOwner {
+                current_generation: r.u64("current generation")?,
+            },
+            CODE_STALE_GENERATION => PartitionReply::StaleGeneration,
+            code => {
+                return Err(DecodeError::UnknownCode {
+                    field: "reply code",
+                    code,
+                });
+            }
+        };
+        r.finish()?;
+        Ok(reply)
+    }
+}

@@ -1,0 +1,225 @@
+//! [`PartitionState`]: what one partition's VSR group agrees on, and the rules that
+//! change it.
+//!
+//! Models: the log ([`PartitionLog`]), consumer offsets keyed by [`ConsumerKey`], and
+//! each consumer group's owner fence (member and generation). Applying is a pure
+//! function of the state, the op and its [`ApplyContext`] (the prepare's timestamp and
+//! op number), so replicas compare equal by [`PartitionState::digest`], a hash of a
+//! canonical encoding of everything.
+//!
+//! Rules and choices:
+//! - Retention runs at the start of every apply, at the prepare's timestamp, so every
+//!   replica drops the same segments at the same op.
+//! - A group offset write (store or delete) is checked against the owner fence before
+//!   the offset itself: a stale member learns nothing about the log.
+//! - A group with no owner yet accepts a write from any member at any generation and
+//!   records no owner: ownership is only ever set by `SetGroupOwner`, never implied.
+//! - `SetGroupOwner` on a group with no owner treats the current generation as 0, so
+//!   generation 0 is refused.
+//! - Deleting a missing offset is `Ok` and changes nothing: which replicas hold an
+//!   offset is not agreed, so a committed delete cannot require it to exist.
+//!
+//! Does not model: request deduplication (watermarks), the metadata plane's view of
+//! groups and members, or durability.
+
+use std::collections::BTreeMap;
+
+use super::log::PartitionLog;
+use super::ops::{BATCH_BYTES_MAX, Consumer, ConsumerKey, MESSAGES_PER_BATCH_MAX, Message, PartitionOp};
+use super::reply::PartitionReply;
+use crate::codec::Writer;
+
+/// What the primary fixed for one op, read from its prepare header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ApplyContext {
+    /// The prepare's timestamp: appended messages get it, and retention is measured by it.
+    pub timestamp_micros: u64,
+    /// The op number. Carried for diagnostics and future deduplication watermarks; no
+    /// rule reads it today, so it is not part of the state.
+    pub op_number: u64,
+}
+
+/// A consumer group's owner of this partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroupOwner {
+    /// The owning member.
+    pub member_id: u32,
+    /// The generation it owns at.
+    pub generation: u64,
+}
+
+/// One partition's replicated state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionState {
+    log: PartitionLog,
+    consumer_offsets: BTreeMap<ConsumerKey, u64>,
+    group_owners: BTreeMap<u32, GroupOwner>,
+    message_expiry_micros: u64,
+}
+
+impl PartitionState {
+    /// An empty partition whose messages expire after `message_expiry_micros` (0 = never).
+    pub fn new(message_expiry_micros: u64) -> Self {
+        Self {
+            log: PartitionLog::new(),
+            consumer_offsets: BTreeMap::new(),
+            group_owners: BTreeMap::new(),
+            message_expiry_micros,
+        }
+    }
+
+    /// The log (polls read it directly).
+    pub fn log(&self) -> &PartitionLog {
+        &self.log
+    }
+
+    /// The offset the next message gets.
+    pub fn next_offset(&self) -> u64 {
+        self.log.next_offset()
+    }
+
+    /// A consumer's stored offset.
+    pub fn consumer_offset(&self, key: ConsumerKey) -> Option<u64> {
+        self.consumer_offsets.get(&key).copied()
+    }
+
+    /// A group's owner, if it has one.
+    pub fn group_owner(&self, group_id: u32) -> Option<GroupOwner> {
+        self.group_owners.get(&group_id).copied()
+    }
+
+    /// The message expiry this partition was created with.
+    pub fn message_expiry_micros(&self) -> u64 {
+        self.message_expiry_micros
+    }
+
+    /// Apply one committed op.
+    pub fn apply(&mut self, op: &PartitionOp, context: &ApplyContext) -> PartitionReply {
+        self.log
+            .apply_retention(context.timestamp_micros, self.message_expiry_micros);
+        match op {
+            PartitionOp::SendMessages { messages } => self.send_messages(messages, context),
+            PartitionOp::StoreConsumerOffset { consumer, offset } => {
+                if let Err(reply) = self.check_owner(consumer) {
+                    return reply;
+                }
+                let next_offset = self.log.next_offset();
+                if *offset > next_offset {
+                    return PartitionReply::OffsetBeyondLog { next_offset };
+                }
+                self.consumer_offsets.insert(consumer.key(), *offset);
+                PartitionReply::Ok
+            }
+            PartitionOp::DeleteConsumerOffset { consumer } => {
+                if let Err(reply) = self.check_owner(consumer) {
+                    return reply;
+                }
+                self.consumer_offsets.remove(&consumer.key());
+                PartitionReply::Ok
+            }
+            PartitionOp::SetGroupOwner {
+                group_id,
+                member_id,
+                generation,
+            } => {
+                let current = self.group_owners.get(group_id).map_or(0, |owner| owner.generation);
+                if *generation <= current {
+                    return PartitionReply::StaleGeneration;
+                }
+                self.group_owners.insert(
+                    *group_id,
+                    GroupOwner {
+                        member_id: *member_id,
+                        generation: *generation,
+                    },
+                );
+                PartitionReply::Ok
+            }
+        }
+    }
+
+    fn send_messages(&mut self, messages: &[Message], context: &ApplyContext) -> PartitionReply {
+        if messages.is_empty() {
+            return PartitionReply::EmptyBatch;
+        }
+        let payload_bytes: usize = messages.iter().map(|m| m.payload.len()).sum();
+        if messages.len() > MESSAGES_PER_BATCH_MAX || payload_bytes > BATCH_BYTES_MAX {
+            return PartitionReply::BatchTooLarge;
+        }
+        let base_offset = self.log.next_offset();
+        let mut last_offset = base_offset;
+        for message in messages {
+            last_offset = self
+                .log
+                .append(context.timestamp_micros, message.id, message.payload.clone());
+        }
+        PartitionReply::Appended {
+            base_offset,
+            last_offset,
+        }
+    }
+
+    /// The owner fence: a group write must come from the owner at its generation.
+    fn check_owner(&self, consumer: &Consumer) -> Result<(), PartitionReply> {
+        let Consumer::Group {
+            group_id,
+            member_id,
+            generation,
+        } = *consumer
+        else {
+            return Ok(());
+        };
+        match self.group_owners.get(&group_id) {
+            None => Ok(()),
+            Some(owner) if owner.member_id == member_id && owner.generation == generation => Ok(()),
+            Some(owner) => Err(PartitionReply::StaleOwner {
+                current_generation: owner.generation,
+            }),
+        }
+    }
+
+    /// The canonical encoding of the whole state: expiry, next offset, every retained
+    /// segment with its messages, offsets and owners in key order.
+    pub fn encode_state(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u64(self.message_expiry_micros);
+        w.u64(self.log.next_offset());
+        w.len(self.log.segments().len());
+        for segment in self.log.segments() {
+            w.u64(segment.base_offset());
+            w.len(segment.messages().len());
+            for message in segment.messages() {
+                w.u64(message.offset);
+                w.u64(message.timestamp_micros);
+                w.u128(message.id);
+                w.bytes(&message.payload);
+            }
+        }
+        w.len(self.consumer_offsets.len());
+        for (key, offset) in &self.consumer_offsets {
+            match *key {
+                ConsumerKey::Single(id) => {
+                    w.u8(1);
+                    w.u32(id);
+                }
+                ConsumerKey::Group(id) => {
+                    w.u8(2);
+                    w.u32(id);
+                }
+            }
+            w.u64(*offset);
+        }
+        w.len(self.group_owners.len());
+        for (group_id, owner) in &self.group_owners {
+            w.u32(*group_id);
+            w.u32(owner.member_id);
+            w.u64(owner.generation);
+        }
+        w.finish()
+    }
+
+    /// A checksum of the whole state, for comparing replicas.
+    pub fn digest(&self) -> u128 {
+        xxhash_rust::xxh3::xxh3_128(&self.encode_state())
+    }
+}
