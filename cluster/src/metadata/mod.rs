@@ -3,12 +3,12 @@
 //! Models: the ops clients send to the metadata plane ([`MetadataOp`]), the state they
 //! change ([`MetadataState`]: streams, topics, consumer groups, users, permissions,
 //! personal access tokens), the replies they get ([`MetadataReply`], classified by
-//! [`Outcome`]), and the [`ClientTable`] that makes every request take effect at most
-//! once. Applying is a pure function of the committed op sequence and each op's
+//! [`Outcome`]). Every request takes effect at most once through the replica's client
+//! table (`vsr::client_table`). Applying is a pure function of the committed op sequence and each op's
 //! [`ApplyContext`] (timestamp, op number and entropy fixed by the primary), so replicas
 //! and a shadow model compare equal by [`MetadataState::digest`].
 //!
-//! Does not model: consensus (ordering, commit), the request path (authorisation,
+//! Does not model: consensus (ordering, commit, deduplication), the request path (authorisation,
 //! redirects, transport errors), or partition data. Nothing here reads a clock or OS
 //! randomness.
 //!
@@ -23,10 +23,8 @@
 //! | `entities.rs` | the records: [`Stream`], [`Topic`], [`ConsumerGroup`], [`User`], [`PersonalAccessToken`] |
 //! | `state.rs` | [`MetadataState`], [`ApplyContext`], `apply`, `digest`, `summary` |
 //! | `snapshot.rs` | the canonical state encoding: `encode_state` / `decode_state` |
-//! | `client_table.rs` | [`ClientTable`], [`Dedup`] |
 //! | `machine.rs` | [`MetadataMachine`]: the state as the VSR group's `StateMachine` |
 
-mod client_table;
 mod credentials;
 mod entities;
 mod limits;
@@ -42,7 +40,6 @@ mod state;
 mod tests;
 
 pub use crate::codec::{DecodeError, STRING_DECODE_BYTES_MAX};
-pub use client_table::{CLIENT_REPLY_BYTES_MAX, CLIENT_TABLE_CLIENTS_MAX, ClientTable, Dedup};
 pub use credentials::TOKEN_CHARS;
 pub use entities::{ConsumerGroup, PersonalAccessToken, Stream, Topic, User};
 pub use limits::{

@@ -7,10 +7,8 @@ use std::rc::Rc;
 
 use cluster::metadata::{DEFAULT_ROOT_PASSWORD, MetadataMachine};
 use cluster::vsr::{StateMachine, Status};
-use cluster::wire::Header;
 
 use super::{FuzzArgs, RunReport, Verdict, print_packets, print_world};
-use crate::harness::client::ClientDriver;
 use crate::harness::crash::CrashConfig;
 use crate::harness::{CheckFailure, Harness, HarnessConfig, SIMULATED_CLUSTER_ID};
 use crate::seeds::SimSeeds;
@@ -21,25 +19,6 @@ use crate::workload::{ActionWeights, MetadataWorkload};
 /// on one view. Generous (200 s of cluster time, forty liveness windows) so that only
 /// a real wedge runs it out, and bounded so a wedge fails instead of hanging.
 pub const QUIESCE_TICKS_MAX: u64 = 20_000;
-
-/// Lets the drain stop new requests while outstanding ones finish.
-struct Gate {
-    workload: Rc<RefCell<MetadataWorkload>>,
-    draining: bool,
-}
-
-impl ClientDriver for Gate {
-    fn next_request(&mut self, client: usize) -> Option<(u8, Vec<u8>)> {
-        if self.draining {
-            return None;
-        }
-        self.workload.borrow_mut().next_request(client)
-    }
-
-    fn on_reply(&mut self, client: usize, reply: &Header, body: &[u8]) {
-        self.workload.borrow_mut().on_reply(client, reply, body);
-    }
-}
 
 /// Whether every live replica is Normal in one view with one primary, and caught up
 /// with that primary's applied ops.
@@ -74,10 +53,6 @@ pub(super) fn run(
         config.clients,
         ActionWeights::metadata_plane(),
     )));
-    let gate = Rc::new(RefCell::new(Gate {
-        workload: workload.clone(),
-        draining: false,
-    }));
     let harness_config = HarnessConfig {
         simulation: config.clone(),
         crash: CrashConfig {
@@ -91,7 +66,7 @@ pub(super) fn run(
         report.seed,
         &harness_config,
         Box::new(|| MetadataMachine::new(SIMULATED_CLUSTER_ID, DEFAULT_ROOT_PASSWORD)),
-        gate.clone(),
+        workload.clone(),
     );
     print_world(harness.simulation(), out)?;
     writeln!(
@@ -118,7 +93,8 @@ pub(super) fn run(
     let ran = harness.simulation().tick();
 
     if failure.is_none() && !args.no_quiesce {
-        gate.borrow_mut().draining = true;
+        // The drain: no new requests, outstanding ones finish.
+        workload.borrow_mut().stop();
         harness.disable_crashes();
         if args.heal_before_quiesce {
             heal(&mut harness);

@@ -12,7 +12,7 @@ use std::io::{self, Write};
 
 pub use args::{FuzzArgs, NetworkOverrides, Plane};
 
-use crate::profile::{FaultProfile, ResolvedProfile, load_profile};
+use crate::profile::{ResolvedProfile, load_profile, validate_network};
 use crate::simulation::{Simulation, SimulationConfig};
 
 /// How a run ended.
@@ -151,11 +151,10 @@ fn configure(args: &FuzzArgs, seed: u64) -> Result<(SimulationConfig, ResolvedPr
     let mut resolved = profile.resolve(crate::seeds::SimSeeds::derive(seed).swarm);
     args.network.apply(&mut resolved.network);
     // The overridden network obeys the same rules as a profile file.
-    FaultProfile::Fixed {
-        name: format!("{}.with-overrides", resolved.name),
-        network: resolved.network.clone(),
-    }
-    .validate()
+    validate_network(
+        &format!("fault profile `{}` with command-line overrides", resolved.name),
+        &resolved.network,
+    )
     .map_err(|error| error.to_string())?;
     // Swarm draws the cluster's shape too; fixed profiles take it from the flags.
     let (replicas, clients) = match &resolved.swarm {

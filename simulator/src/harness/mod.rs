@@ -216,20 +216,11 @@ impl<S: StateMachine + 'static> Harness<S> {
             match action {
                 CrashAction::Crash { replica } => {
                     tracing::info!(replica, "crash");
-                    self.simulation.crash(ProcessId(replica as u32));
-                    let slot = &mut self.slots[replica];
-                    slot.replica = None;
-                    slot.since = tick;
-                    self.stats.crashes += 1;
+                    self.crash_now(replica);
                 }
                 CrashAction::Restart { replica, incarnation } => {
                     tracing::info!(replica, incarnation = format_args!("{incarnation:#x}"), "restart");
-                    self.simulation.restart(ProcessId(replica as u32));
-                    let slot = &mut self.slots[replica];
-                    slot.incarnation = incarnation;
-                    slot.since = tick;
-                    self.boot(replica);
-                    self.stats.restarts += 1;
+                    self.restart_now(replica, incarnation);
                 }
             }
         }
@@ -355,7 +346,7 @@ impl<S: StateMachine + 'static> Harness<S> {
         self.slots[index].store.clone()
     }
 
-    /// Crash replica `index` now (tests and scenarios).
+    /// Crash replica `index` now (the crash injector, tests and scenarios).
     pub fn crash_now(&mut self, index: usize) {
         let tick = self.simulation.tick();
         self.simulation.crash(ProcessId(index as u32));
@@ -365,7 +356,7 @@ impl<S: StateMachine + 'static> Harness<S> {
         self.stats.crashes += 1;
     }
 
-    /// Restart replica `index` now with `incarnation` (tests and scenarios).
+    /// Restart replica `index` now with `incarnation` (the crash injector, tests and scenarios).
     pub fn restart_now(&mut self, index: usize, incarnation: u64) {
         let tick = self.simulation.tick();
         self.simulation.restart(ProcessId(index as u32));

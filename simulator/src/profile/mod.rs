@@ -30,6 +30,12 @@ pub use swarm::{
 
 use crate::network::config::NetworkConfig;
 
+/// Check a network built or changed outside a profile file (command-line overrides)
+/// against the rules a profile file obeys; `origin` names where it came from.
+pub fn validate_network(origin: &str, network: &NetworkConfig) -> Result<(), ProfileError> {
+    validate::network(origin, "network", network)
+}
+
 /// The names of the built-in profiles, in the order error messages list them.
 pub const BUILTIN_PROFILE_NAMES: [&str; 4] = ["none", "light", "heavy", "swarm"];
 
