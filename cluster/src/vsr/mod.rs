@@ -45,4 +45,16 @@ pub trait StateMachine {
     fn validate_request(&self, _operation: u8, _body: &[u8]) -> bool {
         true
     }
+
+    /// Whether `operation` is a query: answered by the primary from its applied state,
+    /// with no consensus round, never journaled and never deduplicated.
+    fn is_query(&self, _operation: u8) -> bool {
+        false
+    }
+
+    /// Answer a query (see [`StateMachine::is_query`]) from the applied state, or
+    /// `None` if the body is malformed (the request is then dropped and counted).
+    fn query(&self, _operation: u8, _body: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
 }
