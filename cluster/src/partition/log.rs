@@ -6,7 +6,9 @@
 //! [`SEGMENT_MESSAGES_MAX`] messages or [`SEGMENT_BYTES_MAX`] bytes; each segment keeps
 //! a 24-byte index entry per message (offset, byte position within the segment,
 //! timestamp) as a file-backed segment would; retention drops whole expired segments
-//! from the front, never the active one; reads serve polls from local state.
+//! from the front, never the active one; a purge empties the log without moving the
+//! next offset; deleting segments drops the oldest sealed ones on request; reads serve
+//! polls from local state.
 //!
 //! Does not model: files, fsync, the write-ahead log or its durable frontier, sparse
 //! indexes, size-based retention, or state transfer of segments. Positions are those a
@@ -241,6 +243,25 @@ impl PartitionLog {
             .count();
         self.segments.drain(..expired);
         expired
+    }
+
+    /// Drop every message, keeping `next_offset`: the log becomes one empty active
+    /// segment based at `next_offset`, so the next append continues the offsets and no
+    /// offset is ever handed out twice. Returns how many messages were dropped.
+    pub fn purge(&mut self) -> u64 {
+        let dropped = self.next_offset - self.oldest_offset();
+        self.segments = vec![Segment::new(self.next_offset)];
+        dropped
+    }
+
+    /// Drop up to `count` of the oldest sealed segments, never the active (last) one,
+    /// so the log always keeps a segment to append to and its base offset. Returns how
+    /// many were dropped (at most `count`).
+    pub fn delete_oldest_segments(&mut self, count: usize) -> usize {
+        let sealed = self.segments.len().saturating_sub(1);
+        let dropped = count.min(sealed);
+        self.segments.drain(..dropped);
+        dropped
     }
 
     /// Up to `max_messages` (and at most [`READ_MESSAGES_MAX`]) messages from `offset`

@@ -6,10 +6,13 @@
 //! ([`PartitionMachine::validate`]); if one is ever committed anyway, applying it
 //! changes nothing and replies with an empty body on every replica alike.
 //!
-//! Does not model: the request path, deduplication, or polls (read from
-//! [`PartitionMachine::state`] directly).
+//! Polls are queries ([`POLL_MESSAGES_CODE`]): the primary answers them from its
+//! applied state through [`StateMachine::query`], with no consensus round, so
+//! [`PartitionMachine::validate`] refuses them (a query is never prepared).
+//!
+//! Does not model: the request path or deduplication.
 
-use super::{ApplyContext, PartitionOp, PartitionState};
+use super::{ApplyContext, OwnerFence, POLL_MESSAGES_CODE, PartitionOp, PartitionState, PollRequest};
 use crate::vsr::StateMachine;
 use crate::wire::Header;
 
@@ -21,9 +24,10 @@ pub struct PartitionMachine {
 
 impl PartitionMachine {
     /// An empty partition whose messages expire after `message_expiry_micros` (0 = never).
-    pub fn new(message_expiry_micros: u64) -> Self {
+    /// `fence` must be [`OwnerFence::Enforced`] outside tests (see [`OwnerFence`]).
+    pub fn new(message_expiry_micros: u64, fence: OwnerFence) -> Self {
         Self {
-            state: PartitionState::new(message_expiry_micros),
+            state: PartitionState::new(message_expiry_micros, fence),
         }
     }
 
@@ -32,8 +36,12 @@ impl PartitionMachine {
         &self.state
     }
 
-    /// Whether a request body decodes to the operation its header names.
+    /// Whether a request body decodes to the committed operation its header names.
+    /// Refuses [`POLL_MESSAGES_CODE`]: a query is answered, never prepared.
     pub fn validate(operation: u8, body: &[u8]) -> bool {
+        if operation == POLL_MESSAGES_CODE {
+            return false;
+        }
         PartitionOp::decode(body).is_ok_and(|op| op.operation_code() == operation)
     }
 }
@@ -59,5 +67,17 @@ impl StateMachine for PartitionMachine {
 
     fn validate_request(&self, operation: u8, body: &[u8]) -> bool {
         Self::validate(operation, body)
+    }
+
+    fn is_query(&self, operation: u8) -> bool {
+        operation == POLL_MESSAGES_CODE
+    }
+
+    fn query(&self, operation: u8, body: &[u8]) -> Option<Vec<u8>> {
+        if operation != POLL_MESSAGES_CODE {
+            return None;
+        }
+        let request = PollRequest::decode(body).ok()?;
+        Some(self.state.poll(&request).encode())
     }
 }

@@ -1,16 +1,19 @@
 //! The operations one partition's VSR group replicates, and their binary codec.
 //!
 //! Models: appending a batch of messages, storing and deleting a consumer's offset,
-//! and fencing a consumer group's ownership of the partition (`SetGroupOwner`, which
-//! the metadata plane will drive). The codec is versionless:
+//! fencing a consumer group's ownership of the partition (`SetGroupOwner`, which the
+//! metadata plane will drive), purging every message, and deleting the oldest sealed
+//! segments. The codec is versionless:
 //! `[operation code: u8][fields]`, integers little-endian, counts and lengths as
 //! LEB128 varints. Operation codes start at [`OPERATION_CODE_MIN`]; 0..63 belong to the
-//! metadata plane, so a body sent to the wrong plane never decodes.
+//! metadata plane, so a body sent to the wrong plane never decodes. The poll query's
+//! code ([`super::POLL_MESSAGES_CODE`]) is a partition code too, but it is never a
+//! committed op, so [`PartitionOp::decode`] refuses it.
 //!
 //! Does not model: whether an op is allowed (an offset beyond the log or a stale owner
 //! decodes fine; the state machine answers it), who sent it (client and request number
-//! live in the request header), or polls, which are served from local state without
-//! consensus.
+//! live in the request header), or polls, which are queries served from the primary's
+//! applied state without consensus (`poll.rs`).
 
 use crate::codec::DecodeError;
 
@@ -37,6 +40,8 @@ const CODE_SEND_MESSAGES: u8 = OPERATION_CODE_MIN;
 const CODE_STORE_CONSUMER_OFFSET: u8 = OPERATION_CODE_MIN + 1;
 const CODE_DELETE_CONSUMER_OFFSET: u8 = OPERATION_CODE_MIN + 2;
 const CODE_SET_GROUP_OWNER: u8 = OPERATION_CODE_MIN + 3;
+const CODE_PURGE: u8 = OPERATION_CODE_MIN + 4;
+const CODE_DELETE_SEGMENTS: u8 = OPERATION_CODE_MIN + 5;
 
 /// Consumer kind bytes. 0 is deliberately unassigned so a zeroed or defaulted kind is
 /// rejected rather than silently read as a single consumer.
@@ -155,6 +160,16 @@ pub enum PartitionOp {
         /// Must be above the current generation (0 when the group has no owner yet).
         generation: u64,
     },
+    /// Drop every retained message (every segment's contents). The next offset, the
+    /// consumer offsets and the group owners are kept, so offsets are never reused and
+    /// a consumer's stored position stays meaningful. Replies `Ok`.
+    Purge,
+    /// Drop up to `count` of the oldest sealed segments, never the active (last) one.
+    /// Replies `SegmentsDeleted` with how many were dropped (0 for `count` 0).
+    DeleteSegments {
+        /// The most segments to drop.
+        count: u32,
+    },
 }
 
 impl PartitionOp {
@@ -165,6 +180,8 @@ impl PartitionOp {
             PartitionOp::StoreConsumerOffset { .. } => CODE_STORE_CONSUMER_OFFSET,
             PartitionOp::DeleteConsumerOffset { .. } => CODE_DELETE_CONSUMER_OFFSET,
             PartitionOp::SetGroupOwner { .. } => CODE_SET_GROUP_OWNER,
+            PartitionOp::Purge => CODE_PURGE,
+            PartitionOp::DeleteSegments { .. } => CODE_DELETE_SEGMENTS,
         }
     }
 
@@ -194,6 +211,8 @@ impl PartitionOp {
                 w.u32(*member_id);
                 w.u64(*generation);
             }
+            PartitionOp::Purge => {}
+            PartitionOp::DeleteSegments { count } => w.u32(*count),
         }
         w.finish()
     }
@@ -223,6 +242,10 @@ impl PartitionOp {
                 group_id: r.u32("group id")?,
                 member_id: r.u32("member id")?,
                 generation: r.u64("generation")?,
+            },
+            CODE_PURGE => PartitionOp::Purge,
+            CODE_DELETE_SEGMENTS => PartitionOp::DeleteSegments {
+                count: r.u32("segment count")?,
             },
             code => {
                 return Err(DecodeError::UnknownCode {

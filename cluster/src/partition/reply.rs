@@ -1,12 +1,14 @@
 //! What applying a partition op answers, its binary codec, and its outcome class.
 //!
-//! Models: the successes (`Appended` with the batch's first and last offsets, `Ok`)
+//! Models: the successes (`Appended` with the batch's first and last offsets, `Ok`,
+//! `SegmentsDeleted` with how many segments went)
 //! and every error a client can act on: an empty or oversized batch, an offset beyond
 //! the log, a stale group owner, a non-increasing owner generation. Replies encode as
 //! `[reply code: u8][fields]`; success codes are below [`REPLY_ERROR_CODE_MIN`].
 //!
 //! Does not model: transport outcomes (not accepted, not committed, redirects) that
-//! the request path produces without applying an op, or poll results (served locally).
+//! the request path produces without applying an op, or poll results (a query, answered
+//! with a `PollReply`).
 
 use crate::codec::DecodeError;
 
@@ -17,6 +19,7 @@ pub const REPLY_ERROR_CODE_MIN: u8 = 16;
 
 const CODE_OK: u8 = 0;
 const CODE_APPENDED: u8 = 1;
+const CODE_SEGMENTS_DELETED: u8 = 2;
 const CODE_EMPTY_BATCH: u8 = REPLY_ERROR_CODE_MIN;
 const CODE_BATCH_TOO_LARGE: u8 = REPLY_ERROR_CODE_MIN + 1;
 const CODE_OFFSET_BEYOND_LOG: u8 = REPLY_ERROR_CODE_MIN + 2;
@@ -35,6 +38,11 @@ pub enum PartitionReply {
     },
     /// Done; nothing to report.
     Ok,
+    /// `DeleteSegments` succeeded and dropped `count` segments (possibly 0).
+    SegmentsDeleted {
+        /// How many segments were dropped.
+        count: u32,
+    },
     /// `SendMessages` with no messages.
     EmptyBatch,
     /// `SendMessages` with too many messages or payload bytes.
@@ -60,6 +68,8 @@ pub enum PartitionOutcome {
     Appended,
     /// See [`PartitionReply::Ok`].
     Ok,
+    /// See [`PartitionReply::SegmentsDeleted`].
+    SegmentsDeleted,
     /// See [`PartitionReply::EmptyBatch`].
     EmptyBatch,
     /// See [`PartitionReply::BatchTooLarge`].
@@ -75,7 +85,10 @@ pub enum PartitionOutcome {
 impl PartitionOutcome {
     /// Whether the op took effect.
     pub fn is_success(self) -> bool {
-        matches!(self, PartitionOutcome::Appended | PartitionOutcome::Ok)
+        matches!(
+            self,
+            PartitionOutcome::Appended | PartitionOutcome::Ok | PartitionOutcome::SegmentsDeleted
+        )
     }
 }
 
@@ -85,6 +98,7 @@ impl PartitionReply {
         match self {
             PartitionReply::Appended { .. } => PartitionOutcome::Appended,
             PartitionReply::Ok => PartitionOutcome::Ok,
+            PartitionReply::SegmentsDeleted { .. } => PartitionOutcome::SegmentsDeleted,
             PartitionReply::EmptyBatch => PartitionOutcome::EmptyBatch,
             PartitionReply::BatchTooLarge => PartitionOutcome::BatchTooLarge,
             PartitionReply::OffsetBeyondLog { .. } => PartitionOutcome::OffsetBeyondLog,
@@ -106,6 +120,10 @@ impl PartitionReply {
                 w.u64(last_offset);
             }
             PartitionReply::Ok => w.u8(CODE_OK),
+            PartitionReply::SegmentsDeleted { count } => {
+                w.u8(CODE_SEGMENTS_DELETED);
+                w.u32(count);
+            }
             PartitionReply::EmptyBatch => w.u8(CODE_EMPTY_BATCH),
             PartitionReply::BatchTooLarge => w.u8(CODE_BATCH_TOO_LARGE),
             PartitionReply::OffsetBeyondLog { next_offset } => {
@@ -139,6 +157,9 @@ impl PartitionReply {
                     last_offset,
                 }
             }
+            CODE_SEGMENTS_DELETED => PartitionReply::SegmentsDeleted {
+                count: r.u32("segment count")?,
+            },
             CODE_EMPTY_BATCH => PartitionReply::EmptyBatch,
             CODE_BATCH_TOO_LARGE => PartitionReply::BatchTooLarge,
             CODE_OFFSET_BEYOND_LOG => PartitionReply::OffsetBeyondLog {

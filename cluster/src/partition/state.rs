@@ -18,6 +18,11 @@
 //!   generation 0 is refused.
 //! - Deleting a missing offset is `Ok` and changes nothing: which replicas hold an
 //!   offset is not agreed, so a committed delete cannot require it to exist.
+//! - `Purge` and `DeleteSegments` drop messages only: the next offset, consumer offsets
+//!   and owners stay, so offsets are never reused and a stored offset may point below
+//!   the oldest retained message (a poll from there starts at the oldest retained one).
+//! - [`OwnerFence::DisabledForTest`] switches the owner fence off, for simulator tests
+//!   only; it is not part of the digest.
 //!
 //! Does not model: request deduplication (watermarks), the metadata plane's view of
 //! groups and members, or durability.
@@ -26,6 +31,7 @@ use std::collections::BTreeMap;
 
 use super::log::PartitionLog;
 use super::ops::{BATCH_BYTES_MAX, Consumer, ConsumerKey, MESSAGES_PER_BATCH_MAX, Message, PartitionOp};
+use super::poll::{PollReply, PollRequest};
 use super::reply::PartitionReply;
 use crate::codec::Writer;
 
@@ -48,6 +54,23 @@ pub struct GroupOwner {
     pub generation: u64,
 }
 
+/// Whether group offset writes are checked against the group's owner.
+///
+/// **TEST ONLY: production code must always pass [`OwnerFence::Enforced`].**
+/// [`OwnerFence::DisabledForTest`] exists so a simulator test can break the fence on
+/// purpose and prove that the workload's check of it is load-bearing (a check that
+/// still passes with the fence off proves nothing). With the fence disabled, a stale
+/// member's write overwrites the group's offset: exactly the bug the fence prevents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OwnerFence {
+    /// A group offset write must come from the owner at its generation. Always this
+    /// outside tests.
+    Enforced,
+    /// **Test only:** every group offset write is allowed, whoever sends it. Not part
+    /// of the digest, so replicas that differ only in this compare equal by digest.
+    DisabledForTest,
+}
+
 /// One partition's replicated state.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PartitionState {
@@ -55,16 +78,19 @@ pub struct PartitionState {
     consumer_offsets: BTreeMap<ConsumerKey, u64>,
     group_owners: BTreeMap<u32, GroupOwner>,
     message_expiry_micros: u64,
+    fence: OwnerFence,
 }
 
 impl PartitionState {
     /// An empty partition whose messages expire after `message_expiry_micros` (0 = never).
-    pub fn new(message_expiry_micros: u64) -> Self {
+    /// `fence` must be [`OwnerFence::Enforced`] outside tests.
+    pub fn new(message_expiry_micros: u64, fence: OwnerFence) -> Self {
         Self {
             log: PartitionLog::new(),
             consumer_offsets: BTreeMap::new(),
             group_owners: BTreeMap::new(),
             message_expiry_micros,
+            fence,
         }
     }
 
@@ -86,6 +112,26 @@ impl PartitionState {
     /// A group's owner, if it has one.
     pub fn group_owner(&self, group_id: u32) -> Option<GroupOwner> {
         self.group_owners.get(&group_id).copied()
+    }
+
+    /// Every stored consumer offset, in key order.
+    pub fn consumer_offsets(&self) -> impl Iterator<Item = (ConsumerKey, u64)> + '_ {
+        self.consumer_offsets.iter().map(|(key, offset)| (*key, *offset))
+    }
+
+    /// Every group owner, in group id order.
+    pub fn group_owners(&self) -> impl Iterator<Item = (u32, GroupOwner)> + '_ {
+        self.group_owners.iter().map(|(group_id, owner)| (*group_id, *owner))
+    }
+
+    /// Whether the owner fence is enforced (always, outside tests).
+    pub fn fence(&self) -> OwnerFence {
+        self.fence
+    }
+
+    /// Answer a poll from the retained log (a query: changes nothing).
+    pub fn poll(&self, request: &PollRequest) -> PollReply {
+        PollReply::from_log(&self.log, request)
     }
 
     /// The message expiry this partition was created with.
@@ -135,6 +181,18 @@ impl PartitionState {
                 );
                 PartitionReply::Ok
             }
+            PartitionOp::Purge => {
+                self.log.purge();
+                PartitionReply::Ok
+            }
+            PartitionOp::DeleteSegments { count } => {
+                let wanted = usize::try_from(*count).unwrap_or(usize::MAX);
+                let dropped = self.log.delete_oldest_segments(wanted);
+                PartitionReply::SegmentsDeleted {
+                    // dropped <= count, a u32.
+                    count: u32::try_from(dropped).unwrap_or(*count),
+                }
+            }
         }
     }
 
@@ -160,7 +218,11 @@ impl PartitionState {
     }
 
     /// The owner fence: a group write must come from the owner at its generation.
+    /// Always allows with [`OwnerFence::DisabledForTest`].
     fn check_owner(&self, consumer: &Consumer) -> Result<(), PartitionReply> {
+        if self.fence == OwnerFence::DisabledForTest {
+            return Ok(());
+        }
         let Consumer::Group {
             group_id,
             member_id,
@@ -179,7 +241,8 @@ impl PartitionState {
     }
 
     /// The canonical encoding of the whole state: expiry, next offset, every retained
-    /// segment with its messages, offsets and owners in key order.
+    /// segment with its messages, offsets and owners in key order. The owner fence
+    /// switch is left out: it is test configuration, not replicated state.
     pub fn encode_state(&self) -> Vec<u8> {
         let mut w = Writer::new();
         w.u64(self.message_expiry_micros);
