@@ -2,13 +2,15 @@
 //! personal access tokens.
 //!
 //! Models: the fields each entity keeps once created, nested as they are owned
-//! (a stream owns its topics, a topic its consumer groups, a user its tokens), each
-//! child map keyed by id (or by name for tokens) so iteration order is deterministic.
-//! Does not model: partition contents, offsets or segments (the partition plane), or
-//! sessions (the client table). Fields are public for reading; the state only changes
-//! through `MetadataState::apply`, which hands these out by shared reference.
+//! (a stream owns its topics, a topic its partitions and consumer groups, a user its
+//! tokens), each child map keyed by id (or by name for tokens) so iteration order is
+//! deterministic; a topic's partitions are a vector whose index is the partition id.
+//! Does not model: partition contents, offsets or segments (the partition plane), which
+//! replicas host a partition's group (placement), or sessions (the client table).
+//! Fields are public for reading; the state only changes through
+//! `MetadataState::apply`, which hands these out by shared reference.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::ops::Durability;
 use super::permissions::Permissions;
@@ -37,8 +39,10 @@ pub struct Topic {
     pub name: String,
     /// Timestamp of the creating op.
     pub created_at_micros: u64,
-    /// Partition count, 1 to `PARTITIONS_PER_TOPIC_MAX`; fixed at creation.
-    pub partitions: u32,
+    /// The partitions, 1 to `PARTITIONS_PER_TOPIC_MAX` of them, ordered by id with ids
+    /// always `0..len` (so `partitions[i].id == i`): `CreatePartitions` appends ids,
+    /// `DeletePartitions` removes the highest ones.
+    pub partitions: Vec<Partition>,
     /// When writes are acknowledged.
     pub durability: Durability,
     /// How long messages are kept; 0 = forever.
@@ -47,6 +51,22 @@ pub struct Topic {
     pub consumer_groups: BTreeMap<u32, ConsumerGroup>,
     /// The id the next consumer group in this topic gets.
     pub next_group_id: u32,
+}
+
+/// One partition of a topic: an ordered log replicated by a VSR group of its own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Partition {
+    /// The partition's index within its topic: `0..topic.partitions.len()`. Reused
+    /// after `DeletePartitions` and a later `CreatePartitions`; the group id is not.
+    pub id: u32,
+    /// The VSR group replicating this partition:
+    /// `partition_group_id(op that created it, id)`. Unique per incarnation of the
+    /// partition, never 0 (the metadata group's id).
+    pub group_id: u64,
+    /// The metadata view in which the partition's create was prepared (the prepare
+    /// header's view). The partition's group starts in this view, so every replica
+    /// that learns of the partition boots its group from the same view.
+    pub created_in_view: u64,
 }
 
 /// A consumer group: a named set of consumers sharing a topic's partitions.
@@ -58,6 +78,11 @@ pub struct ConsumerGroup {
     pub name: String,
     /// Timestamp of the creating op.
     pub created_at_micros: u64,
+    /// Member ids (chosen by the clients), at most `MEMBERS_PER_GROUP_MAX`.
+    pub members: BTreeSet<u32>,
+    /// 0 at creation; every successful join or leave adds 1, so members can tell a
+    /// stale partition assignment from the current one.
+    pub generation: u64,
 }
 
 /// A user account.

@@ -14,8 +14,10 @@ pub const STREAMS_MAX: usize = 1_024;
 /// Most topics in one stream. Same reasoning as [`STREAMS_MAX`], one level down.
 pub const TOPICS_PER_STREAM_MAX: usize = 1_024;
 
-/// Most partitions in one topic. `CreateTopic` asking for more (or for zero) is answered
-/// `InvalidPartitionCount`.
+/// Most partitions in one topic. `CreateTopic` asking for more (or for zero), or
+/// `CreatePartitions` that would grow a topic past it, is answered
+/// `InvalidPartitionCount`. A partition's id must fit in the low `PARTITION_ID_BITS`
+/// bits of its group id (asserted at compile time where group ids are made).
 pub const PARTITIONS_PER_TOPIC_MAX: u32 = 1_024;
 
 /// Most partitions in the whole cluster. Every partition is its own VSR group with a
@@ -26,6 +28,13 @@ pub const PARTITIONS_TOTAL_MAX: u64 = 8_192;
 /// Most consumer groups in one topic. Groups are cheap metadata, but each one owns
 /// offsets on every partition of its topic.
 pub const CONSUMER_GROUPS_PER_TOPIC_MAX: usize = 256;
+
+/// Most members in one consumer group. Every join or leave bumps the group's
+/// generation and makes its members rebalance the topic's partitions among
+/// themselves, so a group far larger than a topic's partition count only adds idle
+/// members and rebalance churn; 64 is well above any useful fan-out per topic while
+/// keeping a group's snapshot entry and each membership check small.
+pub const MEMBERS_PER_GROUP_MAX: usize = 64;
 
 /// Most users, root included. Logins scan users by name, and the bound keeps that scan
 /// and the snapshot small.
@@ -58,14 +67,18 @@ pub enum Limit {
     TokensPerUser,
     /// [`PERMISSION_STREAMS_MAX`].
     PermissionStreams,
-    /// An id counter (u32) is exhausted: ids are never reused, so a scope that created
-    /// four billion entities can create no more.
+    /// An id space is exhausted. Usually an id counter (u32): ids are never reused, so a
+    /// scope that created four billion entities can create no more. Also answered by an
+    /// op that would create partitions at an op number too large to form a partition
+    /// group id (at or above `PARTITION_GROUP_OP_LIMIT`, far beyond any real log).
     Ids,
+    /// [`MEMBERS_PER_GROUP_MAX`].
+    MembersPerGroup,
 }
 
 impl Limit {
     /// Every limit, in code order.
-    pub const ALL: [Limit; 8] = [
+    pub const ALL: [Limit; 9] = [
         Limit::Streams,
         Limit::TopicsPerStream,
         Limit::PartitionsTotal,
@@ -74,6 +87,7 @@ impl Limit {
         Limit::TokensPerUser,
         Limit::PermissionStreams,
         Limit::Ids,
+        Limit::MembersPerGroup,
     ];
 
     /// The stable wire byte of this limit.
@@ -87,6 +101,7 @@ impl Limit {
             Limit::TokensPerUser => 5,
             Limit::PermissionStreams => 6,
             Limit::Ids => 7,
+            Limit::MembersPerGroup => 8,
         }
     }
 
@@ -107,6 +122,7 @@ impl Limit {
             Limit::TokensPerUser => TOKENS_PER_USER_MAX as u64,
             Limit::PermissionStreams => PERMISSION_STREAMS_MAX as u64,
             Limit::Ids => u64::from(u32::MAX),
+            Limit::MembersPerGroup => MEMBERS_PER_GROUP_MAX as u64,
         }
     }
 }

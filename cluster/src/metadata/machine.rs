@@ -1,7 +1,8 @@
 //! [`MetadataMachine`]: the metadata state as the VSR group's state machine.
 //!
 //! The op's context comes from its prepare header: the primary's timestamp, the op
-//! number, and the entropy the primary drew (the header's nonce). A body that does
+//! number, the view it was prepared in, and the entropy the primary drew (the header's
+//! nonce). A body that does
 //! not decode to the operation its header names is refused on the request path
 //! ([`MetadataMachine::validate`]), so a committed op always decodes; if one ever does
 //! not, applying it changes nothing and replies with an empty body on every replica alike.
@@ -51,6 +52,7 @@ impl StateMachine for MetadataMachine {
         let context = ApplyContext {
             timestamp_micros: header.timestamp,
             op_number: header.op,
+            view: header.view,
             entropy: header.nonce,
         };
         self.state.apply(&op, &context).encode()

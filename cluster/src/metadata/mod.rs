@@ -1,7 +1,8 @@
 //! The metadata plane's state machine: what the metadata VSR group replicates.
 //!
 //! Models: the ops clients send to the metadata plane ([`MetadataOp`]), the state they
-//! change ([`MetadataState`]: streams, topics, consumer groups, users, permissions,
+//! change ([`MetadataState`]: streams, topics, partitions and the VSR group id of each
+//! ([`partition_group_id`]), consumer groups and their members, users, permissions,
 //! personal access tokens), the replies they get ([`MetadataReply`], classified by
 //! [`Outcome`]). Every request takes effect at most once through the replica's client
 //! table (`vsr::client_table`). Applying is a pure function of the committed op sequence and each op's
@@ -20,13 +21,15 @@
 //! | `ops.rs` | [`MetadataOp`], [`Durability`], the op codec and operation codes |
 //! | `reply.rs` | [`MetadataReply`], [`Outcome`], the reply codec |
 //! | `credentials.rs` | salts, password hashes, tokens (a placeholder, not a KDF) |
-//! | `entities.rs` | the records: [`Stream`], [`Topic`], [`ConsumerGroup`], [`User`], [`PersonalAccessToken`] |
+//! | `entities.rs` | the records: [`Stream`], [`Topic`], [`Partition`], [`ConsumerGroup`], [`User`], [`PersonalAccessToken`] |
+//! | `group_id.rs` | [`partition_group_id`]: a partition's VSR group id from the op that created it |
 //! | `state.rs` | [`MetadataState`], [`ApplyContext`], `apply`, `digest`, `summary` |
 //! | `snapshot.rs` | the canonical state encoding: `encode_state` / `decode_state` |
 //! | `machine.rs` | [`MetadataMachine`]: the state as the VSR group's `StateMachine` |
 
 mod credentials;
 mod entities;
+mod group_id;
 mod limits;
 mod machine;
 mod name;
@@ -41,10 +44,11 @@ mod tests;
 
 pub use crate::codec::{DecodeError, STRING_DECODE_BYTES_MAX};
 pub use credentials::TOKEN_CHARS;
-pub use entities::{ConsumerGroup, PersonalAccessToken, Stream, Topic, User};
+pub use entities::{ConsumerGroup, Partition, PersonalAccessToken, Stream, Topic, User};
+pub use group_id::{PARTITION_GROUP_OP_LIMIT, PARTITION_ID_BITS, partition_group_id};
 pub use limits::{
-    CONSUMER_GROUPS_PER_TOPIC_MAX, Limit, PARTITIONS_PER_TOPIC_MAX, PARTITIONS_TOTAL_MAX, PERMISSION_STREAMS_MAX,
-    STREAMS_MAX, TOKENS_PER_USER_MAX, TOPICS_PER_STREAM_MAX, USERS_MAX,
+    CONSUMER_GROUPS_PER_TOPIC_MAX, Limit, MEMBERS_PER_GROUP_MAX, PARTITIONS_PER_TOPIC_MAX, PARTITIONS_TOTAL_MAX,
+    PERMISSION_STREAMS_MAX, STREAMS_MAX, TOKENS_PER_USER_MAX, TOPICS_PER_STREAM_MAX, USERS_MAX,
 };
 pub use machine::{DEFAULT_ROOT_PASSWORD, MetadataMachine};
 pub use name::{NAME_BYTES_MAX, PASSWORD_BYTES_MAX, is_valid_name, is_valid_password};

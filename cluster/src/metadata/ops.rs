@@ -1,7 +1,8 @@
 //! The operations the metadata VSR group replicates, and their binary codec.
 //!
 //! Models: every change a client can ask of the metadata plane (streams, topics,
-//! users, permissions, personal access tokens, consumer groups) and the two logins,
+//! partitions, users, permissions, personal access tokens, consumer groups and their
+//! membership) and the two logins,
 //! which are replicated too so that a session is created at a committed point of the
 //! log. The codec is compact and versionless: `[operation code: u8][fields]`, integers
 //! little-endian, strings as `[len: varint][utf-8]`, options as `[0|1][value]`.
@@ -187,6 +188,47 @@ pub enum MetadataOp {
         /// The token as `TokenCreated` revealed it.
         token: String,
     },
+    /// Append partitions to a topic; replies `PartitionsCreated`. Each new partition's
+    /// group id is `partition_group_id(this op's number, its id)`.
+    CreatePartitions {
+        /// The stream.
+        stream_id: u32,
+        /// The topic.
+        topic_id: u32,
+        /// At least 1; the topic may not grow past `PARTITIONS_PER_TOPIC_MAX`.
+        count: u32,
+    },
+    /// Remove a topic's highest-numbered partitions.
+    DeletePartitions {
+        /// The stream.
+        stream_id: u32,
+        /// The topic.
+        topic_id: u32,
+        /// At least 1 and fewer than the topic has: a topic keeps at least one.
+        count: u32,
+    },
+    /// Add a member to a consumer group; replies `Joined` with the new generation.
+    JoinConsumerGroup {
+        /// The stream.
+        stream_id: u32,
+        /// The topic.
+        topic_id: u32,
+        /// The consumer group.
+        group_id: u32,
+        /// Chosen by the client; not yet a member of the group.
+        member_id: u32,
+    },
+    /// Remove a member from a consumer group; replies `Left` with the new generation.
+    LeaveConsumerGroup {
+        /// The stream.
+        stream_id: u32,
+        /// The topic.
+        topic_id: u32,
+        /// The consumer group.
+        group_id: u32,
+        /// A current member of the group.
+        member_id: u32,
+    },
 }
 
 /// Operation codes. Part of the wire contract and of every journal on disk: append new
@@ -210,10 +252,14 @@ mod code {
     pub const DELETE_CONSUMER_GROUP: u8 = 15;
     pub const LOGIN_USER: u8 = 16;
     pub const LOGIN_WITH_PERSONAL_ACCESS_TOKEN: u8 = 17;
+    pub const CREATE_PARTITIONS: u8 = 18;
+    pub const DELETE_PARTITIONS: u8 = 19;
+    pub const JOIN_CONSUMER_GROUP: u8 = 20;
+    pub const LEAVE_CONSUMER_GROUP: u8 = 21;
 }
 
 impl MetadataOp {
-    /// The stable byte identifying this variant on the wire and on disk (1..=17, see
+    /// The stable byte identifying this variant on the wire and on disk (1..=21, see
     /// the `code` table; append-only).
     pub fn operation_code(&self) -> u8 {
         match self {
@@ -234,6 +280,10 @@ impl MetadataOp {
             MetadataOp::DeleteConsumerGroup { .. } => code::DELETE_CONSUMER_GROUP,
             MetadataOp::LoginUser { .. } => code::LOGIN_USER,
             MetadataOp::LoginWithPersonalAccessToken { .. } => code::LOGIN_WITH_PERSONAL_ACCESS_TOKEN,
+            MetadataOp::CreatePartitions { .. } => code::CREATE_PARTITIONS,
+            MetadataOp::DeletePartitions { .. } => code::DELETE_PARTITIONS,
+            MetadataOp::JoinConsumerGroup { .. } => code::JOIN_CONSUMER_GROUP,
+            MetadataOp::LeaveConsumerGroup { .. } => code::LEAVE_CONSUMER_GROUP,
         }
     }
 
@@ -355,6 +405,37 @@ impl MetadataOp {
                 w.str(password);
             }
             MetadataOp::LoginWithPersonalAccessToken { token } => w.str(token),
+            MetadataOp::CreatePartitions {
+                stream_id,
+                topic_id,
+                count,
+            }
+            | MetadataOp::DeletePartitions {
+                stream_id,
+                topic_id,
+                count,
+            } => {
+                w.u32(*stream_id);
+                w.u32(*topic_id);
+                w.u32(*count);
+            }
+            MetadataOp::JoinConsumerGroup {
+                stream_id,
+                topic_id,
+                group_id,
+                member_id,
+            }
+            | MetadataOp::LeaveConsumerGroup {
+                stream_id,
+                topic_id,
+                group_id,
+                member_id,
+            } => {
+                w.u32(*stream_id);
+                w.u32(*topic_id);
+                w.u32(*group_id);
+                w.u32(*member_id);
+            }
         }
         w.finish()
     }
@@ -440,6 +521,28 @@ impl MetadataOp {
             },
             code::LOGIN_WITH_PERSONAL_ACCESS_TOKEN => MetadataOp::LoginWithPersonalAccessToken {
                 token: r.string("token")?,
+            },
+            code::CREATE_PARTITIONS => MetadataOp::CreatePartitions {
+                stream_id: r.u32("stream id")?,
+                topic_id: r.u32("topic id")?,
+                count: r.u32("partition count")?,
+            },
+            code::DELETE_PARTITIONS => MetadataOp::DeletePartitions {
+                stream_id: r.u32("stream id")?,
+                topic_id: r.u32("topic id")?,
+                count: r.u32("partition count")?,
+            },
+            code::JOIN_CONSUMER_GROUP => MetadataOp::JoinConsumerGroup {
+                stream_id: r.u32("stream id")?,
+                topic_id: r.u32("topic id")?,
+                group_id: r.u32("consumer group id")?,
+                member_id: r.u32("member id")?,
+            },
+            code::LEAVE_CONSUMER_GROUP => MetadataOp::LeaveConsumerGroup {
+                stream_id: r.u32("stream id")?,
+                topic_id: r.u32("topic id")?,
+                group_id: r.u32("consumer group id")?,
+                member_id: r.u32("member id")?,
             },
             code => {
                 return Err(DecodeError::UnknownCode {
@@ -573,6 +676,50 @@ impl fmt::Debug for MetadataOp {
                 .debug_struct("LoginWithPersonalAccessToken")
                 .field("token", &REDACTED)
                 .finish(),
+            MetadataOp::CreatePartitions {
+                stream_id,
+                topic_id,
+                count,
+            } => f
+                .debug_struct("CreatePartitions")
+                .field("stream_id", stream_id)
+                .field("topic_id", topic_id)
+                .field("count", count)
+                .finish(),
+            MetadataOp::DeletePartitions {
+                stream_id,
+                topic_id,
+                count,
+            } => f
+                .debug_struct("DeletePartitions")
+                .field("stream_id", stream_id)
+                .field("topic_id", topic_id)
+                .field("count", count)
+                .finish(),
+            MetadataOp::JoinConsumerGroup {
+                stream_id,
+                topic_id,
+                group_id,
+                member_id,
+            } => f
+                .debug_struct("JoinConsumerGroup")
+                .field("stream_id", stream_id)
+                .field("topic_id", topic_id)
+                .field("group_id", group_id)
+                .field("member_id", member_id)
+                .finish(),
+            MetadataOp::LeaveConsumerGroup {
+                stream_id,
+                topic_id,
+                group_id,
+                member_id,
+            } => f
+                .debug_struct("LeaveConsumerGroup")
+                .field("stream_id", stream_id)
+                .field("topic_id", topic_id)
+                .field("group_id", group_id)
+                .field("member_id", member_id)
+                .finish(),
         }
     }
 }
@@ -672,6 +819,28 @@ mod tests {
             MetadataOp::LoginWithPersonalAccessToken {
                 token: "0123456789abcdef".into(),
             },
+            MetadataOp::CreatePartitions {
+                stream_id: 1,
+                topic_id: 2,
+                count: 3,
+            },
+            MetadataOp::DeletePartitions {
+                stream_id: 1,
+                topic_id: 2,
+                count: u32::MAX,
+            },
+            MetadataOp::JoinConsumerGroup {
+                stream_id: 1,
+                topic_id: 2,
+                group_id: 4,
+                member_id: 0xdead_beef,
+            },
+            MetadataOp::LeaveConsumerGroup {
+                stream_id: 1,
+                topic_id: 2,
+                group_id: 4,
+                member_id: 5,
+            },
         ]
     }
 
@@ -687,13 +856,40 @@ mod tests {
     #[test]
     fn operation_codes_are_distinct_stable_and_never_zero() {
         let codes: BTreeSet<u8> = every_variant().iter().map(MetadataOp::operation_code).collect();
-        assert_eq!(codes, (1..=17).collect());
+        assert_eq!(codes, (1..=21).collect());
         // Pinned: these bytes are in journals on disk.
         assert_eq!(MetadataOp::CreateStream { name: "s".into() }.operation_code(), 1);
         let login = MetadataOp::LoginWithPersonalAccessToken { token: "t".into() };
         assert_eq!(login.operation_code(), 17);
         assert!(login.is_login());
         assert_eq!(MetadataOp::DeleteStream { stream_id: 1 }.encode(), vec![3, 1, 0, 0, 0]);
+        let create = MetadataOp::CreatePartitions {
+            stream_id: 1,
+            topic_id: 2,
+            count: 3,
+        };
+        assert_eq!(create.encode(), vec![18, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0]);
+        let delete = MetadataOp::DeletePartitions {
+            stream_id: 1,
+            topic_id: 2,
+            count: 3,
+        };
+        assert_eq!(delete.operation_code(), 19);
+        let join = MetadataOp::JoinConsumerGroup {
+            stream_id: 1,
+            topic_id: 2,
+            group_id: 3,
+            member_id: 4,
+        };
+        assert_eq!(join.encode(), vec![20, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0]);
+        assert!(!join.is_login());
+        let leave = MetadataOp::LeaveConsumerGroup {
+            stream_id: 1,
+            topic_id: 2,
+            group_id: 3,
+            member_id: 4,
+        };
+        assert_eq!(leave.operation_code(), 21);
     }
 
     #[test]
@@ -778,7 +974,7 @@ mod tests {
             let mut bytes: Vec<u8> = (0..len).map(|i| (x >> (i % 8 * 8)) as u8 ^ i as u8).collect();
             // Mostly valid operation codes, so the field decoders are exercised too.
             if let Some(first) = bytes.first_mut() {
-                *first %= 20;
+                *first %= 24;
             }
             if let Ok(op) = MetadataOp::decode(&bytes) {
                 assert_eq!(op.encode(), bytes, "a decoded op re-encodes to the same bytes");

@@ -51,6 +51,23 @@ pub enum MetadataReply {
         /// The new group's id within its topic.
         group_id: u32,
     },
+    /// `CreatePartitions` succeeded: the new partitions are `first_partition_id..` up to
+    /// the count asked for, each replicated by group
+    /// `partition_group_id(reply header op, id)`.
+    PartitionsCreated {
+        /// The id of the first new partition (the topic's partition count before).
+        first_partition_id: u32,
+    },
+    /// `JoinConsumerGroup` succeeded.
+    Joined {
+        /// The group's generation after the join.
+        generation: u64,
+    },
+    /// `LeaveConsumerGroup` succeeded.
+    Left {
+        /// The group's generation after the leave.
+        generation: u64,
+    },
     /// The name is already used in its scope.
     NameAlreadyExists,
     /// No stream has that id.
@@ -69,7 +86,9 @@ pub enum MetadataReply {
     InvalidName,
     /// The password is empty or too long.
     InvalidPassword,
-    /// A topic needs 1 to `PARTITIONS_PER_TOPIC_MAX` partitions.
+    /// A topic needs 1 to `PARTITIONS_PER_TOPIC_MAX` partitions: `CreateTopic` asked for
+    /// 0 or too many, `CreatePartitions` for 0 or past the maximum, or
+    /// `DeletePartitions` for 0 or all of them.
     InvalidPartitionCount,
     /// Username, password or token did not match.
     InvalidCredentials,
@@ -82,6 +101,10 @@ pub enum MetadataReply {
         /// Which bound.
         what: Limit,
     },
+    /// `JoinConsumerGroup` named a member the group already has.
+    AlreadyMember,
+    /// `LeaveConsumerGroup` named a member the group does not have.
+    MemberNotFound,
 }
 
 /// A reply's class without its fields, for workloads and metrics to count by.
@@ -117,11 +140,15 @@ pub enum Outcome {
     CannotModifyRoot,
     /// [`MetadataReply::LimitReached`], whatever the limit.
     LimitReached,
+    /// [`MetadataReply::AlreadyMember`].
+    AlreadyMember,
+    /// [`MetadataReply::MemberNotFound`].
+    MemberNotFound,
 }
 
 impl Outcome {
     /// Every outcome, in declaration order (for tables of counters).
-    pub const ALL: [Outcome; 15] = [
+    pub const ALL: [Outcome; 17] = [
         Outcome::Ok,
         Outcome::NameAlreadyExists,
         Outcome::StreamNotFound,
@@ -137,6 +164,8 @@ impl Outcome {
         Outcome::UserInactive,
         Outcome::CannotModifyRoot,
         Outcome::LimitReached,
+        Outcome::AlreadyMember,
+        Outcome::MemberNotFound,
     ];
 }
 
@@ -151,6 +180,9 @@ mod code {
     pub const TOKEN_CREATED: u8 = 4;
     pub const LOGGED_IN: u8 = 5;
     pub const GROUP_CREATED: u8 = 6;
+    pub const PARTITIONS_CREATED: u8 = 7;
+    pub const JOINED: u8 = 8;
+    pub const LEFT: u8 = 9;
     pub const NAME_ALREADY_EXISTS: u8 = 64;
     pub const STREAM_NOT_FOUND: u8 = 65;
     pub const TOPIC_NOT_FOUND: u8 = 66;
@@ -165,6 +197,8 @@ mod code {
     pub const USER_INACTIVE: u8 = 75;
     pub const CANNOT_MODIFY_ROOT: u8 = 76;
     pub const LIMIT_REACHED: u8 = 77;
+    pub const ALREADY_MEMBER: u8 = 78;
+    pub const MEMBER_NOT_FOUND: u8 = 79;
 }
 
 /// First reply code that is an error.
@@ -180,7 +214,10 @@ impl MetadataReply {
             | MetadataReply::UserCreated { .. }
             | MetadataReply::TokenCreated { .. }
             | MetadataReply::LoggedIn { .. }
-            | MetadataReply::GroupCreated { .. } => Outcome::Ok,
+            | MetadataReply::GroupCreated { .. }
+            | MetadataReply::PartitionsCreated { .. }
+            | MetadataReply::Joined { .. }
+            | MetadataReply::Left { .. } => Outcome::Ok,
             MetadataReply::NameAlreadyExists => Outcome::NameAlreadyExists,
             MetadataReply::StreamNotFound => Outcome::StreamNotFound,
             MetadataReply::TopicNotFound => Outcome::TopicNotFound,
@@ -195,6 +232,8 @@ impl MetadataReply {
             MetadataReply::UserInactive => Outcome::UserInactive,
             MetadataReply::CannotModifyRoot => Outcome::CannotModifyRoot,
             MetadataReply::LimitReached { .. } => Outcome::LimitReached,
+            MetadataReply::AlreadyMember => Outcome::AlreadyMember,
+            MetadataReply::MemberNotFound => Outcome::MemberNotFound,
         }
     }
 
@@ -213,6 +252,9 @@ impl MetadataReply {
             MetadataReply::TokenCreated { .. } => code::TOKEN_CREATED,
             MetadataReply::LoggedIn { .. } => code::LOGGED_IN,
             MetadataReply::GroupCreated { .. } => code::GROUP_CREATED,
+            MetadataReply::PartitionsCreated { .. } => code::PARTITIONS_CREATED,
+            MetadataReply::Joined { .. } => code::JOINED,
+            MetadataReply::Left { .. } => code::LEFT,
             MetadataReply::NameAlreadyExists => code::NAME_ALREADY_EXISTS,
             MetadataReply::StreamNotFound => code::STREAM_NOT_FOUND,
             MetadataReply::TopicNotFound => code::TOPIC_NOT_FOUND,
@@ -227,6 +269,8 @@ impl MetadataReply {
             MetadataReply::UserInactive => code::USER_INACTIVE,
             MetadataReply::CannotModifyRoot => code::CANNOT_MODIFY_ROOT,
             MetadataReply::LimitReached { .. } => code::LIMIT_REACHED,
+            MetadataReply::AlreadyMember => code::ALREADY_MEMBER,
+            MetadataReply::MemberNotFound => code::MEMBER_NOT_FOUND,
         }
     }
 
@@ -240,6 +284,8 @@ impl MetadataReply {
             MetadataReply::UserCreated { user_id } | MetadataReply::LoggedIn { user_id } => w.u32(*user_id),
             MetadataReply::TokenCreated { token } => w.str(token),
             MetadataReply::GroupCreated { group_id } => w.u32(*group_id),
+            MetadataReply::PartitionsCreated { first_partition_id } => w.u32(*first_partition_id),
+            MetadataReply::Joined { generation } | MetadataReply::Left { generation } => w.u64(*generation),
             MetadataReply::LimitReached { what } => w.u8(what.code()),
             MetadataReply::Ok
             | MetadataReply::NameAlreadyExists
@@ -254,7 +300,9 @@ impl MetadataReply {
             | MetadataReply::InvalidPartitionCount
             | MetadataReply::InvalidCredentials
             | MetadataReply::UserInactive
-            | MetadataReply::CannotModifyRoot => {}
+            | MetadataReply::CannotModifyRoot
+            | MetadataReply::AlreadyMember
+            | MetadataReply::MemberNotFound => {}
         }
         w.finish()
     }
@@ -282,6 +330,15 @@ impl MetadataReply {
             code::GROUP_CREATED => MetadataReply::GroupCreated {
                 group_id: r.u32("consumer group id")?,
             },
+            code::PARTITIONS_CREATED => MetadataReply::PartitionsCreated {
+                first_partition_id: r.u32("first partition id")?,
+            },
+            code::JOINED => MetadataReply::Joined {
+                generation: r.u64("generation")?,
+            },
+            code::LEFT => MetadataReply::Left {
+                generation: r.u64("generation")?,
+            },
             code::NAME_ALREADY_EXISTS => MetadataReply::NameAlreadyExists,
             code::STREAM_NOT_FOUND => MetadataReply::StreamNotFound,
             code::TOPIC_NOT_FOUND => MetadataReply::TopicNotFound,
@@ -300,6 +357,8 @@ impl MetadataReply {
                 let what = Limit::from_code(code).ok_or(DecodeError::UnknownCode { field: "limit", code })?;
                 MetadataReply::LimitReached { what }
             }
+            code::ALREADY_MEMBER => MetadataReply::AlreadyMember,
+            code::MEMBER_NOT_FOUND => MetadataReply::MemberNotFound,
             code => {
                 return Err(DecodeError::UnknownCode {
                     field: "reply code",
@@ -322,6 +381,11 @@ impl fmt::Debug for MetadataReply {
             MetadataReply::TokenCreated { .. } => write!(f, "TokenCreated {{ token: <redacted> }}"),
             MetadataReply::LoggedIn { user_id } => write!(f, "LoggedIn {{ user_id: {user_id} }}"),
             MetadataReply::GroupCreated { group_id } => write!(f, "GroupCreated {{ group_id: {group_id} }}"),
+            MetadataReply::PartitionsCreated { first_partition_id } => {
+                write!(f, "PartitionsCreated {{ first_partition_id: {first_partition_id} }}")
+            }
+            MetadataReply::Joined { generation } => write!(f, "Joined {{ generation: {generation} }}"),
+            MetadataReply::Left { generation } => write!(f, "Left {{ generation: {generation} }}"),
             MetadataReply::LimitReached { what } => write!(f, "LimitReached {{ what: {what:?} }}"),
             // Every other variant is fieldless and prints as its outcome.
             other => write!(f, "{:?}", other.outcome()),
@@ -359,6 +423,11 @@ mod tests {
             MetadataReply::InvalidCredentials,
             MetadataReply::UserInactive,
             MetadataReply::CannotModifyRoot,
+            MetadataReply::PartitionsCreated { first_partition_id: 5 },
+            MetadataReply::Joined { generation: 1 },
+            MetadataReply::Left { generation: u64::MAX },
+            MetadataReply::AlreadyMember,
+            MetadataReply::MemberNotFound,
         ];
         replies.extend(Limit::ALL.map(|what| MetadataReply::LimitReached { what }));
         replies
@@ -380,13 +449,31 @@ mod tests {
         let outcomes: BTreeSet<Outcome> = replies.iter().map(MetadataReply::outcome).collect();
         assert_eq!(outcomes, Outcome::ALL.into_iter().collect());
         let codes: BTreeSet<u8> = replies.iter().map(MetadataReply::reply_code).collect();
-        assert_eq!(codes.len(), 21);
+        assert_eq!(codes.len(), 26);
         // Pinned: cached reply bytes outlive a binary upgrade.
         assert_eq!(
             MetadataReply::StreamCreated { stream_id: 9 }.encode(),
             vec![1, 9, 0, 0, 0]
         );
         assert_eq!(MetadataReply::LimitReached { what: Limit::Users }.encode(), vec![77, 4]);
+        assert_eq!(
+            MetadataReply::PartitionsCreated { first_partition_id: 2 }.encode(),
+            vec![7, 2, 0, 0, 0]
+        );
+        assert_eq!(
+            MetadataReply::Joined { generation: 1 }.encode(),
+            vec![8, 1, 0, 0, 0, 0, 0, 0, 0]
+        );
+        assert_eq!(MetadataReply::Left { generation: 2 }.encode()[0], 9);
+        assert_eq!(MetadataReply::AlreadyMember.encode(), vec![78]);
+        assert_eq!(MetadataReply::MemberNotFound.encode(), vec![79]);
+        assert_eq!(
+            MetadataReply::LimitReached {
+                what: Limit::MembersPerGroup
+            }
+            .encode(),
+            vec![77, 8]
+        );
     }
 
     #[test]
@@ -404,10 +491,10 @@ mod tests {
             );
         }
         assert_eq!(
-            MetadataReply::decode(&[7]),
+            MetadataReply::decode(&[10]),
             Err(DecodeError::UnknownCode {
                 field: "reply code",
-                code: 7
+                code: 10
             })
         );
         assert_eq!(
@@ -431,5 +518,10 @@ mod tests {
         let reply = MetadataReply::TokenCreated { token: "s3cr3t".into() };
         assert!(!format!("{reply:?}").contains("s3cr3t"));
         assert_eq!(format!("{:?}", MetadataReply::StreamNotFound), "StreamNotFound");
+        assert_eq!(
+            format!("{:?}", MetadataReply::Joined { generation: 3 }),
+            "Joined { generation: 3 }"
+        );
+        assert_eq!(format!("{:?}", MetadataReply::MemberNotFound), "MemberNotFound");
     }
 }

@@ -5,7 +5,10 @@
 //! states give equal bytes and [`MetadataState::digest`] can compare replicas. Decoding
 //! rejects any bytes that are not exactly what `encode_state` would produce for a valid
 //! state: ids ascending and below their counters, names valid and unique in scope,
-//! counts within the limits, the root user present and intact. A snapshot that decodes
+//! counts within the limits, the root user present and intact, every partition's group
+//! id derived from its id and an op already applied (unique, in creation order within
+//! a topic, none after `partitions_changed_at`), consumer group generations no larger
+//! than the op number and no smaller than the member count. A snapshot that decodes
 //! therefore gives a state that `apply` could have produced, as far as these
 //! invariants can tell.
 //!
@@ -15,10 +18,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::entities::{ConsumerGroup, PersonalAccessToken, Stream, Topic, User};
+use super::entities::{ConsumerGroup, Partition, PersonalAccessToken, Stream, Topic, User};
+use super::group_id::{group_created_at_op, group_partition_id};
 use super::limits::{
-    CONSUMER_GROUPS_PER_TOPIC_MAX, PARTITIONS_PER_TOPIC_MAX, PARTITIONS_TOTAL_MAX, STREAMS_MAX, TOKENS_PER_USER_MAX,
-    TOPICS_PER_STREAM_MAX, USERS_MAX,
+    CONSUMER_GROUPS_PER_TOPIC_MAX, MEMBERS_PER_GROUP_MAX, PARTITIONS_PER_TOPIC_MAX, PARTITIONS_TOTAL_MAX, STREAMS_MAX,
+    TOKENS_PER_USER_MAX, TOPICS_PER_STREAM_MAX, USERS_MAX,
 };
 use super::name::is_valid_name;
 use super::ops::Durability;
@@ -28,12 +32,15 @@ use crate::codec::{DecodeError, Reader, Writer};
 
 impl MetadataState {
     /// The canonical bytes of the whole state. Layout (little-endian, counts as varints):
-    /// `[op number applied: u64][next stream id: u32][next user id: u32]`, then streams
-    /// (each with its topics, each with its consumer groups), then users (each with
+    /// `[op number applied: u64][partitions changed at: u64][next stream id: u32]
+    /// [next user id: u32]`, then streams (each with its topics, each with its
+    /// partitions as `[group id: u64][created in view: u64]` in id order, the id being
+    /// the position, then its consumer groups with their members), then users (each with
     /// permissions and tokens), every map in ascending key order.
     pub fn encode_state(&self) -> Vec<u8> {
         let mut w = Writer::new();
         w.u64(self.op_number_applied);
+        w.u64(self.partitions_changed_at);
         w.u32(self.next_stream_id);
         w.u32(self.next_user_id);
         w.len(self.streams.len());
@@ -47,7 +54,11 @@ impl MetadataState {
                 w.u32(topic.id);
                 w.str(&topic.name);
                 w.u64(topic.created_at_micros);
-                w.u32(topic.partitions);
+                w.len(topic.partitions.len());
+                for partition in &topic.partitions {
+                    w.u64(partition.group_id);
+                    w.u64(partition.created_in_view);
+                }
                 w.u8(topic.durability.code());
                 w.u64(topic.message_expiry_micros);
                 w.u32(topic.next_group_id);
@@ -56,6 +67,11 @@ impl MetadataState {
                     w.u32(group.id);
                     w.str(&group.name);
                     w.u64(group.created_at_micros);
+                    w.u64(group.generation);
+                    w.len(group.members.len());
+                    for member in &group.members {
+                        w.u32(*member);
+                    }
                 }
             }
         }
@@ -84,14 +100,21 @@ impl MetadataState {
     pub fn decode_state(bytes: &[u8]) -> Result<MetadataState, DecodeError> {
         let mut r = Reader::new(bytes);
         let op_number_applied = r.u64("op number applied")?;
+        let partitions_changed_at = r.u64("partitions changed at")?;
+        if partitions_changed_at > op_number_applied {
+            return Err(DecodeError::InvalidState {
+                what: "partitions changed at an op not yet applied",
+            });
+        }
         let next_stream_id = r.u32("next stream id")?;
         let next_user_id = r.u32("next user id")?;
 
         let mut streams = BTreeMap::new();
         let mut stream_names = BTreeSet::new();
         let mut partitions_total: u64 = 0;
+        let mut group_ids = BTreeSet::new();
         for _ in 0..r.len("stream count", STREAMS_MAX)? {
-            let stream = decode_stream(&mut r)?;
+            let stream = decode_stream(&mut r, op_number_applied)?;
             check_id(
                 streams.last_key_value().map(|(id, _)| *id),
                 stream.id,
@@ -99,7 +122,19 @@ impl MetadataState {
                 "stream ids",
             )?;
             check_unique_name(&mut stream_names, &stream.name)?;
-            partitions_total += stream.topics.values().map(|t| u64::from(t.partitions)).sum::<u64>();
+            for partition in stream.topics.values().flat_map(|t| &t.partitions) {
+                partitions_total += 1;
+                if group_created_at_op(partition.group_id) > partitions_changed_at {
+                    return Err(DecodeError::InvalidState {
+                        what: "a partition was created after partitions last changed",
+                    });
+                }
+                if !group_ids.insert(partition.group_id) {
+                    return Err(DecodeError::InvalidState {
+                        what: "two partitions share a group id",
+                    });
+                }
+            }
             streams.insert(stream.id, stream);
         }
         if partitions_total > PARTITIONS_TOTAL_MAX {
@@ -141,11 +176,13 @@ impl MetadataState {
             next_stream_id,
             next_user_id,
             op_number_applied,
+            partitions_changed_at,
         })
     }
 }
 
-fn decode_stream(r: &mut Reader<'_>) -> Result<Stream, DecodeError> {
+/// `op_number_applied` bounds the ops partitions and generations can come from.
+fn decode_stream(r: &mut Reader<'_>, op_number_applied: u64) -> Result<Stream, DecodeError> {
     let id = r.u32("stream id")?;
     let name = r.string("stream name")?;
     let created_at_micros = r.u64("stream created at")?;
@@ -153,7 +190,7 @@ fn decode_stream(r: &mut Reader<'_>) -> Result<Stream, DecodeError> {
     let mut topics = BTreeMap::new();
     let mut names = BTreeSet::new();
     for _ in 0..r.len("topic count", TOPICS_PER_STREAM_MAX)? {
-        let topic = decode_topic(r)?;
+        let topic = decode_topic(r, op_number_applied)?;
         check_id(
             topics.last_key_value().map(|(id, _)| *id),
             topic.id,
@@ -172,14 +209,48 @@ fn decode_stream(r: &mut Reader<'_>) -> Result<Stream, DecodeError> {
     })
 }
 
-fn decode_topic(r: &mut Reader<'_>) -> Result<Topic, DecodeError> {
+fn decode_topic(r: &mut Reader<'_>, op_number_applied: u64) -> Result<Topic, DecodeError> {
     let id = r.u32("topic id")?;
     let name = r.string("topic name")?;
     let created_at_micros = r.u64("topic created at")?;
-    let partitions = r.u32("partition count")?;
-    if !(1..=PARTITIONS_PER_TOPIC_MAX).contains(&partitions) {
+    // u32 -> usize is lossless on every supported target.
+    let count = r.len("partition count", PARTITIONS_PER_TOPIC_MAX as usize)?;
+    if count == 0 {
         return Err(DecodeError::InvalidState {
-            what: "a topic's partition count is outside 1..=PARTITIONS_PER_TOPIC_MAX",
+            what: "a topic has no partitions",
+        });
+    }
+    let mut partitions: Vec<Partition> = Vec::with_capacity(count);
+    for index in 0..count {
+        let group_id = r.u64("partition group id")?;
+        let created_in_view = r.u64("partition created in view")?;
+        let created_at_op = group_created_at_op(group_id);
+        // index < PARTITIONS_PER_TOPIC_MAX, a u32.
+        let partition_id = index as u32;
+        if group_partition_id(group_id) != u64::from(partition_id) {
+            return Err(DecodeError::InvalidState {
+                what: "a partition group id does not end in the partition id",
+            });
+        }
+        if created_at_op == 0 || created_at_op > op_number_applied {
+            return Err(DecodeError::InvalidState {
+                what: "a partition group id names an op not applied",
+            });
+        }
+        // Deletes remove the highest ids and creates append, so a higher id was never
+        // created before a lower one that still exists.
+        if partitions
+            .last()
+            .is_some_and(|previous| group_created_at_op(previous.group_id) > created_at_op)
+        {
+            return Err(DecodeError::InvalidState {
+                what: "a partition was created before a lower-numbered one",
+            });
+        }
+        partitions.push(Partition {
+            id: partition_id,
+            group_id,
+            created_in_view,
         });
     }
     let durability = Durability::decode_from(r)?;
@@ -188,11 +259,7 @@ fn decode_topic(r: &mut Reader<'_>) -> Result<Topic, DecodeError> {
     let mut consumer_groups = BTreeMap::new();
     let mut names = BTreeSet::new();
     for _ in 0..r.len("consumer group count", CONSUMER_GROUPS_PER_TOPIC_MAX)? {
-        let group = ConsumerGroup {
-            id: r.u32("consumer group id")?,
-            name: r.string("consumer group name")?,
-            created_at_micros: r.u64("consumer group created at")?,
-        };
+        let group = decode_group(r, op_number_applied)?;
         check_id(
             consumer_groups.last_key_value().map(|(id, _)| *id),
             group.id,
@@ -211,6 +278,36 @@ fn decode_topic(r: &mut Reader<'_>) -> Result<Topic, DecodeError> {
         message_expiry_micros,
         consumer_groups,
         next_group_id,
+    })
+}
+
+fn decode_group(r: &mut Reader<'_>, op_number_applied: u64) -> Result<ConsumerGroup, DecodeError> {
+    let id = r.u32("consumer group id")?;
+    let name = r.string("consumer group name")?;
+    let created_at_micros = r.u64("consumer group created at")?;
+    let generation = r.u64("consumer group generation")?;
+    let mut members = BTreeSet::new();
+    for _ in 0..r.len("member count", MEMBERS_PER_GROUP_MAX)? {
+        let member = r.u32("member id")?;
+        if members.last().is_some_and(|last| *last >= member) {
+            return Err(DecodeError::NonCanonical { field: "member ids" });
+        }
+        members.insert(member);
+    }
+    // Each join or leave is one op and adds 1, and each member joined once.
+    // u64::try_from cannot fail for a count bounded by MEMBERS_PER_GROUP_MAX.
+    let members_count = u64::try_from(members.len()).unwrap_or(u64::MAX);
+    if generation > op_number_applied || generation < members_count {
+        return Err(DecodeError::InvalidState {
+            what: "a consumer group's generation does not fit its members and the op number",
+        });
+    }
+    Ok(ConsumerGroup {
+        id,
+        name,
+        created_at_micros,
+        members,
+        generation,
     })
 }
 

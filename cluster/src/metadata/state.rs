@@ -1,7 +1,8 @@
 //! The metadata state machine: what the metadata VSR group replicates.
 //!
-//! Models: streams, topics, consumer groups, users, permissions and personal access
-//! tokens, changed only by [`MetadataState::apply`], which is a pure function of the
+//! Models: streams, topics and their partitions (each with the VSR group id that
+//! replicates it), consumer groups and their members, users, permissions and personal
+//! access tokens, changed only by [`MetadataState::apply`], which is a pure function of the
 //! state, the op and its [`ApplyContext`]. Every replica that applies the same
 //! committed ops with the same contexts reaches the same state, byte for byte (compare
 //! with [`MetadataState::digest`]). Ids come from counters held in the state; time and
@@ -10,16 +11,18 @@
 //!
 //! Does not model: authorisation (whether the session that sent an op may perform it
 //! is checked on the request path; the state only offers the permissions to check
-//! against), sessions and request deduplication (the client table), partition data,
-//! or the consensus that orders ops.
+//! against), sessions and request deduplication (the client table), partition data
+//! (messages, offsets: the partition plane), placement of partition groups on
+//! replicas, or the consensus that orders ops.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::credentials::{derive_salt, derive_token, hash_password, hash_token};
-use super::entities::{ConsumerGroup, PersonalAccessToken, Stream, Topic, User};
+use super::entities::{ConsumerGroup, Partition, PersonalAccessToken, Stream, Topic, User};
+use super::group_id::{PARTITION_GROUP_OP_LIMIT, partition_group_id};
 use super::limits::{
-    CONSUMER_GROUPS_PER_TOPIC_MAX, Limit, PARTITIONS_PER_TOPIC_MAX, PARTITIONS_TOTAL_MAX, PERMISSION_STREAMS_MAX,
-    STREAMS_MAX, TOKENS_PER_USER_MAX, TOPICS_PER_STREAM_MAX, USERS_MAX,
+    CONSUMER_GROUPS_PER_TOPIC_MAX, Limit, MEMBERS_PER_GROUP_MAX, PARTITIONS_PER_TOPIC_MAX, PARTITIONS_TOTAL_MAX,
+    PERMISSION_STREAMS_MAX, STREAMS_MAX, TOKENS_PER_USER_MAX, TOPICS_PER_STREAM_MAX, USERS_MAX,
 };
 use super::name::{is_valid_name, is_valid_password};
 use super::ops::{Durability, MetadataOp};
@@ -41,8 +44,12 @@ pub struct ApplyContext {
     /// times and token expiry are judged against it, never against a local clock.
     pub timestamp_micros: u64,
     /// The op's number in the metadata log. Strictly increasing across applied ops;
-    /// 0 is genesis and is never applied.
+    /// 0 is genesis and is never applied. Partitions an op creates take their group
+    /// ids from it (`partition_group_id`).
     pub op_number: u64,
+    /// The view of the prepare header that carried the op. Partitions an op creates
+    /// record it as `created_in_view`: their groups start in that view.
+    pub view: u64,
     /// Seeded randomness drawn by the primary for this op (salts, tokens).
     pub entropy: u64,
 }
@@ -58,6 +65,9 @@ pub struct MetadataState {
     pub(super) next_stream_id: u32,
     pub(super) next_user_id: u32,
     pub(super) op_number_applied: u64,
+    /// The number of the latest applied op that created or removed a partition; 0 at
+    /// genesis. See [`MetadataState::partitions_changed_at`].
+    pub(super) partitions_changed_at: u64,
 }
 
 impl MetadataState {
@@ -89,6 +99,7 @@ impl MetadataState {
             next_stream_id: 0,
             next_user_id: ROOT_USER_ID + 1,
             op_number_applied: 0,
+            partitions_changed_at: 0,
         }
     }
 
@@ -107,7 +118,7 @@ impl MetadataState {
         let applied = match op {
             MetadataOp::CreateStream { name } => self.create_stream(name, ctx),
             MetadataOp::UpdateStream { stream_id, name } => self.update_stream(*stream_id, name),
-            MetadataOp::DeleteStream { stream_id } => self.delete_stream(*stream_id),
+            MetadataOp::DeleteStream { stream_id } => self.delete_stream(*stream_id, ctx),
             MetadataOp::CreateTopic {
                 stream_id,
                 name,
@@ -122,7 +133,7 @@ impl MetadataState {
                 durability,
                 message_expiry_micros,
             } => self.update_topic(*stream_id, *topic_id, name, *durability, *message_expiry_micros),
-            MetadataOp::DeleteTopic { stream_id, topic_id } => self.delete_topic(*stream_id, *topic_id),
+            MetadataOp::DeleteTopic { stream_id, topic_id } => self.delete_topic(*stream_id, *topic_id, ctx),
             MetadataOp::CreateUser {
                 username,
                 password,
@@ -158,6 +169,28 @@ impl MetadataState {
             } => self.delete_group(*stream_id, *topic_id, *group_id),
             MetadataOp::LoginUser { username, password } => self.login_user(username, password),
             MetadataOp::LoginWithPersonalAccessToken { token } => self.login_with_token(token, ctx),
+            MetadataOp::CreatePartitions {
+                stream_id,
+                topic_id,
+                count,
+            } => self.create_partitions(*stream_id, *topic_id, *count, ctx),
+            MetadataOp::DeletePartitions {
+                stream_id,
+                topic_id,
+                count,
+            } => self.delete_partitions(*stream_id, *topic_id, *count, ctx),
+            MetadataOp::JoinConsumerGroup {
+                stream_id,
+                topic_id,
+                group_id,
+                member_id,
+            } => self.join_group(*stream_id, *topic_id, *group_id, *member_id),
+            MetadataOp::LeaveConsumerGroup {
+                stream_id,
+                topic_id,
+                group_id,
+                member_id,
+            } => self.leave_group(*stream_id, *topic_id, *group_id, *member_id),
         };
         applied.unwrap_or_else(|error| error)
     }
@@ -198,11 +231,15 @@ impl MetadataState {
 
     /// Deletes the stream's topics and groups too, and every user's permissions on it
     /// (ids are never reused, but a dangling entry would still count against
-    /// `PERMISSION_STREAMS_MAX`).
-    fn delete_stream(&mut self, stream_id: u32) -> Applied {
-        self.streams.remove(&stream_id).ok_or(MetadataReply::StreamNotFound)?;
+    /// `PERMISSION_STREAMS_MAX`). Moves `partitions_changed_at` only if the stream had
+    /// topics (every topic has a partition; an empty stream removes none).
+    fn delete_stream(&mut self, stream_id: u32, ctx: &ApplyContext) -> Applied {
+        let stream = self.streams.remove(&stream_id).ok_or(MetadataReply::StreamNotFound)?;
         for user in self.users.values_mut() {
             user.permissions.streams.remove(&stream_id);
+        }
+        if !stream.topics.is_empty() {
+            self.partitions_changed_at = ctx.op_number;
         }
         Ok(MetadataReply::Ok)
     }
@@ -228,11 +265,9 @@ impl MetadataState {
             return Err(MetadataReply::NameAlreadyExists);
         }
         check_room(stream.topics.len(), TOPICS_PER_STREAM_MAX, Limit::TopicsPerStream)?;
-        if partitions_total + u64::from(partitions) > PARTITIONS_TOTAL_MAX {
-            return Err(MetadataReply::LimitReached {
-                what: Limit::PartitionsTotal,
-            });
-        }
+        check_partitions_room(partitions_total, partitions)?;
+        // Before take_id: a refused op must leave the topic counter alone.
+        let partitions = new_partitions(0, partitions, ctx)?;
         let topic_id = take_id(&mut stream.next_topic_id)?;
         stream.topics.insert(
             topic_id,
@@ -247,6 +282,7 @@ impl MetadataState {
                 next_group_id: 0,
             },
         );
+        self.partitions_changed_at = ctx.op_number;
         Ok(MetadataReply::TopicCreated { topic_id })
     }
 
@@ -273,9 +309,42 @@ impl MetadataState {
         Ok(MetadataReply::Ok)
     }
 
-    fn delete_topic(&mut self, stream_id: u32, topic_id: u32) -> Applied {
+    /// Removes the topic's partitions and consumer groups with it.
+    fn delete_topic(&mut self, stream_id: u32, topic_id: u32, ctx: &ApplyContext) -> Applied {
         let stream = self.stream_mut(stream_id)?;
         stream.topics.remove(&topic_id).ok_or(MetadataReply::TopicNotFound)?;
+        self.partitions_changed_at = ctx.op_number;
+        Ok(MetadataReply::Ok)
+    }
+
+    // ---- partitions ----
+
+    /// Appends `count` partitions with ids from the topic's current partition count on.
+    fn create_partitions(&mut self, stream_id: u32, topic_id: u32, count: u32, ctx: &ApplyContext) -> Applied {
+        let partitions_total = self.partition_count();
+        let topic = self.topic_mut(stream_id, topic_id)?;
+        let first_partition_id = partition_len(topic);
+        if count == 0 || u64::from(first_partition_id) + u64::from(count) > u64::from(PARTITIONS_PER_TOPIC_MAX) {
+            return Err(MetadataReply::InvalidPartitionCount);
+        }
+        check_partitions_room(partitions_total, count)?;
+        let partitions = new_partitions(first_partition_id, count, ctx)?;
+        topic.partitions.extend(partitions);
+        self.partitions_changed_at = ctx.op_number;
+        Ok(MetadataReply::PartitionsCreated { first_partition_id })
+    }
+
+    /// Removes the topic's `count` highest-numbered partitions; a topic keeps at least
+    /// one, so `count` must be below its partition count.
+    fn delete_partitions(&mut self, stream_id: u32, topic_id: u32, count: u32, ctx: &ApplyContext) -> Applied {
+        let topic = self.topic_mut(stream_id, topic_id)?;
+        let current = partition_len(topic);
+        if count == 0 || count >= current {
+            return Err(MetadataReply::InvalidPartitionCount);
+        }
+        // current - count < current <= PARTITIONS_PER_TOPIC_MAX: fits a usize.
+        topic.partitions.truncate((current - count) as usize);
+        self.partitions_changed_at = ctx.op_number;
         Ok(MetadataReply::Ok)
     }
 
@@ -299,6 +368,8 @@ impl MetadataState {
                 id: group_id,
                 name: name.to_owned(),
                 created_at_micros: ctx.timestamp_micros,
+                members: BTreeSet::new(),
+                generation: 0,
             },
         );
         Ok(MetadataReply::GroupCreated { group_id })
@@ -311,6 +382,28 @@ impl MetadataState {
             .remove(&group_id)
             .ok_or(MetadataReply::GroupNotFound)?;
         Ok(MetadataReply::Ok)
+    }
+
+    fn join_group(&mut self, stream_id: u32, topic_id: u32, group_id: u32, member_id: u32) -> Applied {
+        let group = self.group_mut(stream_id, topic_id, group_id)?;
+        if group.members.contains(&member_id) {
+            return Err(MetadataReply::AlreadyMember);
+        }
+        check_room(group.members.len(), MEMBERS_PER_GROUP_MAX, Limit::MembersPerGroup)?;
+        group.members.insert(member_id);
+        Ok(MetadataReply::Joined {
+            generation: bump_generation(group),
+        })
+    }
+
+    fn leave_group(&mut self, stream_id: u32, topic_id: u32, group_id: u32, member_id: u32) -> Applied {
+        let group = self.group_mut(stream_id, topic_id, group_id)?;
+        if !group.members.remove(&member_id) {
+            return Err(MetadataReply::MemberNotFound);
+        }
+        Ok(MetadataReply::Left {
+            generation: bump_generation(group),
+        })
     }
 
     // ---- users ----
@@ -489,6 +582,13 @@ impl MetadataState {
             .ok_or(MetadataReply::TopicNotFound)
     }
 
+    fn group_mut(&mut self, stream_id: u32, topic_id: u32, group_id: u32) -> Result<&mut ConsumerGroup, MetadataReply> {
+        self.topic_mut(stream_id, topic_id)?
+            .consumer_groups
+            .get_mut(&group_id)
+            .ok_or(MetadataReply::GroupNotFound)
+    }
+
     fn user_mut(&mut self, user_id: u32) -> Result<&mut User, MetadataReply> {
         self.users.get_mut(&user_id).ok_or(MetadataReply::UserNotFound)
     }
@@ -528,12 +628,34 @@ impl MetadataState {
         self.op_number_applied
     }
 
+    /// The number of the latest applied op that created or removed any partition
+    /// (a successful `CreateTopic`, `DeleteTopic`, `CreatePartitions` or
+    /// `DeletePartitions`, or a `DeleteStream` of a stream that had topics); 0 at
+    /// genesis. A failed op never moves it. A node keeps the value it last reconciled
+    /// its partition groups at and reconciles again when this differs.
+    pub fn partitions_changed_at(&self) -> u64 {
+        self.partitions_changed_at
+    }
+
+    /// Every partition as (stream id, topic id, topic, partition), in stream, topic
+    /// then partition id order.
+    pub fn partitions(&self) -> impl Iterator<Item = (u32, u32, &Topic, &Partition)> {
+        self.streams.iter().flat_map(|(stream_id, stream)| {
+            stream.topics.iter().flat_map(move |(topic_id, topic)| {
+                topic
+                    .partitions
+                    .iter()
+                    .map(move |partition| (*stream_id, *topic_id, topic, partition))
+            })
+        })
+    }
+
     /// Partitions across every topic of every stream.
     pub fn partition_count(&self) -> u64 {
         self.streams
             .values()
             .flat_map(|stream| stream.topics.values())
-            .map(|topic| u64::from(topic.partitions))
+            .map(|topic| u64::from(partition_len(topic)))
             .sum()
     }
 
@@ -553,14 +675,23 @@ impl MetadataState {
             .flat_map(|s| s.topics.values())
             .map(|t| t.consumer_groups.len())
             .sum::<usize>();
+        let members = self
+            .streams
+            .values()
+            .flat_map(|s| s.topics.values())
+            .flat_map(|t| t.consumer_groups.values())
+            .map(|g| g.members.len())
+            .sum::<usize>();
         let tokens = self.users.values().map(|u| u.tokens.len()).sum::<usize>();
         format!(
-            "op={} streams={} topics={} partitions={} groups={} users={} tokens={}",
+            "op={} streams={} topics={} partitions={} partitions_changed_at={} groups={} members={} users={} tokens={}",
             self.op_number_applied,
             self.streams.len(),
             topics,
             self.partition_count(),
+            self.partitions_changed_at,
             groups,
+            members,
             self.users.len(),
             tokens
         )
@@ -590,6 +721,49 @@ fn check_room(len: usize, max: usize, what: Limit) -> Result<(), MetadataReply> 
     } else {
         Err(MetadataReply::LimitReached { what })
     }
+}
+
+/// `LimitReached { PartitionsTotal }` unless `adding` more partitions fit beside the
+/// cluster's `total`.
+fn check_partitions_room(total: u64, adding: u32) -> Result<(), MetadataReply> {
+    if total + u64::from(adding) <= PARTITIONS_TOTAL_MAX {
+        Ok(())
+    } else {
+        Err(MetadataReply::LimitReached {
+            what: Limit::PartitionsTotal,
+        })
+    }
+}
+
+/// The partitions `first_id..first_id + count` as the op `ctx` creates them: group ids
+/// from its op number, starting in its view. `LimitReached { Ids }` if the op number is
+/// too large to form a group id (see `PARTITION_GROUP_OP_LIMIT`). The caller has
+/// checked that the ids stay below `PARTITIONS_PER_TOPIC_MAX`.
+fn new_partitions(first_id: u32, count: u32, ctx: &ApplyContext) -> Result<Vec<Partition>, MetadataReply> {
+    if ctx.op_number >= PARTITION_GROUP_OP_LIMIT {
+        return Err(MetadataReply::LimitReached { what: Limit::Ids });
+    }
+    Ok((first_id..first_id + count)
+        .map(|id| Partition {
+            id,
+            group_id: partition_group_id(ctx.op_number, id),
+            created_in_view: ctx.view,
+        })
+        .collect())
+}
+
+/// A topic's partition count. Never above `PARTITIONS_PER_TOPIC_MAX` (a u32): apply
+/// and snapshot decoding both keep it there, so the conversion is lossless.
+fn partition_len(topic: &Topic) -> u32 {
+    topic.partitions.len() as u32
+}
+
+/// Add one to a consumer group's generation and return the new value. Cannot overflow:
+/// each join or leave is its own op, so a generation never exceeds the number of the op
+/// that last changed it (snapshot decoding checks that too), and op numbers are u64.
+fn bump_generation(group: &mut ConsumerGroup) -> u64 {
+    group.generation += 1;
+    group.generation
 }
 
 /// Take the next id from `counter`, or `LimitReached { Ids }` if the counter is spent

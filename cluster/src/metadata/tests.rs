@@ -2,12 +2,16 @@
 //! applies ops the way the metadata group would (increasing op numbers, a timestamp and
 //! entropy per op) and checks the replies and the resulting state.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use super::*;
 
-/// A state plus the op counter and clock a primary would supply.
+/// A state plus the op counter, view and clock a primary would supply.
 struct Replica {
     state: MetadataState,
     op_number: u64,
+    /// The view the next ops are prepared in; tests move it to see it recorded.
+    view: u64,
     now_micros: u64,
     entropy_seed: u64,
 }
@@ -21,6 +25,7 @@ impl Replica {
         Self {
             state: MetadataState::new("root-password", entropy_seed),
             op_number: 0,
+            view: 0,
             now_micros: 1_000_000,
             entropy_seed,
         }
@@ -32,6 +37,7 @@ impl Replica {
         ApplyContext {
             timestamp_micros: self.now_micros,
             op_number: self.op_number,
+            view: self.view,
             entropy: self.entropy_seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ self.op_number,
         }
     }
@@ -103,7 +109,7 @@ fn genesis_holds_only_the_root_user_with_full_permissions() {
     assert_eq!(replica.state.op_number_applied(), 0);
     assert_eq!(
         replica.state.summary(),
-        "op=0 streams=0 topics=0 partitions=0 groups=0 users=1 tokens=0"
+        "op=0 streams=0 topics=0 partitions=0 partitions_changed_at=0 groups=0 members=0 users=1 tokens=0"
     );
 }
 
@@ -232,7 +238,7 @@ fn create_topic_checks_partitions_stream_and_name_scope() {
     );
     assert_eq!(replica.state.partition_count(), 6);
     let topic = replica.state.topic(s1, 0).expect("topic");
-    assert_eq!((topic.partitions, topic.durability), (3, Durability::Replicated));
+    assert_eq!((topic.partitions.len(), topic.durability), (3, Durability::Replicated));
 }
 
 #[test]
@@ -267,6 +273,332 @@ fn update_and_delete_topic() {
     );
 }
 
+// ---- partitions ----
+
+impl Replica {
+    fn create_partitions(&mut self, stream_id: u32, topic_id: u32, count: u32) -> MetadataReply {
+        self.apply(MetadataOp::CreatePartitions {
+            stream_id,
+            topic_id,
+            count,
+        })
+    }
+
+    fn delete_partitions(&mut self, stream_id: u32, topic_id: u32, count: u32) -> MetadataReply {
+        self.apply(MetadataOp::DeletePartitions {
+            stream_id,
+            topic_id,
+            count,
+        })
+    }
+
+    /// (id, group id, created in view) of every partition of a topic.
+    fn partitions_of(&self, stream_id: u32, topic_id: u32) -> Vec<(u32, u64, u64)> {
+        self.state
+            .topic(stream_id, topic_id)
+            .map(|topic| {
+                topic
+                    .partitions
+                    .iter()
+                    .map(|p| (p.id, p.group_id, p.created_in_view))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+#[test]
+fn a_topic_created_at_op_x_has_partition_groups_from_x_and_its_view() {
+    let mut replica = Replica::new();
+    let stream_id = replica.create_stream("s");
+    replica.view = 3;
+    assert_eq!(
+        replica.create_topic(stream_id, "t", 3),
+        MetadataReply::TopicCreated { topic_id: 0 }
+    );
+    let x = replica.op_number;
+    assert_eq!(x, 2);
+    assert_eq!(
+        replica.partitions_of(stream_id, 0),
+        vec![
+            (0, partition_group_id(x, 0), 3),
+            (1, partition_group_id(x, 1), 3),
+            (2, partition_group_id(x, 2), 3),
+        ]
+    );
+    assert_eq!(partition_group_id(x, 1), (2 << PARTITION_ID_BITS) | 1);
+    assert_eq!(replica.state.partitions_changed_at(), x);
+}
+
+#[test]
+fn create_partitions_appends_ids_with_group_ids_from_its_own_op() {
+    let mut replica = Replica::new();
+    let stream_id = replica.create_stream("s");
+    replica.create_topic(stream_id, "t", 2);
+    let created_at = replica.op_number;
+    replica.view = 7;
+    assert_eq!(
+        replica.create_partitions(stream_id, 0, 3),
+        MetadataReply::PartitionsCreated { first_partition_id: 2 }
+    );
+    let y = replica.op_number;
+    assert_eq!(
+        replica.partitions_of(stream_id, 0),
+        vec![
+            (0, partition_group_id(created_at, 0), 0),
+            (1, partition_group_id(created_at, 1), 0),
+            (2, partition_group_id(y, 2), 7),
+            (3, partition_group_id(y, 3), 7),
+            (4, partition_group_id(y, 4), 7),
+        ]
+    );
+    assert_eq!(replica.state.partition_count(), 5);
+    assert_eq!(replica.state.partitions_changed_at(), y);
+}
+
+#[test]
+fn create_partitions_checks_stream_topic_then_count_then_the_cluster_limit() {
+    let mut replica = Replica::new();
+    let stream_id = replica.create_stream("s");
+    replica.create_topic(stream_id, "t", PARTITIONS_PER_TOPIC_MAX - 1);
+    assert_eq!(replica.create_partitions(99, 0, 0), MetadataReply::StreamNotFound);
+    assert_eq!(replica.create_partitions(stream_id, 9, 0), MetadataReply::TopicNotFound);
+    assert_eq!(
+        replica.create_partitions(stream_id, 0, 0),
+        MetadataReply::InvalidPartitionCount
+    );
+    assert_eq!(
+        replica.create_partitions(stream_id, 0, 2),
+        MetadataReply::InvalidPartitionCount,
+        "past PARTITIONS_PER_TOPIC_MAX"
+    );
+    assert_eq!(
+        replica.create_partitions(stream_id, 0, u32::MAX),
+        MetadataReply::InvalidPartitionCount,
+        "no overflow"
+    );
+    assert_eq!(
+        replica.create_partitions(stream_id, 0, 1),
+        MetadataReply::PartitionsCreated {
+            first_partition_id: PARTITIONS_PER_TOPIC_MAX - 1
+        }
+    );
+    // Fill the cluster, leaving one partition of room, then ask for two.
+    let full_topics = PARTITIONS_TOTAL_MAX / u64::from(PARTITIONS_PER_TOPIC_MAX) - 1;
+    for index in 0..full_topics - 1 {
+        let reply = replica.create_topic(stream_id, &format!("full{index}"), PARTITIONS_PER_TOPIC_MAX);
+        assert!(reply.is_ok(), "{reply:?}");
+    }
+    let filler = replica.create_topic(stream_id, "filler", PARTITIONS_PER_TOPIC_MAX - 2);
+    assert!(filler.is_ok(), "{filler:?}");
+    let MetadataReply::TopicCreated { topic_id: small } = replica.create_topic(stream_id, "small", 1) else {
+        panic!("the small topic fits");
+    };
+    assert_eq!(replica.state.partition_count(), PARTITIONS_TOTAL_MAX - 1);
+    assert_eq!(
+        replica.create_partitions(stream_id, small, 2),
+        MetadataReply::LimitReached {
+            what: Limit::PartitionsTotal
+        }
+    );
+    assert!(replica.create_partitions(stream_id, small, 1).is_ok());
+}
+
+#[test]
+fn delete_partitions_removes_the_highest_and_keeps_at_least_one() {
+    let mut replica = Replica::new();
+    let stream_id = replica.create_stream("s");
+    replica.create_topic(stream_id, "t", 4);
+    let created_at = replica.op_number;
+    assert_eq!(replica.delete_partitions(99, 0, 1), MetadataReply::StreamNotFound);
+    assert_eq!(replica.delete_partitions(stream_id, 5, 1), MetadataReply::TopicNotFound);
+    assert_eq!(
+        replica.delete_partitions(stream_id, 0, 0),
+        MetadataReply::InvalidPartitionCount
+    );
+    assert_eq!(
+        replica.delete_partitions(stream_id, 0, 4),
+        MetadataReply::InvalidPartitionCount,
+        "a topic keeps at least one partition"
+    );
+    assert_eq!(
+        replica.delete_partitions(stream_id, 0, u32::MAX),
+        MetadataReply::InvalidPartitionCount
+    );
+    assert_eq!(
+        replica.state.partitions_changed_at(),
+        created_at,
+        "failed ops do not move it"
+    );
+    assert_eq!(replica.delete_partitions(stream_id, 0, 3), MetadataReply::Ok);
+    let deleted_at = replica.op_number;
+    assert_eq!(
+        replica.partitions_of(stream_id, 0),
+        vec![(0, partition_group_id(created_at, 0), 0)]
+    );
+    assert_eq!(replica.state.partitions_changed_at(), deleted_at);
+    // Partition 1 again: the same id, a new incarnation with a new group.
+    assert_eq!(
+        replica.create_partitions(stream_id, 0, 1),
+        MetadataReply::PartitionsCreated { first_partition_id: 1 }
+    );
+    let recreated = replica.partitions_of(stream_id, 0)[1];
+    assert_eq!(recreated.0, 1);
+    assert_ne!(recreated.1, partition_group_id(created_at, 1));
+    assert_eq!(recreated.1, partition_group_id(replica.op_number, 1));
+}
+
+#[test]
+fn partitions_changed_at_moves_only_when_partitions_come_or_go() {
+    let mut replica = Replica::new();
+    assert_eq!(replica.state.partitions_changed_at(), 0);
+    let a = replica.create_stream("a");
+    let b = replica.create_stream("b");
+    assert_eq!(
+        replica.state.partitions_changed_at(),
+        0,
+        "a new stream has no partitions"
+    );
+    replica.create_topic(a, "t", 1);
+    replica.create_topic(a, "u", 2);
+    replica.create_topic(b, "t", 1);
+    let last_create = replica.op_number;
+    assert_eq!(replica.state.partitions_changed_at(), last_create);
+
+    // Failed ops and ops that touch no partition leave it.
+    assert_eq!(replica.create_topic(a, "t", 1), MetadataReply::NameAlreadyExists);
+    assert_eq!(replica.create_topic(a, "v", 0), MetadataReply::InvalidPartitionCount);
+    assert_eq!(replica.create_partitions(a, 9, 1), MetadataReply::TopicNotFound);
+    assert_eq!(replica.delete_partitions(a, 0, 1), MetadataReply::InvalidPartitionCount);
+    assert_eq!(
+        replica.apply(MetadataOp::DeleteTopic {
+            stream_id: a,
+            topic_id: 9
+        }),
+        MetadataReply::TopicNotFound
+    );
+    assert_eq!(
+        replica.apply(MetadataOp::DeleteStream { stream_id: 99 }),
+        MetadataReply::StreamNotFound
+    );
+    let empty = replica.create_stream("empty");
+    assert_eq!(
+        replica.apply(MetadataOp::DeleteStream { stream_id: empty }),
+        MetadataReply::Ok
+    );
+    assert_eq!(replica.state.partitions_changed_at(), last_create);
+
+    assert_eq!(
+        replica.apply(MetadataOp::DeleteTopic {
+            stream_id: a,
+            topic_id: 1
+        }),
+        MetadataReply::Ok
+    );
+    assert_eq!(replica.state.partitions_changed_at(), replica.op_number);
+    assert_eq!(replica.state.partition_count(), 2);
+    assert_eq!(
+        replica.apply(MetadataOp::DeleteStream { stream_id: b }),
+        MetadataReply::Ok
+    );
+    assert_eq!(replica.state.partitions_changed_at(), replica.op_number);
+    assert_eq!(replica.state.partition_count(), 1);
+}
+
+#[test]
+fn partitions_iterate_in_stream_topic_and_partition_id_order() {
+    let mut replica = Replica::new();
+    let a = replica.create_stream("a");
+    let b = replica.create_stream("b");
+    replica.create_topic(b, "t", 1);
+    replica.create_topic(a, "t", 2);
+    replica.create_topic(a, "u", 1);
+    let listed: Vec<(u32, u32, u32, String)> = replica
+        .state
+        .partitions()
+        .map(|(stream_id, topic_id, topic, partition)| (stream_id, topic_id, partition.id, topic.name.clone()))
+        .collect();
+    assert_eq!(
+        listed,
+        vec![
+            (a, 0, 0, "t".to_owned()),
+            (a, 0, 1, "t".to_owned()),
+            (a, 1, 0, "u".to_owned()),
+            (b, 0, 0, "t".to_owned()),
+        ]
+    );
+    assert_eq!(
+        u64::try_from(listed.len()).expect("small"),
+        replica.state.partition_count()
+    );
+}
+
+#[test]
+fn an_op_number_too_large_for_a_group_id_creates_no_partitions() {
+    let mut replica = Replica::new();
+    let stream_id = replica.create_stream("s");
+    replica.create_topic(stream_id, "t", 1);
+    replica.op_number = PARTITION_GROUP_OP_LIMIT - 1;
+    let before = replica.state.clone();
+    assert_eq!(
+        replica.create_topic(stream_id, "u", 1),
+        MetadataReply::LimitReached { what: Limit::Ids }
+    );
+    assert_eq!(
+        replica.create_partitions(stream_id, 0, 1),
+        MetadataReply::LimitReached { what: Limit::Ids }
+    );
+    assert_eq!(
+        replica.state.stream(stream_id).map(|s| s.next_topic_id),
+        before.stream(stream_id).map(|s| s.next_topic_id),
+        "a refused topic takes no id"
+    );
+    assert_eq!(replica.state.partitions_changed_at(), before.partitions_changed_at());
+    assert_eq!(
+        replica.delete_partitions(stream_id, 0, 1),
+        MetadataReply::InvalidPartitionCount
+    );
+}
+
+#[test]
+fn the_machine_takes_the_view_and_op_from_the_prepare_header() {
+    use crate::vsr::StateMachine;
+    use crate::wire::{Command, Header};
+
+    let mut machine = MetadataMachine::new(1, DEFAULT_ROOT_PASSWORD);
+    let mut apply = |op: MetadataOp, op_number: u64, view: u64| {
+        let mut header = Header::new(Command::Prepare);
+        header.operation = op.operation_code();
+        header.op = op_number;
+        header.view = view;
+        header.timestamp = op_number * 1_000;
+        MetadataReply::decode(&machine.apply(&header, &op.encode())).expect("a reply")
+    };
+    apply(MetadataOp::CreateStream { name: "s".into() }, 1, 2);
+    let reply = apply(
+        MetadataOp::CreateTopic {
+            stream_id: 0,
+            name: "t".into(),
+            partitions: 2,
+            durability: Durability::Replicated,
+            message_expiry_micros: 0,
+        },
+        5,
+        4,
+    );
+    assert_eq!(reply, MetadataReply::TopicCreated { topic_id: 0 });
+    let partitions: Vec<(u32, u64, u64)> = machine
+        .state()
+        .partitions()
+        .map(|(_, _, _, p)| (p.id, p.group_id, p.created_in_view))
+        .collect();
+    assert_eq!(
+        partitions,
+        vec![(0, partition_group_id(5, 0), 4), (1, partition_group_id(5, 1), 4)]
+    );
+    assert_eq!(machine.state().partitions_changed_at(), 5);
+}
+
 // ---- consumer groups ----
 
 #[test]
@@ -296,6 +628,120 @@ fn consumer_groups_are_named_per_topic_and_deleted_by_id() {
         replica.apply(create(0, "g")),
         MetadataReply::GroupCreated { group_id: 1 }
     );
+}
+
+// ---- consumer group membership ----
+
+#[test]
+fn join_and_leave_bump_the_generation_and_refuse_duplicates_and_strangers() {
+    let mut replica = Replica::new();
+    let stream_id = replica.create_stream("s");
+    replica.create_topic(stream_id, "t", 2);
+    replica.apply(MetadataOp::CreateConsumerGroup {
+        stream_id,
+        topic_id: 0,
+        name: "g".into(),
+    });
+    let join = |member_id: u32| MetadataOp::JoinConsumerGroup {
+        stream_id,
+        topic_id: 0,
+        group_id: 0,
+        member_id,
+    };
+    let leave = |member_id: u32| MetadataOp::LeaveConsumerGroup {
+        stream_id,
+        topic_id: 0,
+        group_id: 0,
+        member_id,
+    };
+    let group = |replica: &Replica| replica.state.topic(stream_id, 0).expect("topic").consumer_groups[&0].clone();
+    assert_eq!(group(&replica).generation, 0);
+    assert!(group(&replica).members.is_empty());
+
+    assert_eq!(replica.apply(join(7)), MetadataReply::Joined { generation: 1 });
+    assert_eq!(replica.apply(join(3)), MetadataReply::Joined { generation: 2 });
+    assert_eq!(replica.apply(join(7)), MetadataReply::AlreadyMember);
+    assert_eq!(replica.apply(leave(9)), MetadataReply::MemberNotFound);
+    assert_eq!(group(&replica).generation, 2, "refused ops leave the generation");
+    assert_eq!(group(&replica).members, BTreeSet::from([3, 7]));
+    assert_eq!(replica.apply(leave(7)), MetadataReply::Left { generation: 3 });
+    assert_eq!(replica.apply(leave(7)), MetadataReply::MemberNotFound);
+    assert_eq!(replica.apply(join(7)), MetadataReply::Joined { generation: 4 });
+    assert_eq!(group(&replica).members, BTreeSet::from([3, 7]));
+    let partitions_changed_at = replica.state.partitions_changed_at();
+    assert_ne!(
+        partitions_changed_at, replica.op_number,
+        "membership is not a partition change"
+    );
+}
+
+#[test]
+fn membership_ops_check_stream_topic_then_group() {
+    let mut replica = Replica::new();
+    let stream_id = replica.create_stream("s");
+    replica.create_topic(stream_id, "t", 1);
+    let join = |stream_id: u32, topic_id: u32, group_id: u32| MetadataOp::JoinConsumerGroup {
+        stream_id,
+        topic_id,
+        group_id,
+        member_id: 1,
+    };
+    let leave = |stream_id: u32, topic_id: u32, group_id: u32| MetadataOp::LeaveConsumerGroup {
+        stream_id,
+        topic_id,
+        group_id,
+        member_id: 1,
+    };
+    for op in [join, leave] {
+        assert_eq!(replica.apply(op(9, 9, 9)), MetadataReply::StreamNotFound);
+        assert_eq!(replica.apply(op(stream_id, 9, 9)), MetadataReply::TopicNotFound);
+        assert_eq!(replica.apply(op(stream_id, 0, 9)), MetadataReply::GroupNotFound);
+    }
+}
+
+#[test]
+fn a_full_group_is_limit_reached_but_a_member_can_still_leave() {
+    let mut replica = Replica::new();
+    let stream_id = replica.create_stream("s");
+    replica.create_topic(stream_id, "t", 1);
+    replica.apply(MetadataOp::CreateConsumerGroup {
+        stream_id,
+        topic_id: 0,
+        name: "g".into(),
+    });
+    let join = |member_id: u32| MetadataOp::JoinConsumerGroup {
+        stream_id,
+        topic_id: 0,
+        group_id: 0,
+        member_id,
+    };
+    let members = u32::try_from(MEMBERS_PER_GROUP_MAX).expect("a small bound");
+    for member_id in 0..members {
+        assert!(replica.apply(join(member_id)).is_ok());
+    }
+    assert_eq!(
+        replica.apply(join(members)),
+        MetadataReply::LimitReached {
+            what: Limit::MembersPerGroup
+        }
+    );
+    assert_eq!(
+        replica.apply(join(0)),
+        MetadataReply::AlreadyMember,
+        "checked before the limit"
+    );
+    assert_eq!(
+        replica.apply(MetadataOp::LeaveConsumerGroup {
+            stream_id,
+            topic_id: 0,
+            group_id: 0,
+            member_id: 0,
+        }),
+        MetadataReply::Left {
+            generation: u64::from(members) + 1
+        }
+    );
+    assert!(replica.apply(join(members)).is_ok());
 }
 
 // ---- users ----
@@ -671,6 +1117,17 @@ fn a_busy_history() -> Vec<MetadataOp> {
             username: "alice".into(),
             password: "pw".into(),
         },
+        MetadataOp::JoinConsumerGroup {
+            stream_id: 0,
+            topic_id: 0,
+            group_id: 0,
+            member_id: 42,
+        },
+        MetadataOp::CreatePartitions {
+            stream_id: 0,
+            topic_id: 0,
+            count: 2,
+        },
     ]
 }
 
@@ -687,7 +1144,7 @@ fn two_replicas_fed_the_same_ops_and_contexts_have_equal_digests() {
     assert_eq!(a.state, b.state);
     assert_eq!(
         a.state.summary(),
-        "op=8 streams=1 topics=1 partitions=8 groups=1 users=2 tokens=1"
+        "op=10 streams=1 topics=1 partitions=10 partitions_changed_at=10 groups=1 members=1 users=2 tokens=1"
     );
 }
 
@@ -724,7 +1181,7 @@ fn a_failed_op_changes_nothing_but_the_applied_op_number() {
 #[test]
 fn every_applied_op_moves_the_digest() {
     let mut replica = Replica::new();
-    let mut digests = std::collections::BTreeSet::from([replica.state.digest()]);
+    let mut digests = BTreeSet::from([replica.state.digest()]);
     for op in a_busy_history() {
         replica.apply(op);
         assert!(digests.insert(replica.state.digest()), "the op number alone changes it");
@@ -738,6 +1195,7 @@ fn applying_an_op_number_twice_is_a_bug() {
     let ctx = ApplyContext {
         timestamp_micros: 1,
         op_number: 1,
+        view: 0,
         entropy: 0,
     };
     state.apply(&MetadataOp::CreateStream { name: "a".into() }, &ctx);
@@ -799,4 +1257,85 @@ fn truncated_or_damaged_snapshots_are_rejected() {
         MetadataState::decode_state(&rootless.encode_state()),
         Err(DecodeError::InvalidState { .. })
     ));
+}
+
+#[test]
+fn snapshots_with_impossible_partitions_or_memberships_are_rejected() {
+    let mut replica = Replica::new();
+    for op in a_busy_history() {
+        replica.apply(op);
+    }
+    let invalid = |state: &MetadataState| match MetadataState::decode_state(&state.encode_state()) {
+        Err(DecodeError::InvalidState { what }) => what,
+        other => panic!("decoded {other:?}"),
+    };
+    fn topic(state: &mut MetadataState) -> &mut Topic {
+        state
+            .streams
+            .get_mut(&0)
+            .and_then(|s| s.topics.get_mut(&0))
+            .expect("topic 0 of stream 0")
+    }
+
+    let mut future = replica.state.clone();
+    future.partitions_changed_at = future.op_number_applied + 1;
+    assert_eq!(invalid(&future), "partitions changed at an op not yet applied");
+
+    let mut stale = replica.state.clone();
+    stale.partitions_changed_at -= 1;
+    assert_eq!(invalid(&stale), "a partition was created after partitions last changed");
+
+    let mut misnumbered = replica.state.clone();
+    topic(&mut misnumbered).partitions[1].group_id = partition_group_id(2, 5);
+    assert_eq!(
+        invalid(&misnumbered),
+        "a partition group id does not end in the partition id"
+    );
+
+    let mut unapplied = replica.state.clone();
+    let last = unapplied.op_number_applied + 1;
+    topic(&mut unapplied).partitions[0].group_id = partition_group_id(last, 0);
+    assert_eq!(invalid(&unapplied), "a partition group id names an op not applied");
+
+    let mut out_of_order = replica.state.clone();
+    topic(&mut out_of_order).partitions[0].group_id = partition_group_id(9, 0);
+    assert_eq!(
+        invalid(&out_of_order),
+        "a partition was created before a lower-numbered one"
+    );
+
+    let mut shared = replica.state.clone();
+    let copy = topic(&mut shared).clone();
+    let stream = shared.streams.get_mut(&0).expect("stream 0");
+    stream.topics.insert(
+        1,
+        Topic {
+            id: 1,
+            name: "copy".into(),
+            consumer_groups: BTreeMap::new(),
+            ..copy
+        },
+    );
+    stream.next_topic_id = 2;
+    assert_eq!(invalid(&shared), "two partitions share a group id");
+
+    let mut empty = replica.state.clone();
+    topic(&mut empty).partitions.clear();
+    assert_eq!(invalid(&empty), "a topic has no partitions");
+
+    let mut crowd = replica.state.clone();
+    let group = topic(&mut crowd).consumer_groups.get_mut(&0).expect("group 0");
+    group.members.insert(43);
+    assert_eq!(
+        invalid(&crowd),
+        "a consumer group's generation does not fit its members and the op number"
+    );
+    let mut ancient = replica.state.clone();
+    let beyond = ancient.op_number_applied + 1;
+    let group = topic(&mut ancient).consumer_groups.get_mut(&0).expect("group 0");
+    group.generation = beyond;
+    assert_eq!(
+        invalid(&ancient),
+        "a consumer group's generation does not fit its members and the op number"
+    );
 }

@@ -28,6 +28,7 @@ impl Cluster {
         let context = ApplyContext {
             timestamp_micros: 1_767_225_600_000_000 + self.op_number * 10_000,
             op_number: self.op_number,
+            view: 0,
             entropy: self.op_number.wrapping_mul(0x9E37_79B9_7F4A_7C15),
         };
         self.state.apply(op, &context)
