@@ -8,6 +8,7 @@
 
 mod codec;
 pub mod metadata;
+pub mod node;
 pub mod partition;
 pub mod runtime;
 pub mod seam;

@@ -67,6 +67,11 @@ pub struct Partition {
     /// header's view). The partition's group starts in this view, so every replica
     /// that learns of the partition boots its group from the same view.
     pub created_in_view: u64,
+    /// The topic's message expiry when this partition was created (0 = never). The
+    /// partition's group applies retention with it; it is fixed at creation because a
+    /// replica that creates the group late (after a restart or while catching up) must
+    /// start it exactly as the others did, whatever `UpdateTopic` did since.
+    pub message_expiry_micros: u64,
 }
 
 /// A consumer group: a named set of consumers sharing a topic's partitions.

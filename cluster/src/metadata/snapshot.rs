@@ -58,6 +58,7 @@ impl MetadataState {
                 for partition in &topic.partitions {
                     w.u64(partition.group_id);
                     w.u64(partition.created_in_view);
+                    w.u64(partition.message_expiry_micros);
                 }
                 w.u8(topic.durability.code());
                 w.u64(topic.message_expiry_micros);
@@ -224,6 +225,7 @@ fn decode_topic(r: &mut Reader<'_>, op_number_applied: u64) -> Result<Topic, Dec
     for index in 0..count {
         let group_id = r.u64("partition group id")?;
         let created_in_view = r.u64("partition created in view")?;
+        let partition_expiry_micros = r.u64("partition message expiry")?;
         let created_at_op = group_created_at_op(group_id);
         // index < PARTITIONS_PER_TOPIC_MAX, a u32.
         let partition_id = index as u32;
@@ -251,6 +253,7 @@ fn decode_topic(r: &mut Reader<'_>, op_number_applied: u64) -> Result<Topic, Dec
             id: partition_id,
             group_id,
             created_in_view,
+            message_expiry_micros: partition_expiry_micros,
         });
     }
     let durability = Durability::decode_from(r)?;

@@ -267,7 +267,7 @@ impl MetadataState {
         check_room(stream.topics.len(), TOPICS_PER_STREAM_MAX, Limit::TopicsPerStream)?;
         check_partitions_room(partitions_total, partitions)?;
         // Before take_id: a refused op must leave the topic counter alone.
-        let partitions = new_partitions(0, partitions, ctx)?;
+        let partitions = new_partitions(0, partitions, message_expiry_micros, ctx)?;
         let topic_id = take_id(&mut stream.next_topic_id)?;
         stream.topics.insert(
             topic_id,
@@ -328,7 +328,7 @@ impl MetadataState {
             return Err(MetadataReply::InvalidPartitionCount);
         }
         check_partitions_room(partitions_total, count)?;
-        let partitions = new_partitions(first_partition_id, count, ctx)?;
+        let partitions = new_partitions(first_partition_id, count, topic.message_expiry_micros, ctx)?;
         topic.partitions.extend(partitions);
         self.partitions_changed_at = ctx.op_number;
         Ok(MetadataReply::PartitionsCreated { first_partition_id })
@@ -736,10 +736,16 @@ fn check_partitions_room(total: u64, adding: u32) -> Result<(), MetadataReply> {
 }
 
 /// The partitions `first_id..first_id + count` as the op `ctx` creates them: group ids
-/// from its op number, starting in its view. `LimitReached { Ids }` if the op number is
+/// from its op number, starting in its view, with the topic's message expiry as of
+/// this op. `LimitReached { Ids }` if the op number is
 /// too large to form a group id (see `PARTITION_GROUP_OP_LIMIT`). The caller has
 /// checked that the ids stay below `PARTITIONS_PER_TOPIC_MAX`.
-fn new_partitions(first_id: u32, count: u32, ctx: &ApplyContext) -> Result<Vec<Partition>, MetadataReply> {
+fn new_partitions(
+    first_id: u32,
+    count: u32,
+    message_expiry_micros: u64,
+    ctx: &ApplyContext,
+) -> Result<Vec<Partition>, MetadataReply> {
     if ctx.op_number >= PARTITION_GROUP_OP_LIMIT {
         return Err(MetadataReply::LimitReached { what: Limit::Ids });
     }
@@ -748,6 +754,7 @@ fn new_partitions(first_id: u32, count: u32, ctx: &ApplyContext) -> Result<Vec<P
             id,
             group_id: partition_group_id(ctx.op_number, id),
             created_in_view: ctx.view,
+            message_expiry_micros,
         })
         .collect())
 }

@@ -41,6 +41,11 @@ pub struct ReplicaConfig {
     /// Seeds the entropy the primary puts in each prepare (salts, tokens) and the boot
     /// nonce. Production draws it from the OS once at boot; the simulator from the seed.
     pub entropy_seed: u64,
+    /// The view a fresh group starts in (ignored on a restart, which restores its
+    /// recorded view). 0 for the metadata group; a partition group starts in the view
+    /// the metadata group was in when the partition's create was prepared, so its first
+    /// primary is spread by that view instead of always being replica 0.
+    pub initial_view: u64,
 }
 
 /// Counters for checks and reports.
@@ -60,6 +65,8 @@ pub struct ReplicaStats {
     pub repair_requests: u64,
     /// Requests refused (not primary, not normal, queue full).
     pub requests_refused: u64,
+    /// Queries answered from applied state.
+    pub queries_answered: u64,
 }
 
 /// A frame to send.
@@ -184,7 +191,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         // A replica that ever wrote anything is a restart, even if (by a fault) it has
         // prepares but no superblock: only a truly empty store is a fresh replica.
         let recovering = superblock.is_some() || journal.head() > 0;
-        let durable = superblock.unwrap_or_default();
+        let durable = superblock.unwrap_or(Superblock {
+            view: config.initial_view,
+            log_view: config.initial_view,
+            commit_max: 0,
+        });
         tracing::info!(
             replica = config.replica,
             group = config.group,
@@ -235,8 +246,8 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if recovering {
             replica.request_start_view.start();
         } else {
-            // A fresh group starts in view 0, started by definition. The superblock is
-            // written now so that a restart is recognised as one.
+            // A fresh group starts in its initial view, started by definition. The
+            // superblock is written now so that a restart is recognised as one.
             if replica.store.write_superblock(durable).is_err() {
                 replica.stats.superblock_write_failures += 1;
             }

@@ -24,6 +24,7 @@ fn config(replica: u8) -> ReplicaConfig {
         replica,
         replicas: 3,
         entropy_seed: 11,
+        initial_view: 0,
     }
 }
 

@@ -1,0 +1,196 @@
+//! A node: one replica of the cluster, split into shards, hosting the metadata group
+//! (on shard 0) and one group per partition (on the shard its group id hashes to).
+//!
+//! The same code runs in production and in the simulator: [`Node::open`] builds the
+//! shards on a [`StoreProvider`], and [`run_shard`] is each shard's pump (inbox and
+//! tick, `select_biased!`, never holding a borrow across an await). A frame that enters
+//! on a shard that does not own its group is forwarded to the owner's inbox (a router
+//! hop); see [`shard`].
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `shard.rs` | [`Shard`]: owned groups, routing, reconciliation with the directory |
+//! | `directory.rs` | [`Directory`]: the partition groups in the applied metadata |
+//! | `stores.rs` | [`StoreProvider`], [`MemoryStores`]: one store per group |
+
+pub mod directory;
+pub mod shard;
+pub mod stores;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use futures::{FutureExt, select_biased};
+
+pub use directory::{Directory, PartitionSpec};
+pub use shard::{Forward, METADATA_GROUP, Shard, ShardStats};
+pub use stores::{MemoryStores, StoreProvider};
+
+use crate::partition::OwnerFence;
+use crate::seam::{Bus, Inbox, InboxPush, TICK};
+
+/// Most shards a node runs. One per core in production; the simulator sweeps 1 to 8.
+pub const SHARDS_MAX: u8 = 8;
+
+/// Who a node is and how it is split.
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    /// The cluster id every frame carries.
+    pub cluster: u64,
+    /// This replica's index.
+    pub replica: u8,
+    /// Replicas in the cluster (every group has the same roster).
+    pub replicas: u8,
+    /// Shards, 1 to [`SHARDS_MAX`].
+    pub shards: u8,
+    /// Seeds every group's entropy (salts, tokens, boot nonces).
+    pub entropy_seed: u64,
+    /// The root user's password at genesis.
+    pub root_password: String,
+    /// The partition plane's consumer-group owner fence (disabled only by tests that
+    /// prove the simulator notices).
+    pub owner_fence: OwnerFence,
+}
+
+/// The shard that owns `group`: the metadata group lives on shard 0, a partition's
+/// group on a shard picked by a hash of its id (so consecutive partitions spread).
+pub fn owner_shard(group: u64, shards: u8) -> u8 {
+    assert!((1..=SHARDS_MAX).contains(&shards), "{shards} shards");
+    if group == METADATA_GROUP {
+        return 0;
+    }
+    // The remainder is below `shards`, which fits u8.
+    (crate::vsr::replica::mix(group) % u64::from(shards)) as u8
+}
+
+/// Counters of a node's shards, summed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeStats {
+    /// See [`ShardStats`].
+    pub shard: ShardStats,
+    /// Forwards dropped because the owner's inbox was full.
+    pub forwards_dropped_full: u64,
+}
+
+/// One replica process: its shards, sharing the partition directory.
+pub struct Node<P: StoreProvider> {
+    shards: Vec<Rc<RefCell<Shard<P>>>>,
+    forwards_dropped_full: Rc<RefCell<u64>>,
+}
+
+impl<P: StoreProvider + Clone> Node<P> {
+    /// Open every shard of the node on `stores` (a restart if they hold anything).
+    pub fn open(config: &NodeConfig, stores: P, incarnation: u64) -> Self {
+        assert!(
+            (1..=SHARDS_MAX).contains(&config.shards),
+            "a node has 1 to {SHARDS_MAX} shards, not {}",
+            config.shards
+        );
+        let directory = Rc::new(RefCell::new(Directory::default()));
+        let shards = (0..config.shards)
+            .map(|index| {
+                Rc::new(RefCell::new(Shard::open(
+                    index,
+                    config.clone(),
+                    stores.clone(),
+                    incarnation,
+                    directory.clone(),
+                )))
+            })
+            .collect();
+        Self {
+            shards,
+            forwards_dropped_full: Rc::new(RefCell::new(0)),
+        }
+    }
+}
+
+impl<P: StoreProvider> Node<P> {
+    /// The shards.
+    pub fn shards(&self) -> &[Rc<RefCell<Shard<P>>>] {
+        &self.shards
+    }
+
+    /// Counters summed over shards.
+    pub fn stats(&self) -> NodeStats {
+        let mut stats = NodeStats {
+            forwards_dropped_full: *self.forwards_dropped_full.borrow(),
+            ..NodeStats::default()
+        };
+        for shard in &self.shards {
+            let shard = shard.borrow().stats();
+            stats.shard.frames_routed += shard.frames_routed;
+            stats.shard.frames_unknown_group += shard.frames_unknown_group;
+            stats.shard.frames_rejected += shard.frames_rejected;
+            stats.shard.groups_opened += shard.groups_opened;
+            stats.shard.groups_closed += shard.groups_closed;
+        }
+        stats
+    }
+
+    /// The pump of every shard, given each shard's inbox (one per shard, in order).
+    pub fn pumps<B: Bus>(&self, bus: &B, inboxes: &[Inbox]) -> Vec<impl Future<Output = ()> + use<B, P>> {
+        assert_eq!(inboxes.len(), self.shards.len(), "one inbox per shard");
+        let peers: Rc<[Inbox]> = inboxes.iter().cloned().collect();
+        self.shards
+            .iter()
+            .enumerate()
+            .map(|(index, shard)| {
+                run_shard(
+                    bus.clone(),
+                    index,
+                    peers.clone(),
+                    shard.clone(),
+                    self.forwards_dropped_full.clone(),
+                )
+            })
+            .collect()
+    }
+}
+
+/// One shard's pump: frames first (a burst drains before the tick), then the tick,
+/// re-armed only after its work. Router hops go straight into the owner shard's inbox
+/// with the original sender, so the owner answers the sender directly.
+pub async fn run_shard<B: Bus, P: StoreProvider>(
+    bus: B,
+    index: usize,
+    peers: Rc<[Inbox]>,
+    shard: Rc<RefCell<Shard<P>>>,
+    forwards_dropped_full: Rc<RefCell<u64>>,
+) {
+    let inbox = peers[index].clone();
+    let mut tick = bus.sleep(TICK);
+    loop {
+        select_biased! {
+            (from, frame) = inbox.recv().fuse() => {
+                let mut shard = shard.borrow_mut();
+                shard.on_frame(from, frame, bus.realtime_micros());
+                flush(&bus, &peers, &mut shard, &forwards_dropped_full);
+            }
+            () = (&mut tick).fuse() => {
+                let mut shard = shard.borrow_mut();
+                shard.tick(bus.realtime_micros());
+                flush(&bus, &peers, &mut shard, &forwards_dropped_full);
+                drop(shard);
+                tick = bus.sleep(TICK);
+            }
+        }
+    }
+}
+
+fn flush<B: Bus, P: StoreProvider>(
+    bus: &B,
+    peers: &[Inbox],
+    shard: &mut Shard<P>,
+    forwards_dropped_full: &RefCell<u64>,
+) {
+    let (outgoing, forwards) = shard.drain();
+    for frame in outgoing {
+        bus.send(frame.to, frame.frame);
+    }
+    for forward in forwards {
+        if peers[usize::from(forward.shard)].push(forward.from, forward.frame) == InboxPush::Full {
+            *forwards_dropped_full.borrow_mut() += 1;
+        }
+    }
+}

@@ -1,0 +1,274 @@
+//! One shard of a node: the groups it owns, the router hop for frames that entered on
+//! the wrong shard, and reconciliation of its partition groups with the directory.
+//!
+//! Frames enter a node on any shard (in production, whichever shard's connection they
+//! arrived on; in the simulator, a shard drawn from the entry-shard seed stream). The
+//! shard reads the header's group, and if another shard owns the group it forwards the
+//! frame there unopened (a router hop). A frame for a group this node does not host
+//! (not created here yet, or already deleted) is dropped and counted: it is not an
+//! error, VSR resends it. A frame whose header does not verify is dropped and counted.
+//!
+//! Does not model: cross-thread shards (every shard of a node runs on one thread and
+//! the directory is shared by reference; production threads would pass it as a message).
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use super::directory::Directory;
+use super::stores::StoreProvider;
+use super::{NodeConfig, owner_shard};
+use crate::metadata::{MetadataMachine, MetadataState};
+use crate::partition::PartitionMachine;
+use crate::seam::ProcessId;
+use crate::vsr::replica::Outgoing;
+use crate::vsr::{Replica, ReplicaConfig, ReplicaStats};
+use crate::wire::{HEADER_BYTES, Header};
+
+/// The metadata group's id.
+pub const METADATA_GROUP: u64 = 0;
+
+/// Counters of one shard.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShardStats {
+    /// Frames forwarded to the shard that owns their group.
+    pub frames_routed: u64,
+    /// Frames for a group this node does not host (not created yet, or deleted).
+    pub frames_unknown_group: u64,
+    /// Frames whose header failed to verify (dropped before routing).
+    pub frames_rejected: u64,
+    /// Partition groups opened.
+    pub groups_opened: u64,
+    /// Partition groups dropped (deleted partitions).
+    pub groups_closed: u64,
+}
+
+/// A frame to hand to another shard of this node.
+#[derive(Debug)]
+pub struct Forward {
+    /// The owning shard.
+    pub shard: u8,
+    /// Who sent it.
+    pub from: ProcessId,
+    /// The frame, unopened.
+    pub frame: Vec<u8>,
+}
+
+type PartitionReplica<P> = Replica<PartitionMachine, <P as StoreProvider>::Store>;
+type MetadataReplica<P> = Replica<MetadataMachine, <P as StoreProvider>::Store>;
+
+/// One shard: the groups it owns.
+pub struct Shard<P: StoreProvider> {
+    index: u8,
+    config: NodeConfig,
+    incarnation: u64,
+    stores: P,
+    metadata: Option<MetadataReplica<P>>,
+    partitions: BTreeMap<u64, PartitionReplica<P>>,
+    directory: Rc<RefCell<Directory>>,
+    /// The directory version this shard last reconciled with.
+    reconciled: Option<u64>,
+    stats: ShardStats,
+    outbox: Vec<Outgoing>,
+    forwards: Vec<Forward>,
+}
+
+impl<P: StoreProvider> Shard<P> {
+    /// Shard `index` of a node; shard 0 also hosts the metadata group.
+    pub fn open(index: u8, config: NodeConfig, stores: P, incarnation: u64, directory: Rc<RefCell<Directory>>) -> Self {
+        assert!(index < config.shards, "shard {index} of {}", config.shards);
+        let metadata = (index == 0).then(|| {
+            Replica::open(
+                config.replica_config(METADATA_GROUP, 0),
+                MetadataMachine::new(config.cluster, &config.root_password),
+                stores.open(METADATA_GROUP),
+                incarnation,
+            )
+        });
+        let mut shard = Self {
+            index,
+            config,
+            incarnation,
+            stores,
+            metadata,
+            partitions: BTreeMap::new(),
+            directory,
+            reconciled: None,
+            stats: ShardStats::default(),
+            outbox: Vec::new(),
+            forwards: Vec::new(),
+        };
+        shard.publish_directory();
+        shard
+    }
+
+    /// This shard's index.
+    pub fn index(&self) -> u8 {
+        self.index
+    }
+
+    /// The metadata replica (shard 0 only).
+    pub fn metadata(&self) -> Option<&MetadataReplica<P>> {
+        self.metadata.as_ref()
+    }
+
+    /// The partition replicas this shard hosts, by group id.
+    pub fn partitions(&self) -> &BTreeMap<u64, PartitionReplica<P>> {
+        &self.partitions
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> ShardStats {
+        self.stats
+    }
+
+    /// The sum of every hosted replica's counters.
+    pub fn replica_stats(&self) -> ReplicaStats {
+        let mut total = ReplicaStats::default();
+        let all = self
+            .metadata
+            .iter()
+            .map(Replica::stats)
+            .chain(self.partitions.values().map(Replica::stats));
+        for stats in all {
+            total.frames_rejected += stats.frames_rejected;
+            total.frames_misrouted += stats.frames_misrouted;
+            total.superblock_write_failures += stats.superblock_write_failures;
+            total.views_started += stats.views_started;
+            total.ops_applied += stats.ops_applied;
+            total.repair_requests += stats.repair_requests;
+            total.requests_refused += stats.requests_refused;
+            total.queries_answered += stats.queries_answered;
+        }
+        total
+    }
+
+    /// Take the frames to send and the frames to forward to other shards.
+    pub fn drain(&mut self) -> (Vec<Outgoing>, Vec<Forward>) {
+        (std::mem::take(&mut self.outbox), std::mem::take(&mut self.forwards))
+    }
+
+    /// Feed one frame that arrived on this shard (from the network or a router hop).
+    /// A forwarded frame always lands on its owner: `owner_shard` is a pure function
+    /// of the group, so a frame is never forwarded twice.
+    pub fn on_frame(&mut self, from: ProcessId, frame: Vec<u8>, realtime_micros: u64) {
+        let Some(header) = frame
+            .get(..HEADER_BYTES)
+            .and_then(|bytes| Header::decode_verified(bytes).ok())
+        else {
+            self.stats.frames_rejected += 1;
+            return;
+        };
+        let owner = owner_shard(header.group, self.config.shards);
+        if owner != self.index {
+            self.stats.frames_routed += 1;
+            self.forwards.push(Forward {
+                shard: owner,
+                from,
+                frame,
+            });
+            return;
+        }
+        if header.group == METADATA_GROUP {
+            let Some(metadata) = self.metadata.as_mut() else {
+                unreachable!("group 0 is owned by shard 0, which hosts the metadata replica");
+            };
+            metadata.on_frame(from, &frame, realtime_micros);
+            self.outbox.extend(metadata.drain_outbox());
+            self.publish_directory();
+        } else if let Some(replica) = self.partitions.get_mut(&header.group) {
+            replica.on_frame(from, &frame, realtime_micros);
+            self.outbox.extend(replica.drain_outbox());
+        } else {
+            self.stats.frames_unknown_group += 1;
+            return;
+        }
+        self.reconcile();
+    }
+
+    /// One tick for every hosted group.
+    pub fn tick(&mut self, realtime_micros: u64) {
+        self.reconcile();
+        if let Some(metadata) = self.metadata.as_mut() {
+            metadata.tick(realtime_micros);
+            self.outbox.extend(metadata.drain_outbox());
+        }
+        for replica in self.partitions.values_mut() {
+            replica.tick(realtime_micros);
+            self.outbox.extend(replica.drain_outbox());
+        }
+        self.publish_directory();
+        self.reconcile();
+    }
+
+    /// Shard 0: publish the partition set of the applied metadata if it changed.
+    fn publish_directory(&mut self) {
+        let Some(metadata) = self.metadata.as_ref() else { return };
+        let state: &MetadataState = metadata.state_machine().state();
+        if self.directory.borrow().version != state.partitions_changed_at() {
+            *self.directory.borrow_mut() = Directory::from_metadata(state);
+        }
+    }
+
+    /// Open the partition groups this shard owns that the directory lists, and drop
+    /// the ones it no longer lists.
+    fn reconcile(&mut self) {
+        let directory = self.directory.borrow();
+        if self.reconciled == Some(directory.version) {
+            return;
+        }
+        let shards = self.config.shards;
+        let index = self.index;
+        let gone: Vec<u64> = self
+            .partitions
+            .keys()
+            .filter(|group| !directory.partitions.contains_key(group))
+            .copied()
+            .collect();
+        for group in gone {
+            self.partitions.remove(&group);
+            self.stores.remove(group);
+            self.stats.groups_closed += 1;
+            tracing::info!(replica = self.config.replica, group, "partition group closed");
+        }
+        for spec in directory
+            .partitions
+            .values()
+            .filter(|spec| owner_shard(spec.group, shards) == index)
+        {
+            if self.partitions.contains_key(&spec.group) {
+                continue;
+            }
+            let replica = Replica::open(
+                self.config.replica_config(spec.group, spec.created_in_view),
+                PartitionMachine::new(spec.message_expiry_micros, self.config.owner_fence),
+                self.stores.open(spec.group),
+                self.incarnation,
+            );
+            tracing::info!(
+                replica = self.config.replica,
+                group = spec.group,
+                view = spec.created_in_view,
+                "partition group opened"
+            );
+            self.partitions.insert(spec.group, replica);
+            self.stats.groups_opened += 1;
+        }
+        self.reconciled = Some(directory.version);
+    }
+}
+
+impl NodeConfig {
+    /// The replica configuration of `group` on this node.
+    pub fn replica_config(&self, group: u64, initial_view: u64) -> ReplicaConfig {
+        ReplicaConfig {
+            cluster: self.cluster,
+            group,
+            replica: self.replica,
+            replicas: self.replicas,
+            // Each group draws its own entropy, so two groups' salts never coincide.
+            entropy_seed: crate::vsr::replica::mix(self.entropy_seed ^ crate::vsr::replica::mix(group)),
+            initial_view,
+        }
+    }
+}
