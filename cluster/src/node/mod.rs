@@ -194,3 +194,6 @@ fn flush<B: Bus, P: StoreProvider>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

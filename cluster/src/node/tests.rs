@@ -1,0 +1,154 @@
+//! A node's routing and reconciliation, driven by hand (no bus): frames in, frames and
+//! router hops out.
+
+use super::*;
+use crate::metadata::{DEFAULT_ROOT_PASSWORD, Durability, MetadataOp};
+use crate::seam::ProcessId;
+use crate::wire::{self, Command, Header};
+
+const CLUSTER: u64 = 0xC1;
+
+fn config(shards: u8) -> NodeConfig {
+    NodeConfig {
+        cluster: CLUSTER,
+        replica: 0,
+        replicas: 1,
+        shards,
+        entropy_seed: 7,
+        root_password: DEFAULT_ROOT_PASSWORD.to_owned(),
+        owner_fence: OwnerFence::Enforced,
+    }
+}
+
+fn request(group: u64, request: u64, operation: u8, body: &[u8]) -> Vec<u8> {
+    let mut header = Header::new(Command::Request);
+    header.cluster = CLUSTER;
+    header.group = group;
+    header.client = 0x5EED;
+    header.request = request;
+    header.operation = operation;
+    wire::seal_header(header, body)
+}
+
+fn create_topic(request_number: u64, partitions: u32) -> Vec<u8> {
+    let ops = [
+        MetadataOp::CreateStream { name: "s".into() },
+        MetadataOp::CreateTopic {
+            stream_id: 0,
+            name: "t".into(),
+            partitions,
+            durability: Durability::Replicated,
+            message_expiry_micros: 0,
+        },
+    ];
+    let op = &ops[usize::from(request_number > 1)];
+    request(METADATA_GROUP, request_number, op.operation_code(), &op.encode())
+}
+
+#[test]
+fn the_metadata_group_lives_on_shard_0_and_partitions_spread_over_every_shard() {
+    for shards in 1..=SHARDS_MAX {
+        assert_eq!(owner_shard(METADATA_GROUP, shards), 0);
+        let mut used = vec![0; usize::from(shards)];
+        for partition in 0..64 {
+            let group = crate::metadata::partition_group_id(5, partition);
+            let shard = owner_shard(group, shards);
+            assert!(shard < shards);
+            assert_eq!(shard, owner_shard(group, shards), "a pure function of the group");
+            used[usize::from(shard)] += 1;
+        }
+        assert!(used.iter().all(|count| *count > 0), "{shards} shards: {used:?}");
+    }
+}
+
+#[test]
+fn a_committed_create_topic_opens_one_group_per_partition_on_its_owner_shard() {
+    let node = Node::open(&config(3), MemoryStores::new(), 0);
+    let shard0 = node.shards()[0].clone();
+    for number in 1..=2 {
+        shard0
+            .borrow_mut()
+            .on_frame(ProcessId(9), create_topic(number, 6), 1_000);
+        let (outgoing, forwards) = shard0.borrow_mut().drain();
+        assert!(forwards.is_empty(), "metadata frames are shard 0's own");
+        assert_eq!(outgoing.len(), 1, "a group of one commits at once and replies");
+    }
+    for shard in node.shards() {
+        shard.borrow_mut().tick(2_000);
+    }
+    let state = shard0
+        .borrow()
+        .metadata()
+        .expect("shard 0")
+        .state_machine()
+        .state()
+        .clone();
+    let directory = Directory::from_metadata(&state);
+    assert_eq!(directory.partitions.len(), 6);
+    let mut hosted = 0;
+    for (index, shard) in node.shards().iter().enumerate() {
+        for group in shard.borrow().partitions().keys() {
+            assert_eq!(
+                usize::from(owner_shard(*group, 3)),
+                index,
+                "group {group:#x} on its owner"
+            );
+            assert!(directory.partitions.contains_key(group));
+            hosted += 1;
+        }
+    }
+    assert_eq!(hosted, 6, "every partition is hosted exactly once");
+    assert_eq!(node.stats().shard.groups_opened, 6);
+}
+
+#[test]
+fn a_frame_on_the_wrong_shard_takes_one_router_hop_and_unknown_groups_are_counted() {
+    let node = Node::open(&config(2), MemoryStores::new(), 0);
+    let shard1 = node.shards()[1].clone();
+    // The metadata group is shard 0's: a request arriving on shard 1 is forwarded.
+    shard1.borrow_mut().on_frame(ProcessId(9), create_topic(1, 1), 0);
+    let (outgoing, forwards) = shard1.borrow_mut().drain();
+    assert!(outgoing.is_empty());
+    assert_eq!(forwards.len(), 1);
+    assert_eq!((forwards[0].shard, forwards[0].from), (0, ProcessId(9)));
+    assert_eq!(shard1.borrow().stats().frames_routed, 1);
+    // A partition group nobody created: dropped and counted, not an error.
+    let group = (1..)
+        .map(|op| crate::metadata::partition_group_id(op, 0))
+        .find(|group| owner_shard(*group, 2) == 1)
+        .expect("some group hashes to shard 1");
+    shard1
+        .borrow_mut()
+        .on_frame(ProcessId(9), request(group, 1, 64, &[]), 0);
+    assert_eq!(shard1.borrow().stats().frames_unknown_group, 1);
+    // A frame whose header does not verify never reaches routing.
+    let mut corrupt = create_topic(1, 1);
+    corrupt[40] ^= 1;
+    shard1.borrow_mut().on_frame(ProcessId(9), corrupt, 0);
+    assert_eq!(shard1.borrow().stats().frames_rejected, 1);
+}
+
+#[test]
+fn deleting_a_topic_closes_its_groups_and_removes_their_stores() {
+    let stores = MemoryStores::new();
+    let node = Node::open(&config(1), stores.clone(), 0);
+    let shard = node.shards()[0].clone();
+    for number in 1..=2 {
+        shard.borrow_mut().on_frame(ProcessId(9), create_topic(number, 2), 0);
+    }
+    shard.borrow_mut().tick(0);
+    assert_eq!(shard.borrow().partitions().len(), 2);
+    assert_eq!(stores.groups().len(), 3, "metadata and two partitions");
+    let delete = MetadataOp::DeleteTopic {
+        stream_id: 0,
+        topic_id: 0,
+    };
+    shard.borrow_mut().on_frame(
+        ProcessId(9),
+        request(METADATA_GROUP, 3, delete.operation_code(), &delete.encode()),
+        0,
+    );
+    assert!(shard.borrow().partitions().is_empty());
+    assert_eq!(stores.groups(), vec![METADATA_GROUP]);
+    assert_eq!(shard.borrow().stats().groups_closed, 2);
+}
