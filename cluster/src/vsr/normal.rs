@@ -14,8 +14,41 @@ use super::timeout::Timeout;
 use crate::seam::ProcessId;
 use crate::wire::{self, Command, Header};
 
+/// Why a request was answered with `Refused` (the body's one byte): what the client
+/// may conclude about its request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientError {
+    /// Never taken (not the primary, not in a started view, queue full, or a query
+    /// before the primary caught up): safe to send again anywhere.
+    TransientNotAccepted = 1,
+    /// Taken and prepared, but the primary lost its view before it committed: the
+    /// outcome is unknown (the next view may still commit it). Resending the same
+    /// request is safe (the client table or watermark answers it if it did commit).
+    TransientNotCommitted = 2,
+}
+
+impl ClientError {
+    /// The body of a `Refused` frame.
+    pub fn encode(self) -> [u8; 1] {
+        [self as u8]
+    }
+
+    /// Parse a `Refused` body; `None` for anything else.
+    pub fn decode(body: &[u8]) -> Option<Self> {
+        match body {
+            [1] => Some(ClientError::TransientNotAccepted),
+            [2] => Some(ClientError::TransientNotCommitted),
+            _ => None,
+        }
+    }
+}
+
 impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     pub(crate) fn refuse(&mut self, to: ProcessId, request: &Header) {
+        self.refuse_with(to, request, ClientError::TransientNotAccepted);
+    }
+
+    pub(crate) fn refuse_with(&mut self, to: ProcessId, request: &Header, error: ClientError) {
         self.stats.requests_refused += 1;
         let mut header = self.header(Command::Refused);
         header.client = request.client;
@@ -23,7 +56,37 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         header.operation = request.operation;
         // Hint: who this replica believes leads.
         header.flags = self.primary_of(self.view);
-        self.send(to, header, &[]);
+        self.send(to, header, &error.encode());
+    }
+
+    /// A primary giving up its view: tell every client it holds a request of what
+    /// became of it. Queued requests were never prepared (not accepted); prepared ones
+    /// above the commit point may or may not commit in the next view (not committed).
+    pub(crate) fn abandon_client_requests(&mut self) {
+        let queued: Vec<(ProcessId, Header)> = self
+            .request_queue
+            .drain(..)
+            .map(|(from, header, _)| (from, header))
+            .collect();
+        for (from, header) in queued {
+            self.refuse_with(from, &header, ClientError::TransientNotAccepted);
+        }
+        let prepared: Vec<Header> = self
+            .pipeline
+            .iter()
+            .filter_map(|entry| self.journal.get(entry.op).map(|journaled| journaled.header))
+            .filter(|header| header.client != 0)
+            .collect();
+        for header in prepared {
+            let address = self
+                .pending_addresses
+                .get(&header.client)
+                .copied()
+                .or_else(|| self.clients.address(header.client));
+            if let Some(address) = address {
+                self.refuse_with(address, &header, ClientError::TransientNotCommitted);
+            }
+        }
     }
 
     pub(crate) fn on_request(&mut self, from: ProcessId, header: Header, body: &[u8]) {

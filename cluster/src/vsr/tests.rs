@@ -1,6 +1,7 @@
 //! Replica-level tests that need no network: boot, restart, durable state.
 
 use super::*;
+use crate::vsr::replica::Outgoing;
 use crate::wire::Header;
 
 /// Counts applied ops; the digest is the count.
@@ -72,4 +73,66 @@ fn the_durable_commit_point_is_restored_on_restart() {
         0,
         "nothing is applied until the replica adopts a view"
     );
+}
+
+fn client_request(request: u64) -> Vec<u8> {
+    let mut header = Header::new(crate::wire::Command::Request);
+    header.cluster = 7;
+    header.client = 0x5EED;
+    header.request = request;
+    header.operation = 1;
+    crate::wire::seal_header(header, b"op")
+}
+
+#[test]
+fn a_fresh_group_starts_in_its_initial_view_with_that_views_primary() {
+    let replica = Replica::open(
+        ReplicaConfig {
+            initial_view: 5,
+            ..config(2)
+        },
+        Counter(0),
+        MemoryStore::new(),
+        0,
+    );
+    assert_eq!(
+        (replica.view(), replica.log_view(), replica.status()),
+        (5, 5, Status::Normal)
+    );
+    assert!(replica.is_primary(), "view 5 of 3 replicas is led by replica 2");
+}
+
+#[test]
+fn a_primary_that_loses_its_view_tells_clients_their_prepared_requests_are_not_committed() {
+    let mut primary = Replica::open(config(0), Counter(0), MemoryStore::new(), 0);
+    let client = crate::seam::ProcessId(9);
+    primary.on_frame(client, &client_request(1), 0);
+    assert_eq!(primary.head(), 1, "prepared, waiting for a quorum");
+    primary.drain_outbox().for_each(drop);
+    // Another replica's StartViewChange for view 1 with enough support moves it on.
+    primary.start_view_change(1);
+    let refusals: Vec<ClientError> = primary
+        .drain_outbox()
+        .filter(|out| out.to == client)
+        .map(|out| {
+            let (header, body) = crate::wire::open(&out.frame).expect("a sealed frame");
+            assert_eq!((header.command, header.request), (crate::wire::Command::Refused, 1));
+            ClientError::decode(body).expect("a refusal names its reason")
+        })
+        .collect();
+    assert_eq!(refusals, vec![ClientError::TransientNotCommitted]);
+}
+
+#[test]
+fn a_backup_refuses_requests_as_not_accepted() {
+    let mut backup = Replica::open(config(1), Counter(0), MemoryStore::new(), 0);
+    let client = crate::seam::ProcessId(9);
+    backup.on_frame(client, &client_request(1), 0);
+    let out: Vec<Outgoing> = backup.drain_outbox().collect();
+    assert_eq!(out.len(), 1);
+    let (header, body) = crate::wire::open(&out[0].frame).expect("a sealed frame");
+    assert_eq!(header.command, crate::wire::Command::Refused);
+    assert_eq!(ClientError::decode(body), Some(ClientError::TransientNotAccepted));
+    assert_eq!(header.flags, 0, "the hint names view 0's primary");
+    assert_eq!(backup.head(), 0, "nothing was prepared");
 }

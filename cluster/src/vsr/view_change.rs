@@ -95,6 +95,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     pub(crate) fn start_view_change(&mut self, view: u64) {
         assert!(view > self.view || (view == self.view && self.status == Status::Recovering));
         tracing::info!(replica = self.config.replica, group = self.config.group, from = self.view, view, status = ?self.status, "start view change");
+        if self.status == Status::Normal && self.is_primary() {
+            self.abandon_client_requests();
+        }
         self.status = Status::ViewChange;
         self.view = view;
         self.pipeline.clear();
@@ -519,6 +522,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             head = header.op,
             "adopted start view"
         );
+        if self.status == Status::Normal && self.is_primary() {
+            self.abandon_client_requests();
+        }
         self.view = header.view;
         self.log_view = header.view;
         self.status = Status::Normal;
