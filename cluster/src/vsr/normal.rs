@@ -14,6 +14,10 @@ use super::timeout::Timeout;
 use crate::seam::ProcessId;
 use crate::wire::{self, Command, Header};
 
+/// The address recorded for a client whose request this replica applied without
+/// having received it (a backup, or a replica catching up): never sent to.
+pub(crate) const NO_ADDRESS: ProcessId = ProcessId(u32::MAX);
+
 /// Why a request was answered with `Refused` (the body's one byte): what the client
 /// may conclude about its request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,7 +86,8 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 .pending_addresses
                 .get(&header.client)
                 .copied()
-                .or_else(|| self.clients.address(header.client));
+                .or_else(|| self.clients.address(header.client))
+                .filter(|address| *address != NO_ADDRESS);
             if let Some(address) = address {
                 self.refuse_with(address, &header, ClientError::TransientNotCommitted);
             }
@@ -454,7 +459,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                     .pending_addresses
                     .remove(&header.client)
                     .or_else(|| self.clients.address(header.client))
-                    .unwrap_or(ProcessId(u32::MAX));
+                    .unwrap_or(NO_ADDRESS);
                 let mut reply = self.header(Command::Reply);
                 reply.client = header.client;
                 reply.request = header.request;
@@ -463,7 +468,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 reply.commit = op;
                 reply.timestamp = header.timestamp;
                 let frame = wire::seal_header(reply, &reply_body);
-                if self.is_primary() && self.status == Status::Normal && address != ProcessId(u32::MAX) {
+                if self.is_primary() && self.status == Status::Normal && address != NO_ADDRESS {
                     self.outbox.push(Outgoing {
                         to: address,
                         frame: frame.clone(),
