@@ -4,7 +4,9 @@
 //!
 //! 1. advance the clock by one tick (every due timer fires: pump ticks, resends),
 //!    then run the executor until no task is ready;
-//! 2. deliver every packet due this tick into its process's inbox, run again;
+//! 2. deliver every packet due this tick into an inbox of its process (a replica with
+//!    several shards gets it on a shard drawn from the entry-shard seed stream, as a
+//!    production node gets it on whichever shard's connection it arrived), run again;
 //! 3. drain every outbox into the packet simulator (so nothing sent this tick can
 //!    arrive this tick);
 //! 4. advance the network (partitions and clogs start or end).
@@ -93,6 +95,8 @@ pub struct SimulationConfig {
     pub replicas: usize,
     /// Client processes (`replicas..replicas + clients`).
     pub clients: usize,
+    /// Shards (inboxes) per replica process; clients always have one.
+    pub shards: usize,
     /// The network they share.
     pub network: NetworkConfig,
 }
@@ -116,7 +120,8 @@ pub struct SimulationStats {
 }
 
 struct Process {
-    inbox: Inbox,
+    /// One per shard; index 0 is the process's main inbox.
+    inboxes: Vec<Inbox>,
     outbox: Outbox,
     up: bool,
 }
@@ -131,6 +136,9 @@ pub struct Simulation {
     tick: u64,
     stats: SimulationStats,
     deliveries: Vec<Delivered<WireFrame>>,
+    /// Draws the shard a packet enters a replica on (its own stream: the shard count
+    /// never shifts another fault class's draws).
+    entry_shard: SimRng,
 }
 
 impl Simulation {
@@ -144,9 +152,12 @@ impl Simulation {
             config.network.clock_offset_max_micros,
             config.network.clock_drift_max_ppm,
         );
+        assert!(config.shards >= 1, "a replica has at least one shard");
         let processes = (0..config.replicas + config.clients)
-            .map(|_| Process {
-                inbox: Inbox::new(),
+            .map(|index| Process {
+                inboxes: (0..if index < config.replicas { config.shards } else { 1 })
+                    .map(|_| Inbox::new())
+                    .collect(),
                 outbox: Rc::new(RefCell::new(Vec::new())),
                 up: true,
             })
@@ -160,6 +171,7 @@ impl Simulation {
             tick: 0,
             stats: SimulationStats::default(),
             deliveries: Vec::new(),
+            entry_shard: SimRng::new(seeds.entry_shard),
         }
     }
 
@@ -188,9 +200,14 @@ impl Simulation {
         )
     }
 
-    /// The inbox of process `process`.
+    /// The (first) inbox of process `process`.
     pub fn inbox(&self, process: ProcessId) -> Inbox {
-        self.processes[process.index()].inbox.clone()
+        self.processes[process.index()].inboxes[0].clone()
+    }
+
+    /// Every inbox of process `process`, one per shard.
+    pub fn inboxes(&self, process: ProcessId) -> Vec<Inbox> {
+        self.processes[process.index()].inboxes.clone()
     }
 
     /// Spawn a task owned by `process` (dropped if it crashes).
@@ -211,7 +228,9 @@ impl Simulation {
         assert!(slot.up, "crashing {process}, which is already down");
         slot.up = false;
         slot.outbox.borrow_mut().clear();
-        while slot.inbox.try_recv().is_some() {}
+        for inbox in &slot.inboxes {
+            while inbox.try_recv().is_some() {}
+        }
         self.executor.abort_owner(process);
         self.network.crash(process.index());
         self.stats.crashes += 1;
@@ -222,7 +241,9 @@ impl Simulation {
         let slot = &mut self.processes[process.index()];
         assert!(!slot.up, "restarting {process}, which is up");
         slot.up = true;
-        slot.inbox = Inbox::new();
+        for inbox in &mut slot.inboxes {
+            *inbox = Inbox::new();
+        }
         slot.outbox = Rc::new(RefCell::new(Vec::new()));
         self.network.restart(process.index());
         self.stats.restarts += 1;
@@ -247,7 +268,13 @@ impl Simulation {
             // Process indices fit u32: the world is built from a usize count far below it.
             let from = ProcessId(delivered.from as u32);
             let corrupted = delivered.corrupted;
-            match slot.inbox.push(from, delivered.payload.0) {
+            let shard = if slot.inboxes.len() > 1 {
+                // The count is a small usize, so the draw fits back.
+                self.entry_shard.below(slot.inboxes.len() as u64) as usize
+            } else {
+                0
+            };
+            match slot.inboxes[shard].push(from, delivered.payload.0) {
                 InboxPush::Queued => {
                     self.stats.frames_delivered += 1;
                     self.stats.frames_delivered_corrupted += u64::from(corrupted);
@@ -277,12 +304,14 @@ impl Simulation {
     fn run_to_quiescence(&mut self) -> Result<(), SimulationError> {
         self.executor.run_until_idle()?;
         for (index, slot) in self.processes.iter().enumerate() {
-            if slot.up && !slot.inbox.is_empty() {
-                return Err(SimulationError::LostWakeup {
-                    process: ProcessId(index as u32),
-                    frames: slot.inbox.len(),
-                    tick: self.tick,
-                });
+            for inbox in &slot.inboxes {
+                if slot.up && !inbox.is_empty() {
+                    return Err(SimulationError::LostWakeup {
+                        process: ProcessId(index as u32),
+                        frames: inbox.len(),
+                        tick: self.tick,
+                    });
+                }
             }
         }
         Ok(())

@@ -14,6 +14,7 @@ fn world(replicas: usize, clients: usize) -> Simulation {
         &SimulationConfig {
             replicas,
             clients,
+            shards: 1,
             network: NetworkConfig::perfect(),
         },
     )

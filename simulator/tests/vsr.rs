@@ -7,7 +7,7 @@ use std::rc::Rc;
 use cluster::metadata::{DEFAULT_ROOT_PASSWORD, MetadataMachine, MetadataOp, MetadataReply};
 use cluster::vsr::{StateMachine, Status};
 use cluster::wire::{Command, Header};
-use simulator::harness::client::ClientDriver;
+use simulator::harness::client::{ClientDriver, ClientRequest};
 use simulator::harness::crash::CrashConfig;
 use simulator::harness::{Harness, HarnessConfig, SIMULATED_CLUSTER_ID};
 use simulator::network::CommandFilter;
@@ -24,7 +24,7 @@ struct UniqueStreams {
 }
 
 impl ClientDriver for UniqueStreams {
-    fn next_request(&mut self, client: usize) -> Option<(u8, Vec<u8>)> {
+    fn next_request(&mut self, client: usize) -> Option<ClientRequest> {
         if self.stopped {
             return None;
         }
@@ -35,7 +35,11 @@ impl ClientDriver for UniqueStreams {
         let op = MetadataOp::CreateStream {
             name: format!("s-{client}-{}", self.sent[client]),
         };
-        Some((op.operation_code(), op.encode()))
+        Some(ClientRequest {
+            group: 0,
+            operation: op.operation_code(),
+            body: op.encode(),
+        })
     }
 
     fn on_reply(&mut self, _client: usize, _reply: &Header, body: &[u8]) {
@@ -51,27 +55,24 @@ fn harness(
     replicas: usize,
     network: NetworkConfig,
     crash: CrashConfig,
-) -> (Harness<MetadataMachine>, Rc<RefCell<UniqueStreams>>) {
+) -> (Harness, Rc<RefCell<UniqueStreams>>) {
     let driver = Rc::new(RefCell::new(UniqueStreams::default()));
     let config = HarnessConfig {
         simulation: SimulationConfig {
             replicas,
             clients: 1,
+            shards: 1,
             network,
         },
         crash,
         break_check: false,
+        break_fence: false,
     };
-    let harness = Harness::new(
-        seed,
-        &config,
-        Box::new(|| MetadataMachine::new(SIMULATED_CLUSTER_ID, DEFAULT_ROOT_PASSWORD)),
-        driver.clone(),
-    );
+    let harness = Harness::new(seed, &config, driver.clone());
     (harness, driver)
 }
 
-fn run(harness: &mut Harness<MetadataMachine>, ticks: u64) {
+fn run(harness: &mut Harness, ticks: u64) {
     for _ in 0..ticks {
         if let Err(failure) = harness.step() {
             panic!("{failure}\n{}", harness.status_lines().join("\n"));
@@ -81,7 +82,7 @@ fn run(harness: &mut Harness<MetadataMachine>, ticks: u64) {
 
 /// Stop the client, let commit broadcasts reach every backup, then compare the state
 /// of every live replica; returns how many were compared.
-fn digests_agree(harness: &mut Harness<MetadataMachine>, driver: &Rc<RefCell<UniqueStreams>>) -> usize {
+fn digests_agree(harness: &mut Harness, driver: &Rc<RefCell<UniqueStreams>>) -> usize {
     driver.borrow_mut().stopped = true;
     run(harness, 400);
     let live = harness.live_replicas();
@@ -187,13 +188,13 @@ fn superblock_write_failure_withholds_votes() {
 }
 
 /// Block `command` on the link `from` -> `to`.
-fn block(harness: &mut Harness<MetadataMachine>, from: usize, to: usize, command: Command) {
+fn block(harness: &mut Harness, from: usize, to: usize, command: Command) {
     let network = harness.simulation_mut().network_mut();
     let filter = network.link_filter(from, to).block(command as u8);
     network.set_link_filter(from, to, filter);
 }
 
-fn unblock(harness: &mut Harness<MetadataMachine>, from: usize, to: usize) {
+fn unblock(harness: &mut Harness, from: usize, to: usize) {
     harness
         .simulation_mut()
         .network_mut()

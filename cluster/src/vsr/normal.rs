@@ -373,9 +373,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
     }
 
-    pub(crate) fn tick_pipeline(&mut self) {
+    /// Primary: retransmit prepares whose timeout fired; true if any did.
+    pub(crate) fn tick_pipeline(&mut self) -> bool {
         if self.status != Status::Normal || !self.is_primary() {
-            return;
+            return false;
         }
         let mut resend = Vec::new();
         for entry in &mut self.pipeline {
@@ -392,6 +393,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 resend.push((entry.op, entry.oks));
             }
         }
+        let fired = !resend.is_empty();
         for (op, oks) in resend {
             let Some(frame) = self.journal.get(op).and_then(|entry| entry.frame.clone()) else {
                 continue;
@@ -405,6 +407,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 }
             }
         }
+        fired
     }
 
     pub(crate) fn broadcast_commit(&mut self) {

@@ -431,33 +431,47 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     }
 
     /// Advance one tick, with the local realtime clock.
+    ///
+    /// The follow-up work (repair, view start, applying) runs only when a timeout
+    /// fired: it already ran after the last input and nothing has changed since, so on
+    /// a quiet tick it would find nothing to do. A node hosts a group per partition,
+    /// and most of them are quiet on most ticks.
     pub fn tick(&mut self, realtime_micros: u64) {
         self.realtime_micros = realtime_micros;
+        let mut fired = false;
         if self.commit_broadcast.tick() {
+            fired = true;
             self.broadcast_commit();
         }
         if self.liveness.tick() {
+            fired = true;
             debug_assert!(self.status == Status::Normal && !self.is_primary());
             self.start_view_change(self.view + 1);
         }
         if self.view_change_escalate.tick() {
+            fired = true;
             debug_assert_eq!(self.status, Status::ViewChange);
             self.start_view_change(self.view + 1);
         }
         if self.view_change_resend.tick() {
+            fired = true;
             self.resend_view_change();
         }
         if self.request_start_view.tick() {
+            fired = true;
             self.probe_start_view();
         }
-        self.tick_pipeline();
+        fired |= self.tick_pipeline();
         if self.repair_retry.tick() {
+            fired = true;
             // A round that filled nothing: ask for less, in case the answers are being
             // lost to a full link (a small queue evicts most of a 128-prepare burst).
             self.repair_retry.stop();
             self.repair_window = (self.repair_window / 2).max(1);
         }
-        self.after_input();
+        if fired {
+            self.after_input();
+        }
     }
 
     /// Work that follows any input: repair, commit, view-change progress.

@@ -56,6 +56,11 @@ pub struct CampaignFlags {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub clients: u32,
 
+    /// Passed to every run: shards per replica (`workload-fuzz --shards`; not to be
+    /// confused with `--shard K/N`, which splits the campaign across machines).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub node_shards: u32,
+
     /// Passed to every run: crash probability per tick.
     #[arg(long, default_value_t = 0.0)]
     pub crash_prob: f64,
@@ -167,7 +172,7 @@ pub fn parse_shard(text: &str) -> Result<(u32, u32), String> {
 fn parse_plane(name: &str) -> Result<Plane, String> {
     use clap::ValueEnum;
     Plane::from_str(name, true).map_err(|_| {
-        format!("unknown plane {name:?}: expected one of echo, metadata (partition, mixed, uniform, lifecycle are not built yet)")
+        format!("unknown plane {name:?}: expected one of echo, metadata, partition, mixed, uniform, lifecycle")
     })
 }
 
@@ -220,6 +225,7 @@ impl CampaignFlags {
             ticks: self.ticks,
             replicas: self.replicas,
             clients: self.clients,
+            shards: self.node_shards,
             plane,
             faults: profile.to_owned(),
             min_replies: self.min_replies,
@@ -232,6 +238,7 @@ impl CampaignFlags {
             no_quiesce: self.no_quiesce,
             network: self.network.clone(),
             break_check: self.break_check,
+            break_fence: false,
         }
     }
 

@@ -33,9 +33,15 @@ pub struct FuzzArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub clients: u32,
 
+    /// Shards per replica. Each partition's group lives on the shard its id hashes to,
+    /// the metadata group on shard 0; a packet enters a replica on a shard drawn from
+    /// its own seed stream and takes a router hop to the owner when it lands elsewhere.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub shards: u32,
+
     /// What the clients do. `echo` exercises the seam, executor and network with an
     /// echo service; the consensus planes (metadata, partition, mixed, uniform,
-    /// lifecycle) arrive with the VSR and partition-plane issues and are refused until then.
+    /// lifecycle) run the cluster under the workload's weight table for that plane.
     #[arg(long, value_enum, default_value_t = Plane::Echo)]
     pub plane: Plane,
 
@@ -86,6 +92,11 @@ pub struct FuzzArgs {
     /// check a campaign groups failures and that each repro fails again.
     #[arg(long, hide = true)]
     pub break_check: bool,
+
+    /// Test-only: disable the partition plane's consumer-group owner fence, so that
+    /// tests can check the lifecycle plane notices a stale owner's write succeeding.
+    #[arg(long, hide = true)]
+    pub break_fence: bool,
 }
 
 /// Workload planes.
@@ -93,15 +104,17 @@ pub struct FuzzArgs {
 pub enum Plane {
     /// Echo service over the simulated network (foundations smoke workload).
     Echo,
-    /// Metadata operations through the metadata VSR group (not built yet).
+    /// Metadata operations through the metadata VSR group.
     Metadata,
-    /// Partition writes and consumer offsets (not built yet).
+    /// Partition writes, polls and consumer offsets through the partition groups, with
+    /// enough metadata to create them.
     Partition,
-    /// Metadata and partition operations mixed (not built yet).
+    /// Metadata and partition operations mixed.
     Mixed,
-    /// Every action at equal weight (not built yet).
+    /// Every action at equal weight.
     Uniform,
-    /// Topic replacement and consumer-group hand-offs under writes (not built yet).
+    /// Topic replacement and consumer-group hand-offs under writes; must see the owner
+    /// fence refuse a stale owner at least once, or the run is vacuous.
     Lifecycle,
 }
 
@@ -285,6 +298,7 @@ impl FuzzArgs {
             format!("--ticks {}", self.ticks),
             format!("--replicas {}", self.replicas),
             format!("--clients {}", self.clients),
+            format!("--shards {}", self.shards),
             format!("--plane {}", self.plane.name()),
             format!("--faults {}", shell_quote(&self.faults)),
             format!("--min-replies {}", self.min_replies),
@@ -298,6 +312,7 @@ impl FuzzArgs {
             (self.heal_before_quiesce, "--heal-before-quiesce"),
             (self.no_quiesce, "--no-quiesce"),
             (self.break_check, "--break-check"),
+            (self.break_fence, "--break-fence"),
         ] {
             if set {
                 parts.push(flag.to_owned());

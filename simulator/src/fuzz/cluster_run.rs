@@ -1,16 +1,19 @@
-//! The metadata plane: a simulated VSR cluster under the metadata workload, judged by
-//! the per-tick checks, the state checker, the drain and the oracle.
+//! The consensus planes (metadata, partition, mixed, uniform, lifecycle): a simulated
+//! cluster of nodes under the workload, judged by the per-tick checks, a state checker
+//! per group, the drain and the oracle.
 
 use std::cell::RefCell;
 use std::io::{self, Write};
 use std::rc::Rc;
 
-use cluster::metadata::{DEFAULT_ROOT_PASSWORD, MetadataMachine};
+use std::collections::BTreeSet;
+
+use cluster::node::{Directory, METADATA_GROUP};
 use cluster::vsr::{StateMachine, Status};
 
 use super::{FuzzArgs, RunReport, Verdict, print_packets, print_world};
 use crate::harness::crash::CrashConfig;
-use crate::harness::{CheckFailure, Harness, HarnessConfig, SIMULATED_CLUSTER_ID};
+use crate::harness::{CheckFailure, Harness, HarnessConfig};
 use crate::seeds::SimSeeds;
 use crate::simulation::SimulationConfig;
 use crate::workload::{ActionWeights, MetadataWorkload};
@@ -20,9 +23,10 @@ use crate::workload::{ActionWeights, MetadataWorkload};
 /// a real wedge runs it out, and bounded so a wedge fails instead of hanging.
 pub const QUIESCE_TICKS_MAX: u64 = 20_000;
 
-/// Whether every live replica is Normal in one view with one primary, and caught up
-/// with that primary's applied ops.
-fn settled(harness: &Harness<MetadataMachine>) -> bool {
+/// Whether every live replica is Normal in one view with one primary and caught up
+/// with it, for the metadata group and for every partition group in the leader's
+/// applied metadata (each hosted by every live node).
+fn settled(harness: &Harness) -> bool {
     let live = harness.live_replicas();
     let Some((_, leader)) = live
         .iter()
@@ -30,17 +34,45 @@ fn settled(harness: &Harness<MetadataMachine>) -> bool {
     else {
         return false;
     };
-    let (view, commit) = {
+    let (view, commit, directory) = {
         let leader = leader.borrow();
-        (leader.view(), leader.commit_min())
+        (
+            leader.view(),
+            leader.commit_min(),
+            Directory::from_metadata(leader.state_machine().state()),
+        )
     };
-    live.iter().all(|(_, r)| {
+    let metadata_settled = live.iter().all(|(_, r)| {
         let r = r.borrow();
         r.status() == Status::Normal && r.view() == view && r.commit_min() == commit
-    })
+    });
+    metadata_settled && directory.partitions.keys().all(|group| partition_settled(harness, *group, live.len()))
 }
 
-/// Run the metadata plane and judge it.
+/// Whether `group` is hosted by all `live` nodes, all Normal in one view, with one
+/// primary, and every replica has applied what the primary has.
+fn partition_settled(harness: &Harness, group: u64, live: usize) -> bool {
+    let mut hosted = 0;
+    let mut views = BTreeSet::new();
+    let mut commits = BTreeSet::new();
+    let mut primaries = 0;
+    let mut normal = true;
+    harness.with_partition_replicas(group, |_, replica| {
+        hosted += 1;
+        views.insert(replica.view());
+        commits.insert((replica.commit_min(), replica.commit_max()));
+        normal &= replica.status() == Status::Normal;
+        primaries += usize::from(replica.is_primary());
+    });
+    hosted == live
+        && normal
+        && views.len() == 1
+        && primaries == 1
+        && commits.len() == 1
+        && commits.first().is_some_and(|(min, max)| min == max)
+}
+
+/// Run a consensus plane and judge it.
 pub(super) fn run(
     args: &FuzzArgs,
     config: &SimulationConfig,
@@ -48,10 +80,11 @@ pub(super) fn run(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let seeds = SimSeeds::derive(report.seed);
+    let weights = ActionWeights::for_plane(args.plane.name()).expect("every consensus plane has a weight table");
     let workload = Rc::new(RefCell::new(MetadataWorkload::with_weights(
         seeds.workload,
         config.clients,
-        ActionWeights::metadata_plane(),
+        weights,
     )));
     let harness_config = HarnessConfig {
         simulation: config.clone(),
@@ -61,13 +94,9 @@ pub(super) fn run(
             crash_primary: args.crash_primary,
         },
         break_check: args.break_check,
+        break_fence: args.break_fence,
     };
-    let mut harness = Harness::new(
-        report.seed,
-        &harness_config,
-        Box::new(|| MetadataMachine::new(SIMULATED_CLUSTER_ID, DEFAULT_ROOT_PASSWORD)),
-        workload.clone(),
-    );
+    let mut harness = Harness::new(report.seed, &harness_config, workload.clone());
     print_world(harness.simulation(), out)?;
     writeln!(
         out,
@@ -141,27 +170,53 @@ pub(super) fn run(
     let down = harness.simulation().process_count() - config.clients - harness.live_replicas().len();
     writeln!(
         out,
-        "ran {ran} ticks (+{} drain); requests={} replies={} resends={} refusals={} stale_replies={}; crashes={} restarts={} still down: {down}",
+        "ran {ran} ticks (+{} drain); requests={} replies={} resends={} not_accepted={} not_committed={} stale_replies={}; crashes={} restarts={} still down: {down}",
         report.ticks - ran,
         sum(|c| c.requests),
         sum(|c| c.replies),
         sum(|c| c.resends),
         sum(|c| c.refusals),
+        sum(|c| c.not_committed),
         sum(|c| c.replies_stale),
         harness.stats().crashes,
         harness.stats().restarts,
     )?;
     print_packets(harness.simulation(), out)?;
+    let mut nodes = cluster::node::NodeStats::default();
+    for (_, node) in harness.live_nodes() {
+        let stats = node.stats();
+        nodes.shard.frames_routed += stats.shard.frames_routed;
+        nodes.shard.frames_unknown_group += stats.shard.frames_unknown_group;
+        nodes.shard.frames_rejected += stats.shard.frames_rejected;
+        nodes.shard.groups_opened += stats.shard.groups_opened;
+        nodes.shard.groups_closed += stats.shard.groups_closed;
+        nodes.forwards_dropped_full += stats.forwards_dropped_full;
+    }
+    writeln!(
+        out,
+        "nodes (live, this incarnation): router_hops={} unknown_group_frames={} rejected_headers={} groups_opened={} \
+         groups_closed={} forwards_dropped_full={}",
+        nodes.shard.frames_routed,
+        nodes.shard.frames_unknown_group,
+        nodes.shard.frames_rejected,
+        nodes.shard.groups_opened,
+        nodes.shard.groups_closed,
+        nodes.forwards_dropped_full
+    )?;
 
     let oracle = if failure.is_none() {
         oracle(&harness, &workload.borrow())
     } else {
         Ok(Vec::new())
     };
-    let (commits, compared) = (harness.checker().commits(), harness.checker().ops_compared());
+    let (commits, compared) = (harness.commits_total(), harness.ops_compared_total());
     report.commits = commits;
     report.ops_compared = compared;
-    let mut compared_line = format!("compared: commits={commits} ops_compared={compared}");
+    let mut compared_line = format!(
+        "compared: commits={commits} ops_compared={compared} metadata_commits={} groups_checked={}",
+        harness.checker().commits(),
+        harness.checkers().len()
+    );
     match &oracle {
         Ok(counts) => {
             for (name, value) in counts {
@@ -203,13 +258,16 @@ pub(super) fn run(
             "{compared} ops compared, below --min-ops-compared {}",
             args.min_ops_compared
         )),
-        None => Verdict::Pass,
+        None => match workload.borrow().defining_outcome_missing(args.plane.name()) {
+            Some(missing) => Verdict::Vacuous(format!("the {} plane never saw {missing}", args.plane.name())),
+            None => Verdict::Pass,
+        },
     };
     Ok(())
 }
 
 /// Heal the network and restart every crashed replica (`--heal-before-quiesce`).
-fn heal(harness: &mut Harness<MetadataMachine>) {
+fn heal(harness: &mut Harness) {
     let network = harness.simulation_mut().network_mut();
     network.set_automatic_partitions(false);
     network.set_automatic_clogs(false);
@@ -222,10 +280,14 @@ fn heal(harness: &mut Harness<MetadataMachine>) {
     }
 }
 
-/// The end-of-run oracle: no live replica ahead of the leader, replicas at the
-/// leader's op hold identical state, and (one client) the leader's metadata is what
-/// the shadow predicted. Returns what it compared.
-fn oracle(harness: &Harness<MetadataMachine>, workload: &MetadataWorkload) -> Result<Vec<(&'static str, u64)>, String> {
+/// The end-of-run oracle. Metadata: no live replica ahead of the leader, replicas at
+/// the leader's op hold identical metadata, and (one client, nothing outstanding) the
+/// leader's metadata is what the shadow predicted. Partitions, for every partition in
+/// the leader's applied metadata: exactly one live primary; replicas at the primary's
+/// op hold identical partition state; and (one client) the primary's messages,
+/// offsets and owners are what the shadow predicted, and the shadow and the cluster
+/// agree on which partitions exist. Returns what it compared.
+fn oracle(harness: &Harness, workload: &MetadataWorkload) -> Result<Vec<(&'static str, u64)>, String> {
     let live = harness.live_replicas();
     let Some((leader_index, leader)) = live
         .iter()
@@ -254,24 +316,117 @@ fn oracle(harness: &Harness<MetadataMachine>, workload: &MetadataWorkload) -> Re
             replicas_compared += 1;
         }
     }
+    let mut counts = vec![("replicas_compared", replicas_compared), ("view", leader.view())];
+
+    // Partitions: one primary each, replicas that applied the same ops agree.
+    let directory = Directory::from_metadata(leader.state_machine().state());
+    let mut partition_replicas_compared = 0;
+    let mut primaries: Vec<(u64, usize)> = Vec::new();
+    for group in directory.partitions.keys() {
+        let mut leading = Vec::new();
+        harness.with_partition_replicas(*group, |index, replica| {
+            if replica.is_primary() && replica.status() == Status::Normal {
+                leading.push(index);
+            }
+        });
+        if leading.len() != 1 {
+            return Err(format!(
+                "partition group {group:#x} has {} live primaries (replicas {leading:?}); it must have exactly one",
+                leading.len()
+            ));
+        }
+        primaries.push((*group, leading[0]));
+        let mut primary_state: Option<(u64, u128)> = None;
+        harness.with_partition_replicas(*group, |index, replica| {
+            if index == leading[0] {
+                primary_state = Some((replica.commit_min(), replica.state_machine().digest()));
+            }
+        });
+        let Some((primary_commit, primary_digest)) = primary_state else {
+            unreachable!("the primary was just seen")
+        };
+        let mut mismatch = None;
+        harness.with_partition_replicas(*group, |index, replica| {
+            if replica.commit_min() > primary_commit {
+                mismatch = Some(format!(
+                    "partition group {group:#x}: replica {index} applied op {} ahead of its primary (replica {}) at {primary_commit}",
+                    replica.commit_min(),
+                    leading[0]
+                ));
+            } else if replica.commit_min() == primary_commit {
+                if replica.state_machine().digest() != primary_digest {
+                    mismatch = Some(format!(
+                        "partition group {group:#x}: replica {index} and its primary (replica {}) applied the same {primary_commit} ops but hold different partition state",
+                        leading[0]
+                    ));
+                }
+                partition_replicas_compared += 1;
+            }
+        });
+        if let Some(mismatch) = mismatch {
+            return Err(mismatch);
+        }
+    }
+    counts.push(("partitions", directory.partitions.len() as u64));
+    counts.push(("partition_replicas_compared", partition_replicas_compared));
+    let partition_ops_compared: u64 = harness
+        .checkers()
+        .iter()
+        .filter(|(group, _)| **group != METADATA_GROUP)
+        .map(|(_, checker)| checker.ops_compared())
+        .sum();
+    counts.push(("partition_ops_compared", partition_ops_compared));
+
     // Without a drain (--no-quiesce) a request may still be in flight; the shadow can
     // only be compared once every answer is in.
     if workload.outstanding() > 0 {
-        return Ok(vec![
-            ("replicas_compared", replicas_compared),
-            ("view", leader.view()),
-            ("shadow_skipped", 1),
-        ]);
+        counts.push(("shadow_skipped", 1));
+        return Ok(counts);
     }
     let shadow = workload.compare_with(leader.state_machine().state())?;
-    Ok(vec![
-        ("replicas_compared", replicas_compared),
-        ("view", leader.view()),
+    counts.extend([
         ("shadow_skipped", u64::from(shadow.skipped)),
         ("streams_compared", shadow.streams_compared),
         ("topics_compared", shadow.topics_compared),
         ("groups_compared", shadow.groups_compared),
         ("users_compared", shadow.users_compared),
         ("tokens_compared", shadow.tokens_compared),
-    ])
+    ]);
+    if shadow.skipped {
+        return Ok(counts);
+    }
+    // One client: the shadow knows every partition and everything in it.
+    let expected: BTreeSet<u64> = workload.partition_groups().into_iter().collect();
+    let actual: BTreeSet<u64> = directory.partitions.keys().copied().collect();
+    if expected != actual {
+        return Err(format!(
+            "the shadow expects partition groups {:?} but the leader's metadata has {:?}",
+            expected.difference(&actual).collect::<Vec<_>>(),
+            actual.difference(&expected).collect::<Vec<_>>()
+        ));
+    }
+    let (mut namespaces_checked, mut messages_compared, mut offsets_compared, mut owners_compared) = (0, 0, 0, 0);
+    for (group, primary) in primaries {
+        let mut result = None;
+        harness.with_partition_replicas(group, |index, replica| {
+            if index == primary {
+                result = Some(workload.compare_partition(group, replica.state_machine().state()));
+            }
+        });
+        let Some(result) = result else {
+            unreachable!("the primary was just seen")
+        };
+        let compared = result.map_err(|detail| format!("partition group {group:#x}: {detail}"))?;
+        namespaces_checked += 1;
+        messages_compared += compared.messages_compared;
+        offsets_compared += compared.offsets_compared;
+        owners_compared += compared.owners_compared;
+    }
+    counts.extend([
+        ("namespaces_checked", namespaces_checked),
+        ("messages_compared", messages_compared),
+        ("offsets_compared", offsets_compared),
+        ("owners_compared", owners_compared),
+    ]);
+    Ok(counts)
 }

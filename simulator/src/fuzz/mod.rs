@@ -6,7 +6,7 @@
 
 mod args;
 mod echo_run;
-mod metadata_run;
+mod cluster_run;
 
 use std::io::{self, Write};
 
@@ -82,10 +82,11 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
 
     writeln!(
         out,
-        "workload-fuzz: seed={seed} ticks={} replicas={} clients={} plane={} faults={}",
+        "workload-fuzz: seed={seed} ticks={} replicas={} clients={} shards={} plane={} faults={}",
         args.ticks,
         config.replicas,
         config.clients,
+        config.shards,
         args.plane.name(),
         resolved.name
     )?;
@@ -93,8 +94,9 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
 
     match args.plane {
         Plane::Echo => echo_run::run(args, &config, &mut report, out)?,
-        Plane::Metadata => metadata_run::run(args, &config, &mut report, out)?,
-        _ => unreachable!("configure refuses planes that are not built"),
+        Plane::Metadata | Plane::Partition | Plane::Mixed | Plane::Uniform | Plane::Lifecycle => {
+            cluster_run::run(args, &config, &mut report, out)?
+        }
     }
     match &report.verdict {
         Verdict::Pass => writeln!(out, "workload-fuzz: OK (seed={seed})")?,
@@ -138,12 +140,6 @@ pub(super) fn print_packets(simulation: &Simulation, out: &mut dyn Write) -> io:
 
 /// Resolve the profile, apply overrides and swarm draws, validate.
 fn configure(args: &FuzzArgs, seed: u64) -> Result<(SimulationConfig, ResolvedProfile), String> {
-    if !matches!(args.plane, Plane::Echo | Plane::Metadata) {
-        return Err(format!(
-            "--plane {} needs the partition plane, which is not built yet; today --plane metadata and --plane echo run",
-            args.plane.name()
-        ));
-    }
     if args.ticks == 0 {
         return Err("--ticks 0 simulates nothing; give at least 1".to_owned());
     }
@@ -164,6 +160,7 @@ fn configure(args: &FuzzArgs, seed: u64) -> Result<(SimulationConfig, ResolvedPr
     let config = SimulationConfig {
         replicas,
         clients,
+        shards: args.shards as usize,
         network: resolved.network.clone(),
     };
     Ok((config, resolved))

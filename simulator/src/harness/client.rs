@@ -11,6 +11,7 @@ use std::rc::Rc;
 use futures::{FutureExt, select_biased};
 
 use cluster::seam::{Bus, Inbox, ProcessId, TICK};
+use cluster::vsr::ClientError;
 use cluster::wire::{self, Command, HEADER_BYTES, Header};
 
 use crate::executor::Fnv1a64;
@@ -22,10 +23,21 @@ pub const CLIENT_RESEND_TICKS: u64 = 200;
 /// Ticks an idle client waits before asking its driver again.
 pub const CLIENT_IDLE_TICKS: u64 = 10;
 
+/// One request a driver asks a client to send.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientRequest {
+    /// The VSR group it is for (0 = metadata, else a partition's group).
+    pub group: u64,
+    /// The operation code.
+    pub operation: u8,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
 /// What a client sends and how it judges answers.
 pub trait ClientDriver {
-    /// The next request of `client` as (operation code, body), or `None` to stay idle.
-    fn next_request(&mut self, client: usize) -> Option<(u8, Vec<u8>)>;
+    /// The next request of `client`, or `None` to stay idle.
+    fn next_request(&mut self, client: usize) -> Option<ClientRequest>;
     /// The reply to `client`'s outstanding request.
     fn on_reply(&mut self, client: usize, reply: &Header, body: &[u8]);
 }
@@ -39,8 +51,11 @@ pub struct ClientStats {
     pub replies: u64,
     /// Resends after a timeout.
     pub resends: u64,
-    /// Refusals received (not primary, not normal, busy).
+    /// `TransientNotAccepted` refusals (never taken: not primary, not normal, busy).
     pub refusals: u64,
+    /// `TransientNotCommitted` answers (taken, but the primary lost its view before
+    /// committing it: the outcome is unknown until the resend is answered).
+    pub not_committed: u64,
     /// Frames that failed to open.
     pub frames_rejected: u64,
     /// Replies to an older request (duplicates, late answers).
@@ -72,7 +87,7 @@ pub async fn run_client<B: Bus>(
     let mut target: u32 = 0;
     loop {
         let next = driver.borrow_mut().next_request(client);
-        let Some((operation, body)) = next else {
+        let Some(ClientRequest { group, operation, body }) = next else {
             // Idle, but still reading: a late answer to an earlier request may arrive.
             let mut idle = bus.sleep(TICK * CLIENT_IDLE_TICKS as u32);
             loop {
@@ -86,6 +101,7 @@ pub async fn run_client<B: Bus>(
         request_number += 1;
         let mut header = Header::new(Command::Request);
         header.cluster = cluster;
+        header.group = group;
         header.client = id;
         header.request = request_number;
         header.operation = operation;
@@ -127,7 +143,15 @@ pub async fn run_client<B: Bus>(
                             break;
                         }
                         Command::Refused => {
-                            stats.borrow_mut().refusals += 1;
+                            let mut stats = stats.borrow_mut();
+                            match ClientError::decode(reply_body) {
+                                Some(ClientError::TransientNotAccepted) => stats.refusals += 1,
+                                Some(ClientError::TransientNotCommitted) => stats.not_committed += 1,
+                                None => {
+                                    stats.frames_rejected += 1;
+                                    continue;
+                                }
+                            }
                             hinted = Some(u32::from(reply.flags) % replicas);
                         }
                         _ => stats.borrow_mut().frames_rejected += 1,

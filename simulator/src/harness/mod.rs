@@ -1,30 +1,35 @@
-//! A simulated VSR cluster: real replicas running the real shard pump on the
-//! [`Simulation`], with crash injection, per-tick checks and the state checker.
+//! A simulated cluster: real nodes (every shard running the real pump, the metadata
+//! group and one group per partition) on the [`Simulation`], with crash injection,
+//! per-tick checks and a state checker per group.
 //!
-//! What it models: replicas that crash (tasks dropped mid-await, inbox and in-flight
-//! packets lost) and restart on the store they kept, under a new incarnation; clients
-//! that follow the resend discipline of [`client`]. What it does not model yet: power
-//! loss or storage faults (the store never loses a write), several shards per replica.
+//! What it models: replicas that crash (tasks dropped mid-await, inboxes and in-flight
+//! packets lost) and restart on the stores they kept, under a new incarnation; shards
+//! within a replica, with router hops; clients that follow the resend discipline of
+//! [`client`]. What it does not model yet: power loss or storage faults (a store never
+//! loses a write).
 
 pub mod client;
 pub mod crash;
 pub mod state_checker;
 
-use std::cell::RefCell;
+use std::cell::{Ref, RefCell};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use cluster::metadata::{DEFAULT_ROOT_PASSWORD, MetadataMachine};
+use cluster::node::{METADATA_GROUP, MemoryStores, Node, NodeConfig, Shard, StoreProvider};
+use cluster::partition::{OwnerFence, PartitionMachine};
 use cluster::seam::ProcessId;
-use cluster::shard::run_replica;
 use cluster::vsr::journal::root_header;
-use cluster::vsr::{MemoryStore, Replica, ReplicaConfig, StateMachine, Status};
+use cluster::vsr::{MemoryStore, Replica, StateMachine, Status};
 
 use crate::simulation::{Simulation, SimulationConfig, SimulationError};
 use client::{ClientDriver, ClientStats, run_client};
 use crash::{CrashAction, CrashConfig, CrashInjector, ReplicaLife};
 use state_checker::{CommittedOp, StateChecker};
 
-/// Ticks a live Normal replica may sit behind its commit point without applying
-/// anything before the run fails as stuck (a hole nobody repairs).
+/// Ticks a live Normal replica of a group may sit behind its commit point without
+/// applying anything before the run fails as stuck (a hole nobody repairs).
 pub const COMMIT_STUCK_TICKS_MAX: u64 = 2_000;
 
 /// The cluster id the simulated cluster uses.
@@ -33,28 +38,66 @@ pub const SIMULATED_CLUSTER_ID: u64 = 0xC1_0057;
 /// Everything that shapes a simulated cluster run.
 #[derive(Clone, Debug)]
 pub struct HarnessConfig {
-    /// Replicas and clients and their network.
+    /// Replicas, shards, clients and their network.
     pub simulation: SimulationConfig,
     /// Crash injection.
     pub crash: CrashConfig,
     /// Test-only: fail the state checker on ops whose checksum ends in twelve zero
     /// bits (see `workload-fuzz --break-check`).
     pub break_check: bool,
+    /// Test-only: disable the partition owner fence (see `workload-fuzz --break-fence`).
+    pub break_fence: bool,
 }
 
-type SharedReplica<S> = Rc<RefCell<Replica<S, MemoryStore>>>;
+/// A metadata replica as the harness hosts it (inside shard 0 of a node).
+pub type MetadataReplica = Replica<MetadataMachine, MemoryStore>;
+/// A partition replica as the harness hosts it.
+pub type PartitionReplica = Replica<PartitionMachine, MemoryStore>;
 
-struct Slot<S> {
-    replica: Option<SharedReplica<S>>,
-    store: MemoryStore,
-    incarnation: u64,
-    since: u64,
+/// A handle on a live node's metadata replica (it lives in the node's shard 0).
+#[derive(Clone)]
+pub struct MetadataHandle(Rc<RefCell<Shard<MemoryStores>>>);
+
+impl MetadataHandle {
+    /// Borrow the replica (between steps only: the pumps borrow it while they run).
+    pub fn borrow(&self) -> Ref<'_, MetadataReplica> {
+        Ref::map(self.0.borrow(), |shard| {
+            shard.metadata().expect("shard 0 hosts the metadata replica")
+        })
+    }
+}
+
+/// What the per-tick checks remember about one group on one replica.
+#[derive(Clone, Copy, Debug, Default)]
+struct GroupWatch {
     /// Last applied op checked by the state checker, this incarnation.
     checked: u64,
     /// Highest view seen (views are durable: they never go back, even across restarts).
     view_seen: u64,
     /// (commit_min, tick it last moved) this incarnation, for the stuck check.
     progress: (u64, u64),
+    /// Hosted at the last check.
+    present: bool,
+    /// Hosted at some check this incarnation (one that was, and no longer is, was
+    /// closed: its partition was deleted).
+    hosted: bool,
+}
+
+impl GroupWatch {
+    fn new(tick: u64) -> Self {
+        Self {
+            progress: (0, tick),
+            ..Self::default()
+        }
+    }
+}
+
+struct Slot {
+    node: Option<Node<MemoryStores>>,
+    stores: MemoryStores,
+    incarnation: u64,
+    since: u64,
+    watches: BTreeMap<u64, GroupWatch>,
 }
 
 /// A failed check: what broke, where, when.
@@ -84,54 +127,54 @@ pub struct HarnessStats {
 }
 
 /// A simulated cluster.
-pub struct Harness<S: StateMachine + 'static> {
+pub struct Harness {
     simulation: Simulation,
-    slots: Vec<Slot<S>>,
-    make_state_machine: Box<dyn Fn() -> S>,
+    slots: Vec<Slot>,
     crash: CrashInjector,
-    checker: StateChecker,
+    /// One per group ever seen committing, kept after the group is deleted.
+    checkers: BTreeMap<u64, StateChecker>,
     clients: Vec<Rc<RefCell<ClientStats>>>,
     stats: HarnessStats,
     crashes_enabled: bool,
     replica_count: usize,
+    shards: usize,
     break_check: bool,
+    owner_fence: OwnerFence,
 }
 
-impl<S: StateMachine + 'static> Harness<S> {
-    /// Boot `config.simulation.replicas` fresh replicas and the clients, driven by `driver`.
-    pub fn new(
-        seed: u64,
-        config: &HarnessConfig,
-        make_state_machine: Box<dyn Fn() -> S>,
-        driver: Rc<RefCell<dyn ClientDriver>>,
-    ) -> Self {
+impl Harness {
+    /// Boot `config.simulation.replicas` fresh nodes and the clients, driven by `driver`.
+    pub fn new(seed: u64, config: &HarnessConfig, driver: Rc<RefCell<dyn ClientDriver>>) -> Self {
         let simulation = Simulation::new(seed, &config.simulation);
         let replicas = config.simulation.replicas;
         let quorum = cluster::vsr::constants::quorum_replication(replicas)
             .max(cluster::vsr::constants::quorum_view_change(replicas));
         let crash = CrashInjector::new(simulation.seeds().crash, config.crash, quorum);
-        let root = root_header(SIMULATED_CLUSTER_ID, 0).checksum;
+        let metadata_root = root_header(SIMULATED_CLUSTER_ID, METADATA_GROUP).checksum;
         let mut harness = Self {
             simulation,
             slots: Vec::new(),
-            make_state_machine,
             crash,
-            checker: StateChecker::new(root),
+            checkers: BTreeMap::from([(METADATA_GROUP, StateChecker::new(metadata_root))]),
             clients: Vec::new(),
             stats: HarnessStats::default(),
             crashes_enabled: true,
             replica_count: replicas,
+            shards: config.simulation.shards,
             break_check: config.break_check,
+            owner_fence: if config.break_fence {
+                OwnerFence::DisabledForTest
+            } else {
+                OwnerFence::Enforced
+            },
         };
         for index in 0..replicas {
             harness.slots.push(Slot {
-                replica: None,
-                store: MemoryStore::new(),
+                node: None,
+                stores: MemoryStores::new(),
                 incarnation: 0,
                 since: 0,
-                checked: 0,
-                view_seen: 0,
-                progress: (0, 0),
+                watches: BTreeMap::new(),
             });
             harness.boot(index);
         }
@@ -154,27 +197,31 @@ impl<S: StateMachine + 'static> Harness<S> {
     }
 
     fn boot(&mut self, index: usize) {
-        let config = ReplicaConfig {
+        let config = NodeConfig {
             cluster: SIMULATED_CLUSTER_ID,
-            group: 0,
             replica: index as u8,
             replicas: self.replica_count as u8,
+            shards: self.shards as u8,
             entropy_seed: self.simulation.seeds().workload ^ (index as u64).wrapping_mul(0x9E37_79B9),
+            root_password: DEFAULT_ROOT_PASSWORD.to_owned(),
+            owner_fence: self.owner_fence,
         };
-        let (store, incarnation) = (self.slots[index].store.clone(), self.slots[index].incarnation);
-        let replica = Replica::open(config, (self.make_state_machine)(), store, incarnation);
-        let shared = Rc::new(RefCell::new(replica));
+        let slot = &self.slots[index];
+        let node = Node::open(&config, slot.stores.clone(), slot.incarnation);
         let process = ProcessId(index as u32);
-        let task = run_replica(
-            self.simulation.bus(process),
-            self.simulation.inbox(process),
-            shared.clone(),
-        );
-        self.simulation.spawn(process, task);
+        let bus = self.simulation.bus(process);
+        for pump in node.pumps(&bus, &self.simulation.inboxes(process)) {
+            self.simulation.spawn(process, pump);
+        }
+        let tick = self.simulation.tick();
         let slot = &mut self.slots[index];
-        slot.replica = Some(shared);
-        slot.checked = 0;
-        slot.progress = (0, self.simulation.tick());
+        slot.node = Some(node);
+        for watch in slot.watches.values_mut() {
+            watch.checked = 0;
+            watch.progress = (0, tick);
+            watch.present = false;
+            watch.hosted = false;
+        }
     }
 
     /// Stop injecting crashes (for the drain at the end of a run).
@@ -200,16 +247,13 @@ impl<S: StateMachine + 'static> Harness<S> {
     }
 
     fn inject_crashes(&mut self, tick: u64) {
-        let lives: Vec<ReplicaLife> = self
-            .slots
-            .iter()
-            .map(|slot| ReplicaLife {
-                up: slot.replica.is_some(),
-                since: slot.since,
-                primary: slot
-                    .replica
-                    .as_ref()
-                    .is_some_and(|replica| replica.borrow().is_primary()),
+        // "Primary" means the metadata primary: with a group per partition nearly
+        // every replica leads some partition, and sparing all of them would spare all.
+        let lives: Vec<ReplicaLife> = (0..self.slots.len())
+            .map(|index| ReplicaLife {
+                up: self.slots[index].node.is_some(),
+                since: self.slots[index].since,
+                primary: self.metadata(index).is_some_and(|replica| replica.borrow().is_primary()),
             })
             .collect();
         for action in self.crash.decide(tick, &lives) {
@@ -226,9 +270,9 @@ impl<S: StateMachine + 'static> Harness<S> {
         }
     }
 
-    /// The per-tick checks: views never go back; applied ops agree with the canonical
-    /// chain; a Normal replica does not sit behind its commit point for long; no frame
-    /// is misrouted.
+    /// The per-tick checks, for every group on every live replica: views never go
+    /// back; applied ops agree with the group's canonical chain; a Normal replica does
+    /// not sit behind its commit point for long; no frame is misrouted or unroutable.
     fn check(&mut self, tick: u64) -> Result<(), CheckFailure> {
         let fail = |check: &'static str, detail: String| CheckFailure { check, detail, tick };
         if self.simulation.stats().frames_unroutable > 0 {
@@ -237,71 +281,44 @@ impl<S: StateMachine + 'static> Harness<S> {
                 "a frame was sent to a process outside the world".into(),
             ));
         }
+        let break_check = self.break_check;
         for (index, slot) in self.slots.iter_mut().enumerate() {
-            let Some(replica) = &slot.replica else { continue };
-            let replica = replica.borrow();
-            if replica.view() < slot.view_seen {
-                return Err(fail(
-                    "view went back",
-                    format!(
-                        "replica {index} is in view {} after view {}",
-                        replica.view(),
-                        slot.view_seen
-                    ),
-                ));
+            let Some(node) = &slot.node else { continue };
+            for watch in slot.watches.values_mut() {
+                watch.present = false;
             }
-            slot.view_seen = replica.view();
-            if replica.stats().frames_misrouted > 0 {
-                return Err(fail(
-                    "misrouted frame",
-                    format!("replica {index} received a frame for another group or cluster"),
-                ));
-            }
-            let commit_min = replica.commit_min();
-            if commit_min < slot.checked {
-                return Err(fail(
-                    "commit went back",
-                    format!("replica {index} applied up to {commit_min} after {}", slot.checked),
-                ));
-            }
-            for op in slot.checked + 1..=commit_min {
-                let header = replica.committed_header(op).ok_or_else(|| {
-                    fail(
-                        "applied op missing",
-                        format!("replica {index} applied op {op} but no longer holds its header"),
-                    )
-                })?;
-                self.checker
-                    .on_commit(index, slot.incarnation, CommittedOp::from(header))
-                    .map_err(|detail| fail("state checker", detail))?;
-                if self.break_check && header.checksum.trailing_zeros() >= 12 {
-                    return Err(fail(
-                        "broken check (test-only)",
-                        format!(
-                            "replica {index} applied op {op}, whose checksum {:#x} ends in twelve zero bits",
-                            header.checksum
-                        ),
-                    ));
+            for shard in node.shards() {
+                let shard = shard.borrow();
+                if let Some(metadata) = shard.metadata() {
+                    check_group(
+                        index,
+                        METADATA_GROUP,
+                        metadata,
+                        slot.incarnation,
+                        slot.watches.entry(METADATA_GROUP).or_insert_with(|| GroupWatch::new(tick)),
+                        &mut self.checkers,
+                        tick,
+                        break_check,
+                    )?;
+                }
+                for (group, replica) in shard.partitions() {
+                    check_group(
+                        index,
+                        *group,
+                        replica,
+                        slot.incarnation,
+                        slot.watches.entry(*group).or_insert_with(|| GroupWatch::new(tick)),
+                        &mut self.checkers,
+                        tick,
+                        break_check,
+                    )?;
                 }
             }
-            slot.checked = commit_min;
-            if commit_min != slot.progress.0 || replica.status() != Status::Normal || commit_min >= replica.commit_max()
-            {
-                slot.progress = (commit_min, tick);
-            } else if tick - slot.progress.1 > COMMIT_STUCK_TICKS_MAX {
-                let (requests, outstanding) = replica.repair_state();
-                return Err(fail(
-                    "commit stuck",
-                    format!(
-                        "replica {index} has applied {commit_min} of {} committed ops for {} ticks (head {}); \
-                         next: {}; below: {}; repair requests sent: {requests}, outstanding: {outstanding}",
-                        replica.commit_max(),
-                        tick - slot.progress.1,
-                        replica.head(),
-                        replica.describe_op(commit_min + 1),
-                        replica.describe_op(commit_min),
-                    ),
-                ));
+            // A group this node no longer hosts was deleted here: forget what was seen
+            // of it, since its store went with it (a restart replaying the metadata log
+            // briefly re-creates it, fresh, before replaying the delete).
+            if slot.watches.values().any(|watch| watch.hosted && !watch.present) {
+                slot.watches.retain(|_, watch| watch.present || !watch.hosted);
             }
         }
         Ok(())
@@ -317,9 +334,26 @@ impl<S: StateMachine + 'static> Harness<S> {
         &mut self.simulation
     }
 
-    /// The state checker.
+    /// The metadata group's state checker.
     pub fn checker(&self) -> &StateChecker {
-        &self.checker
+        self.checkers
+            .get(&METADATA_GROUP)
+            .expect("the metadata checker exists from boot")
+    }
+
+    /// Every group's state checker (deleted partitions' included).
+    pub fn checkers(&self) -> &BTreeMap<u64, StateChecker> {
+        &self.checkers
+    }
+
+    /// Committed ops summed over every group's canonical chain.
+    pub fn commits_total(&self) -> u64 {
+        self.checkers.values().map(StateChecker::commits).sum()
+    }
+
+    /// Ops checked against a canonical chain, summed over groups.
+    pub fn ops_compared_total(&self) -> u64 {
+        self.checkers.values().map(StateChecker::ops_compared).sum()
     }
 
     /// Crash and restart counts.
@@ -332,18 +366,42 @@ impl<S: StateMachine + 'static> Harness<S> {
         self.clients.iter().map(|stats| *stats.borrow()).collect()
     }
 
-    /// The live replicas.
-    pub fn live_replicas(&self) -> Vec<(usize, SharedReplica<S>)> {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter_map(|(index, slot)| slot.replica.clone().map(|replica| (index, replica)))
+    /// Replica `index`'s metadata replica, if it is up.
+    pub fn metadata(&self, index: usize) -> Option<MetadataHandle> {
+        let node = self.slots[index].node.as_ref()?;
+        Some(MetadataHandle(node.shards()[0].clone()))
+    }
+
+    /// The live replicas' metadata replicas.
+    pub fn live_replicas(&self) -> Vec<(usize, MetadataHandle)> {
+        (0..self.slots.len())
+            .filter_map(|index| self.metadata(index).map(|handle| (index, handle)))
             .collect()
     }
 
-    /// The store of replica `index` (kept across crashes), for fault injection in tests.
+    /// The live nodes.
+    pub fn live_nodes(&self) -> Vec<(usize, &Node<MemoryStores>)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(index, slot)| slot.node.as_ref().map(|node| (index, node)))
+            .collect()
+    }
+
+    /// Call `visit` with every live replica of partition group `group`.
+    pub fn with_partition_replicas(&self, group: u64, mut visit: impl FnMut(usize, &PartitionReplica)) {
+        for (index, node) in self.live_nodes() {
+            for shard in node.shards() {
+                if let Some(replica) = shard.borrow().partitions().get(&group) {
+                    visit(index, replica);
+                }
+            }
+        }
+    }
+
+    /// The metadata store of replica `index` (kept across crashes), for fault injection.
     pub fn store(&self, index: usize) -> MemoryStore {
-        self.slots[index].store.clone()
+        self.slots[index].stores.open(METADATA_GROUP)
     }
 
     /// Crash replica `index` now (the crash injector, tests and scenarios).
@@ -351,7 +409,7 @@ impl<S: StateMachine + 'static> Harness<S> {
         let tick = self.simulation.tick();
         self.simulation.crash(ProcessId(index as u32));
         let slot = &mut self.slots[index];
-        slot.replica = None;
+        slot.node = None;
         slot.since = tick;
         self.stats.crashes += 1;
     }
@@ -367,19 +425,28 @@ impl<S: StateMachine + 'static> Harness<S> {
         self.stats.restarts += 1;
     }
 
-    /// One status line per replica, for failure reports.
+    /// One status line per replica (its metadata replica and partition summary), for
+    /// failure reports.
     pub fn status_lines(&self) -> Vec<String> {
-        self.slots
-            .iter()
-            .enumerate()
-            .map(|(index, slot)| match &slot.replica {
-                None => format!("replica {index}: CRASHED (since tick {})", slot.since),
-                Some(replica) => {
-                    let r = replica.borrow();
+        (0..self.slots.len())
+            .map(|index| match self.metadata(index) {
+                None => format!("replica {index}: CRASHED (since tick {})", self.slots[index].since),
+                Some(handle) => {
+                    let r = handle.borrow();
                     let (repairs, repairing) = r.repair_state();
+                    let node = self.slots[index].node.as_ref().expect("a live replica has a node");
+                    let (mut groups, mut primaries, mut not_normal) = (0, 0, 0);
+                    for shard in node.shards() {
+                        for replica in shard.borrow().partitions().values() {
+                            groups += 1;
+                            primaries += u64::from(replica.is_primary() && replica.status() == Status::Normal);
+                            not_normal += u64::from(replica.status() != Status::Normal);
+                        }
+                    }
                     format!(
-                        "replica {index}: live | status={:?} view={} log_view={} commit={}..{} head={} primary={} \
-                         repairs={repairs} repairing={repairing} next: {}",
+                        "replica {index}: live | metadata status={:?} view={} log_view={} commit={}..{} head={} \
+                         primary={} repairs={repairs} repairing={repairing} next: {} | partitions={groups} \
+                         leading={primaries} not_normal={not_normal}",
                         r.status(),
                         r.view(),
                         r.log_view(),
@@ -393,4 +460,92 @@ impl<S: StateMachine + 'static> Harness<S> {
             })
             .collect()
     }
+}
+
+/// The per-tick checks for one group on one replica.
+#[allow(clippy::too_many_arguments)]
+fn check_group<S: StateMachine>(
+    index: usize,
+    group: u64,
+    replica: &Replica<S, MemoryStore>,
+    incarnation: u64,
+    watch: &mut GroupWatch,
+    checkers: &mut BTreeMap<u64, StateChecker>,
+    tick: u64,
+    break_check: bool,
+) -> Result<(), CheckFailure> {
+    let fail = |check: &'static str, detail: String| CheckFailure { check, detail, tick };
+    watch.present = true;
+    watch.hosted = true;
+    if replica.view() < watch.view_seen {
+        return Err(fail(
+            "view went back",
+            format!(
+                "replica {index} group {group:#x} is in view {} after view {}",
+                replica.view(),
+                watch.view_seen
+            ),
+        ));
+    }
+    watch.view_seen = replica.view();
+    if replica.stats().frames_misrouted > 0 {
+        return Err(fail(
+            "misrouted frame",
+            format!("replica {index} group {group:#x} received a frame for another group or cluster"),
+        ));
+    }
+    let commit_min = replica.commit_min();
+    if commit_min < watch.checked {
+        return Err(fail(
+            "commit went back",
+            format!(
+                "replica {index} group {group:#x} applied up to {commit_min} after {}",
+                watch.checked
+            ),
+        ));
+    }
+    if commit_min > watch.checked {
+        let checker = checkers
+            .entry(group)
+            .or_insert_with(|| StateChecker::new(root_header(SIMULATED_CLUSTER_ID, group).checksum));
+        for op in watch.checked + 1..=commit_min {
+            let header = replica.committed_header(op).ok_or_else(|| {
+                fail(
+                    "applied op missing",
+                    format!("replica {index} group {group:#x} applied op {op} but no longer holds its header"),
+                )
+            })?;
+            checker
+                .on_commit(index, incarnation, CommittedOp::from(header))
+                .map_err(|detail| fail("state checker", format!("group {group:#x}: {detail}")))?;
+            if break_check && header.checksum.trailing_zeros() >= 12 {
+                return Err(fail(
+                    "broken check (test-only)",
+                    format!(
+                        "replica {index} applied op {op} of group {group:#x}, whose checksum {:#x} ends in twelve zero bits",
+                        header.checksum
+                    ),
+                ));
+            }
+        }
+        watch.checked = commit_min;
+    }
+    if commit_min != watch.progress.0 || replica.status() != Status::Normal || commit_min >= replica.commit_max() {
+        watch.progress = (commit_min, tick);
+    } else if tick - watch.progress.1 > COMMIT_STUCK_TICKS_MAX {
+        let (requests, outstanding) = replica.repair_state();
+        return Err(fail(
+            "commit stuck",
+            format!(
+                "replica {index} group {group:#x} has applied {commit_min} of {} committed ops for {} ticks (head {}); \
+                 next: {}; below: {}; repair requests sent: {requests}, outstanding: {outstanding}",
+                replica.commit_max(),
+                tick - watch.progress.1,
+                replica.head(),
+                replica.describe_op(commit_min + 1),
+                replica.describe_op(commit_min),
+            ),
+        ));
+    }
+    Ok(())
 }
