@@ -144,7 +144,10 @@ fn multi_shard_replay_is_deterministic() {
     let text = String::from_utf8_lossy(&out_a);
     assert_eq!(report_a.verdict, Verdict::Pass, "{text}");
     assert!(text.contains("router_hops="), "{text}");
-    assert!(!text.contains("router_hops=0 "), "three shards must route some frames:\n{text}");
+    assert!(
+        !text.contains("router_hops=0 "),
+        "three shards must route some frames:\n{text}"
+    );
     assert_eq!(out_a, out_b, "same seed, same build: the output must be byte-identical");
     assert_eq!(report_a.schedule_hash, report_b.schedule_hash);
     let fingerprint = fingerprint(&out_a, report_a.schedule_hash);

@@ -44,7 +44,16 @@ fn partition_runs_with_eight_clients_and_three_shards_pass() {
     for seed in 1..=3 {
         let (out, verdict) = run(
             &[
-                "--plane", "partition", "--faults", "light", "--clients", "8", "--shards", "3", "--ticks", "4000",
+                "--plane",
+                "partition",
+                "--faults",
+                "light",
+                "--clients",
+                "8",
+                "--shards",
+                "3",
+                "--ticks",
+                "4000",
             ],
             seed,
         );

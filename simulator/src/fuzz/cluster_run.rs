@@ -46,7 +46,11 @@ fn settled(harness: &Harness) -> bool {
         let r = r.borrow();
         r.status() == Status::Normal && r.view() == view && r.commit_min() == commit
     });
-    metadata_settled && directory.partitions.keys().all(|group| partition_settled(harness, *group, live.len()))
+    metadata_settled
+        && directory
+            .partitions
+            .keys()
+            .all(|group| partition_settled(harness, *group, live.len()))
 }
 
 /// Whether `group` is hosted by all `live` nodes, all Normal in one view, with one

@@ -5,8 +5,8 @@
 //! returned separately for the binary to print on stderr.
 
 mod args;
-mod echo_run;
 mod cluster_run;
+mod echo_run;
 
 use std::io::{self, Write};
 

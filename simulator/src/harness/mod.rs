@@ -253,7 +253,9 @@ impl Harness {
             .map(|index| ReplicaLife {
                 up: self.slots[index].node.is_some(),
                 since: self.slots[index].since,
-                primary: self.metadata(index).is_some_and(|replica| replica.borrow().is_primary()),
+                primary: self
+                    .metadata(index)
+                    .is_some_and(|replica| replica.borrow().is_primary()),
             })
             .collect();
         for action in self.crash.decide(tick, &lives) {
@@ -295,7 +297,9 @@ impl Harness {
                         METADATA_GROUP,
                         metadata,
                         slot.incarnation,
-                        slot.watches.entry(METADATA_GROUP).or_insert_with(|| GroupWatch::new(tick)),
+                        slot.watches
+                            .entry(METADATA_GROUP)
+                            .or_insert_with(|| GroupWatch::new(tick)),
                         &mut self.checkers,
                         tick,
                         break_check,
