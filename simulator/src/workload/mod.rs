@@ -1,151 +1,147 @@
-//! The metadata workload: a [`ClientDriver`] that sends metadata ops, predicts their
-//! replies with a [`Shadow`] model, classifies every reply, and at the end of a run
-//! compares the shadow with a replica's committed [`MetadataState`].
+//! The workload: a [`ClientDriver`] that sends metadata ops, partition ops and polls,
+//! predicts their replies with a [`Shadow`] model, judges every reply, and at the end
+//! of a run compares the shadow with the cluster's committed metadata and each
+//! partition's state.
 //!
-//! Generation is outcome-first: pick an action (by [`ActionWeights`]; uniform for now),
-//! then an aim drawn uniformly, without replacement, from the action's declared
-//! outcomes, and ask the action for an op the shadow predicts will produce it
-//! (`CreateStream` aims `Ok` with a fresh name, `NameAlreadyExists` with a taken one).
-//! An aim the shadow cannot reach now (no stream to delete) is counted and the next
-//! one tried; an action with no reachable aim gives way to another, at most
-//! [`ACTION_ATTEMPTS_MAX`] times.
+//! Generation is outcome-first: pick an action (by the plane's [`ActionWeights`]),
+//! then an aim drawn without replacement from the action's declared outcomes
+//! (uniformly, or with the action's success weighted up in the planes that must build
+//! deep state before they test what defines them), and ask the action for requests the shadow predicts will produce it
+//! (`CreateStream` aims `Ok` with a fresh name, `NameAlreadyExists` with a taken one;
+//! `StoreStaleOwnerOffset` aims `StaleOwner` with a former owner of a partition). An
+//! aim the client cannot reach now (no stream to delete) is counted and the next one
+//! tried; an action with no reachable aim gives way to another, at most
+//! [`ACTION_ATTEMPTS_MAX`] times. Most actions draw one request; the purges draw a
+//! [`Plan`] of one `Purge` per partition, queued for that client and sent one at a
+//! time, each predicted when sent and judged on its own reply.
 //!
-//! Judging replies:
-//! - always: the reply decodes ("malformed reply" otherwise), names the request's
-//!   operation, has an outcome its action declares, and a success carries the fields
-//!   its op's success carries (an id for a create, a well-formed token);
-//! - with exactly one client, predictions are exact: the outcome must equal the
-//!   prediction made when the request was sent, and every id the cluster assigns must
-//!   equal the shadow's, and [`MetadataWorkload::compare_with`] checks the final state;
-//! - with several clients, ops interleave and replies arrive in any order, so only the
-//!   checks in the first item apply. Successes are still folded into the shadow (best
-//!   effort, in reply order, not commit order), so aims mostly stay meaningful, but the
-//!   shadow is approximate and the final comparison is skipped.
+//! Namespaces: with several clients each one creates and targets only its own streams
+//! and users (named `c{client}-...`), and through them its own topics, partitions and
+//! groups (see [`scope`]). A namespace changes only by its client's requests, one at a
+//! time, so predictions about it are exact with any number of clients. What clients
+//! share (the global limits, the stream and user id counters, root) is predicted as
+//! every interleaving allows: a limit another client may have reached allows both `Ok`
+//! and `LimitReached`, absent ids come from where no counter reaches, root is targeted
+//! only where its state cannot change the answer.
+//!
+//! Judging every reply:
+//! - it names the request's operation and group, and decodes as the answer to its
+//!   request's kind ("malformed reply" otherwise, never a panic);
+//! - its outcome is one the action declares, and one the prediction allows (the
+//!   prediction is one outcome unless a global limit is in play);
+//! - its fields agree with the shadow: ids and offsets in the client's namespace
+//!   (topic and group ids, first partition ids, generations, `Appended` offsets, the
+//!   next offset a refusal reports, the owner generation a `StaleOwner` names), polled
+//!   messages (every one must be the message the shadow holds at its offset; a message
+//!   the shadow never saw committed is a failure), the poll's next offset and count;
+//! - with one client, also the stream and user ids (which every client draws from one
+//!   counter).
+//!
+//! A failure names the action, the aim, the client, the request and the reply.
+//!
+//! At the end (after the drain, nothing outstanding), [`MetadataWorkload::compare_with`]
+//! and [`MetadataWorkload::compare_partition`] compare the shadow with the cluster;
+//! [`MetadataWorkload::defining_outcome_missing`] says whether a run of a plane saw
+//! what makes it a test of that plane.
 //!
 //! Randomness: one [`SimRng`] stream per client, each seeded from the workload seed in
 //! client order, so one client's draws never shift another's (what a client draws
 //! still depends on the shared shadow). Failures are collected, never panicked.
 //!
-//! Does not model: the partition plane, logins, or authorisation (every op is sent as
-//! if by root).
+//! Does not model: authorisation (every request is sent as if by root), logins with
+//! tokens, token expiry, or segment boundaries (see [`shadow_partition`]).
 
 pub mod actions;
+pub mod compare;
+pub mod outcome;
+pub mod request;
+pub mod scope;
 pub mod shadow;
+pub mod shadow_partition;
+pub mod weights;
 
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 
-use cluster::metadata::{MetadataOp, MetadataReply, MetadataState, Outcome};
+use cluster::metadata::MetadataState;
+use cluster::partition::PartitionState;
 use cluster::wire::Header;
 
-use crate::harness::client::ClientDriver;
+use crate::harness::client::{ClientDriver, ClientRequest};
 use crate::rng::SimRng;
 
 pub use actions::Action;
+pub use compare::{DIFFERENCES_REPORTED_MAX, PartitionComparison, ShadowComparison};
+pub use outcome::{Outcome, OutcomeSet};
+pub use request::{Answered, PartitionAt, Plan, Reply, Request};
+pub use scope::Scope;
 pub use shadow::Shadow;
+pub use weights::{ActionWeights, Plane};
 
-/// Actions tried for one request before the client stays idle this time. Every action
-/// has an aim the shadow can always reach (an invalid name, an absent id, root), so
-/// the first attempt succeeds unless weights select actions that have none.
+/// Actions tried for one request before the client stays idle this time. Every
+/// metadata action has an aim the shadow can always reach (an invalid name, an absent
+/// id, root), so the first attempt succeeds unless weights select only actions that
+/// need partitions before any exist.
 pub const ACTION_ATTEMPTS_MAX: usize = 16;
 
 /// Failures kept word for word; later ones are only counted (a broken cluster would
 /// otherwise grow the list by one per reply).
 pub const FAILURES_KEPT_MAX: usize = 100;
 
-/// Differences named in one failed comparison; the rest are counted.
-pub const DIFFERENCES_REPORTED_MAX: usize = 16;
-
-/// Relative weights of the actions, indexed in [`Action::ALL`] order. A draw maps one
-/// `below(total)` to an action by walking the weights in that order, so with equal
-/// weights the draw is a uniform index. (Per-plane weight tables come later.)
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ActionWeights {
-    weights: [u32; Action::COUNT],
-}
-
-impl ActionWeights {
-    /// Every action with weight 1.
-    pub fn uniform() -> Self {
-        Self {
-            weights: [1; Action::COUNT],
-        }
-    }
-
-    /// Each action weighted by `weight(action)`.
-    pub fn from_fn(weight: impl Fn(Action) -> u32) -> Self {
-        let mut weights = [0; Action::COUNT];
-        for action in Action::ALL {
-            weights[*action as usize] = weight(*action);
-        }
-        Self { weights }
-    }
-
-    /// The metadata plane's mix: creates outweigh updates, which outweigh deletes, so
-    /// the metadata grows deep enough (streams with topics with groups) for every action
-    /// to find targets. Part of the seed contract like the action order.
-    pub fn metadata_plane() -> Self {
-        Self::from_fn(|action| match action {
-            Action::CreateStream | Action::CreateTopic | Action::CreateUser => 4,
-            Action::CreateConsumerGroup | Action::CreatePersonalAccessToken => 3,
-            Action::DeleteStream | Action::DeleteTopic | Action::DeleteUser => 1,
-            _ => 2,
-        })
-    }
-
-    /// The weight of `action`.
-    pub fn weight(&self, action: Action) -> u32 {
-        self.weights[action as usize]
-    }
-
-    fn total(&self) -> u64 {
-        self.weights.iter().map(|w| u64::from(*w)).sum()
-    }
-
-    /// A weighted draw, or `None` if every weight is 0.
-    pub fn pick(&self, rng: &mut SimRng) -> Option<Action> {
-        let total = self.total();
-        if total == 0 {
-            return None;
-        }
-        let mut draw = rng.below(total);
-        for action in Action::ALL {
-            let weight = u64::from(self.weight(*action));
-            if draw < weight {
-                return Some(*action);
-            }
-            draw -= weight;
-        }
-        None
-    }
-}
-
-impl Default for ActionWeights {
-    fn default() -> Self {
-        Self::uniform()
-    }
+/// One request of a plan, waiting to be sent.
+#[derive(Clone, Debug)]
+struct Step {
+    action: Action,
+    aim: Outcome,
+    request: Request,
+    /// Its place in the plan (1-based) and the plan's length, for failures.
+    step: usize,
+    steps: usize,
 }
 
 /// What a client's outstanding request was meant to do.
 #[derive(Clone, Debug)]
 struct Pending {
-    action: Action,
-    aim: Outcome,
+    step: Step,
     /// The shadow's prediction when the request was sent.
-    predicted: Outcome,
-    op: MetadataOp,
+    predicted: OutcomeSet,
+}
+
+impl Pending {
+    /// "PurgeStream (aim Ok, step 2/3, client 0) PurgeTopic ..." for failures.
+    fn context(&self, client: usize) -> String {
+        let Step {
+            action,
+            aim,
+            step,
+            steps,
+            request,
+        } = &self.step;
+        let plan = if *steps > 1 {
+            format!(", step {step}/{steps}")
+        } else {
+            String::new()
+        };
+        format!(
+            "{} (aim {aim:?}{plan}, client {client}, request {})",
+            action.name(),
+            request.describe()
+        )
+    }
 }
 
 #[derive(Clone, Debug)]
 struct ClientState {
     rng: SimRng,
     pending: Option<Pending>,
+    /// The rest of the plan being sent.
+    queued: VecDeque<Step>,
 }
 
-/// The metadata-plane client driver. See the module docs.
+/// The client driver of the consensus planes. See the module docs.
 #[derive(Clone, Debug)]
 pub struct MetadataWorkload {
     shadow: Shadow,
@@ -165,16 +161,17 @@ pub struct MetadataWorkload {
 /// The workload's counters, for the run report.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WorkloadReport {
-    /// Requests sent per action (every action listed, 0 included).
+    /// Requests sent per action (every action listed, 0 included; a plan's steps each
+    /// count).
     pub requests: BTreeMap<&'static str, u64>,
     /// Replies received per action (every action listed, 0 included).
     pub replies: BTreeMap<&'static str, u64>,
     /// Replies per (action, outcome), only pairs that occurred.
     pub outcomes: BTreeMap<(&'static str, Outcome), u64>,
-    /// Aims the shadow could not reach when drawn (no op generated), per (action, aim).
+    /// Aims the client could not reach when drawn (nothing sent), per (action, aim).
     pub aims_unreachable: BTreeMap<(&'static str, Outcome), u64>,
-    /// Replies whose outcome differed from the aim, per (action, aim). With one client
-    /// every one of them is also a failed prediction; with several, interleaving.
+    /// Replies whose outcome differed from the aim, per (action, aim): a failed
+    /// prediction, or a global limit another client reached.
     pub aims_missed: BTreeMap<(&'static str, Outcome), u64>,
     /// Replies that decoded to an outcome their action declares.
     pub replies_classified: u64,
@@ -225,41 +222,6 @@ impl fmt::Display for WorkloadReport {
     }
 }
 
-/// What the end-of-run comparison of shadow and cluster compared (all zero and
-/// `skipped` with several clients, where the shadow is approximate).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ShadowComparison {
-    /// True if nothing was compared because the workload had several clients.
-    pub skipped: bool,
-    /// Streams found on both sides and compared field by field.
-    pub streams_compared: u64,
-    /// Topics compared.
-    pub topics_compared: u64,
-    /// Consumer groups compared.
-    pub groups_compared: u64,
-    /// Users compared (root included).
-    pub users_compared: u64,
-    /// Token names found on both sides.
-    pub tokens_compared: u64,
-}
-
-impl fmt::Display for ShadowComparison {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.skipped {
-            return write!(f, "shadow comparison skipped (several clients)");
-        }
-        write!(
-            f,
-            "shadow compared: streams={} topics={} groups={} users={} tokens={}",
-            self.streams_compared,
-            self.topics_compared,
-            self.groups_compared,
-            self.users_compared,
-            self.tokens_compared
-        )
-    }
-}
-
 impl MetadataWorkload {
     /// A workload for `clients` clients, every draw derived from `seed` (the run's
     /// workload seed), with uniform action weights.
@@ -276,6 +238,7 @@ impl MetadataWorkload {
             .map(|_| ClientState {
                 rng: SimRng::new(parent.next_u64()),
                 pending: None,
+                queued: VecDeque::new(),
             })
             .collect();
         Self {
@@ -294,7 +257,8 @@ impl MetadataWorkload {
         }
     }
 
-    /// True if predictions are exact (exactly one client).
+    /// True with exactly one client: then the ids every client draws from one counter
+    /// (streams, users) are predicted exactly too.
     pub fn exact(&self) -> bool {
         self.clients.len() == 1
     }
@@ -304,8 +268,8 @@ impl MetadataWorkload {
         &self.shadow
     }
 
-    /// Stop handing out new requests (for the drain at the end of a run); replies to
-    /// outstanding ones are still judged.
+    /// Stop handing out new requests (for the drain at the end of a run), the rest of
+    /// any plan included; replies to outstanding ones are still judged.
     pub fn stop(&mut self) {
         self.stopped = true;
     }
@@ -330,6 +294,11 @@ impl MetadataWorkload {
         if self.failures.len() < FAILURES_KEPT_MAX {
             self.failures.push(failure);
         }
+    }
+
+    /// Replies seen with `outcome` for `action`.
+    pub fn outcome_count(&self, action: Action, outcome: Outcome) -> u64 {
+        self.outcomes.get(&(action, outcome)).copied().unwrap_or(0)
     }
 
     /// The counters.
@@ -357,34 +326,224 @@ impl MetadataWorkload {
         }
     }
 
-    /// Draw (action, aim, op) for one request: see the module docs.
-    fn draw(
-        shadow: &Shadow,
-        weights: &ActionWeights,
-        rng: &mut SimRng,
-        unreachable: &mut BTreeMap<(Action, Outcome), u64>,
-    ) -> Option<(Action, Outcome, MetadataOp)> {
+    /// What a run of `plane` ("metadata", "partition", "mixed", "uniform",
+    /// "lifecycle") never saw of the outcomes that make it a test of that plane, as a
+    /// phrase ("an Appended send and a poll that returned messages"), or `None` if it
+    /// saw them all:
+    /// - metadata: a successful metadata create;
+    /// - partition: an `Appended` send and a poll that returned messages;
+    /// - lifecycle: a `StaleOwner` refusal (the owner fence) and a `SetGroupOwner` `Ok`;
+    /// - mixed, uniform: a successful metadata create and an `Appended` send.
+    pub fn defining_outcome_missing(&self, plane: &str) -> Option<String> {
+        let Some(plane) = Plane::from_name(plane) else {
+            return Some(format!(
+                "its defining outcomes (the workload drives no plane {plane:?})"
+            ));
+        };
+        const CREATES: [Action; 6] = [
+            Action::CreateStream,
+            Action::CreateTopic,
+            Action::CreateUser,
+            Action::CreateConsumerGroup,
+            Action::CreatePersonalAccessToken,
+            Action::CreatePartitions,
+        ];
+        let created = CREATES
+            .iter()
+            .any(|action| self.outcome_count(*action, Outcome::Ok) > 0);
+        let appended = self.outcome_count(Action::SendMessages, Outcome::Appended) > 0;
+        let polled = self.outcome_count(Action::PollMessages, Outcome::Polled) > 0;
+        let fenced = Action::ALL
+            .iter()
+            .any(|action| self.outcome_count(*action, Outcome::StaleOwner) > 0);
+        let handed = self.outcome_count(Action::SetGroupOwner, Outcome::Ok) > 0;
+        let needs: &[(bool, &str)] = match plane {
+            Plane::Metadata => &[(created, "a successful metadata create")],
+            Plane::Partition => &[
+                (appended, "an Appended send"),
+                (polled, "a poll that returned messages"),
+            ],
+            Plane::Lifecycle => &[
+                (fenced, "a StaleOwner refusal (the owner fence)"),
+                (handed, "a SetGroupOwner Ok"),
+            ],
+            Plane::Mixed | Plane::Uniform => &[
+                (created, "a successful metadata create"),
+                (appended, "an Appended send"),
+            ],
+        };
+        let missing: Vec<&str> = needs.iter().filter(|(seen, _)| !seen).map(|(_, what)| *what).collect();
+        (!missing.is_empty()).then(|| missing.join(" and "))
+    }
+
+    /// Draw (action, aim, plan) for one request of `client`: see the module docs.
+    fn draw(&mut self, client: usize) -> Option<(Action, Outcome, Plan)> {
+        let scope = Scope {
+            shadow: &self.shadow,
+            client,
+            clients: self.clients.len(),
+        };
+        let rng = &mut self.clients[client].rng;
         for _ in 0..ACTION_ATTEMPTS_MAX {
-            let action = weights.pick(rng)?;
-            // Aims without replacement: uniform over the ones the shadow can reach.
+            let action = self.weights.pick(rng)?;
+            // Aims without replacement, among the ones the client can reach (uniform but
+            // for the plane's success weight).
             let mut aims = action.outcomes().to_vec();
             while !aims.is_empty() {
-                let aim = aims.swap_remove(rng.index(aims.len()));
-                if let Some(op) = action.generate(shadow, rng, aim) {
-                    return Some((action, aim, op));
+                let aim = aims.swap_remove(self.weights.pick_aim(action, &aims, rng));
+                match action.generate(&scope, rng, aim) {
+                    Some(plan) if !plan.steps.is_empty() => return Some((action, aim, plan)),
+                    _ => *self.aims_unreachable.entry((action, aim)).or_default() += 1,
                 }
-                *unreachable.entry((action, aim)).or_default() += 1;
             }
         }
         None
     }
 
-    /// The next request of `client`, as (operation code, body).
-    pub fn next_op(&mut self, client: usize) -> Option<(u8, Vec<u8>)> {
+    /// The next request of `client`: the next step of its plan, or a new draw.
+    fn next_step(&mut self, client: usize) -> Option<Step> {
+        if let Some(step) = self.clients[client].queued.pop_front() {
+            return Some(step);
+        }
+        let (action, aim, plan) = self.draw(client)?;
+        let steps = plan.steps.len();
+        let mut queued: VecDeque<Step> = plan
+            .steps
+            .into_iter()
+            .enumerate()
+            .map(|(index, request)| Step {
+                action,
+                aim,
+                request,
+                step: index + 1,
+                steps,
+            })
+            .collect();
+        let first = queued.pop_front();
+        self.clients[client].queued = queued;
+        first
+    }
+
+    /// Judge the reply to `client`'s outstanding request and fold it into the shadow.
+    pub fn judge_reply(&mut self, client: usize, header: &Header, body: &[u8]) {
+        let Some(pending) = self.clients.get_mut(client).and_then(|state| state.pending.take()) else {
+            self.fail(format!("client {client} got a reply with no request outstanding"));
+            return;
+        };
+        let context = pending.context(client);
+        let Pending { step, predicted } = pending;
+        let (action, aim, request) = (step.action, step.aim, &step.request);
+        self.replies[action as usize] += 1;
+        if header.operation != request.operation() || header.group != request.group() {
+            self.fail(format!(
+                "{context}: the reply names operation {} of group {:#x}, the request was operation {} of group {:#x}",
+                header.operation,
+                header.group,
+                request.operation(),
+                request.group()
+            ));
+        }
+        let reply = match request.decode_reply(body) {
+            Ok(reply) => reply,
+            Err(error) => {
+                self.fail(format!("malformed reply to {context} ({} bytes): {error}", body.len()));
+                return;
+            }
+        };
+        let outcome = reply.outcome();
+        *self.outcomes.entry((action, outcome)).or_default() += 1;
+        if action.outcomes().contains(&outcome) {
+            self.replies_classified += 1;
+        } else {
+            self.fail(format!(
+                "{context} replied {outcome:?}, an outcome it does not declare: {}",
+                reply.describe()
+            ));
+        }
+        if outcome != aim {
+            *self.aims_missed.entry((action, aim)).or_default() += 1;
+        }
+        if !predicted.contains(outcome) {
+            self.fail(format!(
+                "{} predicted {predicted:?}, got {outcome:?}: {context} replied {}",
+                action.name(),
+                reply.describe()
+            ));
+        }
+        // An applied partition op ran retention first, whatever it answered.
+        if let Request::Partition { at, .. } = request
+            && let Some(partition) = self.shadow.partition_mut(at)
+        {
+            let expiry = partition.message_expiry_micros;
+            partition.log.applied(expiry);
+        }
+        let answered = Answered {
+            client,
+            request,
+            reply: &reply,
+            header,
+        };
+        action.observe(&mut self.shadow, &answered);
+        for mismatch in self.shadow.take_mismatches() {
+            self.fail(format!("{context} replied {}: {mismatch}", reply.describe()));
+        }
+        let global = self.shadow.take_global_id_mismatches();
+        if self.exact() {
+            for mismatch in global {
+                self.fail(format!("{context}: {mismatch}"));
+            }
+        }
+    }
+
+    /// Compare the shadow with `state` (the leader's committed metadata, after the
+    /// drain). `Err` names every difference (up to [`DIFFERENCES_REPORTED_MAX`]), or
+    /// says requests are still outstanding.
+    ///
+    /// Compares every stream (id, name, next topic id), topic (id, name, partitions
+    /// with their group ids, durability, message expiry, next group id), consumer
+    /// group (id, name, members, generation), user (id, username, active, permissions)
+    /// and each user's token names, both ways (present on one side only is a
+    /// difference). With several clients too: each namespace is exact, and the shared
+    /// counters agree once every reply is in.
+    pub fn compare_with(&self, state: &MetadataState) -> Result<ShadowComparison, String> {
+        self.drained()?;
+        compare::compare_metadata(&self.shadow, state)
+    }
+
+    /// The partition groups the shadow believes exist, in id order (compare with the
+    /// leader's metadata after the drain).
+    pub fn partition_groups(&self) -> Vec<u64> {
+        let mut groups: Vec<u64> = self.shadow.partitions().map(|(at, _)| at.group).collect();
+        groups.sort_unstable();
+        groups
+    }
+
+    /// Compare the shadow's partition replicated by `group` with `state` (its primary's
+    /// applied state, after the drain): message expiry, next offset, where the retained
+    /// log starts, every retained message (offset, id, payload checksum, timestamp),
+    /// consumer offsets and group owners. `Err` names the differences.
+    pub fn compare_partition(&self, group: u64, state: &PartitionState) -> Result<PartitionComparison, String> {
+        self.drained()?;
+        compare::compare_partition(&self.shadow, group, state)
+    }
+
+    /// `Err` while requests are outstanding: the shadow lags the cluster until then.
+    fn drained(&self) -> Result<(), String> {
+        match self.outstanding() {
+            0 => Ok(()),
+            outstanding => Err(format!(
+                "{outstanding} request(s) outstanding: the shadow cannot be compared before the drain"
+            )),
+        }
+    }
+}
+
+impl ClientDriver for MetadataWorkload {
+    fn next_request(&mut self, client: usize) -> Option<ClientRequest> {
         if self.stopped {
             return None;
         }
-        let Some(state) = self.clients.get_mut(client) else {
+        let Some(state) = self.clients.get(client) else {
             let count = self.clients.len();
             self.fail(format!(
                 "a request was asked for client {client}, but the workload has {count}"
@@ -395,301 +554,28 @@ impl MetadataWorkload {
             self.fail(format!("client {client} asked for a request with one outstanding"));
             return None;
         }
-        let (action, aim, op) = Self::draw(&self.shadow, &self.weights, &mut state.rng, &mut self.aims_unreachable)?;
-        let predicted = action.predict(&self.shadow, &op);
-        let bytes = (op.operation_code(), op.encode());
-        state.pending = Some(Pending {
-            action,
-            aim,
-            predicted,
-            op,
-        });
-        self.requests[action as usize] += 1;
-        // Only an exact shadow (one client) can be held to its aims: with several
-        // clients it folds in concurrent replies best-effort and may hold a state no
-        // order of commits produces (two streams of one name, say).
-        if predicted != aim && self.exact() {
-            let op = self.clients[client].pending.as_ref().map(|p| format!("{:?}", p.op));
-            self.fail(format!(
-                "workload bug: {} aimed at {aim:?} but the shadow predicts {predicted:?} for {}",
-                action.name(),
-                op.unwrap_or_default()
-            ));
-        }
-        Some(bytes)
-    }
-
-    /// Judge the reply to `client`'s outstanding request and fold it into the shadow.
-    pub fn judge_reply(&mut self, client: usize, header: &Header, body: &[u8]) {
-        let Some(pending) = self.clients.get_mut(client).and_then(|state| state.pending.take()) else {
-            self.fail(format!("client {client} got a reply with no request outstanding"));
-            return;
+        let step = self.next_step(client)?;
+        let scope = Scope {
+            shadow: &self.shadow,
+            client,
+            clients: self.clients.len(),
         };
-        let Pending {
-            action,
-            aim,
-            predicted,
-            op,
-        } = pending;
-        let name = action.name();
-        self.replies[action as usize] += 1;
-        if header.operation != op.operation_code() {
-            self.fail(format!(
-                "{name}: the reply names operation {}, the request was operation {} (client {client})",
-                header.operation,
-                op.operation_code()
-            ));
-        }
-        let reply = match MetadataReply::decode(body) {
-            Ok(reply) => reply,
-            Err(error) => {
-                self.fail(format!(
-                    "malformed reply to {name} (client {client}, {} bytes): {error}",
-                    body.len()
-                ));
-                return;
-            }
+        let predicted = step.action.predict(&scope, &step.request);
+        let request = ClientRequest {
+            group: step.request.group(),
+            operation: step.request.operation(),
+            body: step.request.encode(),
         };
-        let outcome = reply.outcome();
-        *self.outcomes.entry((action, outcome)).or_default() += 1;
-        if action.outcomes().contains(&outcome) {
-            self.replies_classified += 1;
-        } else {
-            self.fail(format!(
-                "{name} replied {outcome:?}, an outcome it does not declare (client {client}, op {op:?})"
-            ));
+        self.requests[step.action as usize] += 1;
+        let pending = Pending { step, predicted };
+        // The client's namespace is exact with any number of clients, so the aim must
+        // be among the predicted outcomes (a global limit only widens the prediction).
+        if !predicted.contains(pending.step.aim) {
+            let context = pending.context(client);
+            self.fail(format!("workload bug: {context} but the shadow predicts {predicted:?}"));
         }
-        if outcome != aim {
-            *self.aims_missed.entry((action, aim)).or_default() += 1;
-        }
-        if self.exact() && outcome != predicted {
-            self.fail(format!(
-                "{name} predicted {predicted:?}, got {outcome:?} (client {client}, op {op:?})"
-            ));
-        }
-        action.observe(&mut self.shadow, &op, &reply);
-        let id_mismatches = self.shadow.take_id_mismatches();
-        if self.exact() {
-            for mismatch in id_mismatches {
-                self.fail(mismatch);
-            }
-        }
-        for mismatch in self.shadow.take_reply_mismatches() {
-            self.fail(mismatch);
-        }
-    }
-
-    /// Compare the shadow with `state` (the leader's committed metadata, after the
-    /// drain). Only with one client; with several, `Ok` with `skipped`. `Err` names
-    /// every difference (up to [`DIFFERENCES_REPORTED_MAX`]).
-    ///
-    /// Compares every stream (id, name, next topic id), topic (id, name, partitions,
-    /// durability, message expiry, next group id), consumer group (id, name), user (id,
-    /// username, active, permissions) and each user's token names, both ways (present
-    /// on one side only is a difference).
-    pub fn compare_with(&self, state: &MetadataState) -> Result<ShadowComparison, String> {
-        if !self.exact() {
-            return Ok(ShadowComparison {
-                skipped: true,
-                ..ShadowComparison::default()
-            });
-        }
-        let outstanding = self.outstanding();
-        if outstanding > 0 {
-            return Err(format!(
-                "{outstanding} request(s) outstanding: the shadow cannot be compared before the drain"
-            ));
-        }
-        let mut compared = ShadowComparison::default();
-        let mut differences = Vec::new();
-        compare_streams(&self.shadow, state, &mut compared, &mut differences);
-        compare_users(&self.shadow, state, &mut compared, &mut differences);
-        if differences.is_empty() {
-            return Ok(compared);
-        }
-        let total = differences.len();
-        differences.truncate(DIFFERENCES_REPORTED_MAX);
-        let mut message = format!("the shadow differs from the cluster: {}", differences.join("; "));
-        if total > DIFFERENCES_REPORTED_MAX {
-            message.push_str(&format!("; and {} more", total - DIFFERENCES_REPORTED_MAX));
-        }
-        Err(message)
-    }
-}
-
-/// Push a difference if `shadow != cluster`.
-fn differ<T: PartialEq + fmt::Debug>(differences: &mut Vec<String>, what: &str, shadow: &T, cluster: &T) {
-    if shadow != cluster {
-        differences.push(format!("{what}: shadow {shadow:?}, cluster {cluster:?}"));
-    }
-}
-
-/// Keys present on one side only, as differences.
-fn one_sided<A, B>(
-    differences: &mut Vec<String>,
-    what: &str,
-    shadow: &BTreeMap<u32, A>,
-    cluster: &BTreeMap<u32, B>,
-    name_a: impl Fn(&A) -> String,
-    name_b: impl Fn(&B) -> String,
-) {
-    for (id, a) in shadow {
-        if !cluster.contains_key(id) {
-            differences.push(format!(
-                "{what} {id} ({}) is in the shadow, not in the cluster",
-                name_a(a)
-            ));
-        }
-    }
-    for (id, b) in cluster {
-        if !shadow.contains_key(id) {
-            differences.push(format!(
-                "{what} {id} ({}) is in the cluster, not in the shadow",
-                name_b(b)
-            ));
-        }
-    }
-}
-
-fn compare_streams(
-    shadow: &Shadow,
-    state: &MetadataState,
-    compared: &mut ShadowComparison,
-    differences: &mut Vec<String>,
-) {
-    one_sided(
-        differences,
-        "stream",
-        &shadow.streams,
-        state.streams(),
-        |s| s.name.clone(),
-        |s| s.name.clone(),
-    );
-    for (stream_id, expected) in &shadow.streams {
-        let Some(actual) = state.stream(*stream_id) else {
-            continue;
-        };
-        compared.streams_compared += 1;
-        let at = format!("stream {stream_id}");
-        differ(differences, &format!("{at} name"), &expected.name, &actual.name);
-        differ(
-            differences,
-            &format!("{at} next topic id"),
-            &expected.next_topic_id,
-            &actual.next_topic_id,
-        );
-        one_sided(
-            differences,
-            &format!("{at} topic"),
-            &expected.topics,
-            &actual.topics,
-            |t| t.name.clone(),
-            |t| t.name.clone(),
-        );
-        for (topic_id, expected) in &expected.topics {
-            let Some(actual) = actual.topics.get(topic_id) else {
-                continue;
-            };
-            compared.topics_compared += 1;
-            let at = format!("{at} topic {topic_id}");
-            differ(differences, &format!("{at} name"), &expected.name, &actual.name);
-            // The shadow keeps a count; the cluster keeps the partitions themselves
-            // (ids 0..count, each with its group), so compare the counts.
-            differ(
-                differences,
-                &format!("{at} partitions"),
-                &u64::from(expected.partitions),
-                // usize -> u64 is lossless on every supported target.
-                &(actual.partitions.len() as u64),
-            );
-            differ(
-                differences,
-                &format!("{at} durability"),
-                &expected.durability,
-                &actual.durability,
-            );
-            differ(
-                differences,
-                &format!("{at} message expiry"),
-                &expected.message_expiry_micros,
-                &actual.message_expiry_micros,
-            );
-            differ(
-                differences,
-                &format!("{at} next group id"),
-                &expected.next_group_id,
-                &actual.next_group_id,
-            );
-            one_sided(
-                differences,
-                &format!("{at} group"),
-                &expected.groups,
-                &actual.consumer_groups,
-                String::clone,
-                |g| g.name.clone(),
-            );
-            for (group_id, expected) in &expected.groups {
-                let Some(actual) = actual.consumer_groups.get(group_id) else {
-                    continue;
-                };
-                compared.groups_compared += 1;
-                differ(
-                    differences,
-                    &format!("{at} group {group_id} name"),
-                    expected,
-                    &actual.name,
-                );
-            }
-        }
-    }
-}
-
-fn compare_users(
-    shadow: &Shadow,
-    state: &MetadataState,
-    compared: &mut ShadowComparison,
-    differences: &mut Vec<String>,
-) {
-    one_sided(
-        differences,
-        "user",
-        &shadow.users,
-        state.users(),
-        |u| u.username.clone(),
-        |u| u.username.clone(),
-    );
-    for (user_id, expected) in &shadow.users {
-        let Some(actual) = state.user(*user_id) else { continue };
-        compared.users_compared += 1;
-        let at = format!("user {user_id}");
-        differ(
-            differences,
-            &format!("{at} username"),
-            &expected.username,
-            &actual.username,
-        );
-        differ(differences, &format!("{at} active"), &expected.active, &actual.active);
-        differ(
-            differences,
-            &format!("{at} permissions"),
-            &expected.permissions,
-            &actual.permissions,
-        );
-        let expected_tokens: BTreeSet<&str> = expected.tokens.keys().map(String::as_str).collect();
-        let actual_tokens: BTreeSet<&str> = actual.tokens.keys().map(String::as_str).collect();
-        compared.tokens_compared += expected_tokens.intersection(&actual_tokens).count() as u64;
-        differ(
-            differences,
-            &format!("{at} token names"),
-            &expected_tokens,
-            &actual_tokens,
-        );
-    }
-}
-
-impl ClientDriver for MetadataWorkload {
-    fn next_request(&mut self, client: usize) -> Option<(u8, Vec<u8>)> {
-        self.next_op(client)
+        self.clients[client].pending = Some(pending);
+        Some(request)
     }
 
     fn on_reply(&mut self, client: usize, reply: &Header, body: &[u8]) {

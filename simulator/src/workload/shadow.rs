@@ -1,32 +1,43 @@
-//! `Shadow`: an abstract model of the committed metadata, for predicting replies and
-//! for the end-of-run comparison with a replica's [`MetadataState`].
+//! `Shadow`: an abstract model of the committed metadata and of every partition's
+//! contents, for predicting replies and for the end-of-run comparison with a replica's
+//! `MetadataState` and each partition primary's `PartitionState`.
 //!
-//! Models: streams (id, name, the next topic id), topics (id, name, partitions,
-//! durability, message expiry, the next group id), consumer groups (id, name), users
-//! (id, username, active, the password in plain text, permissions, token names with the
-//! token a creation revealed), and the stream and user id counters, assigned the way
-//! `MetadataState` assigns them: from counters, never reused.
+//! Models: streams (id, name, the next topic id, the client that created it), topics
+//! (id, name, durability, message expiry, the next group id, and their partitions, each
+//! with its VSR group id and a [`ShadowPartition`]: messages, offsets, owners), consumer
+//! groups (id, name, members, generation), users (id, username, active, the password
+//! in plain text, permissions, token names with the token a creation revealed, the
+//! client that created it; root has none), and the stream and user id counters.
 //!
-//! Does not model: creation timestamps, salts and password hashes (it keeps the
-//! plain password and predicts `InvalidCredentials` by comparing it), token expiry
-//! (no action here logs in), or anything of the partition plane. With one client the
-//! shadow sees every committed op in commit order and is exact; with several it sees
-//! them in reply order and is approximate (see `MetadataWorkload`).
+//! A partition's group id comes from the reply header's `op` of the op that created it
+//! (`partition_group_id(op, id)`); the shadow never guesses one.
+//!
+//! Does not model: creation timestamps, salts and password hashes (it keeps the plain
+//! password and predicts `InvalidCredentials` by comparing it), token expiry, the view a
+//! partition was created in (the client cannot see the prepare's view).
+//!
+//! Exactness: each client keeps to its own namespace (see `Scope`), and every change to
+//! a namespace is made by its one client, which has one request in flight. So the part
+//! of the shadow a client's predictions read is exact whatever the other clients do;
+//! only what all clients share (the global id counters and entity counts) lags, and the
+//! predictions that read it allow for that.
 //!
 //! Also holds the pools the actions draw names from: small, so collisions happen.
-//!
-//! [`MetadataState`]: cluster::metadata::MetadataState
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use cluster::metadata::{
     DEFAULT_ROOT_PASSWORD, Durability, NAME_BYTES_MAX, PASSWORD_BYTES_MAX, Permissions, ROOT_USER_ID, ROOT_USERNAME,
 };
 
+use super::request::PartitionAt;
+pub use super::shadow_partition::{ShadowLog, ShadowMessage, ShadowPartition};
 use crate::rng::SimRng;
 
 /// Names in each pool ("stream-0" .. "stream-7"): small enough that a fresh name runs
-/// out and a taken one is easy to find, large enough for renames to have room.
+/// out and a taken one is easy to find, large enough for renames to have room. Also
+/// what bounds a client's streams, users, topics per stream and groups per topic (names
+/// are unique in their scope), which the multi-client limit predictions rely on.
 pub const NAME_POOL_SIZE: usize = 8;
 
 /// Prefix of stream names.
@@ -52,6 +63,15 @@ pub const ABSENT_ID_TRIES: usize = 8;
 /// Most partitions an aim at `Ok` asks for: topics stay small, so a run creates many.
 pub const PARTITIONS_DRAW_MAX: u32 = 8;
 
+/// Most partitions `CreatePartitions` aimed at `Ok` grows a topic to. Bounds a client's
+/// partitions (with the name pools) for the multi-client limit predictions, and keeps
+/// purges (one request per partition) short.
+pub const TOPIC_PARTITIONS_GROWN_MAX: u32 = 16;
+
+/// Member ids a client draws from ("consumer 0" .. "consumer 7"): small, so joins find
+/// members already in and leaves find members missing.
+pub const MEMBER_POOL_SIZE: u32 = 8;
+
 /// Message expiry and token lifetimes drawn, in microseconds (0 = forever / never).
 pub const EXPIRY_CHOICES_MICROS: [u64; 4] = [0, 1_000_000, 60_000_000, 3_600_000_000];
 
@@ -64,6 +84,8 @@ pub struct ShadowStream {
     pub topics: BTreeMap<u32, ShadowTopic>,
     /// The id the next topic in this stream gets.
     pub next_topic_id: u32,
+    /// The client that created it: the only one that touches it.
+    pub owner: usize,
 }
 
 /// A topic as the shadow sees it.
@@ -71,16 +93,61 @@ pub struct ShadowStream {
 pub struct ShadowTopic {
     /// Unique among the stream's topics.
     pub name: String,
-    /// Fixed at creation.
-    pub partitions: u32,
+    /// The partitions, ids `0..len` (`partitions[i].id == i`), as in the cluster.
+    pub partitions: Vec<ShadowPartition>,
     /// When writes are acknowledged.
     pub durability: Durability,
-    /// How long messages are kept; 0 = forever.
+    /// How long messages are kept; 0 = forever. Partitions keep the expiry they were
+    /// created with.
     pub message_expiry_micros: u64,
-    /// Consumer group names by id.
-    pub groups: BTreeMap<u32, String>,
+    /// Consumer groups by id.
+    pub groups: BTreeMap<u32, ShadowGroup>,
     /// The id the next consumer group in this topic gets.
     pub next_group_id: u32,
+}
+
+impl ShadowTopic {
+    /// A topic with no partitions yet and no groups.
+    pub fn new(name: String, durability: Durability, message_expiry_micros: u64) -> Self {
+        Self {
+            name,
+            partitions: Vec::new(),
+            durability,
+            message_expiry_micros,
+            groups: BTreeMap::new(),
+            next_group_id: 0,
+        }
+    }
+
+    /// Partitions, as the u32 the ops count them in. A topic holds at most
+    /// `PARTITIONS_PER_TOPIC_MAX` (a u32), so the conversion is lossless.
+    pub fn partition_count(&self) -> u32 {
+        self.partitions.len() as u32
+    }
+
+    /// Append `count` partitions created by the metadata op numbered `op`, with group
+    /// ids `partition_group_id(op, id)` and this topic's current message expiry.
+    pub fn add_partitions(&mut self, count: u32, op: u64) {
+        let first = self.partition_count();
+        for id in first..first.saturating_add(count) {
+            self.partitions.push(ShadowPartition::new(
+                id,
+                cluster::metadata::partition_group_id(op, id),
+                self.message_expiry_micros,
+            ));
+        }
+    }
+}
+
+/// A consumer group as the shadow sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShadowGroup {
+    /// Unique among the topic's groups.
+    pub name: String,
+    /// Member ids.
+    pub members: BTreeSet<u32>,
+    /// 0 at creation, +1 per join or leave.
+    pub generation: u64,
 }
 
 /// A user as the shadow sees it.
@@ -96,23 +163,27 @@ pub struct ShadowUser {
     pub permissions: Permissions,
     /// Token names, each with the token its creation revealed.
     pub tokens: BTreeMap<String, String>,
+    /// The client that created it; `None` for root, which every client shares.
+    pub owner: Option<usize>,
 }
 
-/// The abstract committed metadata. See the module docs.
+/// The abstract committed state. See the module docs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Shadow {
     /// Streams by id.
     pub streams: BTreeMap<u32, ShadowStream>,
     /// Users by id (root included).
     pub users: BTreeMap<u32, ShadowUser>,
-    /// The id the next stream gets.
+    /// The id the next stream gets (with several clients, a lower bound).
     pub next_stream_id: u32,
-    /// The id the next user gets.
+    /// The id the next user gets (with several clients, a lower bound).
     pub next_user_id: u32,
-    /// Ids the cluster assigned other than predicted (meaningful with one client).
-    id_mismatches: Vec<String>,
-    /// Success replies of the wrong shape for their op (wrong under any interleaving).
-    reply_mismatches: Vec<String>,
+    /// Replies that contradict the shadow under any interleaving of clients: ids and
+    /// offsets in a client's own namespace, reply shapes, polled messages.
+    mismatches: Vec<String>,
+    /// Ids from a counter every client shares (streams, users) other than predicted:
+    /// meaningful with one client only.
+    global_id_mismatches: Vec<String>,
 }
 
 impl Default for Shadow {
@@ -131,14 +202,15 @@ impl Shadow {
             active: true,
             permissions: Permissions::full(),
             tokens: BTreeMap::new(),
+            owner: None,
         };
         Self {
             streams: BTreeMap::new(),
             users: BTreeMap::from([(ROOT_USER_ID, root)]),
             next_stream_id: 0,
             next_user_id: ROOT_USER_ID + 1,
-            id_mismatches: Vec::new(),
-            reply_mismatches: Vec::new(),
+            mismatches: Vec::new(),
+            global_id_mismatches: Vec::new(),
         }
     }
 
@@ -162,7 +234,7 @@ impl Shadow {
         self.streams
             .values()
             .flat_map(|stream| stream.topics.values())
-            .map(|topic| u64::from(topic.partitions))
+            .map(|topic| u64::from(topic.partition_count()))
             .sum()
     }
 
@@ -171,70 +243,61 @@ impl Shadow {
         self.streams.get(&stream_id)?.topics.get(&topic_id)
     }
 
-    /// Every (stream id, topic id).
-    pub fn topic_ids(&self) -> Vec<(u32, u32)> {
-        self.streams
-            .iter()
-            .flat_map(|(stream_id, stream)| stream.topics.keys().map(move |topic_id| (*stream_id, *topic_id)))
-            .collect()
+    /// One topic, to change.
+    pub fn topic_mut(&mut self, stream_id: u32, topic_id: u32) -> Option<&mut ShadowTopic> {
+        self.streams.get_mut(&stream_id)?.topics.get_mut(&topic_id)
     }
 
-    // ---- draws ----
-
-    /// A uniformly drawn existing stream id.
-    pub fn pick_stream(&self, rng: &mut SimRng) -> Option<u32> {
-        pick_key(&self.streams, rng)
+    /// One consumer group, to change.
+    pub fn group_mut(&mut self, stream_id: u32, topic_id: u32, group_id: u32) -> Option<&mut ShadowGroup> {
+        self.topic_mut(stream_id, topic_id)?.groups.get_mut(&group_id)
     }
 
-    /// A uniformly drawn existing stream id among those `keep` accepts.
-    pub fn pick_stream_where(&self, rng: &mut SimRng, keep: impl Fn(&ShadowStream) -> bool) -> Option<u32> {
-        let ids: Vec<u32> = self
-            .streams
-            .iter()
-            .filter(|(_, s)| keep(s))
-            .map(|(id, _)| *id)
-            .collect();
-        pick(&ids, rng).copied()
+    /// The partition `at` names, if it still exists as that incarnation (same group id).
+    pub fn partition(&self, at: &PartitionAt) -> Option<&ShadowPartition> {
+        let topic = self.topic(at.stream_id, at.topic_id)?;
+        let partition = topic.partitions.get(usize::try_from(at.partition_id).ok()?)?;
+        (partition.group == at.group).then_some(partition)
     }
 
-    /// A uniformly drawn (stream id, topic id) among topics `keep` accepts.
-    pub fn pick_topic_where(&self, rng: &mut SimRng, keep: impl Fn(&ShadowTopic) -> bool) -> Option<(u32, u32)> {
-        let ids: Vec<(u32, u32)> = self
-            .topic_ids()
-            .into_iter()
-            .filter(|(s, t)| self.topic(*s, *t).is_some_and(&keep))
-            .collect();
-        pick(&ids, rng).copied()
+    /// The partition `at` names, to change.
+    pub fn partition_mut(&mut self, at: &PartitionAt) -> Option<&mut ShadowPartition> {
+        let topic = self.topic_mut(at.stream_id, at.topic_id)?;
+        let partition = topic.partitions.get_mut(usize::try_from(at.partition_id).ok()?)?;
+        (partition.group == at.group).then_some(partition)
     }
 
-    /// A stream id no stream holds: a deleted one or one never used.
-    pub fn absent_stream_id(&self, rng: &mut SimRng) -> u32 {
-        absent_key(&self.streams, self.next_stream_id, rng)
+    /// Every partition with where it is, in stream, topic, partition id order.
+    pub fn partitions(&self) -> impl Iterator<Item = (PartitionAt, &ShadowPartition)> {
+        self.streams.iter().flat_map(|(stream_id, stream)| {
+            stream.topics.iter().flat_map(move |(topic_id, topic)| {
+                topic.partitions.iter().map(move |partition| {
+                    let at = PartitionAt {
+                        stream_id: *stream_id,
+                        topic_id: *topic_id,
+                        partition_id: partition.id,
+                        group: partition.group,
+                    };
+                    (at, partition)
+                })
+            })
+        })
     }
 
-    /// A uniformly drawn existing user id among those `keep` accepts.
-    pub fn pick_user_where(&self, rng: &mut SimRng, keep: impl Fn(u32, &ShadowUser) -> bool) -> Option<u32> {
-        let ids: Vec<u32> = self
-            .users
-            .iter()
-            .filter(|(id, u)| keep(**id, u))
-            .map(|(id, _)| *id)
-            .collect();
-        pick(&ids, rng).copied()
-    }
-
-    /// A user id no user holds: a deleted one or one never used (never root's).
-    pub fn absent_user_id(&self, rng: &mut SimRng) -> u32 {
-        absent_key(&self.users, self.next_user_id, rng)
+    /// The partition replicated by `group`.
+    pub fn partition_by_group(&self, group: u64) -> Option<&ShadowPartition> {
+        self.partitions()
+            .find(|(at, _)| at.group == group)
+            .map(|(_, partition)| partition)
     }
 
     // ---- updates (used by the actions' `observe`) ----
 
     /// Fold in that the cluster assigned stream id `actual` for `what`: advance the
-    /// counter past it and note a mismatch if the shadow predicted another id.
+    /// counter past it and note a (global) mismatch if the shadow predicted another id.
     pub fn assign_stream_id(&mut self, actual: u32, what: &str) {
         if let Err(predicted) = advance_counter(&mut self.next_stream_id, actual) {
-            self.note_id_mismatch(format!(
+            self.global_id_mismatches.push(format!(
                 "{what} got stream id {actual}, the shadow predicted {predicted}"
             ));
         }
@@ -244,28 +307,26 @@ impl Shadow {
     /// [`Shadow::assign_stream_id`]).
     pub fn assign_user_id(&mut self, actual: u32, what: &str) {
         if let Err(predicted) = advance_counter(&mut self.next_user_id, actual) {
-            self.note_id_mismatch(format!("{what} got user id {actual}, the shadow predicted {predicted}"));
+            self.global_id_mismatches
+                .push(format!("{what} got user id {actual}, the shadow predicted {predicted}"));
         }
     }
 
-    /// Note an id the cluster assigned other than predicted.
-    pub fn note_id_mismatch(&mut self, detail: String) {
-        self.id_mismatches.push(detail);
+    /// Note a reply that contradicts the shadow under any interleaving of clients (an
+    /// id or offset in the client's own namespace, a success of the wrong shape, a
+    /// polled message the shadow never saw committed).
+    pub fn note_mismatch(&mut self, detail: String) {
+        self.mismatches.push(detail);
     }
 
-    /// Note a success reply whose shape does not fit its op.
-    pub fn note_reply_mismatch(&mut self, detail: String) {
-        self.reply_mismatches.push(detail);
+    /// Take the mismatches noted since the last call.
+    pub fn take_mismatches(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.mismatches)
     }
 
-    /// Take the id mismatches noted since the last call.
-    pub fn take_id_mismatches(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.id_mismatches)
-    }
-
-    /// Take the reply-shape mismatches noted since the last call.
-    pub fn take_reply_mismatches(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.reply_mismatches)
+    /// Take the global id mismatches noted since the last call.
+    pub fn take_global_id_mismatches(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.global_id_mismatches)
     }
 }
 
@@ -298,6 +359,8 @@ pub fn pick_key<V>(map: &BTreeMap<u32, V>, rng: &mut SimRng) -> Option<u32> {
 
 /// A key `map` does not hold: drawn from `0..next + ABSENT_ID_SPAN` (so deleted ids
 /// and never-used ids both come up), or `next` itself if every draw hit a held key.
+/// Only for maps one client alone adds to (its topics, its groups) or a lone client:
+/// another client could take a never-used id before this request commits.
 pub fn absent_key<V>(map: &BTreeMap<u32, V>, next: u32, rng: &mut SimRng) -> u32 {
     let bound = (u64::from(next) + ABSENT_ID_SPAN).min(u64::from(u32::MAX));
     for _ in 0..ABSENT_ID_TRIES {
@@ -310,23 +373,9 @@ pub fn absent_key<V>(map: &BTreeMap<u32, V>, next: u32, rng: &mut SimRng) -> u32
     next
 }
 
-/// Name `index` of the pool `prefix` ("stream-3").
+/// Name `index` of the pool `prefix` ("stream-3"), as a lone client names things.
 pub fn pool_name(prefix: &str, index: usize) -> String {
     format!("{prefix}-{index}")
-}
-
-/// A uniformly drawn name of the pool `prefix` that `taken` rejects, if any is left.
-pub fn fresh_name(prefix: &str, rng: &mut SimRng, taken: impl Fn(&str) -> bool) -> Option<String> {
-    let free: Vec<String> = (0..NAME_POOL_SIZE)
-        .map(|index| pool_name(prefix, index))
-        .filter(|name| !taken(name))
-        .collect();
-    pick(&free, rng).cloned()
-}
-
-/// A uniformly drawn name of the pool `prefix` (taken or not).
-pub fn any_pool_name(prefix: &str, rng: &mut SimRng) -> String {
-    pool_name(prefix, rng.index(NAME_POOL_SIZE))
 }
 
 /// A name every scope rejects: empty, with a control character, or one byte too long.
@@ -338,9 +387,10 @@ pub fn invalid_name(rng: &mut SimRng) -> String {
     }
 }
 
-/// A password from the pool ("pw-0" .. "pw-7").
+/// A password from the pool ("pw-0" .. "pw-7"). Passwords need not be unique, so they
+/// are never namespaced.
 pub fn pool_password(rng: &mut SimRng) -> String {
-    any_pool_name(PASSWORD_PREFIX, rng)
+    pool_name(PASSWORD_PREFIX, rng.index(NAME_POOL_SIZE))
 }
 
 /// A password the state machine rejects: empty or one byte too long.

@@ -1,8 +1,11 @@
 //! `ChangePassword`: replace a user's password, given the current one.
 
-use cluster::metadata::{MetadataOp, MetadataReply, Outcome, is_valid_password};
+use cluster::metadata::{MetadataOp, MetadataReply, is_valid_password};
 
 use crate::rng::SimRng;
+use crate::workload::outcome::{Outcome, OutcomeSet};
+use crate::workload::request::{Answered, Plan, Request};
+use crate::workload::scope::Scope;
 use crate::workload::shadow::{self, Shadow};
 
 /// The action's name.
@@ -16,11 +19,6 @@ pub const OUTCOMES: &[Outcome] = &[
     Outcome::InvalidCredentials,
 ];
 
-/// Whether `op` is a `ChangePassword`.
-pub fn matches(op: &MetadataOp) -> bool {
-    matches!(op, MetadataOp::ChangePassword { .. })
-}
-
 /// A password other than `current`.
 fn wrong_password(current: &str, rng: &mut SimRng) -> String {
     let guess = shadow::pool_password(rng);
@@ -31,69 +29,74 @@ fn wrong_password(current: &str, rng: &mut SimRng) -> String {
     }
 }
 
-/// `Ok`: an existing user, its current password, a pool password; `InvalidPassword`:
-/// an invalid new password; `UserNotFound`: an absent id; `InvalidCredentials`: a
-/// wrong current password.
-pub fn generate(shadow: &Shadow, rng: &mut SimRng, aim: Outcome) -> Option<MetadataOp> {
+/// `Ok`: a user the client may target, its current password, a pool password;
+/// `InvalidPassword`: an invalid new password; `UserNotFound`: an absent id;
+/// `InvalidCredentials`: a wrong current password. (Root's password is shared with
+/// several clients, so only a lone client targets root.)
+pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Plan> {
+    let shadow = scope.shadow;
     let (user_id, current_password, new_password) = match aim {
         Outcome::Ok => {
-            let user_id = shadow.pick_user_where(rng, |_, _| true)?;
+            let user_id = scope.pick_user_where(rng, |_, _| true)?;
             let current = shadow.users[&user_id].password.clone();
             (user_id, current, shadow::pool_password(rng))
         }
         Outcome::InvalidPassword => {
-            let user_id = match shadow.pick_user_where(rng, |_, _| true) {
+            let user_id = match scope.pick_user_where(rng, |_, _| true) {
                 Some(id) if shadow::coin(rng) => id,
-                _ => shadow.absent_user_id(rng),
+                _ => scope.absent_user_id(rng),
             };
             (user_id, shadow::pool_password(rng), shadow::invalid_password(rng))
         }
         Outcome::UserNotFound => (
-            shadow.absent_user_id(rng),
+            scope.absent_user_id(rng),
             shadow::pool_password(rng),
             shadow::pool_password(rng),
         ),
         Outcome::InvalidCredentials => {
-            let user_id = shadow.pick_user_where(rng, |_, _| true)?;
+            let user_id = scope.pick_user_where(rng, |_, _| true)?;
             let wrong = wrong_password(&shadow.users[&user_id].password, rng);
             (user_id, wrong, shadow::pool_password(rng))
         }
         _ => return None,
     };
-    Some(MetadataOp::ChangePassword {
+    let op = MetadataOp::ChangePassword {
         user_id,
         current_password,
         new_password,
-    })
+    };
+    Some(op.into())
 }
 
 /// Checks in the state machine's order: new password, user, current password.
-pub fn predict(shadow: &Shadow, op: &MetadataOp) -> Outcome {
+pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
     let MetadataOp::ChangePassword {
         user_id,
         current_password,
         new_password,
-    } = op
+    } = super::metadata_op(NAME, request)
     else {
-        super::wrong_op(NAME, op)
+        super::wrong_op(NAME, request)
     };
     if !is_valid_password(new_password) {
-        return Outcome::InvalidPassword;
+        return Outcome::InvalidPassword.into();
     }
-    match shadow.users.get(user_id) {
+    let outcome = match scope.shadow.users.get(user_id) {
         None => Outcome::UserNotFound,
         Some(user) if user.password != *current_password => Outcome::InvalidCredentials,
         Some(_) => Outcome::Ok,
-    }
+    };
+    outcome.into()
 }
 
 /// `Ok`: the user has the new password.
-pub fn observe(shadow: &mut Shadow, op: &MetadataOp, reply: &MetadataReply) {
+pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
+    let (op, reply) = super::metadata_answer(NAME, answered);
     let MetadataOp::ChangePassword {
         user_id, new_password, ..
     } = op
     else {
-        super::wrong_op(NAME, op)
+        super::wrong_op(NAME, answered.request)
     };
     match reply {
         MetadataReply::Ok => {

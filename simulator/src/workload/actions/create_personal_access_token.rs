@@ -1,8 +1,11 @@
 //! `CreatePersonalAccessToken`: a named token for a user, revealed once in the reply.
 
-use cluster::metadata::{MetadataOp, MetadataReply, Outcome, TOKEN_CHARS, TOKENS_PER_USER_MAX, is_valid_name};
+use cluster::metadata::{MetadataOp, MetadataReply, TOKEN_CHARS, TOKENS_PER_USER_MAX, is_valid_name};
 
 use crate::rng::SimRng;
+use crate::workload::outcome::{Outcome, OutcomeSet};
+use crate::workload::request::{Answered, Plan, Request};
+use crate::workload::scope::Scope;
 use crate::workload::shadow::{self, Shadow, ShadowUser, TOKEN_PREFIX};
 
 /// The action's name.
@@ -17,73 +20,67 @@ pub const OUTCOMES: &[Outcome] = &[
     Outcome::LimitReached,
 ];
 
-/// Whether `op` is a `CreatePersonalAccessToken`.
-pub fn matches(op: &MetadataOp) -> bool {
-    matches!(op, MetadataOp::CreatePersonalAccessToken { .. })
-}
-
 fn tokens_full(user: &ShadowUser) -> bool {
     user.tokens.len() >= TOKENS_PER_USER_MAX
 }
 
-fn has_fresh_name(user: &ShadowUser) -> bool {
-    (0..shadow::NAME_POOL_SIZE).any(|i| !user.tokens.contains_key(&shadow::pool_name(TOKEN_PREFIX, i)))
+fn fresh_token_name(scope: &Scope<'_>, user_id: u32, rng: &mut SimRng) -> Option<String> {
+    let user = scope.shadow.users.get(&user_id)?;
+    scope.fresh_name(TOKEN_PREFIX, rng, |n| user.tokens.contains_key(n))
 }
 
-fn fresh_token_name(shadow: &Shadow, user_id: u32, rng: &mut SimRng) -> Option<String> {
-    let user = shadow.users.get(&user_id)?;
-    shadow::fresh_name(TOKEN_PREFIX, rng, |n| user.tokens.contains_key(n))
-}
-
-/// `Ok`: a user with room and a fresh token name; `NameAlreadyExists`: a name the user
-/// holds; `UserNotFound`; `InvalidName`; `LimitReached`: only when a user's tokens
-/// are full.
-pub fn generate(shadow: &Shadow, rng: &mut SimRng, aim: Outcome) -> Option<MetadataOp> {
+/// `Ok`: a user the client may target with room and a fresh token name;
+/// `NameAlreadyExists`: a name the user holds; `UserNotFound`; `InvalidName`;
+/// `LimitReached`: only when a user's tokens are full.
+pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Plan> {
+    let has_fresh_name = |u: &ShadowUser| scope.has_fresh_name(TOKEN_PREFIX, |n| u.tokens.contains_key(n));
     let (user_id, name) = match aim {
         Outcome::Ok => {
-            let user_id = shadow.pick_user_where(rng, |_, u| !tokens_full(u) && has_fresh_name(u))?;
-            (user_id, fresh_token_name(shadow, user_id, rng)?)
+            let user_id = scope.pick_user_where(rng, |_, u| !tokens_full(u) && has_fresh_name(u))?;
+            (user_id, fresh_token_name(scope, user_id, rng)?)
         }
         Outcome::LimitReached => {
-            let user_id = shadow.pick_user_where(rng, |_, u| tokens_full(u) && has_fresh_name(u))?;
-            (user_id, fresh_token_name(shadow, user_id, rng)?)
+            let user_id = scope.pick_user_where(rng, |_, u| tokens_full(u) && has_fresh_name(u))?;
+            (user_id, fresh_token_name(scope, user_id, rng)?)
         }
         Outcome::NameAlreadyExists => {
-            let user_id = shadow.pick_user_where(rng, |_, u| !u.tokens.is_empty())?;
-            let names: Vec<&str> = shadow.users[&user_id].tokens.keys().map(String::as_str).collect();
+            let user_id = scope.pick_user_where(rng, |_, u| !u.tokens.is_empty())?;
+            let names: Vec<&str> = scope.shadow.users[&user_id].tokens.keys().map(String::as_str).collect();
             (user_id, (*shadow::pick(&names, rng)?).to_owned())
         }
-        Outcome::UserNotFound => (shadow.absent_user_id(rng), shadow::any_pool_name(TOKEN_PREFIX, rng)),
+        Outcome::UserNotFound => (scope.absent_user_id(rng), scope.any_name(TOKEN_PREFIX, rng)),
         Outcome::InvalidName => {
-            let user_id = match shadow.pick_user_where(rng, |_, _| true) {
+            let user_id = match scope.pick_user_where(rng, |_, _| true) {
                 Some(id) if shadow::coin(rng) => id,
-                _ => shadow.absent_user_id(rng),
+                _ => scope.absent_user_id(rng),
             };
             (user_id, shadow::invalid_name(rng))
         }
         _ => return None,
     };
-    Some(MetadataOp::CreatePersonalAccessToken {
+    let op = MetadataOp::CreatePersonalAccessToken {
         user_id,
         name,
         expiry_micros: shadow::expiry(rng),
-    })
+    };
+    Some(op.into())
 }
 
 /// Checks in the state machine's order: name, user, uniqueness, room.
-pub fn predict(shadow: &Shadow, op: &MetadataOp) -> Outcome {
-    let MetadataOp::CreatePersonalAccessToken { user_id, name, .. } = op else {
-        super::wrong_op(NAME, op)
+pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
+    let MetadataOp::CreatePersonalAccessToken { user_id, name, .. } = super::metadata_op(NAME, request) else {
+        super::wrong_op(NAME, request)
     };
     if !is_valid_name(name) {
-        return Outcome::InvalidName;
+        return Outcome::InvalidName.into();
     }
-    match shadow.users.get(user_id) {
+    let outcome = match scope.shadow.users.get(user_id) {
         None => Outcome::UserNotFound,
         Some(user) if user.tokens.contains_key(name) => Outcome::NameAlreadyExists,
         Some(user) if tokens_full(user) => Outcome::LimitReached,
         Some(_) => Outcome::Ok,
-    }
+    };
+    outcome.into()
 }
 
 /// True for what `TokenCreated` must carry: [`TOKEN_CHARS`] lowercase hex digits.
@@ -92,14 +89,15 @@ fn well_formed(token: &str) -> bool {
 }
 
 /// `TokenCreated`: the user holds a token of that name (kept with the token revealed).
-pub fn observe(shadow: &mut Shadow, op: &MetadataOp, reply: &MetadataReply) {
+pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
+    let (op, reply) = super::metadata_answer(NAME, answered);
     let MetadataOp::CreatePersonalAccessToken { user_id, name, .. } = op else {
-        super::wrong_op(NAME, op)
+        super::wrong_op(NAME, answered.request)
     };
     match reply {
         MetadataReply::TokenCreated { token } => {
             if !well_formed(token) {
-                shadow.note_reply_mismatch(format!(
+                shadow.note_mismatch(format!(
                     "{NAME} revealed a token of {} bytes, not {TOKEN_CHARS} lowercase hex digits",
                     token.len()
                 ));

@@ -2,15 +2,18 @@
 
 use std::collections::BTreeMap;
 
-use cluster::metadata::{MetadataOp, MetadataReply, Outcome, STREAMS_MAX, is_valid_name};
+use cluster::metadata::{MetadataOp, MetadataReply, is_valid_name};
 
 use crate::rng::SimRng;
+use crate::workload::outcome::{Outcome, OutcomeSet};
+use crate::workload::request::{Answered, Plan, Request};
+use crate::workload::scope::{Global, Room, Scope};
 use crate::workload::shadow::{self, STREAM_PREFIX, Shadow, ShadowStream};
 
 /// The action's name.
 pub const NAME: &str = "CreateStream";
 
-/// Outcomes it can produce (`LimitReached`: [`STREAMS_MAX`] streams, or the id counter spent).
+/// Outcomes it can produce (`LimitReached`: `STREAMS_MAX` streams, or the id counter spent).
 pub const OUTCOMES: &[Outcome] = &[
     Outcome::Ok,
     Outcome::NameAlreadyExists,
@@ -18,56 +21,69 @@ pub const OUTCOMES: &[Outcome] = &[
     Outcome::LimitReached,
 ];
 
-/// Whether `op` is a `CreateStream`.
-pub fn matches(op: &MetadataOp) -> bool {
-    matches!(op, MetadataOp::CreateStream { .. })
+/// Whether one more stream fits: the cluster's room, and (alone, where the counter is
+/// exact) an id left.
+fn room(scope: &Scope<'_>) -> Room {
+    if !scope.shared() && scope.shadow.next_stream_id == u32::MAX {
+        Room::Full
+    } else {
+        scope.room(Global::Streams, 1)
+    }
 }
 
-fn full(shadow: &Shadow) -> bool {
-    shadow.streams.len() >= STREAMS_MAX || shadow.next_stream_id == u32::MAX
-}
-
-/// `Ok`: a fresh pool name; `NameAlreadyExists`: a taken one; `InvalidName`: an
-/// invalid one; `LimitReached`: a fresh name once the streams are full.
-pub fn generate(shadow: &Shadow, rng: &mut SimRng, aim: Outcome) -> Option<MetadataOp> {
+/// `Ok`: a fresh pool name; `NameAlreadyExists`: a name one of the client's streams
+/// holds; `InvalidName`: an invalid one; `LimitReached`: a fresh name once the
+/// streams are certainly full.
+pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Plan> {
+    let shadow = scope.shadow;
     let name = match aim {
-        Outcome::Ok if !full(shadow) => shadow::fresh_name(STREAM_PREFIX, rng, |n| shadow.stream_name_taken(n))?,
-        Outcome::LimitReached if full(shadow) => {
-            shadow::fresh_name(STREAM_PREFIX, rng, |n| shadow.stream_name_taken(n))?
+        Outcome::Ok if room(scope) != Room::Full => {
+            scope.fresh_name(STREAM_PREFIX, rng, |n| shadow.stream_name_taken(n))?
+        }
+        Outcome::LimitReached if room(scope) == Room::Full => {
+            scope.fresh_name(STREAM_PREFIX, rng, |n| shadow.stream_name_taken(n))?
         }
         Outcome::NameAlreadyExists => {
-            let names: Vec<&str> = shadow.streams.values().map(|s| s.name.as_str()).collect();
+            let names: Vec<&str> = shadow
+                .streams
+                .values()
+                .filter(|s| scope.owns_stream(s))
+                .map(|s| s.name.as_str())
+                .collect();
             (*shadow::pick(&names, rng)?).to_owned()
         }
         Outcome::InvalidName => shadow::invalid_name(rng),
         _ => return None,
     };
-    Some(MetadataOp::CreateStream { name })
+    Some(MetadataOp::CreateStream { name }.into())
 }
 
 /// Checks in the state machine's order: name, uniqueness, room, id counter.
-pub fn predict(shadow: &Shadow, op: &MetadataOp) -> Outcome {
-    let MetadataOp::CreateStream { name } = op else {
-        super::wrong_op(NAME, op)
+pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
+    let MetadataOp::CreateStream { name } = super::metadata_op(NAME, request) else {
+        super::wrong_op(NAME, request)
     };
     if !is_valid_name(name) {
-        Outcome::InvalidName
-    } else if shadow.stream_name_taken(name) {
-        Outcome::NameAlreadyExists
-    } else if full(shadow) {
-        Outcome::LimitReached
+        Outcome::InvalidName.into()
+    } else if scope.shadow.stream_name_taken(name) {
+        Outcome::NameAlreadyExists.into()
     } else {
-        Outcome::Ok
+        super::within(room(scope))
     }
 }
 
-/// `StreamCreated`: the stream exists under the id the cluster assigned.
-pub fn observe(shadow: &mut Shadow, op: &MetadataOp, reply: &MetadataReply) {
+/// `StreamCreated`: the stream exists under the id the cluster assigned, owned by the
+/// client that created it.
+pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
+    let (op, reply) = super::metadata_answer(NAME, answered);
     let MetadataOp::CreateStream { name } = op else {
-        super::wrong_op(NAME, op)
+        super::wrong_op(NAME, answered.request)
     };
     match reply {
         MetadataReply::StreamCreated { stream_id } => {
+            if shadow.streams.contains_key(stream_id) {
+                shadow.note_mismatch(format!("{NAME} got stream id {stream_id}, which a live stream holds"));
+            }
             shadow.assign_stream_id(*stream_id, NAME);
             shadow.streams.insert(
                 *stream_id,
@@ -75,6 +91,7 @@ pub fn observe(shadow: &mut Shadow, op: &MetadataOp, reply: &MetadataReply) {
                     name: name.clone(),
                     topics: BTreeMap::new(),
                     next_topic_id: 0,
+                    owner: answered.client,
                 },
             );
         }

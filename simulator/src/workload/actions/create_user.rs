@@ -3,15 +3,18 @@
 
 use std::collections::BTreeMap;
 
-use cluster::metadata::{MetadataOp, MetadataReply, Outcome, Permissions, USERS_MAX, is_valid_name, is_valid_password};
+use cluster::metadata::{MetadataOp, MetadataReply, Permissions, is_valid_name, is_valid_password};
 
 use crate::rng::SimRng;
+use crate::workload::outcome::{Outcome, OutcomeSet};
+use crate::workload::request::{Answered, Plan, Request};
+use crate::workload::scope::{Global, Room, Scope};
 use crate::workload::shadow::{self, Shadow, ShadowUser, USER_PREFIX};
 
 /// The action's name.
 pub const NAME: &str = "CreateUser";
 
-/// Outcomes it can produce (`LimitReached`: [`USERS_MAX`] users, or the id counter spent).
+/// Outcomes it can produce (`LimitReached`: `USERS_MAX` users, or the id counter spent).
 pub const OUTCOMES: &[Outcome] = &[
     Outcome::Ok,
     Outcome::NameAlreadyExists,
@@ -20,28 +23,38 @@ pub const OUTCOMES: &[Outcome] = &[
     Outcome::LimitReached,
 ];
 
-/// Whether `op` is a `CreateUser`.
-pub fn matches(op: &MetadataOp) -> bool {
-    matches!(op, MetadataOp::CreateUser { .. })
+/// Whether one more user fits: the cluster's room, and (alone, where the counter is
+/// exact) an id left.
+fn room(scope: &Scope<'_>) -> Room {
+    if !scope.shared() && scope.shadow.next_user_id == u32::MAX {
+        Room::Full
+    } else {
+        scope.room(Global::Users, 1)
+    }
 }
 
-fn full(shadow: &Shadow) -> bool {
-    shadow.users.len() >= USERS_MAX || shadow.next_user_id == u32::MAX
+fn fresh_username(scope: &Scope<'_>, rng: &mut SimRng) -> Option<String> {
+    scope.fresh_name(USER_PREFIX, rng, |n| scope.shadow.user_by_name(n).is_some())
 }
 
-fn fresh_username(shadow: &Shadow, rng: &mut SimRng) -> Option<String> {
-    shadow::fresh_name(USER_PREFIX, rng, |n| shadow.user_by_name(n).is_some())
-}
-
-/// `Ok`: a fresh pool username and a pool password; `NameAlreadyExists`: a taken
-/// username (root's included); `InvalidName`; `InvalidPassword`: a valid username and
-/// an invalid password; `LimitReached`: only when the users are full.
-pub fn generate(shadow: &Shadow, rng: &mut SimRng, aim: Outcome) -> Option<MetadataOp> {
+/// `Ok`: a fresh pool username and a pool password; `NameAlreadyExists`: a username the
+/// client's users or root hold; `InvalidName`; `InvalidPassword`: a valid username
+/// and an invalid password; `LimitReached`: only when the users are certainly full.
+pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Plan> {
+    let shadow = scope.shadow;
     let (username, password) = match aim {
-        Outcome::Ok if !full(shadow) => (fresh_username(shadow, rng)?, shadow::pool_password(rng)),
-        Outcome::LimitReached if full(shadow) => (fresh_username(shadow, rng)?, shadow::pool_password(rng)),
+        Outcome::Ok if room(scope) != Room::Full => (fresh_username(scope, rng)?, shadow::pool_password(rng)),
+        Outcome::LimitReached if room(scope) == Room::Full => {
+            (fresh_username(scope, rng)?, shadow::pool_password(rng))
+        }
         Outcome::NameAlreadyExists => {
-            let names: Vec<&str> = shadow.users.values().map(|u| u.username.as_str()).collect();
+            // Root's name is fixed while several clients run (none renames root).
+            let names: Vec<&str> = shadow
+                .users
+                .values()
+                .filter(|u| scope.owns_user(u) || u.owner.is_none())
+                .map(|u| u.username.as_str())
+                .collect();
             ((*shadow::pick(&names, rng)?).to_owned(), shadow::pool_password(rng))
         }
         Outcome::InvalidName => {
@@ -52,47 +65,50 @@ pub fn generate(shadow: &Shadow, rng: &mut SimRng, aim: Outcome) -> Option<Metad
             };
             (shadow::invalid_name(rng), password)
         }
-        Outcome::InvalidPassword => (shadow::any_pool_name(USER_PREFIX, rng), shadow::invalid_password(rng)),
+        Outcome::InvalidPassword => (scope.any_name(USER_PREFIX, rng), shadow::invalid_password(rng)),
         _ => return None,
     };
-    Some(MetadataOp::CreateUser {
+    let op = MetadataOp::CreateUser {
         username,
         password,
         active: shadow::coin(rng),
-    })
+    };
+    Some(op.into())
 }
 
 /// Checks in the state machine's order: username, password, uniqueness, room, id counter.
-pub fn predict(shadow: &Shadow, op: &MetadataOp) -> Outcome {
-    let MetadataOp::CreateUser { username, password, .. } = op else {
-        super::wrong_op(NAME, op)
+pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
+    let MetadataOp::CreateUser { username, password, .. } = super::metadata_op(NAME, request) else {
+        super::wrong_op(NAME, request)
     };
     if !is_valid_name(username) {
-        Outcome::InvalidName
+        Outcome::InvalidName.into()
     } else if !is_valid_password(password) {
-        Outcome::InvalidPassword
-    } else if shadow.user_by_name(username).is_some() {
-        Outcome::NameAlreadyExists
-    } else if full(shadow) {
-        Outcome::LimitReached
+        Outcome::InvalidPassword.into()
+    } else if scope.shadow.user_by_name(username).is_some() {
+        Outcome::NameAlreadyExists.into()
     } else {
-        Outcome::Ok
+        super::within(room(scope))
     }
 }
 
 /// `UserCreated`: the user exists under the id the cluster assigned, with no
-/// permissions and no tokens.
-pub fn observe(shadow: &mut Shadow, op: &MetadataOp, reply: &MetadataReply) {
+/// permissions and no tokens, owned by the client that created it.
+pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
+    let (op, reply) = super::metadata_answer(NAME, answered);
     let MetadataOp::CreateUser {
         username,
         password,
         active,
     } = op
     else {
-        super::wrong_op(NAME, op)
+        super::wrong_op(NAME, answered.request)
     };
     match reply {
         MetadataReply::UserCreated { user_id } => {
+            if shadow.users.contains_key(user_id) {
+                shadow.note_mismatch(format!("{NAME} got user id {user_id}, which a live user holds"));
+            }
             shadow.assign_user_id(*user_id, NAME);
             shadow.users.insert(
                 *user_id,
@@ -102,6 +118,7 @@ pub fn observe(shadow: &mut Shadow, op: &MetadataOp, reply: &MetadataReply) {
                     active: *active,
                     permissions: Permissions::default(),
                     tokens: BTreeMap::new(),
+                    owner: Some(answered.client),
                 },
             );
         }

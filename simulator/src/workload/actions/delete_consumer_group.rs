@@ -1,8 +1,12 @@
-//! `DeleteConsumerGroup`: delete a consumer group from its topic.
+//! `DeleteConsumerGroup`: delete a consumer group from its topic. (Partitions keep the
+//! group's offsets and owners: group ids are never reused, so they name nothing.)
 
-use cluster::metadata::{MetadataOp, MetadataReply, Outcome};
+use cluster::metadata::{MetadataOp, MetadataReply};
 
 use crate::rng::SimRng;
+use crate::workload::outcome::{Outcome, OutcomeSet};
+use crate::workload::request::{Answered, Plan, Request};
+use crate::workload::scope::Scope;
 use crate::workload::shadow::{self, Shadow};
 
 /// The action's name.
@@ -16,33 +20,30 @@ pub const OUTCOMES: &[Outcome] = &[
     Outcome::GroupNotFound,
 ];
 
-/// Whether `op` is a `DeleteConsumerGroup`.
-pub fn matches(op: &MetadataOp) -> bool {
-    matches!(op, MetadataOp::DeleteConsumerGroup { .. })
-}
-
-/// `Ok`: an existing group; `StreamNotFound`; `TopicNotFound`: an absent topic of an
-/// existing stream; `GroupNotFound`: an absent group of an existing topic.
-pub fn generate(shadow: &Shadow, rng: &mut SimRng, aim: Outcome) -> Option<MetadataOp> {
+/// `Ok`: a group of one of the client's topics; `StreamNotFound`; `TopicNotFound`: an
+/// absent topic of one of its streams; `GroupNotFound`: an absent group of one of its
+/// topics.
+pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Plan> {
+    let shadow = scope.shadow;
     let (stream_id, topic_id, group_id) = match aim {
         Outcome::Ok => {
-            let (stream_id, topic_id) = shadow.pick_topic_where(rng, |t| !t.groups.is_empty())?;
+            let (stream_id, topic_id) = scope.pick_topic_where(rng, |t| !t.groups.is_empty())?;
             let group_id = shadow::pick_key(&shadow.topic(stream_id, topic_id)?.groups, rng)?;
             (stream_id, topic_id, group_id)
         }
         Outcome::StreamNotFound => (
-            shadow.absent_stream_id(rng),
+            scope.absent_stream_id(rng),
             rng.below(shadow::ABSENT_ID_SPAN) as u32,
             rng.below(shadow::ABSENT_ID_SPAN) as u32,
         ),
         Outcome::TopicNotFound => {
-            let stream_id = shadow.pick_stream(rng)?;
+            let stream_id = scope.pick_stream(rng)?;
             let stream = &shadow.streams[&stream_id];
             let topic_id = shadow::absent_key(&stream.topics, stream.next_topic_id, rng);
             (stream_id, topic_id, rng.below(shadow::ABSENT_ID_SPAN) as u32)
         }
         Outcome::GroupNotFound => {
-            let (stream_id, topic_id) = shadow.pick_topic_where(rng, |_| true)?;
+            let (stream_id, topic_id) = scope.pick_topic_where(rng, |_| true)?;
             let topic = shadow.topic(stream_id, topic_id)?;
             (
                 stream_id,
@@ -52,50 +53,49 @@ pub fn generate(shadow: &Shadow, rng: &mut SimRng, aim: Outcome) -> Option<Metad
         }
         _ => return None,
     };
-    Some(MetadataOp::DeleteConsumerGroup {
+    let op = MetadataOp::DeleteConsumerGroup {
         stream_id,
         topic_id,
         group_id,
-    })
+    };
+    Some(op.into())
 }
 
 /// Checks in the state machine's order: stream, topic, group.
-pub fn predict(shadow: &Shadow, op: &MetadataOp) -> Outcome {
+pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
     let MetadataOp::DeleteConsumerGroup {
         stream_id,
         topic_id,
         group_id,
-    } = op
+    } = super::metadata_op(NAME, request)
     else {
-        super::wrong_op(NAME, op)
+        super::wrong_op(NAME, request)
     };
-    let Some(stream) = shadow.streams.get(stream_id) else {
-        return Outcome::StreamNotFound;
+    let Some(stream) = scope.shadow.streams.get(stream_id) else {
+        return Outcome::StreamNotFound.into();
     };
-    match stream.topics.get(topic_id) {
+    let outcome = match stream.topics.get(topic_id) {
         None => Outcome::TopicNotFound,
         Some(topic) if !topic.groups.contains_key(group_id) => Outcome::GroupNotFound,
         Some(_) => Outcome::Ok,
-    }
+    };
+    outcome.into()
 }
 
 /// `Ok`: the group is gone.
-pub fn observe(shadow: &mut Shadow, op: &MetadataOp, reply: &MetadataReply) {
+pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
+    let (op, reply) = super::metadata_answer(NAME, answered);
     let MetadataOp::DeleteConsumerGroup {
         stream_id,
         topic_id,
         group_id,
     } = op
     else {
-        super::wrong_op(NAME, op)
+        super::wrong_op(NAME, answered.request)
     };
     match reply {
         MetadataReply::Ok => {
-            let topic = shadow
-                .streams
-                .get_mut(stream_id)
-                .and_then(|stream| stream.topics.get_mut(topic_id));
-            if let Some(topic) = topic {
+            if let Some(topic) = shadow.topic_mut(*stream_id, *topic_id) {
                 topic.groups.remove(group_id);
             }
         }

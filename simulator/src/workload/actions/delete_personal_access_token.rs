@@ -1,8 +1,11 @@
 //! `DeletePersonalAccessToken`: delete a user's token by name.
 
-use cluster::metadata::{MetadataOp, MetadataReply, Outcome};
+use cluster::metadata::{MetadataOp, MetadataReply};
 
 use crate::rng::SimRng;
+use crate::workload::outcome::{Outcome, OutcomeSet};
+use crate::workload::request::{Answered, Plan, Request};
+use crate::workload::scope::Scope;
 use crate::workload::shadow::{self, Shadow, TOKEN_PREFIX};
 
 /// The action's name.
@@ -11,50 +14,48 @@ pub const NAME: &str = "DeletePersonalAccessToken";
 /// Outcomes it can produce.
 pub const OUTCOMES: &[Outcome] = &[Outcome::Ok, Outcome::UserNotFound, Outcome::TokenNotFound];
 
-/// Whether `op` is a `DeletePersonalAccessToken`.
-pub fn matches(op: &MetadataOp) -> bool {
-    matches!(op, MetadataOp::DeletePersonalAccessToken { .. })
-}
-
-/// `Ok`: a token a user holds; `UserNotFound`: an absent user; `TokenNotFound`: a pool
-/// name an existing user does not hold.
-pub fn generate(shadow: &Shadow, rng: &mut SimRng, aim: Outcome) -> Option<MetadataOp> {
+/// `Ok`: a token a user the client may target holds; `UserNotFound`: an absent user;
+/// `TokenNotFound`: a pool name such a user does not hold.
+pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Plan> {
+    let shadow = scope.shadow;
     let (user_id, name) = match aim {
         Outcome::Ok => {
-            let user_id = shadow.pick_user_where(rng, |_, u| !u.tokens.is_empty())?;
+            let user_id = scope.pick_user_where(rng, |_, u| !u.tokens.is_empty())?;
             let names: Vec<&str> = shadow.users[&user_id].tokens.keys().map(String::as_str).collect();
             (user_id, (*shadow::pick(&names, rng)?).to_owned())
         }
-        Outcome::UserNotFound => (shadow.absent_user_id(rng), shadow::any_pool_name(TOKEN_PREFIX, rng)),
+        Outcome::UserNotFound => (scope.absent_user_id(rng), scope.any_name(TOKEN_PREFIX, rng)),
         Outcome::TokenNotFound => {
-            let user_id = shadow.pick_user_where(rng, |_, u| u.tokens.len() < shadow::NAME_POOL_SIZE)?;
+            let user_id = scope.pick_user_where(rng, |_, u| u.tokens.len() < shadow::NAME_POOL_SIZE)?;
             let user = &shadow.users[&user_id];
             (
                 user_id,
-                shadow::fresh_name(TOKEN_PREFIX, rng, |n| user.tokens.contains_key(n))?,
+                scope.fresh_name(TOKEN_PREFIX, rng, |n| user.tokens.contains_key(n))?,
             )
         }
         _ => return None,
     };
-    Some(MetadataOp::DeletePersonalAccessToken { user_id, name })
+    Some(MetadataOp::DeletePersonalAccessToken { user_id, name }.into())
 }
 
 /// Checks in the state machine's order: user, token.
-pub fn predict(shadow: &Shadow, op: &MetadataOp) -> Outcome {
-    let MetadataOp::DeletePersonalAccessToken { user_id, name } = op else {
-        super::wrong_op(NAME, op)
+pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
+    let MetadataOp::DeletePersonalAccessToken { user_id, name } = super::metadata_op(NAME, request) else {
+        super::wrong_op(NAME, request)
     };
-    match shadow.users.get(user_id) {
+    let outcome = match scope.shadow.users.get(user_id) {
         None => Outcome::UserNotFound,
         Some(user) if !user.tokens.contains_key(name) => Outcome::TokenNotFound,
         Some(_) => Outcome::Ok,
-    }
+    };
+    outcome.into()
 }
 
 /// `Ok`: the token is gone.
-pub fn observe(shadow: &mut Shadow, op: &MetadataOp, reply: &MetadataReply) {
+pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
+    let (op, reply) = super::metadata_answer(NAME, answered);
     let MetadataOp::DeletePersonalAccessToken { user_id, name } = op else {
-        super::wrong_op(NAME, op)
+        super::wrong_op(NAME, answered.request)
     };
     match reply {
         MetadataReply::Ok => {

@@ -1,9 +1,12 @@
-//! `DeleteStream`: delete a stream with its topics and groups, and every user's
-//! permissions on it.
+//! `DeleteStream`: delete a stream with its topics, partitions and groups, and every
+//! user's permissions on it.
 
-use cluster::metadata::{MetadataOp, MetadataReply, Outcome};
+use cluster::metadata::{MetadataOp, MetadataReply};
 
 use crate::rng::SimRng;
+use crate::workload::outcome::{Outcome, OutcomeSet};
+use crate::workload::request::{Answered, Plan, Request};
+use crate::workload::scope::Scope;
 use crate::workload::shadow::Shadow;
 
 /// The action's name.
@@ -12,37 +15,34 @@ pub const NAME: &str = "DeleteStream";
 /// Outcomes it can produce.
 pub const OUTCOMES: &[Outcome] = &[Outcome::Ok, Outcome::StreamNotFound];
 
-/// Whether `op` is a `DeleteStream`.
-pub fn matches(op: &MetadataOp) -> bool {
-    matches!(op, MetadataOp::DeleteStream { .. })
-}
-
-/// `Ok`: an existing stream; `StreamNotFound`: a deleted or never-used id.
-pub fn generate(shadow: &Shadow, rng: &mut SimRng, aim: Outcome) -> Option<MetadataOp> {
+/// `Ok`: one of the client's streams; `StreamNotFound`: an absent id.
+pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Plan> {
     let stream_id = match aim {
-        Outcome::Ok => shadow.pick_stream(rng)?,
-        Outcome::StreamNotFound => shadow.absent_stream_id(rng),
+        Outcome::Ok => scope.pick_stream(rng)?,
+        Outcome::StreamNotFound => scope.absent_stream_id(rng),
         _ => return None,
     };
-    Some(MetadataOp::DeleteStream { stream_id })
+    Some(MetadataOp::DeleteStream { stream_id }.into())
 }
 
 /// `Ok` if the stream exists.
-pub fn predict(shadow: &Shadow, op: &MetadataOp) -> Outcome {
-    let MetadataOp::DeleteStream { stream_id } = op else {
-        super::wrong_op(NAME, op)
+pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
+    let MetadataOp::DeleteStream { stream_id } = super::metadata_op(NAME, request) else {
+        super::wrong_op(NAME, request)
     };
-    if shadow.streams.contains_key(stream_id) {
-        Outcome::Ok
+    if scope.shadow.streams.contains_key(stream_id) {
+        Outcome::Ok.into()
     } else {
-        Outcome::StreamNotFound
+        Outcome::StreamNotFound.into()
     }
 }
 
-/// `Ok`: the stream is gone, and so is every user's permission entry for it.
-pub fn observe(shadow: &mut Shadow, op: &MetadataOp, reply: &MetadataReply) {
+/// `Ok`: the stream is gone with its partitions, and so is every user's permission
+/// entry for it.
+pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
+    let (op, reply) = super::metadata_answer(NAME, answered);
     let MetadataOp::DeleteStream { stream_id } = op else {
-        super::wrong_op(NAME, op)
+        super::wrong_op(NAME, answered.request)
     };
     match reply {
         MetadataReply::Ok => {

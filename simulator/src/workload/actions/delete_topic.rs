@@ -1,8 +1,12 @@
-//! `DeleteTopic`: delete a topic with its consumer groups.
+//! `DeleteTopic`: delete a topic with its partitions (their groups vanish) and its
+//! consumer groups.
 
-use cluster::metadata::{MetadataOp, MetadataReply, Outcome};
+use cluster::metadata::{MetadataOp, MetadataReply};
 
 use crate::rng::SimRng;
+use crate::workload::outcome::{Outcome, OutcomeSet};
+use crate::workload::request::{Answered, Plan, Request};
+use crate::workload::scope::Scope;
 use crate::workload::shadow::{self, Shadow};
 
 /// The action's name.
@@ -11,43 +15,40 @@ pub const NAME: &str = "DeleteTopic";
 /// Outcomes it can produce.
 pub const OUTCOMES: &[Outcome] = &[Outcome::Ok, Outcome::StreamNotFound, Outcome::TopicNotFound];
 
-/// Whether `op` is a `DeleteTopic`.
-pub fn matches(op: &MetadataOp) -> bool {
-    matches!(op, MetadataOp::DeleteTopic { .. })
-}
-
-/// `Ok`: an existing topic; `StreamNotFound`: an absent stream; `TopicNotFound`: an
-/// absent topic of an existing stream.
-pub fn generate(shadow: &Shadow, rng: &mut SimRng, aim: Outcome) -> Option<MetadataOp> {
+/// `Ok`: one of the client's topics; `StreamNotFound`: an absent stream;
+/// `TopicNotFound`: an absent topic of one of the client's streams.
+pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Plan> {
     let (stream_id, topic_id) = match aim {
-        Outcome::Ok => shadow.pick_topic_where(rng, |_| true)?,
-        Outcome::StreamNotFound => (shadow.absent_stream_id(rng), rng.below(shadow::ABSENT_ID_SPAN) as u32),
+        Outcome::Ok => scope.pick_topic_where(rng, |_| true)?,
+        Outcome::StreamNotFound => (scope.absent_stream_id(rng), rng.below(shadow::ABSENT_ID_SPAN) as u32),
         Outcome::TopicNotFound => {
-            let stream_id = shadow.pick_stream(rng)?;
-            let stream = &shadow.streams[&stream_id];
+            let stream_id = scope.pick_stream(rng)?;
+            let stream = &scope.shadow.streams[&stream_id];
             (stream_id, shadow::absent_key(&stream.topics, stream.next_topic_id, rng))
         }
         _ => return None,
     };
-    Some(MetadataOp::DeleteTopic { stream_id, topic_id })
+    Some(MetadataOp::DeleteTopic { stream_id, topic_id }.into())
 }
 
 /// Checks in the state machine's order: stream, topic.
-pub fn predict(shadow: &Shadow, op: &MetadataOp) -> Outcome {
-    let MetadataOp::DeleteTopic { stream_id, topic_id } = op else {
-        super::wrong_op(NAME, op)
+pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
+    let MetadataOp::DeleteTopic { stream_id, topic_id } = super::metadata_op(NAME, request) else {
+        super::wrong_op(NAME, request)
     };
-    match shadow.streams.get(stream_id) {
+    let outcome = match scope.shadow.streams.get(stream_id) {
         None => Outcome::StreamNotFound,
         Some(stream) if !stream.topics.contains_key(topic_id) => Outcome::TopicNotFound,
         Some(_) => Outcome::Ok,
-    }
+    };
+    outcome.into()
 }
 
-/// `Ok`: the topic is gone with its groups.
-pub fn observe(shadow: &mut Shadow, op: &MetadataOp, reply: &MetadataReply) {
+/// `Ok`: the topic is gone with its partitions and groups.
+pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
+    let (op, reply) = super::metadata_answer(NAME, answered);
     let MetadataOp::DeleteTopic { stream_id, topic_id } = op else {
-        super::wrong_op(NAME, op)
+        super::wrong_op(NAME, answered.request)
     };
     match reply {
         MetadataReply::Ok => {

@@ -1,8 +1,11 @@
 //! `DeleteUser`: delete a user with its tokens (never root).
 
-use cluster::metadata::{MetadataOp, MetadataReply, Outcome, ROOT_USER_ID};
+use cluster::metadata::{MetadataOp, MetadataReply, ROOT_USER_ID};
 
 use crate::rng::SimRng;
+use crate::workload::outcome::{Outcome, OutcomeSet};
+use crate::workload::request::{Answered, Plan, Request};
+use crate::workload::scope::Scope;
 use crate::workload::shadow::Shadow;
 
 /// The action's name.
@@ -11,41 +14,38 @@ pub const NAME: &str = "DeleteUser";
 /// Outcomes it can produce.
 pub const OUTCOMES: &[Outcome] = &[Outcome::Ok, Outcome::UserNotFound, Outcome::CannotModifyRoot];
 
-/// Whether `op` is a `DeleteUser`.
-pub fn matches(op: &MetadataOp) -> bool {
-    matches!(op, MetadataOp::DeleteUser { .. })
-}
-
-/// `Ok`: an existing user other than root; `UserNotFound`: an absent id;
+/// `Ok`: one of the client's users other than root; `UserNotFound`: an absent id;
 /// `CannotModifyRoot`: root.
-pub fn generate(shadow: &Shadow, rng: &mut SimRng, aim: Outcome) -> Option<MetadataOp> {
+pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Plan> {
     let user_id = match aim {
-        Outcome::Ok => shadow.pick_user_where(rng, |id, _| id != ROOT_USER_ID)?,
-        Outcome::UserNotFound => shadow.absent_user_id(rng),
+        Outcome::Ok => scope.pick_user_where(rng, |id, _| id != ROOT_USER_ID)?,
+        Outcome::UserNotFound => scope.absent_user_id(rng),
         Outcome::CannotModifyRoot => ROOT_USER_ID,
         _ => return None,
     };
-    Some(MetadataOp::DeleteUser { user_id })
+    Some(MetadataOp::DeleteUser { user_id }.into())
 }
 
 /// Checks in the state machine's order: root, user.
-pub fn predict(shadow: &Shadow, op: &MetadataOp) -> Outcome {
-    let MetadataOp::DeleteUser { user_id } = op else {
-        super::wrong_op(NAME, op)
+pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
+    let MetadataOp::DeleteUser { user_id } = super::metadata_op(NAME, request) else {
+        super::wrong_op(NAME, request)
     };
-    if *user_id == ROOT_USER_ID {
+    let outcome = if *user_id == ROOT_USER_ID {
         Outcome::CannotModifyRoot
-    } else if shadow.users.contains_key(user_id) {
+    } else if scope.shadow.users.contains_key(user_id) {
         Outcome::Ok
     } else {
         Outcome::UserNotFound
-    }
+    };
+    outcome.into()
 }
 
 /// `Ok`: the user is gone with its tokens.
-pub fn observe(shadow: &mut Shadow, op: &MetadataOp, reply: &MetadataReply) {
+pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
+    let (op, reply) = super::metadata_answer(NAME, answered);
     let MetadataOp::DeleteUser { user_id } = op else {
-        super::wrong_op(NAME, op)
+        super::wrong_op(NAME, answered.request)
     };
     match reply {
         MetadataReply::Ok => {

@@ -1,29 +1,34 @@
-//! The metadata actions: one module per action, each exposing the same items, and one
-//! macro that lists them and generates [`Action`] and its dispatch.
+//! The actions: one module per action, each exposing the same items, and one macro
+//! that lists them and generates [`Action`] and its dispatch.
 //!
 //! Every action module exposes:
 //!
 //! | item | what it is |
 //! |---|---|
 //! | `NAME: &str` | the action's name in reports and failures ("CreateStream") |
-//! | `OUTCOMES: &[Outcome]` | every outcome the action can legitimately produce |
-//! | `matches(op) -> bool` | whether `op` is this action's kind of op |
-//! | `generate(shadow, rng, aim) -> Option<MetadataOp>` | an op the shadow predicts will produce `aim`, or `None` if the shadow cannot aim there now |
-//! | `predict(shadow, op) -> Outcome` | what applying `op` to the state the shadow models answers |
-//! | `observe(shadow, op, reply)` | fold a committed reply into the shadow |
+//! | `OUTCOMES: &[Outcome]` | every outcome the action's requests can legitimately produce, its success (the outcome it exists to produce) first |
+//! | `generate(scope, rng, aim) -> Option<Plan>` | requests the shadow predicts will produce `aim`, or `None` if the client cannot aim there now |
+//! | `predict(scope, request) -> OutcomeSet` | what the request answers from the state the shadow models (one outcome unless other clients may change it) |
+//! | `observe(shadow, answered)` | fold a committed reply into the shadow, noting what contradicts it |
 //!
-//! `predict` mirrors the order in which `MetadataState::apply` checks an op, so when two
-//! errors apply the prediction names the one the state machine reports. `observe`
-//! changes the shadow only for a success (a failed op changes nothing), and notes a
-//! success reply of the wrong shape (`Shadow::note_reply_mismatch`) or an id other
-//! than predicted (`Shadow::note_id_mismatch`).
+//! `predict` mirrors the order in which the state machine checks a request, so when
+//! two errors apply the prediction names the one the state machine reports. `observe`
+//! changes the shadow only for a success (a failed op changes nothing; the retention an
+//! applied partition op may run is folded in by the workload for every outcome), and
+//! notes a success of the wrong shape or an id, offset or message other than the
+//! shadow's (`Shadow::note_mismatch`; stream and user ids, which every client draws
+//! from one counter, go through `Shadow::assign_stream_id` / `assign_user_id`).
 //!
-//! `predict` and `observe` panic if handed another action's op: the caller dispatches
-//! with the action that generated the op (or [`Action::of`]), so that is a bug in the
-//! caller, never input from the network.
+//! `predict` and `observe` panic if handed another action's request: the workload
+//! dispatches with the action that generated it, so that is a bug in the workload,
+//! never input from the network (replies are decoded by the request's kind first).
 
-use cluster::metadata::{MetadataOp, MetadataReply, Outcome};
+use cluster::metadata::{MetadataOp, MetadataReply};
+use cluster::partition::{PartitionOp, PartitionReply, PollReply, PollRequest};
 
+use super::outcome::{Outcome, OutcomeSet};
+use super::request::{Answered, PartitionAt, Plan, Reply, Request};
+use super::scope::Scope;
 use super::shadow::Shadow;
 use crate::rng::SimRng;
 
@@ -35,13 +40,14 @@ macro_rules! actions {
     ($($(#[$doc:meta])* $variant:ident => $module:ident,)+) => {
         $(pub mod $module;)+
 
-        /// One metadata action.
+        /// One action of the workload.
         ///
         /// The declaration order is part of the seed contract: a weighted or uniform
         /// draw of an action maps a number to a position in [`Action::ALL`], so inserting
         /// or reordering actions makes every recorded seed replay a different workload.
         /// APPEND new actions at the end, never in between (the first three positions
-        /// are pinned by a compile-time assertion below).
+        /// and the first appended after the metadata actions are pinned by compile-time
+        /// assertions below).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
         #[repr(u8)]
         pub enum Action {
@@ -62,52 +68,41 @@ macro_rules! actions {
                 }
             }
 
-            /// Every outcome the action can legitimately produce.
+            /// Every outcome the action's requests can legitimately produce.
             pub fn outcomes(self) -> &'static [Outcome] {
                 match self {
                     $(Action::$variant => $module::OUTCOMES,)+
                 }
             }
 
-            /// Whether `op` is this action's kind of op.
-            pub fn matches(self, op: &MetadataOp) -> bool {
+            /// Requests the shadow predicts will produce `aim`, or `None` if the client
+            /// cannot aim there now.
+            pub fn generate(self, scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Plan> {
                 match self {
-                    $(Action::$variant => $module::matches(op),)+
+                    $(Action::$variant => $module::generate(scope, rng, aim),)+
                 }
             }
 
-            /// The action whose kind of op `op` is (`None` for the ops no action sends,
-            /// such as the logins).
-            pub fn of(op: &MetadataOp) -> Option<Action> {
-                Action::ALL.iter().copied().find(|action| action.matches(op))
-            }
-
-            /// An op the shadow predicts will produce `aim`, or `None` if it cannot aim
-            /// there now.
-            pub fn generate(self, shadow: &Shadow, rng: &mut SimRng, aim: Outcome) -> Option<MetadataOp> {
+            /// What `request` answers from the modelled state. Panics if `request` is
+            /// not this action's kind.
+            pub fn predict(self, scope: &Scope<'_>, request: &Request) -> OutcomeSet {
                 match self {
-                    $(Action::$variant => $module::generate(shadow, rng, aim),)+
+                    $(Action::$variant => $module::predict(scope, request),)+
                 }
             }
 
-            /// What applying `op` to the modelled state answers. Panics if `op` is not
-            /// this action's kind.
-            pub fn predict(self, shadow: &Shadow, op: &MetadataOp) -> Outcome {
+            /// Fold a committed reply into the shadow. Panics if the request is not this
+            /// action's kind.
+            pub fn observe(self, shadow: &mut Shadow, answered: &Answered<'_>) {
                 match self {
-                    $(Action::$variant => $module::predict(shadow, op),)+
-                }
-            }
-
-            /// Fold a committed reply to `op` into the shadow. Panics if `op` is not
-            /// this action's kind.
-            pub fn observe(self, shadow: &mut Shadow, op: &MetadataOp, reply: &MetadataReply) {
-                match self {
-                    $(Action::$variant => $module::observe(shadow, op, reply),)+
+                    $(Action::$variant => $module::observe(shadow, answered),)+
                 }
             }
         }
     };
 }
+
+mod fence;
 
 // The order is part of the seed contract: APPEND ONLY (see `Action`).
 actions! {
@@ -115,13 +110,13 @@ actions! {
     CreateStream => create_stream,
     /// Rename a stream.
     UpdateStream => update_stream,
-    /// Delete a stream with its topics and groups.
+    /// Delete a stream with its topics, partitions and groups.
     DeleteStream => delete_stream,
-    /// Create a topic in a stream.
+    /// Create a topic (and its partitions) in a stream.
     CreateTopic => create_topic,
     /// Rename a topic, change its durability or expiry.
     UpdateTopic => update_topic,
-    /// Delete a topic with its groups.
+    /// Delete a topic with its partitions and groups.
     DeleteTopic => delete_topic,
     /// Create a user.
     CreateUser => create_user,
@@ -143,25 +138,114 @@ actions! {
     DeleteConsumerGroup => delete_consumer_group,
     /// Log in with a username and password (appended: the order is the seed contract).
     LoginUser => login_user,
+    /// Append a batch of messages to a partition.
+    SendMessages => send_messages,
+    /// Poll a partition's messages (a query, no consensus).
+    PollMessages => poll_messages,
+    /// Store a consumer's offset in a partition (a group's by its owner).
+    StoreConsumerOffset => store_consumer_offset,
+    /// Delete a consumer's offset in a partition.
+    DeleteConsumerOffset => delete_consumer_offset,
+    /// A former owner of a partition writes its group's offset after a hand-off.
+    StoreStaleOwnerOffset => store_stale_owner_offset,
+    /// Add a member to a consumer group.
+    JoinConsumerGroup => join_consumer_group,
+    /// Remove a member from a consumer group.
+    LeaveConsumerGroup => leave_consumer_group,
+    /// Hand a partition to a group member at the group's current generation.
+    SetGroupOwner => set_group_owner,
+    /// Append partitions to a topic.
+    CreatePartitions => create_partitions,
+    /// Remove a topic's highest partitions.
+    DeletePartitions => delete_partitions,
+    /// Purge every partition of every topic of a stream, one request each.
+    PurgeStream => purge_stream,
+    /// Purge every partition of a topic, one request each.
+    PurgeTopic => purge_topic,
+    /// Delete a partition's oldest sealed segments.
+    DeleteSegments => delete_segments,
+    /// Send a batch over the payload budget (refused; a separate action so a plane can
+    /// weight these half-megabyte requests apart from ordinary sends).
+    SendOversizedBatch => send_oversized_batch,
 }
 
-// Pins the start of the order: an insertion before these shifts them and fails here.
+// Pins the start of the order and the first action appended after the metadata plane's:
+// an insertion before these shifts them and fails here.
 const _: () = {
     assert!(Action::CreateStream as u8 == 0);
     assert!(Action::UpdateStream as u8 == 1);
     assert!(Action::DeleteStream as u8 == 2);
+    assert!(Action::LoginUser as u8 == 15);
+    assert!(Action::SendMessages as u8 == 16);
 };
 
-/// Called by an action's `predict` or `observe` when handed another action's op: a bug
-/// in the caller (see the module docs).
-fn wrong_op(action: &str, op: &MetadataOp) -> ! {
-    panic!("{action} was handed another action's op: {op:?}")
+/// Called by an action's `predict` or `observe` when handed another action's request:
+/// a bug in the caller (see the module docs).
+fn wrong_op(action: &str, request: &Request) -> ! {
+    panic!("{action} was handed another action's request: {request:?}")
 }
 
-/// Note a success reply that is not the one `action` answers with. Error replies
-/// change nothing and are ignored here (the workload classifies them).
+/// The metadata op of `request`; panics (a workload bug) for a partition request.
+fn metadata_op<'r>(action: &str, request: &'r Request) -> &'r MetadataOp {
+    match request {
+        Request::Metadata(op) => op,
+        other => wrong_op(action, other),
+    }
+}
+
+/// The metadata op and reply of `answered`; panics (a workload bug) for another kind.
+fn metadata_answer<'r>(action: &str, answered: &Answered<'r>) -> (&'r MetadataOp, &'r MetadataReply) {
+    match (answered.request, answered.reply) {
+        (Request::Metadata(op), Reply::Metadata(reply)) => (op, reply),
+        (request, _) => wrong_op(action, request),
+    }
+}
+
+/// The partition and op of `request`; panics (a workload bug) for another kind.
+fn partition_op<'r>(action: &str, request: &'r Request) -> (PartitionAt, &'r PartitionOp) {
+    match request {
+        Request::Partition { at, op } => (*at, op),
+        other => wrong_op(action, other),
+    }
+}
+
+/// The partition, op and reply of `answered`; panics (a workload bug) for another kind.
+fn partition_answer<'r>(action: &str, answered: &Answered<'r>) -> (PartitionAt, &'r PartitionOp, PartitionReply) {
+    match (answered.request, answered.reply) {
+        (Request::Partition { at, op }, Reply::Partition(reply)) => (*at, op, *reply),
+        (request, _) => wrong_op(action, request),
+    }
+}
+
+/// The partition, poll and reply of `answered`; panics (a workload bug) for another kind.
+fn poll_answer<'r>(action: &str, answered: &Answered<'r>) -> (PartitionAt, &'r PollRequest, &'r PollReply) {
+    match (answered.request, answered.reply) {
+        (Request::Poll { at, poll }, Reply::Poll(reply)) => (*at, poll, reply),
+        (request, _) => wrong_op(action, request),
+    }
+}
+
+/// Note a metadata success reply that is not the one `action` answers with. Error
+/// replies change nothing and are ignored here (the workload classifies them).
 fn unexpected_reply(shadow: &mut Shadow, action: &str, reply: &MetadataReply) {
     if reply.is_ok() {
-        shadow.note_reply_mismatch(format!("{action} answered {reply:?}, not its success reply"));
+        shadow.note_mismatch(format!("{action} answered {reply:?}, not its success reply"));
+    }
+}
+
+/// Note a partition success reply that is not the one `action` answers with.
+fn unexpected_partition_reply(shadow: &mut Shadow, action: &str, reply: &PartitionReply) {
+    if reply.outcome().is_success() {
+        shadow.note_mismatch(format!("{action} answered {reply:?}, not its success reply"));
+    }
+}
+
+/// The prediction for a create that a global limit may stop: `Ok` when it fits,
+/// `LimitReached` when it cannot, both when other clients decide (see `Scope::room`).
+fn within(room: super::scope::Room) -> OutcomeSet {
+    match room {
+        super::scope::Room::Fits => Outcome::Ok.into(),
+        super::scope::Room::Full => Outcome::LimitReached.into(),
+        super::scope::Room::Maybe => OutcomeSet::one(Outcome::Ok).with(Outcome::LimitReached),
     }
 }

@@ -6,11 +6,14 @@
 use std::collections::BTreeMap;
 
 use cluster::metadata::{
-    GlobalPermissions, MetadataOp, MetadataReply, Outcome, PERMISSION_STREAMS_MAX, Permissions, ROOT_USER_ID,
+    GlobalPermissions, MetadataOp, MetadataReply, PERMISSION_STREAMS_MAX, Permissions, ROOT_USER_ID,
     StreamPermissions,
 };
 
 use crate::rng::SimRng;
+use crate::workload::outcome::{Outcome, OutcomeSet};
+use crate::workload::request::{Answered, Plan, Request};
+use crate::workload::scope::Scope;
 use crate::workload::shadow::{self, Shadow};
 
 /// The action's name.
@@ -24,11 +27,6 @@ pub const OUTCOMES: &[Outcome] = &[
     Outcome::CannotModifyRoot,
 ];
 
-/// Whether `op` is an `UpdatePermissions`.
-pub fn matches(op: &MetadataOp) -> bool {
-    matches!(op, MetadataOp::UpdatePermissions { .. })
-}
-
 fn stream_permissions(rng: &mut SimRng) -> StreamPermissions {
     StreamPermissions {
         manage_topics: shadow::coin(rng),
@@ -37,8 +35,9 @@ fn stream_permissions(rng: &mut SimRng) -> StreamPermissions {
     }
 }
 
-/// Random global flags and an entry for each existing stream with probability 1/2.
-fn permissions_on_existing(shadow: &Shadow, rng: &mut SimRng) -> Permissions {
+/// Random global flags and an entry for each of the client's streams with probability
+/// 1/2 (another client's stream may be deleted before this commits).
+fn permissions_on_existing(scope: &Scope<'_>, rng: &mut SimRng) -> Permissions {
     let global = GlobalPermissions {
         manage_streams: shadow::coin(rng),
         read_streams: shadow::coin(rng),
@@ -46,44 +45,45 @@ fn permissions_on_existing(shadow: &Shadow, rng: &mut SimRng) -> Permissions {
         read_users: shadow::coin(rng),
     };
     let mut streams = BTreeMap::new();
-    for stream_id in shadow.streams.keys() {
-        if shadow::coin(rng) {
+    for (stream_id, stream) in &scope.shadow.streams {
+        if scope.owns_stream(stream) && shadow::coin(rng) {
             streams.insert(*stream_id, stream_permissions(rng));
         }
     }
     Permissions { global, streams }
 }
 
-/// `Ok`: an existing user other than root, entries for existing streams only;
-/// `StreamNotFound`: the same plus one absent stream; `UserNotFound`: an absent id;
-/// `CannotModifyRoot`: root.
-pub fn generate(shadow: &Shadow, rng: &mut SimRng, aim: Outcome) -> Option<MetadataOp> {
+/// `Ok`: one of the client's users other than root, entries for the client's streams
+/// only; `StreamNotFound`: the same plus one absent stream; `UserNotFound`: an absent
+/// id; `CannotModifyRoot`: root.
+pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Plan> {
     let (user_id, permissions) = match aim {
         Outcome::Ok => {
-            let user_id = shadow.pick_user_where(rng, |id, _| id != ROOT_USER_ID)?;
-            (user_id, permissions_on_existing(shadow, rng))
+            let user_id = scope.pick_user_where(rng, |id, _| id != ROOT_USER_ID)?;
+            (user_id, permissions_on_existing(scope, rng))
         }
         Outcome::StreamNotFound => {
-            let user_id = shadow.pick_user_where(rng, |id, _| id != ROOT_USER_ID)?;
-            let mut permissions = permissions_on_existing(shadow, rng);
+            let user_id = scope.pick_user_where(rng, |id, _| id != ROOT_USER_ID)?;
+            let mut permissions = permissions_on_existing(scope, rng);
             permissions
                 .streams
-                .insert(shadow.absent_stream_id(rng), stream_permissions(rng));
+                .insert(scope.absent_stream_id(rng), stream_permissions(rng));
             (user_id, permissions)
         }
-        Outcome::UserNotFound => (shadow.absent_user_id(rng), permissions_on_existing(shadow, rng)),
-        Outcome::CannotModifyRoot => (ROOT_USER_ID, permissions_on_existing(shadow, rng)),
+        Outcome::UserNotFound => (scope.absent_user_id(rng), permissions_on_existing(scope, rng)),
+        Outcome::CannotModifyRoot => (ROOT_USER_ID, permissions_on_existing(scope, rng)),
         _ => return None,
     };
-    Some(MetadataOp::UpdatePermissions { user_id, permissions })
+    Some(MetadataOp::UpdatePermissions { user_id, permissions }.into())
 }
 
 /// Checks in the state machine's order: root, user, entry count, streams.
-pub fn predict(shadow: &Shadow, op: &MetadataOp) -> Outcome {
-    let MetadataOp::UpdatePermissions { user_id, permissions } = op else {
-        super::wrong_op(NAME, op)
+pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
+    let MetadataOp::UpdatePermissions { user_id, permissions } = super::metadata_op(NAME, request) else {
+        super::wrong_op(NAME, request)
     };
-    if *user_id == ROOT_USER_ID {
+    let shadow = scope.shadow;
+    let outcome = if *user_id == ROOT_USER_ID {
         Outcome::CannotModifyRoot
     } else if !shadow.users.contains_key(user_id) {
         Outcome::UserNotFound
@@ -93,13 +93,15 @@ pub fn predict(shadow: &Shadow, op: &MetadataOp) -> Outcome {
         Outcome::StreamNotFound
     } else {
         Outcome::Ok
-    }
+    };
+    outcome.into()
 }
 
 /// `Ok`: the user holds exactly the new permissions.
-pub fn observe(shadow: &mut Shadow, op: &MetadataOp, reply: &MetadataReply) {
+pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
+    let (op, reply) = super::metadata_answer(NAME, answered);
     let MetadataOp::UpdatePermissions { user_id, permissions } = op else {
-        super::wrong_op(NAME, op)
+        super::wrong_op(NAME, answered.request)
     };
     match reply {
         MetadataReply::Ok => {

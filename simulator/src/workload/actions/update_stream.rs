@@ -1,8 +1,11 @@
 //! `UpdateStream`: rename a stream (its own current name is fine).
 
-use cluster::metadata::{MetadataOp, MetadataReply, Outcome, is_valid_name};
+use cluster::metadata::{MetadataOp, MetadataReply, is_valid_name};
 
 use crate::rng::SimRng;
+use crate::workload::outcome::{Outcome, OutcomeSet};
+use crate::workload::request::{Answered, Plan, Request};
+use crate::workload::scope::Scope;
 use crate::workload::shadow::{self, STREAM_PREFIX, Shadow};
 
 /// The action's name.
@@ -16,18 +19,14 @@ pub const OUTCOMES: &[Outcome] = &[
     Outcome::InvalidName,
 ];
 
-/// Whether `op` is an `UpdateStream`.
-pub fn matches(op: &MetadataOp) -> bool {
-    matches!(op, MetadataOp::UpdateStream { .. })
-}
-
-/// `Ok`: an existing stream, a fresh name or its own; `NameAlreadyExists`: another
-/// stream's name; `StreamNotFound`: an absent id; `InvalidName`: an invalid name.
-pub fn generate(shadow: &Shadow, rng: &mut SimRng, aim: Outcome) -> Option<MetadataOp> {
+/// `Ok`: one of the client's streams, a fresh name or its own; `NameAlreadyExists`:
+/// another of its streams' names; `StreamNotFound`: an absent id; `InvalidName`.
+pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Plan> {
+    let shadow = scope.shadow;
     let (stream_id, name) = match aim {
         Outcome::Ok => {
-            let stream_id = shadow.pick_stream(rng)?;
-            let fresh = shadow::fresh_name(STREAM_PREFIX, rng, |n| shadow.stream_name_taken(n));
+            let stream_id = scope.pick_stream(rng)?;
+            let fresh = scope.fresh_name(STREAM_PREFIX, rng, |n| shadow.stream_name_taken(n));
             let name = match fresh {
                 Some(name) if shadow::coin(rng) => name,
                 _ => shadow.streams[&stream_id].name.clone(),
@@ -35,37 +34,43 @@ pub fn generate(shadow: &Shadow, rng: &mut SimRng, aim: Outcome) -> Option<Metad
             (stream_id, name)
         }
         Outcome::NameAlreadyExists => {
-            if shadow.streams.len() < 2 {
-                return None;
-            }
-            let stream_id = shadow.pick_stream(rng)?;
-            let others: Vec<&str> = shadow
+            let own: Vec<(u32, &str)> = shadow
                 .streams
                 .iter()
-                .filter(|(id, _)| **id != stream_id)
-                .map(|(_, s)| s.name.as_str())
+                .filter(|(_, s)| scope.owns_stream(s))
+                .map(|(id, s)| (*id, s.name.as_str()))
+                .collect();
+            if own.len() < 2 {
+                return None;
+            }
+            let stream_id = scope.pick_stream(rng)?;
+            let others: Vec<&str> = own
+                .iter()
+                .filter(|(id, _)| *id != stream_id)
+                .map(|(_, name)| *name)
                 .collect();
             (stream_id, (*shadow::pick(&others, rng)?).to_owned())
         }
-        Outcome::StreamNotFound => (shadow.absent_stream_id(rng), shadow::any_pool_name(STREAM_PREFIX, rng)),
+        Outcome::StreamNotFound => (scope.absent_stream_id(rng), scope.any_name(STREAM_PREFIX, rng)),
         Outcome::InvalidName => {
-            let stream_id = match shadow.pick_stream(rng) {
+            let stream_id = match scope.pick_stream(rng) {
                 Some(id) if shadow::coin(rng) => id,
-                _ => shadow.absent_stream_id(rng),
+                _ => scope.absent_stream_id(rng),
             };
             (stream_id, shadow::invalid_name(rng))
         }
         _ => return None,
     };
-    Some(MetadataOp::UpdateStream { stream_id, name })
+    Some(MetadataOp::UpdateStream { stream_id, name }.into())
 }
 
 /// Checks in the state machine's order: name, stream, uniqueness among the others.
-pub fn predict(shadow: &Shadow, op: &MetadataOp) -> Outcome {
-    let MetadataOp::UpdateStream { stream_id, name } = op else {
-        super::wrong_op(NAME, op)
+pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
+    let MetadataOp::UpdateStream { stream_id, name } = super::metadata_op(NAME, request) else {
+        super::wrong_op(NAME, request)
     };
-    if !is_valid_name(name) {
+    let shadow = scope.shadow;
+    let outcome = if !is_valid_name(name) {
         Outcome::InvalidName
     } else if !shadow.streams.contains_key(stream_id) {
         Outcome::StreamNotFound
@@ -73,13 +78,15 @@ pub fn predict(shadow: &Shadow, op: &MetadataOp) -> Outcome {
         Outcome::NameAlreadyExists
     } else {
         Outcome::Ok
-    }
+    };
+    outcome.into()
 }
 
 /// `Ok`: the stream has the new name.
-pub fn observe(shadow: &mut Shadow, op: &MetadataOp, reply: &MetadataReply) {
+pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
+    let (op, reply) = super::metadata_answer(NAME, answered);
     let MetadataOp::UpdateStream { stream_id, name } = op else {
-        super::wrong_op(NAME, op)
+        super::wrong_op(NAME, answered.request)
     };
     match reply {
         MetadataReply::Ok => {

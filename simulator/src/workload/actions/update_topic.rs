@@ -1,8 +1,12 @@
-//! `UpdateTopic`: rename a topic or change its durability or message expiry.
+//! `UpdateTopic`: rename a topic or change its durability or message expiry (existing
+//! partitions keep the expiry they were created with).
 
-use cluster::metadata::{MetadataOp, MetadataReply, Outcome, is_valid_name};
+use cluster::metadata::{MetadataOp, MetadataReply, is_valid_name};
 
 use crate::rng::SimRng;
+use crate::workload::outcome::{Outcome, OutcomeSet};
+use crate::workload::request::{Answered, Plan, Request};
+use crate::workload::scope::Scope;
 use crate::workload::shadow::{self, Shadow, TOPIC_PREFIX};
 
 /// The action's name.
@@ -17,20 +21,16 @@ pub const OUTCOMES: &[Outcome] = &[
     Outcome::InvalidName,
 ];
 
-/// Whether `op` is an `UpdateTopic`.
-pub fn matches(op: &MetadataOp) -> bool {
-    matches!(op, MetadataOp::UpdateTopic { .. })
-}
-
-/// `Ok`: an existing topic, a fresh name or its own; `NameAlreadyExists`: a sibling's
-/// name; `StreamNotFound`; `TopicNotFound`: an absent topic of an existing stream;
-/// `InvalidName`.
-pub fn generate(shadow: &Shadow, rng: &mut SimRng, aim: Outcome) -> Option<MetadataOp> {
+/// `Ok`: one of the client's topics, a fresh name or its own; `NameAlreadyExists`: a
+/// sibling's name; `StreamNotFound`; `TopicNotFound`: an absent topic of one of the
+/// client's streams; `InvalidName`.
+pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Plan> {
+    let shadow = scope.shadow;
     let (stream_id, topic_id, name) = match aim {
         Outcome::Ok => {
-            let (stream_id, topic_id) = shadow.pick_topic_where(rng, |_| true)?;
+            let (stream_id, topic_id) = scope.pick_topic_where(rng, |_| true)?;
             let stream = &shadow.streams[&stream_id];
-            let fresh = shadow::fresh_name(TOPIC_PREFIX, rng, |n| stream.topics.values().any(|t| t.name == n));
+            let fresh = scope.fresh_name(TOPIC_PREFIX, rng, |n| stream.topics.values().any(|t| t.name == n));
             let name = match fresh {
                 Some(name) if shadow::coin(rng) => name,
                 _ => stream.topics[&topic_id].name.clone(),
@@ -38,7 +38,7 @@ pub fn generate(shadow: &Shadow, rng: &mut SimRng, aim: Outcome) -> Option<Metad
             (stream_id, topic_id, name)
         }
         Outcome::NameAlreadyExists => {
-            let stream_id = shadow.pick_stream_where(rng, |s| s.topics.len() >= 2)?;
+            let stream_id = scope.pick_stream_where(rng, |s| s.topics.len() >= 2)?;
             let topics = &shadow.streams[&stream_id].topics;
             let ids: Vec<u32> = topics.keys().copied().collect();
             let topic_id = *shadow::pick(&ids, rng)?;
@@ -50,63 +50,66 @@ pub fn generate(shadow: &Shadow, rng: &mut SimRng, aim: Outcome) -> Option<Metad
             (stream_id, topic_id, (*shadow::pick(&others, rng)?).to_owned())
         }
         Outcome::StreamNotFound => (
-            shadow.absent_stream_id(rng),
+            scope.absent_stream_id(rng),
             rng.below(shadow::ABSENT_ID_SPAN) as u32,
-            shadow::any_pool_name(TOPIC_PREFIX, rng),
+            scope.any_name(TOPIC_PREFIX, rng),
         ),
         Outcome::TopicNotFound => {
-            let stream_id = shadow.pick_stream(rng)?;
+            let stream_id = scope.pick_stream(rng)?;
             let stream = &shadow.streams[&stream_id];
             let topic_id = shadow::absent_key(&stream.topics, stream.next_topic_id, rng);
-            (stream_id, topic_id, shadow::any_pool_name(TOPIC_PREFIX, rng))
+            (stream_id, topic_id, scope.any_name(TOPIC_PREFIX, rng))
         }
-        Outcome::InvalidName => match shadow.pick_topic_where(rng, |_| true) {
+        Outcome::InvalidName => match scope.pick_topic_where(rng, |_| true) {
             Some((stream_id, topic_id)) if shadow::coin(rng) => (stream_id, topic_id, shadow::invalid_name(rng)),
             _ => (
-                shadow.absent_stream_id(rng),
+                scope.absent_stream_id(rng),
                 rng.below(shadow::ABSENT_ID_SPAN) as u32,
                 shadow::invalid_name(rng),
             ),
         },
         _ => return None,
     };
-    Some(MetadataOp::UpdateTopic {
+    let op = MetadataOp::UpdateTopic {
         stream_id,
         topic_id,
         name,
         durability: shadow::durability(rng),
         message_expiry_micros: shadow::expiry(rng),
-    })
+    };
+    Some(op.into())
 }
 
 /// Checks in the state machine's order: name, stream, topic, uniqueness among siblings.
-pub fn predict(shadow: &Shadow, op: &MetadataOp) -> Outcome {
+pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
     let MetadataOp::UpdateTopic {
         stream_id,
         topic_id,
         name,
         ..
-    } = op
+    } = super::metadata_op(NAME, request)
     else {
-        super::wrong_op(NAME, op)
+        super::wrong_op(NAME, request)
     };
     if !is_valid_name(name) {
-        return Outcome::InvalidName;
+        return Outcome::InvalidName.into();
     }
-    let Some(stream) = shadow.streams.get(stream_id) else {
-        return Outcome::StreamNotFound;
+    let Some(stream) = scope.shadow.streams.get(stream_id) else {
+        return Outcome::StreamNotFound.into();
     };
-    if !stream.topics.contains_key(topic_id) {
+    let outcome = if !stream.topics.contains_key(topic_id) {
         Outcome::TopicNotFound
     } else if stream.topics.iter().any(|(id, t)| id != topic_id && t.name == *name) {
         Outcome::NameAlreadyExists
     } else {
         Outcome::Ok
-    }
+    };
+    outcome.into()
 }
 
 /// `Ok`: the topic has the new name, durability and expiry.
-pub fn observe(shadow: &mut Shadow, op: &MetadataOp, reply: &MetadataReply) {
+pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
+    let (op, reply) = super::metadata_answer(NAME, answered);
     let MetadataOp::UpdateTopic {
         stream_id,
         topic_id,
@@ -115,15 +118,11 @@ pub fn observe(shadow: &mut Shadow, op: &MetadataOp, reply: &MetadataReply) {
         message_expiry_micros,
     } = op
     else {
-        super::wrong_op(NAME, op)
+        super::wrong_op(NAME, answered.request)
     };
     match reply {
         MetadataReply::Ok => {
-            let topic = shadow
-                .streams
-                .get_mut(stream_id)
-                .and_then(|stream| stream.topics.get_mut(topic_id));
-            if let Some(topic) = topic {
+            if let Some(topic) = shadow.topic_mut(*stream_id, *topic_id) {
                 topic.name = name.clone();
                 topic.durability = *durability;
                 topic.message_expiry_micros = *message_expiry_micros;

@@ -1,8 +1,11 @@
 //! `UpdateUser`: rename, activate or deactivate a user (`None` leaves a field as it is).
 
-use cluster::metadata::{MetadataOp, MetadataReply, Outcome, ROOT_USER_ID, is_valid_name};
+use cluster::metadata::{MetadataOp, MetadataReply, ROOT_USER_ID, is_valid_name};
 
 use crate::rng::SimRng;
+use crate::workload::outcome::{Outcome, OutcomeSet};
+use crate::workload::request::{Answered, Plan, Request};
+use crate::workload::scope::Scope;
 use crate::workload::shadow::{self, Shadow, USER_PREFIX};
 
 /// The action's name.
@@ -16,11 +19,6 @@ pub const OUTCOMES: &[Outcome] = &[
     Outcome::InvalidName,
     Outcome::CannotModifyRoot,
 ];
-
-/// Whether `op` is an `UpdateUser`.
-pub fn matches(op: &MetadataOp) -> bool {
-    matches!(op, MetadataOp::UpdateUser { .. })
-}
 
 /// A status change `user_id` may receive: never deactivation for root.
 fn allowed_active(user_id: u32, rng: &mut SimRng) -> Option<bool> {
@@ -40,70 +38,81 @@ fn any_active(rng: &mut SimRng) -> Option<bool> {
     }
 }
 
-/// `Ok`: an existing user, no new name, its own or a fresh one, and a status it may
-/// take; `NameAlreadyExists`: another user's name; `UserNotFound`; `InvalidName`;
-/// `CannotModifyRoot`: deactivating root.
-pub fn generate(shadow: &Shadow, rng: &mut SimRng, aim: Outcome) -> Option<MetadataOp> {
+/// `Ok`: a user the client may target, no new name, its own or a fresh one, and a
+/// status it may take; `NameAlreadyExists`: another such user's name or root's;
+/// `UserNotFound`; `InvalidName`; `CannotModifyRoot`: deactivating root (whatever
+/// root's state, so any client may aim there).
+pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Plan> {
+    let shadow = scope.shadow;
     let (user_id, username, active) = match aim {
         Outcome::Ok => {
-            let user_id = shadow.pick_user_where(rng, |_, _| true)?;
+            let user_id = scope.pick_user_where(rng, |_, _| true)?;
             let username = match rng.below(3) {
                 0 => None,
                 1 => Some(shadow.users[&user_id].username.clone()),
-                _ => shadow::fresh_name(USER_PREFIX, rng, |n| shadow.user_by_name(n).is_some()),
+                _ => scope.fresh_name(USER_PREFIX, rng, |n| shadow.user_by_name(n).is_some()),
             };
             (user_id, username, allowed_active(user_id, rng))
         }
         Outcome::NameAlreadyExists => {
-            if shadow.users.len() < 2 {
-                return None;
-            }
-            let user_id = shadow.pick_user_where(rng, |_, _| true)?;
-            let others: Vec<&str> = shadow
+            // Names to collide with: the client's users' and root's (fixed while
+            // several clients run, as none renames root).
+            let holders: Vec<(u32, &str)> = shadow
                 .users
                 .iter()
-                .filter(|(id, _)| **id != user_id)
-                .map(|(_, u)| u.username.as_str())
+                .filter(|(_, u)| scope.owns_user(u) || u.owner.is_none())
+                .map(|(id, u)| (*id, u.username.as_str()))
+                .collect();
+            if holders.len() < 2 {
+                return None;
+            }
+            let user_id = scope.pick_user_where(rng, |_, _| true)?;
+            let others: Vec<&str> = holders
+                .iter()
+                .filter(|(id, _)| *id != user_id)
+                .map(|(_, name)| *name)
                 .collect();
             let username = (*shadow::pick(&others, rng)?).to_owned();
             (user_id, Some(username), allowed_active(user_id, rng))
         }
         Outcome::UserNotFound => {
-            let username = shadow::coin(rng).then(|| shadow::any_pool_name(USER_PREFIX, rng));
-            (shadow.absent_user_id(rng), username, any_active(rng))
+            let username = shadow::coin(rng).then(|| scope.any_name(USER_PREFIX, rng));
+            (scope.absent_user_id(rng), username, any_active(rng))
         }
         Outcome::InvalidName => {
-            let user_id = match shadow.pick_user_where(rng, |_, _| true) {
+            let user_id = match scope.pick_user_where(rng, |_, _| true) {
                 Some(id) if shadow::coin(rng) => id,
-                _ => shadow.absent_user_id(rng),
+                _ => scope.absent_user_id(rng),
             };
             (user_id, Some(shadow::invalid_name(rng)), any_active(rng))
         }
         Outcome::CannotModifyRoot => {
-            let username = shadow::coin(rng).then(|| shadow::any_pool_name(USER_PREFIX, rng));
+            let username = shadow::coin(rng).then(|| scope.any_name(USER_PREFIX, rng));
             (ROOT_USER_ID, username, Some(false))
         }
         _ => return None,
     };
-    Some(MetadataOp::UpdateUser {
+    let op = MetadataOp::UpdateUser {
         user_id,
         username,
         active,
-    })
+    };
+    Some(op.into())
 }
 
 /// Checks in the state machine's order: name, user, root deactivation, uniqueness
 /// among the others.
-pub fn predict(shadow: &Shadow, op: &MetadataOp) -> Outcome {
+pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
     let MetadataOp::UpdateUser {
         user_id,
         username,
         active,
-    } = op
+    } = super::metadata_op(NAME, request)
     else {
-        super::wrong_op(NAME, op)
+        super::wrong_op(NAME, request)
     };
-    if username.as_deref().is_some_and(|name| !is_valid_name(name)) {
+    let shadow = scope.shadow;
+    let outcome = if username.as_deref().is_some_and(|name| !is_valid_name(name)) {
         Outcome::InvalidName
     } else if !shadow.users.contains_key(user_id) {
         Outcome::UserNotFound
@@ -115,18 +124,20 @@ pub fn predict(shadow: &Shadow, op: &MetadataOp) -> Outcome {
         Outcome::NameAlreadyExists
     } else {
         Outcome::Ok
-    }
+    };
+    outcome.into()
 }
 
 /// `Ok`: the user has the new name and status, where given.
-pub fn observe(shadow: &mut Shadow, op: &MetadataOp, reply: &MetadataReply) {
+pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
+    let (op, reply) = super::metadata_answer(NAME, answered);
     let MetadataOp::UpdateUser {
         user_id,
         username,
         active,
     } = op
     else {
-        super::wrong_op(NAME, op)
+        super::wrong_op(NAME, answered.request)
     };
     match reply {
         MetadataReply::Ok => {

@@ -1,0 +1,141 @@
+//! `JoinConsumerGroup`: add a member to a consumer group; the group's generation goes
+//! up by one, which is what lets `SetGroupOwner` hand its partitions over again.
+
+use cluster::metadata::{MEMBERS_PER_GROUP_MAX, MetadataOp, MetadataReply};
+
+use crate::rng::SimRng;
+use crate::workload::outcome::{Outcome, OutcomeSet};
+use crate::workload::request::{Answered, Plan, Request};
+use crate::workload::scope::Scope;
+use crate::workload::shadow::{self, MEMBER_POOL_SIZE, Shadow, ShadowGroup};
+
+/// The action's name.
+pub const NAME: &str = "JoinConsumerGroup";
+
+/// Outcomes it can produce (`LimitReached`: [`MEMBERS_PER_GROUP_MAX`] members, out of
+/// reach of the member pool but declared, as the state machine can answer it).
+pub const OUTCOMES: &[Outcome] = &[
+    Outcome::Ok,
+    Outcome::StreamNotFound,
+    Outcome::TopicNotFound,
+    Outcome::GroupNotFound,
+    Outcome::AlreadyMember,
+    Outcome::LimitReached,
+];
+
+fn full(group: &ShadowGroup) -> bool {
+    group.members.len() >= MEMBERS_PER_GROUP_MAX
+}
+
+/// A pool member id `group` does not have.
+fn newcomer(group: &ShadowGroup, rng: &mut SimRng) -> Option<u32> {
+    let free: Vec<u32> = (0..MEMBER_POOL_SIZE).filter(|m| !group.members.contains(m)).collect();
+    shadow::pick(&free, rng).copied()
+}
+
+fn has_newcomer(group: &ShadowGroup) -> bool {
+    (0..MEMBER_POOL_SIZE).any(|m| !group.members.contains(&m))
+}
+
+/// `Ok`: a group of the client's with room and a pool member not in it;
+/// `AlreadyMember`: one of its members; `LimitReached`: only a full group;
+/// `GroupNotFound`, `TopicNotFound`, `StreamNotFound`: absent ids below the client's.
+pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Plan> {
+    let shadow = scope.shadow;
+    let (stream_id, topic_id, group_id, member_id) = match aim {
+        Outcome::Ok | Outcome::LimitReached => {
+            let want_full = aim == Outcome::LimitReached;
+            let (s, t, g) = scope.pick_group_where(rng, |group| full(group) == want_full && has_newcomer(group))?;
+            let group = shadow.topic(s, t)?.groups.get(&g)?;
+            (s, t, g, newcomer(group, rng)?)
+        }
+        Outcome::AlreadyMember => {
+            let (s, t, g) = scope.pick_group_where(rng, |group| !group.members.is_empty())?;
+            let members: Vec<u32> = shadow.topic(s, t)?.groups.get(&g)?.members.iter().copied().collect();
+            (s, t, g, *shadow::pick(&members, rng)?)
+        }
+        Outcome::GroupNotFound => {
+            let (s, t) = scope.pick_topic_where(rng, |_| true)?;
+            let topic = shadow.topic(s, t)?;
+            let g = shadow::absent_key(&topic.groups, topic.next_group_id, rng);
+            (s, t, g, rng.below(u64::from(MEMBER_POOL_SIZE)) as u32)
+        }
+        Outcome::TopicNotFound => {
+            let s = scope.pick_stream(rng)?;
+            let stream = &shadow.streams[&s];
+            let t = shadow::absent_key(&stream.topics, stream.next_topic_id, rng);
+            (s, t, 0, rng.below(u64::from(MEMBER_POOL_SIZE)) as u32)
+        }
+        Outcome::StreamNotFound => (
+            scope.absent_stream_id(rng),
+            rng.below(shadow::ABSENT_ID_SPAN) as u32,
+            0,
+            rng.below(u64::from(MEMBER_POOL_SIZE)) as u32,
+        ),
+        _ => return None,
+    };
+    let op = MetadataOp::JoinConsumerGroup {
+        stream_id,
+        topic_id,
+        group_id,
+        member_id,
+    };
+    Some(op.into())
+}
+
+/// Checks in the state machine's order: stream, topic, group, membership, room.
+pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
+    let MetadataOp::JoinConsumerGroup {
+        stream_id,
+        topic_id,
+        group_id,
+        member_id,
+    } = super::metadata_op(NAME, request)
+    else {
+        super::wrong_op(NAME, request)
+    };
+    let Some(stream) = scope.shadow.streams.get(stream_id) else {
+        return Outcome::StreamNotFound.into();
+    };
+    let Some(topic) = stream.topics.get(topic_id) else {
+        return Outcome::TopicNotFound.into();
+    };
+    let outcome = match topic.groups.get(group_id) {
+        None => Outcome::GroupNotFound,
+        Some(group) if group.members.contains(member_id) => Outcome::AlreadyMember,
+        Some(group) if full(group) => Outcome::LimitReached,
+        Some(_) => Outcome::Ok,
+    };
+    outcome.into()
+}
+
+/// `Joined`: the member is in, and the generation is one more than before (the group
+/// is the client's, so the shadow knows the one before).
+pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
+    let (op, reply) = super::metadata_answer(NAME, answered);
+    let MetadataOp::JoinConsumerGroup {
+        stream_id,
+        topic_id,
+        group_id,
+        member_id,
+    } = op
+    else {
+        super::wrong_op(NAME, answered.request)
+    };
+    match reply {
+        MetadataReply::Joined { generation } => {
+            let Some(group) = shadow.group_mut(*stream_id, *topic_id, *group_id) else {
+                return;
+            };
+            let expected = group.generation + 1;
+            group.members.insert(*member_id);
+            group.generation = *generation;
+            if *generation != expected {
+                shadow.note_mismatch(format!(
+                    "{NAME} of member {member_id} to group {group_id} (stream {stream_id} topic {topic_id}) answered generation {generation}, the shadow predicted {expected}"
+                ));
+            }
+        }
+        other => super::unexpected_reply(shadow, NAME, other),
+    }
+}

@@ -1,0 +1,123 @@
+//! `LeaveConsumerGroup`: remove a member from a consumer group; the generation goes up
+//! by one.
+
+use cluster::metadata::{MetadataOp, MetadataReply};
+
+use crate::rng::SimRng;
+use crate::workload::outcome::{Outcome, OutcomeSet};
+use crate::workload::request::{Answered, Plan, Request};
+use crate::workload::scope::Scope;
+use crate::workload::shadow::{self, MEMBER_POOL_SIZE, Shadow};
+
+/// The action's name.
+pub const NAME: &str = "LeaveConsumerGroup";
+
+/// Outcomes it can produce.
+pub const OUTCOMES: &[Outcome] = &[
+    Outcome::Ok,
+    Outcome::StreamNotFound,
+    Outcome::TopicNotFound,
+    Outcome::GroupNotFound,
+    Outcome::MemberNotFound,
+];
+
+/// `Ok`: a member of a group of the client's; `MemberNotFound`: a pool member not in
+/// it; `GroupNotFound`, `TopicNotFound`, `StreamNotFound`: absent ids below the client's.
+pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Plan> {
+    let shadow = scope.shadow;
+    let (stream_id, topic_id, group_id, member_id) = match aim {
+        Outcome::Ok => {
+            let (s, t, g) = scope.pick_group_where(rng, |group| !group.members.is_empty())?;
+            let members: Vec<u32> = shadow.topic(s, t)?.groups.get(&g)?.members.iter().copied().collect();
+            (s, t, g, *shadow::pick(&members, rng)?)
+        }
+        Outcome::MemberNotFound => {
+            let (s, t, g) =
+                scope.pick_group_where(rng, |group| (0..MEMBER_POOL_SIZE).any(|m| !group.members.contains(&m)))?;
+            let group = shadow.topic(s, t)?.groups.get(&g)?;
+            let absent: Vec<u32> = (0..MEMBER_POOL_SIZE).filter(|m| !group.members.contains(m)).collect();
+            (s, t, g, *shadow::pick(&absent, rng)?)
+        }
+        Outcome::GroupNotFound => {
+            let (s, t) = scope.pick_topic_where(rng, |_| true)?;
+            let topic = shadow.topic(s, t)?;
+            let g = shadow::absent_key(&topic.groups, topic.next_group_id, rng);
+            (s, t, g, rng.below(u64::from(MEMBER_POOL_SIZE)) as u32)
+        }
+        Outcome::TopicNotFound => {
+            let s = scope.pick_stream(rng)?;
+            let stream = &shadow.streams[&s];
+            let t = shadow::absent_key(&stream.topics, stream.next_topic_id, rng);
+            (s, t, 0, rng.below(u64::from(MEMBER_POOL_SIZE)) as u32)
+        }
+        Outcome::StreamNotFound => (
+            scope.absent_stream_id(rng),
+            rng.below(shadow::ABSENT_ID_SPAN) as u32,
+            0,
+            rng.below(u64::from(MEMBER_POOL_SIZE)) as u32,
+        ),
+        _ => return None,
+    };
+    let op = MetadataOp::LeaveConsumerGroup {
+        stream_id,
+        topic_id,
+        group_id,
+        member_id,
+    };
+    Some(op.into())
+}
+
+/// Checks in the state machine's order: stream, topic, group, membership.
+pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
+    let MetadataOp::LeaveConsumerGroup {
+        stream_id,
+        topic_id,
+        group_id,
+        member_id,
+    } = super::metadata_op(NAME, request)
+    else {
+        super::wrong_op(NAME, request)
+    };
+    let Some(stream) = scope.shadow.streams.get(stream_id) else {
+        return Outcome::StreamNotFound.into();
+    };
+    let Some(topic) = stream.topics.get(topic_id) else {
+        return Outcome::TopicNotFound.into();
+    };
+    let outcome = match topic.groups.get(group_id) {
+        None => Outcome::GroupNotFound,
+        Some(group) if !group.members.contains(member_id) => Outcome::MemberNotFound,
+        Some(_) => Outcome::Ok,
+    };
+    outcome.into()
+}
+
+/// `Left`: the member is out, and the generation is one more than before.
+pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
+    let (op, reply) = super::metadata_answer(NAME, answered);
+    let MetadataOp::LeaveConsumerGroup {
+        stream_id,
+        topic_id,
+        group_id,
+        member_id,
+    } = op
+    else {
+        super::wrong_op(NAME, answered.request)
+    };
+    match reply {
+        MetadataReply::Left { generation } => {
+            let Some(group) = shadow.group_mut(*stream_id, *topic_id, *group_id) else {
+                return;
+            };
+            let expected = group.generation + 1;
+            group.members.remove(member_id);
+            group.generation = *generation;
+            if *generation != expected {
+                shadow.note_mismatch(format!(
+                    "{NAME} of member {member_id} from group {group_id} (stream {stream_id} topic {topic_id}) answered generation {generation}, the shadow predicted {expected}"
+                ));
+            }
+        }
+        other => super::unexpected_reply(shadow, NAME, other),
+    }
+}

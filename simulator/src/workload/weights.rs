@@ -1,0 +1,325 @@
+//! [`ActionWeights`]: how often each action is drawn, and [`Plane`]: the named weight
+//! tables the fuzz run chooses between.
+//!
+//! Every table names every action (exhaustive matches, no catch-all), so an appended
+//! action must be given a weight in each plane on purpose. The tables are part of the
+//! seed contract like the action order: changing a weight changes what every recorded
+//! seed of that plane replays.
+
+use crate::rng::SimRng;
+
+use super::actions::Action;
+use super::outcome::Outcome;
+
+/// Relative weights of the actions, indexed in [`Action::ALL`] order, and of an
+/// action's success among its aims.
+///
+/// An action draw maps one `below(total)` to an action by walking the weights in that
+/// order, so with equal weights the draw is a uniform index. An aim draw is uniform
+/// over the action's remaining declared outcomes when the success weight is 1 (one
+/// `index` draw, as the metadata plane always drew); above 1, the action's success
+/// (its first declared outcome) weighs that much against 1 for each other outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ActionWeights {
+    weights: [u32; Action::COUNT],
+    success_weight: u32,
+}
+
+/// The success weight of the planes that build deep state before they test what
+/// defines them (a partition needs a stream and a topic; a stale owner needs a topic,
+/// a group, a member and a hand-off): each step of the chain then succeeds about three
+/// times in five it is drawn instead of one in four, which brings a lone client to
+/// the defining outcomes in well under half the requests.
+pub const DEEP_PLANE_SUCCESS_WEIGHT: u32 = 4;
+
+impl ActionWeights {
+    /// Every action with weight 1, every aim alike.
+    pub fn uniform() -> Self {
+        Self {
+            weights: [1; Action::COUNT],
+            success_weight: 1,
+        }
+    }
+
+    /// Each action weighted by `weight(action)`, every aim alike.
+    pub fn from_fn(weight: impl Fn(Action) -> u32) -> Self {
+        let mut weights = [0; Action::COUNT];
+        for action in Action::ALL {
+            weights[*action as usize] = weight(*action);
+        }
+        Self {
+            weights,
+            success_weight: 1,
+        }
+    }
+
+    /// The same weights, with an action's success weighing `weight` among its aims
+    /// (at least 1: every declared outcome stays reachable).
+    pub fn with_success_weight(self, weight: u32) -> Self {
+        Self {
+            success_weight: weight.max(1),
+            ..self
+        }
+    }
+
+    /// How much an action's success weighs among its aims.
+    pub fn success_weight(&self) -> u32 {
+        self.success_weight
+    }
+
+    /// Draw the index in `aims` of the next aim to try for `action`. `aims` is what
+    /// is left of its declared outcomes (the success, while left, still first).
+    pub fn pick_aim(&self, action: Action, aims: &[Outcome], rng: &mut SimRng) -> usize {
+        let success_left = aims.first().is_some_and(|aim| action.outcomes().first() == Some(aim));
+        if self.success_weight <= 1 || !success_left {
+            return rng.index(aims.len());
+        }
+        // usize -> u64 is lossless on every supported target.
+        let others = aims.len() as u64 - 1;
+        let draw = rng.below(u64::from(self.success_weight) + others);
+        // Below the success weight: the success; above: one of the others, uniformly.
+        draw.checked_sub(u64::from(self.success_weight))
+            .map_or(0, |other| 1 + other as usize)
+    }
+
+    /// The table of the plane named `name` ("metadata", "partition", "mixed",
+    /// "uniform", "lifecycle"), or `None` for a plane the workload does not drive.
+    pub fn for_plane(name: &str) -> Option<Self> {
+        Plane::from_name(name).map(Plane::weights)
+    }
+
+    /// The metadata plane's mix (see [`Plane::Metadata`]).
+    pub fn metadata_plane() -> Self {
+        Plane::Metadata.weights()
+    }
+
+    /// The weight of `action`.
+    pub fn weight(&self, action: Action) -> u32 {
+        self.weights[action as usize]
+    }
+
+    fn total(&self) -> u64 {
+        self.weights.iter().map(|w| u64::from(*w)).sum()
+    }
+
+    /// A weighted draw, or `None` if every weight is 0.
+    pub fn pick(&self, rng: &mut SimRng) -> Option<Action> {
+        let total = self.total();
+        if total == 0 {
+            return None;
+        }
+        let mut draw = rng.below(total);
+        for action in Action::ALL {
+            let weight = u64::from(self.weight(*action));
+            if draw < weight {
+                return Some(*action);
+            }
+            draw -= weight;
+        }
+        None
+    }
+}
+
+impl Default for ActionWeights {
+    fn default() -> Self {
+        Self::uniform()
+    }
+}
+
+/// A workload plane: a weight table, and the outcomes without which a run of it tested
+/// nothing (`MetadataWorkload::defining_outcome_missing`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Plane {
+    /// Metadata only: streams, topics, users, tokens, groups.
+    Metadata,
+    /// Messages: mostly sends, polls and offsets, with the creates that make partitions.
+    Partition,
+    /// Both planes at once.
+    Mixed,
+    /// Every action alike (each weighs 1).
+    Uniform,
+    /// Things replaced while messages flow: topics created and deleted, partitions
+    /// handed between consumer group members, former owners fenced off.
+    Lifecycle,
+}
+
+impl Plane {
+    /// Every plane.
+    pub const ALL: [Plane; 5] = [
+        Plane::Metadata,
+        Plane::Partition,
+        Plane::Mixed,
+        Plane::Uniform,
+        Plane::Lifecycle,
+    ];
+
+    /// Its name, as the fuzz run's `--plane` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Plane::Metadata => "metadata",
+            Plane::Partition => "partition",
+            Plane::Mixed => "mixed",
+            Plane::Uniform => "uniform",
+            Plane::Lifecycle => "lifecycle",
+        }
+    }
+
+    /// The plane named `name`.
+    pub fn from_name(name: &str) -> Option<Plane> {
+        Plane::ALL.into_iter().find(|plane| plane.name() == name)
+    }
+
+    /// Its weight table. The metadata plane draws aims uniformly (as its recorded seeds
+    /// always did); the others reach partitions, so they weigh successes by
+    /// [`DEEP_PLANE_SUCCESS_WEIGHT`] (uniform too: every action weighs 1 there, and
+    /// with uniform aims a lone client needs a few hundred requests to see an append).
+    pub fn weights(self) -> ActionWeights {
+        match self {
+            Plane::Metadata => ActionWeights::from_fn(metadata_weight),
+            Plane::Uniform => ActionWeights::uniform().with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT),
+            Plane::Partition => ActionWeights::from_fn(partition_weight).with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT),
+            Plane::Mixed => ActionWeights::from_fn(mixed_weight).with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT),
+            Plane::Lifecycle => ActionWeights::from_fn(lifecycle_weight).with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT),
+        }
+    }
+}
+
+/// The metadata plane: creates outweigh updates, which outweigh deletes, so the
+/// metadata grows deep enough (streams with topics with groups) for every action to
+/// find targets. The actions appended for partitions weigh 0 here, so the metadata
+/// plane's recorded seeds draw the same ops as before they existed.
+fn metadata_weight(action: Action) -> u32 {
+    match action {
+        Action::CreateStream | Action::CreateTopic | Action::CreateUser => 4,
+        Action::CreateConsumerGroup | Action::CreatePersonalAccessToken => 3,
+        Action::DeleteStream | Action::DeleteTopic | Action::DeleteUser => 1,
+        Action::UpdateStream
+        | Action::UpdateTopic
+        | Action::UpdateUser
+        | Action::ChangePassword
+        | Action::UpdatePermissions
+        | Action::DeletePersonalAccessToken
+        | Action::DeleteConsumerGroup
+        | Action::LoginUser => 2,
+        Action::SendMessages
+        | Action::PollMessages
+        | Action::StoreConsumerOffset
+        | Action::DeleteConsumerOffset
+        | Action::StoreStaleOwnerOffset
+        | Action::JoinConsumerGroup
+        | Action::LeaveConsumerGroup
+        | Action::SetGroupOwner
+        | Action::CreatePartitions
+        | Action::DeletePartitions
+        | Action::PurgeStream
+        | Action::PurgeTopic
+        | Action::DeleteSegments
+        | Action::SendOversizedBatch => 0,
+    }
+}
+
+/// The partition plane: sends and polls dominate, offsets follow; streams and topics
+/// are created (never deleted) often enough for every client to have partitions early;
+/// groups get members and owners so group offsets are exercised; purges and segment
+/// deletions are rare, so polls mostly find messages.
+fn partition_weight(action: Action) -> u32 {
+    match action {
+        Action::SendMessages => 12,
+        Action::PollMessages => 8,
+        Action::CreateTopic => 5,
+        Action::StoreConsumerOffset => 4,
+        Action::CreateStream => 3,
+        Action::DeleteConsumerOffset
+        | Action::CreatePartitions
+        | Action::CreateConsumerGroup
+        | Action::JoinConsumerGroup
+        | Action::SetGroupOwner
+        | Action::PurgeTopic
+        | Action::DeleteSegments
+        | Action::SendOversizedBatch => 1,
+        Action::UpdateStream
+        | Action::DeleteStream
+        | Action::UpdateTopic
+        | Action::DeleteTopic
+        | Action::CreateUser
+        | Action::UpdateUser
+        | Action::DeleteUser
+        | Action::ChangePassword
+        | Action::UpdatePermissions
+        | Action::CreatePersonalAccessToken
+        | Action::DeletePersonalAccessToken
+        | Action::DeleteConsumerGroup
+        | Action::LoginUser
+        | Action::StoreStaleOwnerOffset
+        | Action::LeaveConsumerGroup
+        | Action::DeletePartitions
+        | Action::PurgeStream => 0,
+    }
+}
+
+/// Both planes: the metadata plane's weights for its actions, and the partition
+/// actions weighted so about two requests in five go to partitions.
+fn mixed_weight(action: Action) -> u32 {
+    match action {
+        Action::SendMessages => 6,
+        Action::PollMessages => 4,
+        Action::StoreConsumerOffset | Action::JoinConsumerGroup | Action::SetGroupOwner => 2,
+        Action::DeleteConsumerOffset
+        | Action::StoreStaleOwnerOffset
+        | Action::LeaveConsumerGroup
+        | Action::CreatePartitions
+        | Action::DeletePartitions
+        | Action::PurgeStream
+        | Action::PurgeTopic
+        | Action::DeleteSegments
+        | Action::SendOversizedBatch => 1,
+        Action::CreateStream
+        | Action::UpdateStream
+        | Action::DeleteStream
+        | Action::CreateTopic
+        | Action::UpdateTopic
+        | Action::DeleteTopic
+        | Action::CreateUser
+        | Action::UpdateUser
+        | Action::DeleteUser
+        | Action::ChangePassword
+        | Action::UpdatePermissions
+        | Action::CreatePersonalAccessToken
+        | Action::DeletePersonalAccessToken
+        | Action::CreateConsumerGroup
+        | Action::DeleteConsumerGroup
+        | Action::LoginUser => metadata_weight(action),
+    }
+}
+
+/// The lifecycle plane: topics created and deleted (so partition groups come and go),
+/// consumer groups joined and their partitions handed to new owners, former owners
+/// writing after the hand-off (which the fence must refuse), the owners storing
+/// offsets, and sends throughout.
+fn lifecycle_weight(action: Action) -> u32 {
+    match action {
+        Action::JoinConsumerGroup | Action::SetGroupOwner => 6,
+        Action::CreateTopic | Action::CreateConsumerGroup | Action::SendMessages | Action::StoreStaleOwnerOffset => 4,
+        Action::CreateStream | Action::StoreConsumerOffset => 3,
+        Action::LeaveConsumerGroup => 2,
+        Action::DeleteTopic | Action::DeleteConsumerOffset | Action::PollMessages => 1,
+        Action::UpdateStream
+        | Action::DeleteStream
+        | Action::UpdateTopic
+        | Action::CreateUser
+        | Action::UpdateUser
+        | Action::DeleteUser
+        | Action::ChangePassword
+        | Action::UpdatePermissions
+        | Action::CreatePersonalAccessToken
+        | Action::DeletePersonalAccessToken
+        | Action::DeleteConsumerGroup
+        | Action::LoginUser
+        | Action::CreatePartitions
+        | Action::DeletePartitions
+        | Action::PurgeStream
+        | Action::PurgeTopic
+        | Action::DeleteSegments
+        | Action::SendOversizedBatch => 0,
+    }
+}
