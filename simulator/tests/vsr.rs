@@ -4,12 +4,12 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use cluster::metadata::{DEFAULT_ROOT_PASSWORD, MetadataMachine, MetadataOp, MetadataReply};
+use cluster::metadata::{MetadataOp, MetadataReply};
 use cluster::vsr::{StateMachine, Status};
 use cluster::wire::{Command, Header};
 use simulator::harness::client::{ClientDriver, ClientRequest};
 use simulator::harness::crash::CrashConfig;
-use simulator::harness::{Harness, HarnessConfig, SIMULATED_CLUSTER_ID};
+use simulator::harness::{Harness, HarnessConfig};
 use simulator::network::CommandFilter;
 use simulator::network::config::NetworkConfig;
 use simulator::simulation::SimulationConfig;

@@ -124,6 +124,7 @@ impl<P: StoreProvider> Node<P> {
             stats.shard.frames_rejected += shard.frames_rejected;
             stats.shard.groups_opened += shard.groups_opened;
             stats.shard.groups_closed += shard.groups_closed;
+            stats.shard.groups_deleted_skipped += shard.groups_deleted_skipped;
         }
         stats
     }

@@ -22,7 +22,7 @@ use crate::metadata::{MetadataMachine, MetadataState};
 use crate::partition::PartitionMachine;
 use crate::seam::ProcessId;
 use crate::vsr::replica::Outgoing;
-use crate::vsr::{Replica, ReplicaConfig, ReplicaStats};
+use crate::vsr::{Replica, ReplicaConfig, ReplicaStats, Status};
 use crate::wire::{HEADER_BYTES, Header};
 
 /// The metadata group's id.
@@ -41,6 +41,8 @@ pub struct ShardStats {
     pub groups_opened: u64,
     /// Partition groups dropped (deleted partitions).
     pub groups_closed: u64,
+    /// Directory entries not opened because this node already deleted the group.
+    pub groups_deleted_skipped: u64,
 }
 
 /// A frame to hand to another shard of this node.
@@ -201,9 +203,15 @@ impl<P: StoreProvider> Shard<P> {
         self.reconcile();
     }
 
-    /// Shard 0: publish the partition set of the applied metadata if it changed.
+    /// Shard 0: publish the partition set of the applied metadata if it changed, once
+    /// the metadata replica has applied everything it knows to be committed. A replica
+    /// replaying its log after a restart would otherwise open, one frame after another,
+    /// groups that a later op it already holds deletes.
     fn publish_directory(&mut self) {
         let Some(metadata) = self.metadata.as_ref() else { return };
+        if metadata.status() != Status::Normal || metadata.commit_min() != metadata.commit_max() {
+            return;
+        }
         let state: &MetadataState = metadata.state_machine().state();
         if self.directory.borrow().version != state.partitions_changed_at() {
             *self.directory.borrow_mut() = Directory::from_metadata(state);
@@ -237,6 +245,11 @@ impl<P: StoreProvider> Shard<P> {
             .filter(|spec| owner_shard(spec.group, shards) == index)
         {
             if self.partitions.contains_key(&spec.group) {
+                continue;
+            }
+            if self.stores.is_deleted(spec.group) {
+                // Deleted here already; this directory is from before the delete.
+                self.stats.groups_deleted_skipped += 1;
                 continue;
             }
             let replica = Replica::open(

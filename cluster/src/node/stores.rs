@@ -8,19 +8,26 @@
 //! storage issue.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use crate::vsr::{MemoryStore, ReplicaStore};
 
 /// Opens and removes the per-group stores of one node.
+///
+/// Removing a group's store leaves a tombstone: a node replaying its metadata log
+/// after a restart passes the create of a partition it has since deleted, and without
+/// the tombstone it would open that group afresh, in the group's first view, having
+/// forgotten every promise it made in later views.
 pub trait StoreProvider: 'static {
     /// The store type.
     type Store: ReplicaStore;
     /// The store of `group`: the one it kept if it ever wrote, else an empty one.
     fn open(&self, group: u64) -> Self::Store;
-    /// Forget `group`'s store (its partition was deleted).
+    /// Forget `group`'s store (its partition was deleted) and remember that it was.
     fn remove(&self, group: u64);
+    /// Whether `group`'s store was removed (the group must never be opened again).
+    fn is_deleted(&self, group: u64) -> bool;
 }
 
 /// In-memory stores by group id, shared between clones (the simulator keeps one clone
@@ -28,6 +35,9 @@ pub trait StoreProvider: 'static {
 #[derive(Clone, Default)]
 pub struct MemoryStores {
     stores: Rc<RefCell<BTreeMap<u64, MemoryStore>>>,
+    /// Groups whose stores were removed. Grows by one id per deleted partition; the
+    /// metadata snapshot that will let a node forget them comes with catch-up work.
+    deleted: Rc<RefCell<BTreeSet<u64>>>,
 }
 
 impl MemoryStores {
@@ -51,10 +61,19 @@ impl StoreProvider for MemoryStores {
     type Store = MemoryStore;
 
     fn open(&self, group: u64) -> MemoryStore {
+        assert!(
+            !self.is_deleted(group),
+            "group {group:#x} was deleted; it is never opened again"
+        );
         self.stores.borrow_mut().entry(group).or_default().clone()
     }
 
     fn remove(&self, group: u64) {
         self.stores.borrow_mut().remove(&group);
+        self.deleted.borrow_mut().insert(group);
+    }
+
+    fn is_deleted(&self, group: u64) -> bool {
+        self.deleted.borrow().contains(&group)
     }
 }

@@ -152,3 +152,72 @@ fn deleting_a_topic_closes_its_groups_and_removes_their_stores() {
     assert_eq!(stores.groups(), vec![METADATA_GROUP]);
     assert_eq!(shard.borrow().stats().groups_closed, 2);
 }
+
+#[test]
+fn a_restarted_node_never_reopens_a_partition_it_deleted() {
+    // Found by `--plane uniform --clients 3 --faults heavy --seed 22 --shards 2`: a
+    // replica that had deleted a partition reopened its group afresh, in view 0, while
+    // replaying its metadata log after a restart (it had promised view 1 before).
+    let stores = MemoryStores::new();
+    let node = Node::open(&config(1), stores.clone(), 0);
+    let shard = node.shards()[0].clone();
+    for number in 1..=2 {
+        shard.borrow_mut().on_frame(ProcessId(9), create_topic(number, 2), 0);
+    }
+    let delete = MetadataOp::DeleteTopic {
+        stream_id: 0,
+        topic_id: 0,
+    };
+    shard.borrow_mut().on_frame(
+        ProcessId(9),
+        request(METADATA_GROUP, 3, delete.operation_code(), &delete.encode()),
+        0,
+    );
+    drop((shard, node));
+    // Restart on the same stores: the metadata replica recovers alone (a group of
+    // one starts a view change after its unanswered probes) and replays all three ops.
+    let node = Node::open(&config(1), stores.clone(), 1);
+    let shard = node.shards()[0].clone();
+    for tick in 0..2_000 {
+        shard.borrow_mut().tick(tick);
+        shard.borrow_mut().drain();
+    }
+    let metadata = shard.borrow().metadata().map(|replica| replica.commit_min());
+    assert_eq!(metadata, Some(3), "the metadata log was replayed");
+    assert!(shard.borrow().partitions().is_empty());
+    assert_eq!(
+        node.stats().shard.groups_opened,
+        0,
+        "the deleted groups were never reopened"
+    );
+}
+
+#[test]
+fn a_directory_listing_a_deleted_group_does_not_reopen_it() {
+    let stores = MemoryStores::new();
+    // A group shard 1 owns (shard 0 would republish the directory from its own,
+    // genesis, metadata).
+    let group = (1..)
+        .map(|op| crate::metadata::partition_group_id(op, 0))
+        .find(|group| owner_shard(*group, 2) == 1)
+        .expect("some group hashes to shard 1");
+    stores.open(group);
+    stores.remove(group);
+    let spec = PartitionSpec {
+        group,
+        stream_id: 0,
+        topic_id: 0,
+        partition_id: 0,
+        created_in_view: 0,
+        message_expiry_micros: 0,
+    };
+    let directory = Rc::new(RefCell::new(Directory {
+        version: 2,
+        partitions: [(group, spec)].into(),
+    }));
+    let mut shard = Shard::open(1, config(2), stores.clone(), 1, directory);
+    shard.tick(0);
+    assert!(shard.partitions().is_empty());
+    assert_eq!(shard.stats().groups_deleted_skipped, 1);
+    assert!(stores.get(group).is_none(), "no store was recreated");
+}

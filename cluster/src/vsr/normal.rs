@@ -230,10 +230,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.chain_dirty = true;
         // The store is in memory today and cannot fail a prepare write; the storage
         // issue makes this a fault point (a failed write withholds the PrepareOk).
+        let frame: Rc<[u8]> = Rc::from(frame);
         let _ = self.store.write_prepare(header.op, &frame);
         self.journal.put(Entry {
             header,
-            frame: Some(Rc::from(frame)),
+            frame: Some(frame),
             trusted: true,
         });
     }
@@ -308,10 +309,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// entry's trust as it was.
     pub(crate) fn journal_prepare_keeping_trust(&mut self, header: Header, frame: &[u8]) {
         let trusted = self.journal.get(header.op).is_some_and(|entry| entry.trusted);
-        let _ = self.store.write_prepare(header.op, frame);
+        let frame: Rc<[u8]> = Rc::from(frame);
+        let _ = self.store.write_prepare(header.op, &frame);
         self.journal.put(Entry {
             header,
-            frame: Some(Rc::from(frame.to_vec())),
+            frame: Some(frame),
             trusted,
         });
         self.chain_dirty = true;

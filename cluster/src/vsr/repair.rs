@@ -189,10 +189,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 return;
             }
         };
-        let _ = self.store.write_prepare(op, inner_frame);
+        let frame: std::rc::Rc<[u8]> = std::rc::Rc::from(inner_frame);
+        let _ = self.store.write_prepare(op, &frame);
         self.journal.put(Entry {
             header: inner,
-            frame: Some(std::rc::Rc::from(inner_frame.to_vec())),
+            frame: Some(frame),
             trusted,
         });
         self.chain_dirty = true;

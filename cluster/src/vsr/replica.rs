@@ -172,7 +172,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             // A record that no longer verifies is as good as missing: repair refetches it.
             let (header, frame) = match record {
                 StoredRecord::Prepare(frame) => match wire::open(&frame) {
-                    Ok((header, _)) => (header, Some(Rc::from(frame))),
+                    Ok((header, _)) => (header, Some(frame)),
                     Err(_) => continue,
                 },
                 StoredRecord::Header(bytes) => match Header::decode_verified(&bytes) {

@@ -45,7 +45,9 @@ pub trait ReplicaStore {
     /// Make `superblock` durable.
     fn write_superblock(&mut self, superblock: Superblock) -> Result<(), StoreError>;
     /// Make the prepare frame for `op` durable (replacing any record at `op`).
-    fn write_prepare(&mut self, op: u64, frame: &[u8]) -> Result<(), StoreError>;
+    /// The frame is shared with the journal (it is immutable once sealed), so an
+    /// in-memory store keeps a reference and a disk store writes the bytes.
+    fn write_prepare(&mut self, op: u64, frame: &Rc<[u8]>) -> Result<(), StoreError>;
     /// Make a header durable without its body (replacing any record at `op`): the
     /// replica knows this op belongs to its log_view's log but does not hold the body
     /// yet. Without it, a restart would forget which ops its log_view's log holds.
@@ -64,7 +66,7 @@ pub trait ReplicaStore {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StoredRecord {
     /// A whole prepare frame.
-    Prepare(Vec<u8>),
+    Prepare(Rc<[u8]>),
     /// A header whose body the replica did not hold.
     Header(Vec<u8>),
 }
@@ -109,7 +111,8 @@ impl MemoryStore {
             .prepares
             .values()
             .map(|record| match record {
-                StoredRecord::Prepare(bytes) | StoredRecord::Header(bytes) => bytes.len(),
+                StoredRecord::Prepare(frame) => frame.len(),
+                StoredRecord::Header(bytes) => bytes.len(),
             })
             .sum()
     }
@@ -127,11 +130,12 @@ impl ReplicaStore for MemoryStore {
         Ok(())
     }
 
-    fn write_prepare(&mut self, op: u64, frame: &[u8]) -> Result<(), StoreError> {
+    fn write_prepare(&mut self, op: u64, frame: &Rc<[u8]>) -> Result<(), StoreError> {
+        // The journal holds the same immutable bytes: keep a reference, not a copy.
         self.state
             .borrow_mut()
             .prepares
-            .insert(op, StoredRecord::Prepare(frame.to_vec()));
+            .insert(op, StoredRecord::Prepare(Rc::clone(frame)));
         Ok(())
     }
 

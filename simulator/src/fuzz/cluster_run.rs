@@ -174,11 +174,12 @@ pub(super) fn run(
     let down = harness.simulation().process_count() - config.clients - harness.live_replicas().len();
     writeln!(
         out,
-        "ran {ran} ticks (+{} drain); requests={} replies={} resends={} not_accepted={} not_committed={} stale_replies={}; crashes={} restarts={} still down: {down}",
+        "ran {ran} ticks (+{} drain); requests={} replies={} resends={} redirects={} not_accepted={} not_committed={} stale_replies={}; crashes={} restarts={} still down: {down}",
         report.ticks - ran,
         sum(|c| c.requests),
         sum(|c| c.replies),
         sum(|c| c.resends),
+        sum(|c| c.redirects),
         sum(|c| c.refusals),
         sum(|c| c.not_committed),
         sum(|c| c.replies_stale),

@@ -1,11 +1,13 @@
-//! A simulated client: one request in flight, resent (same bytes) after
-//! [`CLIENT_RESEND_TICKS`] to the next replica in turn, or to the replica a refusal
-//! named as primary.
+//! A simulated client: one request in flight, sent first to the replica that last
+//! answered for its group, resent (same bytes) at once to the primary a refusal names
+//! (`TransientNotAccepted`: never taken), and otherwise after [`CLIENT_RESEND_TICKS`]
+//! to the next replica in turn or the one a refusal named.
 //!
 //! What to ask for and how to judge the answer is the [`ClientDriver`]'s business (the
 //! workload); this module is only the transport discipline.
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use futures::{FutureExt, select_biased};
@@ -22,6 +24,12 @@ pub const CLIENT_RESEND_TICKS: u64 = 200;
 
 /// Ticks an idle client waits before asking its driver again.
 pub const CLIENT_IDLE_TICKS: u64 = 10;
+
+/// Groups whose last answering replica a client remembers. Every partition has its own
+/// primary, so without the memory each request to a partition would start at a
+/// replica picked for another group. When full the memory is forgotten wholesale
+/// (deterministic, and a lost entry costs one refusal).
+pub const CLIENT_LEADERS_MAX: usize = 256;
 
 /// One request a driver asks a client to send.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,6 +59,8 @@ pub struct ClientStats {
     pub replies: u64,
     /// Resends after a timeout.
     pub resends: u64,
+    /// Immediate resends to the primary a refusal named.
+    pub redirects: u64,
     /// `TransientNotAccepted` refusals (never taken: not primary, not normal, busy).
     pub refusals: u64,
     /// `TransientNotCommitted` answers (taken, but the primary lost its view before
@@ -85,6 +95,7 @@ pub async fn run_client<B: Bus>(
     let id = client_id(client);
     let mut request_number: u64 = 0;
     let mut target: u32 = 0;
+    let mut leaders: BTreeMap<u64, u32> = BTreeMap::new();
     loop {
         let next = driver.borrow_mut().next_request(client);
         let Some(ClientRequest { group, operation, body }) = next else {
@@ -111,9 +122,15 @@ pub async fn run_client<B: Bus>(
             stats.requests += 1;
             stats.outstanding = true;
         }
+        if let Some(leader) = leaders.get(&group) {
+            target = *leader;
+        }
         bus.send(ProcessId(target), request.clone());
         let mut deadline = bus.sleep(TICK * CLIENT_RESEND_TICKS as u32);
         let mut hinted: Option<u32> = None;
+        // Immediate redirects to a refusal's hint, at most one per replica per request,
+        // so two replicas that name each other cannot bounce a request forever.
+        let mut redirects: u32 = 0;
         loop {
             select_biased! {
                 (_, frame) = inbox.recv().fuse() => {
@@ -131,6 +148,10 @@ pub async fn run_client<B: Bus>(
                     }
                     match reply.command {
                         Command::Reply => {
+                            if leaders.len() >= CLIENT_LEADERS_MAX {
+                                leaders.clear();
+                            }
+                            leaders.insert(group, u32::from(reply.replica) % replicas);
                             {
                                 let mut stats = stats.borrow_mut();
                                 stats.replies += 1;
@@ -143,16 +164,34 @@ pub async fn run_client<B: Bus>(
                             break;
                         }
                         Command::Refused => {
-                            let mut stats = stats.borrow_mut();
-                            match ClientError::decode(reply_body) {
-                                Some(ClientError::TransientNotAccepted) => stats.refusals += 1,
-                                Some(ClientError::TransientNotCommitted) => stats.not_committed += 1,
-                                None => {
-                                    stats.frames_rejected += 1;
-                                    continue;
+                            let error = ClientError::decode(reply_body);
+                            {
+                                let mut stats = stats.borrow_mut();
+                                match error {
+                                    Some(ClientError::TransientNotAccepted) => stats.refusals += 1,
+                                    Some(ClientError::TransientNotCommitted) => stats.not_committed += 1,
+                                    None => {
+                                        stats.frames_rejected += 1;
+                                        continue;
+                                    }
                                 }
                             }
-                            hinted = Some(u32::from(reply.flags) % replicas);
+                            let hint = u32::from(reply.flags) % replicas;
+                            // Never taken, and the refuser names another primary: go
+                            // there now rather than at the resend timeout.
+                            if error == Some(ClientError::TransientNotAccepted)
+                                && hint != target
+                                && u32::from(reply.replica) == target
+                                && redirects < replicas
+                            {
+                                redirects += 1;
+                                target = hint;
+                                stats.borrow_mut().redirects += 1;
+                                bus.send(ProcessId(target), request.clone());
+                                deadline = bus.sleep(TICK * CLIENT_RESEND_TICKS as u32);
+                                continue;
+                            }
+                            hinted = Some(hint);
                         }
                         _ => stats.borrow_mut().frames_rejected += 1,
                     }

@@ -382,6 +382,7 @@ impl MetadataWorkload {
             shadow: &self.shadow,
             client,
             clients: self.clients.len(),
+            partitions_budget: self.weights.partitions_budget(),
         };
         let rng = &mut self.clients[client].rng;
         for _ in 0..ACTION_ATTEMPTS_MAX {
@@ -559,6 +560,7 @@ impl ClientDriver for MetadataWorkload {
             shadow: &self.shadow,
             client,
             clients: self.clients.len(),
+            partitions_budget: self.weights.partitions_budget(),
         };
         let predicted = step.action.predict(&scope, &step.request);
         let request = ClientRequest {

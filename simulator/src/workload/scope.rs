@@ -83,6 +83,8 @@ pub struct Scope<'a> {
     pub client: usize,
     /// How many clients the workload has.
     pub clients: usize,
+    /// Most partitions this client creates (see `ActionWeights::partitions_budget`).
+    pub partitions_budget: u64,
 }
 
 impl<'a> Scope<'a> {
@@ -299,6 +301,13 @@ impl<'a> Scope<'a> {
             self.shadow.partition_count()
         };
         PARTITIONS_TOTAL_MAX.saturating_sub(counted)
+    }
+
+    /// Partitions a create aimed at success may add: what fits in the cluster and in
+    /// this client's budget. Only generation reads the budget; predictions never do.
+    pub fn partitions_to_create(&self) -> u64 {
+        let budget_left = self.partitions_budget.saturating_sub(self.own_partitions());
+        self.partitions_left().min(budget_left)
     }
 
     /// Partitions in this client's streams.

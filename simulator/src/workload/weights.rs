@@ -23,7 +23,18 @@ use super::outcome::Outcome;
 pub struct ActionWeights {
     weights: [u32; Action::COUNT],
     success_weight: u32,
+    partitions_budget: u64,
 }
+
+/// Partitions one client creates at most on the planes that write messages: every
+/// partition is a VSR group on every replica, ticked every tick, so an unbounded
+/// namespace would make a long run slower the longer it runs (and most of its groups
+/// idle). Eight keep several partitions per topic and several topics in play.
+pub const PARTITION_PLANE_PARTITIONS_BUDGET: u64 = 8;
+
+/// The same bound for the planes that also churn topics and groups (mixed, uniform,
+/// lifecycle): deletes free room, so the bound is rarely reached but still caps cost.
+pub const CHURN_PLANE_PARTITIONS_BUDGET: u64 = 16;
 
 /// The success weight of the planes that build deep state before they test what
 /// defines them (a partition needs a stream and a topic; a stale owner needs a topic,
@@ -38,6 +49,7 @@ impl ActionWeights {
         Self {
             weights: [1; Action::COUNT],
             success_weight: 1,
+            partitions_budget: u64::MAX,
         }
     }
 
@@ -50,6 +62,7 @@ impl ActionWeights {
         Self {
             weights,
             success_weight: 1,
+            partitions_budget: u64::MAX,
         }
     }
 
@@ -63,6 +76,21 @@ impl ActionWeights {
     }
 
     /// How much an action's success weighs among its aims.
+    /// The same weights, creating at most `budget` partitions per client: creates aimed
+    /// at success are not drawn beyond it (predictions are unaffected).
+    pub fn with_partitions_budget(self, budget: u64) -> Self {
+        Self {
+            partitions_budget: budget,
+            ..self
+        }
+    }
+
+    /// Most partitions one client creates (`u64::MAX`: no bound beyond the cluster's).
+    pub fn partitions_budget(&self) -> u64 {
+        self.partitions_budget
+    }
+
+    /// How much more often an action's success is aimed at than each of its errors.
     pub fn success_weight(&self) -> u32 {
         self.success_weight
     }
@@ -176,10 +204,18 @@ impl Plane {
     pub fn weights(self) -> ActionWeights {
         match self {
             Plane::Metadata => ActionWeights::from_fn(metadata_weight),
-            Plane::Uniform => ActionWeights::uniform().with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT),
-            Plane::Partition => ActionWeights::from_fn(partition_weight).with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT),
-            Plane::Mixed => ActionWeights::from_fn(mixed_weight).with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT),
-            Plane::Lifecycle => ActionWeights::from_fn(lifecycle_weight).with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT),
+            Plane::Uniform => ActionWeights::uniform()
+                .with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT)
+                .with_partitions_budget(CHURN_PLANE_PARTITIONS_BUDGET),
+            Plane::Partition => ActionWeights::from_fn(partition_weight)
+                .with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT)
+                .with_partitions_budget(PARTITION_PLANE_PARTITIONS_BUDGET),
+            Plane::Mixed => ActionWeights::from_fn(mixed_weight)
+                .with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT)
+                .with_partitions_budget(CHURN_PLANE_PARTITIONS_BUDGET),
+            Plane::Lifecycle => ActionWeights::from_fn(lifecycle_weight)
+                .with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT)
+                .with_partitions_budget(CHURN_PLANE_PARTITIONS_BUDGET),
         }
     }
 }
@@ -224,6 +260,9 @@ fn metadata_weight(action: Action) -> u32 {
 /// deletions are rare, so polls mostly find messages.
 fn partition_weight(action: Action) -> u32 {
     match action {
+        // Half a megabyte per request, journaled on every replica: at weight 1 it was
+        // most of a 100,000-tick run's memory. The churn planes keep it.
+        Action::SendOversizedBatch => 0,
         Action::SendMessages => 12,
         Action::PollMessages => 8,
         Action::CreateTopic => 5,
@@ -235,8 +274,7 @@ fn partition_weight(action: Action) -> u32 {
         | Action::JoinConsumerGroup
         | Action::SetGroupOwner
         | Action::PurgeTopic
-        | Action::DeleteSegments
-        | Action::SendOversizedBatch => 1,
+        | Action::DeleteSegments => 1,
         Action::UpdateStream
         | Action::DeleteStream
         | Action::UpdateTopic

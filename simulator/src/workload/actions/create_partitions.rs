@@ -33,7 +33,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         Outcome::Ok => {
             let (s, t) = scope.pick_topic_where(rng, |topic| topic.partition_count() < TOPIC_PARTITIONS_GROWN_MAX)?;
             let room = TOPIC_PARTITIONS_GROWN_MAX - shadow.topic(s, t)?.partition_count();
-            let draw_max = u64::from(room.min(PARTITIONS_DRAW_MAX)).min(left);
+            let draw_max = u64::from(room.min(PARTITIONS_DRAW_MAX)).min(scope.partitions_to_create());
             if draw_max == 0 {
                 return None;
             }

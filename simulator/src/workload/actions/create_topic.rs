@@ -54,7 +54,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
     let has_fresh_name = |s: &ShadowStream| scope.has_fresh_name(TOPIC_PREFIX, |n| name_taken(s, n));
     let (stream_id, name, partitions) = match aim {
         Outcome::Ok => {
-            let draw_max = u64::from(PARTITIONS_DRAW_MAX).min(left);
+            let draw_max = u64::from(PARTITIONS_DRAW_MAX).min(scope.partitions_to_create());
             if draw_max == 0 {
                 return None;
             }
