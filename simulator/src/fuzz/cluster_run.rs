@@ -34,18 +34,22 @@ fn settled(harness: &Harness) -> bool {
     else {
         return false;
     };
-    let (view, commit, directory) = {
+    let (view, commit, head, directory) = {
         let leader = leader.borrow();
         (
             leader.view(),
             leader.commit_min(),
+            leader.head(),
             Directory::from_metadata(leader.state_machine().state()),
         )
     };
-    let metadata_settled = live.iter().all(|(_, r)| {
-        let r = r.borrow();
-        r.status() == Status::Normal && r.view() == view && r.commit_min() == commit
-    });
+    // Everything the leader holds is committed and applied (ops inherited from an
+    // earlier view are re-committed first), and every replica has applied it.
+    let metadata_settled = head == commit
+        && live.iter().all(|(_, r)| {
+            let r = r.borrow();
+            r.status() == Status::Normal && r.view() == view && r.commit_min() == commit
+        });
     metadata_settled
         && directory
             .partitions
@@ -54,11 +58,12 @@ fn settled(harness: &Harness) -> bool {
 }
 
 /// Whether `group` is hosted by all `live` nodes, all Normal in one view, with one
-/// primary, and every replica has applied what the primary has.
+/// primary that has committed everything it holds, and every replica has applied that.
 fn partition_settled(harness: &Harness, group: u64, live: usize) -> bool {
     let mut hosted = 0;
     let mut views = BTreeSet::new();
     let mut commits = BTreeSet::new();
+    let mut primary_head = None;
     let mut primaries = 0;
     let mut normal = true;
     harness.with_partition_replicas(group, |_, replica| {
@@ -66,14 +71,19 @@ fn partition_settled(harness: &Harness, group: u64, live: usize) -> bool {
         views.insert(replica.view());
         commits.insert((replica.commit_min(), replica.commit_max()));
         normal &= replica.status() == Status::Normal;
-        primaries += usize::from(replica.is_primary());
+        if replica.is_primary() {
+            primaries += 1;
+            primary_head = Some(replica.head());
+        }
     });
     hosted == live
         && normal
         && views.len() == 1
         && primaries == 1
         && commits.len() == 1
-        && commits.first().is_some_and(|(min, max)| min == max)
+        && commits
+            .first()
+            .is_some_and(|(min, max)| min == max && primary_head == Some(*max))
 }
 
 /// Run a consensus plane and judge it.

@@ -3,7 +3,8 @@
 //! Per tick, restart is decided before crash. With `restart_probability` it restarts
 //! one replica that has been down at least [`DOWN_TICKS_MIN`]; with
 //! `crash_probability` it crashes one that has been up at least [`UP_TICKS_MIN`], only
-//! while more than a quorum stays live, and never a primary unless `crash_primary`.
+//! while more than a quorum of rejoined replicas (up, no group still recovering) stays
+//! live, and never a primary unless `crash_primary`.
 //!
 //! "A quorum" is the larger of the replication and view-change quorums. With three
 //! replicas they are both 2; with flexible quorums (six replicas: replication 3, view
@@ -42,6 +43,10 @@ pub struct ReplicaLife {
     pub since: u64,
     /// Whether it currently believes it is the primary.
     pub primary: bool,
+    /// Up and rejoined: none of its groups is still recovering after a restart. A
+    /// recovering replica ignores view changes and acks nothing, so it is no help to a
+    /// quorum until it has learned a view.
+    pub rejoined: bool,
 }
 
 /// What to do this tick.
@@ -99,7 +104,11 @@ impl CrashInjector {
                     .iter()
                     .any(|a| matches!(a, CrashAction::Restart { replica, .. } if *replica == i))
             };
-            let live = lives.iter().filter(|life| life.up).count();
+            // Only replicas that have rejoined count: crashing one while another is
+            // still recovering from its restart leaves no quorum that can act, which
+            // is a fault the protocol does not promise to survive (and a run that
+            // does it over and over only measures how long recovery takes).
+            let live = lives.iter().filter(|life| life.up && life.rejoined).count();
             if live > self.quorum_live_min {
                 let eligible: Vec<usize> = (0..lives.len())
                     .filter(|&i| {
@@ -129,6 +138,7 @@ mod tests {
                 up,
                 since,
                 primary: false,
+                rejoined: up,
             })
             .collect()
     }
@@ -171,6 +181,28 @@ mod tests {
             actions.iter().all(|a| *a != CrashAction::Crash { replica: 1 }),
             "the primary is spared"
         );
+    }
+
+    #[test]
+    fn a_replica_still_recovering_does_not_count_towards_the_live_quorum() {
+        let config = CrashConfig {
+            crash_probability: 1.0,
+            restart_probability: 0.0,
+            crash_primary: true,
+        };
+        let mut injector = CrashInjector::new(4, config, 2);
+        let mut world = lives(&[true, true, true], 0);
+        world[0].rejoined = false;
+        assert_eq!(
+            injector.decide(1_000, &world),
+            [],
+            "two rejoined replicas are exactly a quorum: keep them"
+        );
+        world[0].rejoined = true;
+        assert!(matches!(
+            injector.decide(1_000, &world)[..],
+            [CrashAction::Crash { .. }]
+        ));
     }
 
     #[test]

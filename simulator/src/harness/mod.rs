@@ -256,6 +256,18 @@ impl Harness {
                 primary: self
                     .metadata(index)
                     .is_some_and(|replica| replica.borrow().is_primary()),
+                rejoined: self.slots[index].node.as_ref().is_some_and(|node| {
+                    node.shards().iter().all(|shard| {
+                        let shard = shard.borrow();
+                        shard
+                            .metadata()
+                            .is_none_or(|replica| replica.status() != Status::Recovering)
+                            && shard
+                                .partitions()
+                                .values()
+                                .all(|replica| replica.status() != Status::Recovering)
+                    })
+                }),
             })
             .collect();
         for action in self.crash.decide(tick, &lives) {

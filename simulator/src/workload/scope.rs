@@ -311,7 +311,7 @@ impl<'a> Scope<'a> {
     }
 
     /// Partitions in this client's streams.
-    fn own_partitions(&self) -> u64 {
+    pub fn own_partitions(&self) -> u64 {
         self.shadow
             .streams
             .values()

@@ -24,6 +24,7 @@ pub struct ActionWeights {
     weights: [u32; Action::COUNT],
     success_weight: u32,
     partitions_budget: u64,
+    setup_first: bool,
 }
 
 /// Partitions one client creates at most on the planes that write messages: every
@@ -50,6 +51,7 @@ impl ActionWeights {
             weights: [1; Action::COUNT],
             success_weight: 1,
             partitions_budget: u64::MAX,
+            setup_first: false,
         }
     }
 
@@ -63,6 +65,7 @@ impl ActionWeights {
             weights,
             success_weight: 1,
             partitions_budget: u64::MAX,
+            setup_first: false,
         }
     }
 
@@ -83,6 +86,20 @@ impl ActionWeights {
             partitions_budget: budget,
             ..self
         }
+    }
+
+    /// The same weights, but a client with no partition first creates one (its stream,
+    /// then a topic) before drawing by weight.
+    pub fn with_setup_first(self) -> Self {
+        Self {
+            setup_first: true,
+            ..self
+        }
+    }
+
+    /// Whether a client with no partition creates one before drawing by weight.
+    pub fn setup_first(&self) -> bool {
+        self.setup_first
     }
 
     /// Most partitions one client creates (`u64::MAX`: no bound beyond the cluster's).
@@ -206,16 +223,20 @@ impl Plane {
             Plane::Metadata => ActionWeights::from_fn(metadata_weight),
             Plane::Uniform => ActionWeights::uniform()
                 .with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT)
-                .with_partitions_budget(CHURN_PLANE_PARTITIONS_BUDGET),
+                .with_partitions_budget(CHURN_PLANE_PARTITIONS_BUDGET)
+                .with_setup_first(),
             Plane::Partition => ActionWeights::from_fn(partition_weight)
                 .with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT)
-                .with_partitions_budget(PARTITION_PLANE_PARTITIONS_BUDGET),
+                .with_partitions_budget(PARTITION_PLANE_PARTITIONS_BUDGET)
+                .with_setup_first(),
             Plane::Mixed => ActionWeights::from_fn(mixed_weight)
                 .with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT)
-                .with_partitions_budget(CHURN_PLANE_PARTITIONS_BUDGET),
+                .with_partitions_budget(CHURN_PLANE_PARTITIONS_BUDGET)
+                .with_setup_first(),
             Plane::Lifecycle => ActionWeights::from_fn(lifecycle_weight)
                 .with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT)
-                .with_partitions_budget(CHURN_PLANE_PARTITIONS_BUDGET),
+                .with_partitions_budget(CHURN_PLANE_PARTITIONS_BUDGET)
+                .with_setup_first(),
         }
     }
 }
