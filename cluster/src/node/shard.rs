@@ -22,8 +22,8 @@ use crate::metadata::{MetadataMachine, MetadataState};
 use crate::partition::PartitionMachine;
 use crate::seam::ProcessId;
 use crate::vsr::replica::Outgoing;
-use crate::vsr::{Replica, ReplicaConfig, ReplicaStats, Status};
-use crate::wire::{HEADER_BYTES, Header};
+use crate::vsr::{ClientError, Replica, ReplicaConfig, ReplicaStats, Status};
+use crate::wire::{self, Command, HEADER_BYTES, Header};
 
 /// The metadata group's id.
 pub const METADATA_GROUP: u64 = 0;
@@ -183,9 +183,30 @@ impl<P: StoreProvider> Shard<P> {
             self.outbox.extend(replica.drain_outbox());
         } else {
             self.stats.frames_unknown_group += 1;
+            if header.command == Command::Request && header.client != 0 {
+                self.refuse_unknown_group(from, &header);
+            }
             return;
         }
         self.reconcile();
+    }
+
+    /// A client asked for a group this node does not host (it has not applied the
+    /// create yet, or the partition is gone): say so at once, never taken, naming the
+    /// next replica to try, instead of leaving the client to its resend timeout.
+    fn refuse_unknown_group(&mut self, to: ProcessId, request: &Header) {
+        let mut header = Header::new(Command::Refused);
+        header.cluster = self.config.cluster;
+        header.group = request.group;
+        header.replica = self.config.replica;
+        header.client = request.client;
+        header.request = request.request;
+        header.operation = request.operation;
+        header.flags = (self.config.replica + 1) % self.config.replicas;
+        self.outbox.push(Outgoing {
+            to,
+            frame: wire::seal_header(header, &ClientError::TransientNotAccepted.encode()),
+        });
     }
 
     /// One tick for every hosted group.

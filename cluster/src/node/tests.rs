@@ -121,6 +121,15 @@ fn a_frame_on_the_wrong_shard_takes_one_router_hop_and_unknown_groups_are_counte
         .borrow_mut()
         .on_frame(ProcessId(9), request(group, 1, 64, &[]), 0);
     assert_eq!(shard1.borrow().stats().frames_unknown_group, 1);
+    // The client is told at once (never taken), so it tries elsewhere.
+    let (outgoing, _) = shard1.borrow_mut().drain();
+    assert_eq!(outgoing.len(), 1);
+    let (refusal, body) = wire::open(&outgoing[0].frame).expect("a sealed frame");
+    assert_eq!((refusal.command, refusal.group), (Command::Refused, group));
+    assert_eq!(
+        crate::vsr::ClientError::decode(body),
+        Some(crate::vsr::ClientError::TransientNotAccepted)
+    );
     // A frame whose header does not verify never reaches routing.
     let mut corrupt = create_topic(1, 1);
     corrupt[40] ^= 1;

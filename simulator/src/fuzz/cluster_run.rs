@@ -247,7 +247,14 @@ pub(super) fn run(
         }
     }
     writeln!(out, "{compared_line}")?;
-    writeln!(out, "{}", workload.borrow().report())?;
+    let report_of_workload = workload.borrow().report();
+    writeln!(out, "{report_of_workload}")?;
+    let outcomes: Vec<String> = report_of_workload
+        .outcomes
+        .iter()
+        .map(|((action, outcome), count)| format!("{action}/{outcome:?}={count}"))
+        .collect();
+    writeln!(out, "outcomes: {}", outcomes.join(" "))?;
     for line in harness.status_lines() {
         writeln!(out, "{line}")?;
     }

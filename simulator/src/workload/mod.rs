@@ -356,6 +356,23 @@ impl MetadataWorkload {
             .iter()
             .any(|action| self.outcome_count(*action, Outcome::StaleOwner) > 0);
         let handed = self.outcome_count(Action::SetGroupOwner, Outcome::Ok) > 0;
+        // Actions whose requests go to a partition's group (every reply to one was
+        // committed or served by that group).
+        const PARTITION_ACTIONS: [Action; 10] = [
+            Action::SendMessages,
+            Action::PollMessages,
+            Action::StoreConsumerOffset,
+            Action::DeleteConsumerOffset,
+            Action::StoreStaleOwnerOffset,
+            Action::SetGroupOwner,
+            Action::PurgeStream,
+            Action::PurgeTopic,
+            Action::DeleteSegments,
+            Action::SendOversizedBatch,
+        ];
+        let partition_served = PARTITION_ACTIONS
+            .iter()
+            .any(|action| self.replies[*action as usize] > 0);
         let needs: &[(bool, &str)] = match plane {
             Plane::Metadata => &[(created, "a successful metadata create")],
             // A committed append is what defines the plane; polls are judged whenever
@@ -367,9 +384,16 @@ impl MetadataWorkload {
                 (fenced, "a StaleOwner refusal (the owner fence)"),
                 (handed, "a SetGroupOwner Ok"),
             ],
-            Plane::Mixed | Plane::Uniform => &[
+            Plane::Mixed => &[
                 (created, "a successful metadata create"),
                 (appended, "an Appended send"),
+            ],
+            // Every action at equal weight: the plane is about breadth, so it needs
+            // both planes to have answered, not one particular action (a send is one
+            // draw in thirty).
+            Plane::Uniform => &[
+                (created, "a successful metadata create"),
+                (partition_served, "a reply from a partition's group"),
             ],
         };
         let missing: Vec<&str> = needs.iter().filter(|(seen, _)| !seen).map(|(_, what)| *what).collect();
@@ -384,16 +408,24 @@ impl MetadataWorkload {
             clients: self.clients.len(),
             partitions_budget: self.weights.partitions_budget(),
         };
+        let appended = self.outcome_count(Action::SendMessages, Outcome::Appended) > 0;
         let rng = &mut self.clients[client].rng;
-        if self.weights.setup_first() && scope.own_partitions() == 0 {
-            // Nothing to write to yet: a plane about partitions creates one first
-            // (a topic in a stream of the client's, or the stream), so that faults
-            // that let only a handful of requests through still reach the partitions.
-            for action in [Action::CreateTopic, Action::CreateStream] {
-                if let Some(plan) = action.generate(&scope, rng, Outcome::Ok)
+        if self.weights.setup_first() {
+            // A plane about partitions first creates one (a topic in a stream of the
+            // client's, or the stream) and appends to it, so that faults that let only
+            // a handful of requests through still take the data path.
+            let warm_up: &[(Action, Outcome)] = if scope.own_partitions() == 0 {
+                &[(Action::CreateTopic, Outcome::Ok), (Action::CreateStream, Outcome::Ok)]
+            } else if !appended {
+                &[(Action::SendMessages, Outcome::Appended)]
+            } else {
+                &[]
+            };
+            for (action, aim) in warm_up {
+                if let Some(plan) = action.generate(&scope, rng, *aim)
                     && !plan.steps.is_empty()
                 {
-                    return Some((action, Outcome::Ok, plan));
+                    return Some((*action, *aim, plan));
                 }
             }
         }

@@ -1176,7 +1176,11 @@ fn a_plane_that_missed_its_defining_outcomes_says_which() {
     let workload = MetadataWorkload::new(14, 1);
     assert_eq!(
         workload.defining_outcome_missing("partition").as_deref(),
-        Some("an Appended send and a poll that returned messages")
+        Some("an Appended send")
+    );
+    assert_eq!(
+        workload.defining_outcome_missing("uniform").as_deref(),
+        Some("a successful metadata create and a reply from a partition's group")
     );
     assert_eq!(
         workload.defining_outcome_missing("lifecycle").as_deref(),

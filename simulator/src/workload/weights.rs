@@ -282,8 +282,10 @@ fn metadata_weight(action: Action) -> u32 {
 fn partition_weight(action: Action) -> u32 {
     match action {
         // Half a megabyte per request, journaled on every replica: at weight 1 it was
-        // most of a 100,000-tick run's memory. The churn planes keep it.
-        Action::SendOversizedBatch => 0,
+        // most of a 100,000-tick run's memory. And a purge is a plan of one request per
+        // partition: under heavy faults and crashes a run gets a dozen requests through,
+        // and one purge could take them all. The churn planes keep both.
+        Action::SendOversizedBatch | Action::PurgeTopic => 0,
         Action::SendMessages => 12,
         Action::PollMessages => 8,
         Action::CreateTopic => 5,
@@ -294,7 +296,6 @@ fn partition_weight(action: Action) -> u32 {
         | Action::CreateConsumerGroup
         | Action::JoinConsumerGroup
         | Action::SetGroupOwner
-        | Action::PurgeTopic
         | Action::DeleteSegments => 1,
         Action::UpdateStream
         | Action::DeleteStream
