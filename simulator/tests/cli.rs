@@ -54,14 +54,35 @@ fn an_omitted_seed_is_drawn_and_printed() {
 }
 
 #[test]
-fn a_plane_not_built_yet_is_an_invalid_configuration() {
-    let output = workload_fuzz(&["--seed", "1", "--plane", "partition"]);
+fn a_shard_count_out_of_range_is_refused_naming_the_flag() {
+    let output = workload_fuzz(&["--seed", "1", "--plane", "partition", "--shards", "9"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(
-        stdout(&output).contains("--plane partition needs the partition plane"),
-        "{}",
-        stdout(&output)
-    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--shards"), "{stderr}");
+}
+
+#[test]
+fn the_partition_plane_runs_and_prints_its_comparisons() {
+    let output = workload_fuzz(&[
+        "--seed",
+        "3",
+        "--plane",
+        "partition",
+        "--shards",
+        "2",
+        "--ticks",
+        "3000",
+    ]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    for counter in [
+        "namespaces_checked=",
+        "messages_compared=",
+        "router_hops=",
+        "outcomes: ",
+    ] {
+        assert!(text.contains(counter), "{counter} missing:\n{text}");
+    }
 }
 
 #[test]

@@ -26,7 +26,9 @@ fn fingerprint(out: &[u8], schedule_hash: u64) -> u64 {
 /// workload, a change to SimRng, a rand_xoshiro upgrade, a change to what the run
 /// prints). Re-lock only when such a change is intended, and add a line here:
 /// - 2026-11-29: first lock (issue #2, echo plane).
-const LOCKED_ECHO_HEAVY_FINGERPRINT: u64 = 0x9e7c_ae75_2903_a0ea;
+/// - 2026-11-29: re-locked: the banner names the shard count (issue #4); the schedule
+///   is unchanged.
+const LOCKED_ECHO_HEAVY_FINGERPRINT: u64 = 0xc21d_eeee_64bf_a945;
 
 #[test]
 fn echo_replay_is_deterministic() {
@@ -80,7 +82,11 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 /// - 2026-11-29: first lock (issue #3, metadata plane).
 /// - 2026-11-29: re-locked: the LoginUser action was appended, which changes which
 ///   action each weighted draw picks.
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xaa9b_facf_087d_1dc1;
+/// - 2026-11-29: re-locked (issue #4): replicas run inside nodes (each group draws its
+///   own entropy), clients remember each group's primary and follow refusal hints at
+///   once, the crash injector counts only rejoined replicas, the metadata plane warms
+///   up with a create, and the report prints node and outcome lines.
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xf22e_09cc_02c7_7a92;
 
 #[test]
 fn workload_replay_is_deterministic() {
@@ -120,7 +126,7 @@ fn workload_replay_is_deterministic() {
 /// Re-lock only when a change to the draw order or the message flow is intended, and
 /// add a line here saying why:
 /// - 2026-11-29: first lock (issue #4, partition plane with shards).
-const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0;
+const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x235f_ac4c_d271_210d;
 
 #[test]
 fn multi_shard_replay_is_deterministic() {

@@ -64,3 +64,46 @@ fn backups_reacknowledge_applied_ops_for_a_new_primary() {
 fn an_old_primary_never_applies_its_own_dropped_op() {
     replay(258);
 }
+
+fn replay_command(flags: &[&str], seed: u64) -> String {
+    let args = FuzzArgs::parse_from(std::iter::once("workload-fuzz").chain(flags.iter().copied()));
+    let mut out = Vec::new();
+    let report = fuzz::run(&args, seed, &mut out).expect("writing to a Vec never fails");
+    let text = String::from_utf8_lossy(&out).into_owned();
+    assert_eq!(report.verdict, Verdict::Pass, "seed {seed}:\n{text}");
+    text
+}
+
+#[test]
+fn repair_does_not_starve_the_gap_above_the_commit_point() {
+    let text = replay(58);
+    assert!(
+        text.contains("replicas=5"),
+        "the seed must still draw five replicas:\n{text}"
+    );
+}
+
+#[test]
+fn the_drain_waits_for_every_primary_to_commit_what_it_inherited() {
+    let text = replay_command(
+        &[
+            "--ticks",
+            "6000",
+            "--shards",
+            "3",
+            "--plane",
+            "partition",
+            "--faults",
+            "heavy",
+            "--crash-prob",
+            "0.01",
+            "--restart-prob",
+            "0.05",
+            "--crash-primary",
+        ],
+        89,
+    );
+    // The comparison ran (one client) and compared the messages the shadow holds.
+    assert!(text.contains("shadow_skipped=0"), "{text}");
+    assert!(!text.contains("namespaces_checked=0 "), "{text}");
+}

@@ -158,3 +158,40 @@ fn a_primary_that_never_saw_a_clients_request_does_not_answer_it_when_leaving_it
         "nothing is sent to the placeholder address"
     );
 }
+
+#[test]
+fn repair_asks_first_for_the_gap_that_blocks_applying_when_it_connects() {
+    // Found by `--plane metadata --faults swarm ... --seed 58`: top-down repair kept
+    // chasing new gaps at the top and never asked for op 18 again.
+    let mut backup = Replica::open(config(1), Counter(0), MemoryStore::new(), 0);
+    let mut primary = Replica::open(config(0), Counter(0), MemoryStore::new(), 0);
+    for request in 1..=6 {
+        primary.on_frame(crate::seam::ProcessId(9), &client_request(request), 0);
+    }
+    let prepares: Vec<Vec<u8>> = (1..=6)
+        .map(|op| {
+            primary
+                .journal
+                .get(op)
+                .and_then(|entry| entry.frame.clone())
+                .expect("the primary holds its prepares")
+                .to_vec()
+        })
+        .collect();
+    // The backup gets ops 1, 3, 4 and 6: gaps at 2 (above its commit point, under a
+    // ready op) and 5 (the top run).
+    for op in [1, 3, 4, 6] {
+        backup.on_frame(crate::seam::ProcessId(0), &prepares[op - 1], 0);
+    }
+    backup.commit_max = 6;
+    backup.commit_min = 1;
+    assert_eq!(
+        backup.repair_range(),
+        Some((2, 2)),
+        "the gap that blocks applying first"
+    );
+    // With the bottom gap filled, the top run is next.
+    backup.on_frame(crate::seam::ProcessId(0), &prepares[1], 0);
+    backup.commit_min = 4;
+    assert_eq!(backup.repair_range(), Some((5, 5)));
+}

@@ -79,7 +79,7 @@ pub use outcome::{Outcome, OutcomeSet};
 pub use request::{Answered, PartitionAt, Plan, Reply, Request};
 pub use scope::Scope;
 pub use shadow::Shadow;
-pub use weights::{ActionWeights, Plane};
+pub use weights::{ActionWeights, Plane, WarmUp};
 
 /// Actions tried for one request before the client stays idle this time. Every
 /// metadata action has an aim the shadow can always reach (an invalid name, an absent
@@ -409,17 +409,19 @@ impl MetadataWorkload {
             partitions_budget: self.weights.partitions_budget(),
         };
         let appended = self.outcome_count(Action::SendMessages, Outcome::Appended) > 0;
+        let created = self.outcome_count(Action::CreateStream, Outcome::Ok) > 0;
         let rng = &mut self.clients[client].rng;
-        if self.weights.setup_first() {
-            // A plane about partitions first creates one (a topic in a stream of the
-            // client's, or the stream) and appends to it, so that faults that let only
-            // a handful of requests through still take the data path.
-            let warm_up: &[(Action, Outcome)] = if scope.own_partitions() == 0 {
-                &[(Action::CreateTopic, Outcome::Ok), (Action::CreateStream, Outcome::Ok)]
-            } else if !appended {
-                &[(Action::SendMessages, Outcome::Appended)]
-            } else {
-                &[]
+        {
+            // See `WarmUp`: a plane's defining path first, then draws by weight.
+            let warm_up: &[(Action, Outcome)] = match self.weights.warm_up() {
+                WarmUp::None => &[],
+                WarmUp::MetadataCreate if !created => &[(Action::CreateStream, Outcome::Ok)],
+                WarmUp::MetadataCreate => &[],
+                WarmUp::PartitionAppend if scope.own_partitions() == 0 => {
+                    &[(Action::CreateTopic, Outcome::Ok), (Action::CreateStream, Outcome::Ok)]
+                }
+                WarmUp::PartitionAppend if !appended => &[(Action::SendMessages, Outcome::Appended)],
+                WarmUp::PartitionAppend => &[],
             };
             for (action, aim) in warm_up {
                 if let Some(plan) = action.generate(&scope, rng, *aim)

@@ -24,7 +24,21 @@ pub struct ActionWeights {
     weights: [u32; Action::COUNT],
     success_weight: u32,
     partitions_budget: u64,
-    setup_first: bool,
+    warm_up: WarmUp,
+}
+
+/// What a client does before it draws by weight: the one outcome that defines its
+/// plane, reached as directly as the shadow allows, so that a run under faults that
+/// let only a handful of requests through still tests what its plane is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WarmUp {
+    /// Draw by weight from the first request.
+    None,
+    /// Until some metadata create succeeded: create a stream.
+    MetadataCreate,
+    /// Until the client holds a partition: create a stream, then a topic; then until
+    /// some send was appended: send to one.
+    PartitionAppend,
 }
 
 /// Partitions one client creates at most on the planes that write messages: every
@@ -51,7 +65,7 @@ impl ActionWeights {
             weights: [1; Action::COUNT],
             success_weight: 1,
             partitions_budget: u64::MAX,
-            setup_first: false,
+            warm_up: WarmUp::None,
         }
     }
 
@@ -65,7 +79,7 @@ impl ActionWeights {
             weights,
             success_weight: 1,
             partitions_budget: u64::MAX,
-            setup_first: false,
+            warm_up: WarmUp::None,
         }
     }
 
@@ -88,18 +102,14 @@ impl ActionWeights {
         }
     }
 
-    /// The same weights, but a client with no partition first creates one (its stream,
-    /// then a topic) before drawing by weight.
-    pub fn with_setup_first(self) -> Self {
-        Self {
-            setup_first: true,
-            ..self
-        }
+    /// The same weights, warming up with `warm_up` first.
+    pub fn with_warm_up(self, warm_up: WarmUp) -> Self {
+        Self { warm_up, ..self }
     }
 
-    /// Whether a client with no partition creates one before drawing by weight.
-    pub fn setup_first(&self) -> bool {
-        self.setup_first
+    /// What a client does before it draws by weight.
+    pub fn warm_up(&self) -> WarmUp {
+        self.warm_up
     }
 
     /// Most partitions one client creates (`u64::MAX`: no bound beyond the cluster's).
@@ -220,23 +230,23 @@ impl Plane {
     /// with uniform aims a lone client needs a few hundred requests to see an append).
     pub fn weights(self) -> ActionWeights {
         match self {
-            Plane::Metadata => ActionWeights::from_fn(metadata_weight),
+            Plane::Metadata => ActionWeights::from_fn(metadata_weight).with_warm_up(WarmUp::MetadataCreate),
             Plane::Uniform => ActionWeights::uniform()
                 .with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT)
                 .with_partitions_budget(CHURN_PLANE_PARTITIONS_BUDGET)
-                .with_setup_first(),
+                .with_warm_up(WarmUp::PartitionAppend),
             Plane::Partition => ActionWeights::from_fn(partition_weight)
                 .with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT)
                 .with_partitions_budget(PARTITION_PLANE_PARTITIONS_BUDGET)
-                .with_setup_first(),
+                .with_warm_up(WarmUp::PartitionAppend),
             Plane::Mixed => ActionWeights::from_fn(mixed_weight)
                 .with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT)
                 .with_partitions_budget(CHURN_PLANE_PARTITIONS_BUDGET)
-                .with_setup_first(),
+                .with_warm_up(WarmUp::PartitionAppend),
             Plane::Lifecycle => ActionWeights::from_fn(lifecycle_weight)
                 .with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT)
                 .with_partitions_budget(CHURN_PLANE_PARTITIONS_BUDGET)
-                .with_setup_first(),
+                .with_warm_up(WarmUp::PartitionAppend),
         }
     }
 }
