@@ -107,3 +107,27 @@ fn the_drain_waits_for_every_primary_to_commit_what_it_inherited() {
     assert!(text.contains("shadow_skipped=0"), "{text}");
     assert!(!text.contains("namespaces_checked=0 "), "{text}");
 }
+
+#[test]
+fn repair_reaches_the_lowest_run_under_load_from_eight_clients() {
+    let text = replay_command(
+        &[
+            "--ticks",
+            "12000",
+            "--clients",
+            "8",
+            "--shards",
+            "2",
+            "--plane",
+            "metadata",
+            "--faults",
+            "none",
+            "--crash-prob",
+            "0.002",
+            "--restart-prob",
+            "0.05",
+        ],
+        24,
+    );
+    assert!(text.contains("restarts="), "{text}");
+}

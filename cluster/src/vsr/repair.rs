@@ -37,36 +37,35 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
     }
 
-    /// The range to repair next, at most `repair_window` long, always ending right
-    /// under an op this replica holds ready, because a repaired prepare is proven
-    /// canonical by the trusted op above it: each answer connects at once, and nothing
-    /// already held is asked for again.
+    /// The range to repair next, at most `repair_window` long: the top of the lowest
+    /// run of ops this replica needs but cannot apply. Its top sits right under an op
+    /// held ready (or is the top of the log), and a repaired prepare is proven canonical
+    /// by the trusted op above it: each answer connects at once, and nothing already
+    /// held is asked for again.
     ///
-    /// First choice: the run just above the commit point, when it fits the window and
-    /// a ready op sits on top of it: it is what keeps the replica from applying.
-    /// Otherwise: the highest run, ending at the top. Top-down alone starves the
-    /// bottom on a lossy network with writes going on: every lost prepare opens a new
-    /// gap above, and the gap that blocks applying is never asked for again (found by
-    /// `--plane metadata --faults swarm --crash-prob 0.01 --restart-prob 0.05
-    /// --crash-primary --seed 58`: commit stuck behind op 18 for 2,000 ticks).
+    /// The lowest run first, because it is what keeps the replica from applying. Asking
+    /// for the highest run first starves the bottom on a lossy or overloaded network
+    /// with writes going on: every lost prepare opens a new gap above, and the gap that
+    /// blocks applying is never asked for again (found by `--plane metadata --faults
+    /// swarm --crash-prob 0.01 --restart-prob 0.05 --crash-primary --seed 58`, and by
+    /// eight clients on a clean network overflowing links while a restarted replica
+    /// caught up).
     pub(crate) fn repair_range(&self) -> Option<(u64, u64)> {
         let top = self.commit_max.max(self.journal.head());
-        let low = self.commit_min + 1;
-        if low <= top && !self.journal.ready(low) {
-            let mut end = low;
-            while end < top && end - low + 1 < self.repair_window && !self.journal.ready(end + 1) {
-                end += 1;
-            }
-            if end < top && self.journal.ready(end + 1) {
-                return Some((low, end));
-            }
+        let mut op = self.commit_min + 1;
+        while op <= top && self.journal.ready(op) {
+            op += 1;
         }
-        let high = (self.commit_min + 1..=top).rev().find(|&op| !self.journal.ready(op))?;
-        let mut low = high;
-        while low > self.commit_min + 1 && high - low + 1 < self.repair_window && !self.journal.ready(low - 1) {
-            low -= 1;
+        if op > top {
+            return None;
         }
-        Some((low, high))
+        let run_start = op;
+        while op < top && !self.journal.ready(op + 1) {
+            op += 1;
+        }
+        let run_end = op;
+        let low = run_start.max((run_end + 1).saturating_sub(self.repair_window));
+        Some((low, run_end))
     }
 
     /// Ask a peer for the lowest missing range, unless a request is outstanding.

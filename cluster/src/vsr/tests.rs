@@ -195,3 +195,32 @@ fn repair_asks_first_for_the_gap_that_blocks_applying_when_it_connects() {
     backup.commit_min = 4;
     assert_eq!(backup.repair_range(), Some((5, 5)));
 }
+
+#[test]
+fn repair_takes_the_top_of_the_lowest_run_when_it_exceeds_the_window() {
+    let mut backup = Replica::open(config(1), Counter(0), MemoryStore::new(), 0);
+    let mut primary = Replica::open(config(0), Counter(0), MemoryStore::new(), 0);
+    for request in 1..=8 {
+        primary.on_frame(crate::seam::ProcessId(9), &client_request(request), 0);
+    }
+    let prepare = |op: u64| -> Vec<u8> {
+        primary
+            .journal
+            .get(op)
+            .and_then(|entry| entry.frame.clone())
+            .expect("the primary holds its prepares")
+            .to_vec()
+    };
+    // Held: 1, 5, 8. Missing: 2..=4 (under 5) and 6..=7 (under 8).
+    for op in [1, 5, 8] {
+        backup.on_frame(crate::seam::ProcessId(0), &prepare(op), 0);
+    }
+    backup.commit_max = 8;
+    backup.commit_min = 1;
+    backup.repair_window = 2;
+    assert_eq!(
+        backup.repair_range(),
+        Some((3, 4)),
+        "the top of the lowest run, right under a ready op, never the higher run first"
+    );
+}
