@@ -410,6 +410,8 @@ impl MetadataWorkload {
         };
         let appended = self.outcome_count(Action::SendMessages, Outcome::Appended) > 0;
         let created = self.outcome_count(Action::CreateStream, Outcome::Ok) > 0;
+        let fenced = self.outcome_count(Action::StoreStaleOwnerOffset, Outcome::StaleOwner) > 0;
+        let handed = self.outcome_count(Action::SetGroupOwner, Outcome::Ok) > 0;
         let rng = &mut self.clients[client].rng;
         {
             // See `WarmUp`: a plane's defining path first, then draws by weight.
@@ -422,6 +424,23 @@ impl MetadataWorkload {
                 }
                 WarmUp::PartitionAppend if !appended => &[(Action::SendMessages, Outcome::Appended)],
                 WarmUp::PartitionAppend => &[],
+                WarmUp::OwnerHandOff if scope.own_partitions() == 0 => {
+                    &[(Action::CreateTopic, Outcome::Ok), (Action::CreateStream, Outcome::Ok)]
+                }
+                // The furthest step the shadow can reach first: a stale owner's write,
+                // else a hand-off, else another member, else a group to join.
+                WarmUp::OwnerHandOff if !fenced && !handed => &[
+                    (Action::StoreStaleOwnerOffset, Outcome::StaleOwner),
+                    (Action::SetGroupOwner, Outcome::Ok),
+                    (Action::JoinConsumerGroup, Outcome::Ok),
+                    (Action::CreateConsumerGroup, Outcome::Ok),
+                ],
+                WarmUp::OwnerHandOff if !fenced => &[
+                    (Action::StoreStaleOwnerOffset, Outcome::StaleOwner),
+                    (Action::JoinConsumerGroup, Outcome::Ok),
+                    (Action::CreateConsumerGroup, Outcome::Ok),
+                ],
+                WarmUp::OwnerHandOff => &[],
             };
             for (action, aim) in warm_up {
                 if let Some(plan) = action.generate(&scope, rng, *aim)

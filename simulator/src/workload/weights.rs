@@ -39,6 +39,10 @@ pub enum WarmUp {
     /// Until the client holds a partition: create a stream, then a topic; then until
     /// some send was appended: send to one.
     PartitionAppend,
+    /// Until the client holds a partition: as above; then until the owner fence has
+    /// refused a stale owner: create a consumer group, join members, hand the
+    /// partition to one, and write as another.
+    OwnerHandOff,
 }
 
 /// Partitions one client creates at most on the planes that write messages: every
@@ -246,7 +250,7 @@ impl Plane {
             Plane::Lifecycle => ActionWeights::from_fn(lifecycle_weight)
                 .with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT)
                 .with_partitions_budget(CHURN_PLANE_PARTITIONS_BUDGET)
-                .with_warm_up(WarmUp::PartitionAppend),
+                .with_warm_up(WarmUp::OwnerHandOff),
         }
     }
 }
