@@ -36,6 +36,8 @@ pub struct FuzzArgs {
     /// Shards per replica. Each partition's group lives on the shard its id hashes to,
     /// the metadata group on shard 0; a packet enters a replica on a shard drawn from
     /// its own seed stream and takes a router hop to the owner when it lands elsewhere.
+    /// The swarm profile draws it instead (the banner says what it drew); the echo
+    /// plane always runs one.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8))]
     pub shards: u32,
 

@@ -152,15 +152,17 @@ fn configure(args: &FuzzArgs, seed: u64) -> Result<(SimulationConfig, ResolvedPr
         &resolved.network,
     )
     .map_err(|error| error.to_string())?;
-    // Swarm draws the cluster's shape too; fixed profiles take it from the flags.
-    let (replicas, clients) = match &resolved.swarm {
-        Some(draw) => (draw.replicas, draw.clients),
-        None => (args.replicas as usize, args.clients as usize),
+    // Swarm draws the cluster's shape too; fixed profiles take it from the flags. The
+    // echo plane's replicas read one inbox, so it always runs one shard.
+    let (replicas, clients, shards) = match &resolved.swarm {
+        Some(draw) => (draw.replicas, draw.clients, draw.shards),
+        None => (args.replicas as usize, args.clients as usize, args.shards as usize),
     };
+    let shards = if args.plane == Plane::Echo { 1 } else { shards };
     let config = SimulationConfig {
         replicas,
         clients,
-        shards: args.shards as usize,
+        shards,
         network: resolved.network.clone(),
     };
     Ok((config, resolved))
