@@ -86,7 +86,9 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 ///   own entropy), clients remember each group's primary and follow refusal hints at
 ///   once, the crash injector counts only rejoined replicas, the metadata plane warms
 ///   up with a create, and the report prints node and outcome lines.
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xf22e_09cc_02c7_7a92;
+/// - 2026-11-29: re-locked: the `compared:` line reports `partitions_compared` (the
+///   schedule and every other line unchanged).
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xf9ac_63c3_a29c_86f5;
 
 #[test]
 fn workload_replay_is_deterministic() {
@@ -126,7 +128,9 @@ fn workload_replay_is_deterministic() {
 /// Re-lock only when a change to the draw order or the message flow is intended, and
 /// add a line here saying why:
 /// - 2026-11-29: first lock (issue #4, partition plane with shards).
-const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x235f_ac4c_d271_210d;
+/// - 2026-11-29: re-locked: the `compared:` line reports `partitions_compared` (the
+///   schedule and every other line unchanged).
+const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0xee81_ca32_ff9d_5b45;
 
 #[test]
 fn multi_shard_replay_is_deterministic() {

@@ -11,6 +11,13 @@ fn run(flags: &[&str], seed: u64) -> (String, Verdict) {
     (String::from_utf8_lossy(&out).into_owned(), report.verdict)
 }
 
+/// The number printed as `key=N` in a run's output (the first occurrence).
+fn counter(text: &str, key: &str) -> u64 {
+    text.split_whitespace()
+        .find_map(|word| word.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
+        .unwrap_or_else(|| panic!("no `{key}=N` in the output:\n{text}"))
+}
+
 const LIFECYCLE: [&str; 6] = ["--plane", "lifecycle", "--faults", "light", "--ticks", "6000"];
 
 /// With the fence on, lifecycle runs pass (and see the fence refuse a stale owner, or
@@ -58,7 +65,14 @@ fn partition_runs_with_eight_clients_and_three_shards_pass() {
             seed,
         );
         assert_eq!(verdict, Verdict::Pass, "seed {seed}:\n{out}");
-        assert!(out.contains("router_hops="), "{out}");
+        assert!(
+            counter(&out, "router_hops") > 0,
+            "three shards must route some frames:\n{out}"
+        );
+        assert!(
+            counter(&out, "namespaces_checked") > 0,
+            "the shadow was compared:\n{out}"
+        );
     }
 }
 

@@ -28,6 +28,7 @@ pub use stores::{MemoryStores, StoreProvider};
 
 use crate::partition::OwnerFence;
 use crate::seam::{Bus, Inbox, InboxPush, TICK};
+use crate::vsr::Status;
 
 /// Most shards a node runs. One per core in production; the simulator sweeps 1 to 8.
 pub const SHARDS_MAX: u8 = 8;
@@ -72,6 +73,19 @@ pub struct NodeStats {
     pub forwards_dropped_full: u64,
 }
 
+impl std::ops::AddAssign for NodeStats {
+    fn add_assign(&mut self, other: NodeStats) {
+        let (mine, theirs) = (&mut self.shard, other.shard);
+        mine.frames_routed += theirs.frames_routed;
+        mine.frames_unknown_group += theirs.frames_unknown_group;
+        mine.frames_rejected += theirs.frames_rejected;
+        mine.groups_opened += theirs.groups_opened;
+        mine.groups_closed += theirs.groups_closed;
+        mine.groups_deleted_skipped += theirs.groups_deleted_skipped;
+        self.forwards_dropped_full += other.forwards_dropped_full;
+    }
+}
+
 /// One replica process: its shards, sharing the partition directory.
 pub struct Node<P: StoreProvider> {
     shards: Vec<Rc<RefCell<Shard<P>>>>,
@@ -111,6 +125,21 @@ impl<P: StoreProvider> Node<P> {
         &self.shards
     }
 
+    /// Whether no group of this node is still recovering after a restart (each has
+    /// learned a view, so the node can take part in every group's quorums).
+    pub fn rejoined(&self) -> bool {
+        self.shards.iter().all(|shard| {
+            let shard = shard.borrow();
+            shard
+                .metadata()
+                .is_none_or(|replica| replica.status() != Status::Recovering)
+                && shard
+                    .partitions()
+                    .values()
+                    .all(|replica| replica.status() != Status::Recovering)
+        })
+    }
+
     /// Counters summed over shards.
     pub fn stats(&self) -> NodeStats {
         let mut stats = NodeStats {
@@ -118,13 +147,10 @@ impl<P: StoreProvider> Node<P> {
             ..NodeStats::default()
         };
         for shard in &self.shards {
-            let shard = shard.borrow().stats();
-            stats.shard.frames_routed += shard.frames_routed;
-            stats.shard.frames_unknown_group += shard.frames_unknown_group;
-            stats.shard.frames_rejected += shard.frames_rejected;
-            stats.shard.groups_opened += shard.groups_opened;
-            stats.shard.groups_closed += shard.groups_closed;
-            stats.shard.groups_deleted_skipped += shard.groups_deleted_skipped;
+            stats += NodeStats {
+                shard: shard.borrow().stats(),
+                forwards_dropped_full: 0,
+            };
         }
         stats
     }

@@ -22,8 +22,8 @@ use crate::metadata::{MetadataMachine, MetadataState};
 use crate::partition::PartitionMachine;
 use crate::seam::ProcessId;
 use crate::vsr::replica::Outgoing;
-use crate::vsr::{ClientError, Replica, ReplicaConfig, ReplicaStats, Status};
-use crate::wire::{self, Command, HEADER_BYTES, Header};
+use crate::vsr::{ClientError, Replica, ReplicaConfig, Status, seal_refusal};
+use crate::wire::{Command, HEADER_BYTES, Header};
 
 /// The metadata group's id.
 pub const METADATA_GROUP: u64 = 0;
@@ -124,27 +124,6 @@ impl<P: StoreProvider> Shard<P> {
         self.stats
     }
 
-    /// The sum of every hosted replica's counters.
-    pub fn replica_stats(&self) -> ReplicaStats {
-        let mut total = ReplicaStats::default();
-        let all = self
-            .metadata
-            .iter()
-            .map(Replica::stats)
-            .chain(self.partitions.values().map(Replica::stats));
-        for stats in all {
-            total.frames_rejected += stats.frames_rejected;
-            total.frames_misrouted += stats.frames_misrouted;
-            total.superblock_write_failures += stats.superblock_write_failures;
-            total.views_started += stats.views_started;
-            total.ops_applied += stats.ops_applied;
-            total.repair_requests += stats.repair_requests;
-            total.requests_refused += stats.requests_refused;
-            total.queries_answered += stats.queries_answered;
-        }
-        total
-    }
-
     /// Take the frames to send and the frames to forward to other shards.
     pub fn drain(&mut self) -> (Vec<Outgoing>, Vec<Forward>) {
         (std::mem::take(&mut self.outbox), std::mem::take(&mut self.forwards))
@@ -195,18 +174,13 @@ impl<P: StoreProvider> Shard<P> {
     /// create yet, or the partition is gone): say so at once, never taken, naming the
     /// next replica to try, instead of leaving the client to its resend timeout.
     fn refuse_unknown_group(&mut self, to: ProcessId, request: &Header) {
-        let mut header = Header::new(Command::Refused);
-        header.cluster = self.config.cluster;
-        header.group = request.group;
-        header.replica = self.config.replica;
-        header.client = request.client;
-        header.request = request.request;
-        header.operation = request.operation;
-        header.flags = (self.config.replica + 1) % self.config.replicas;
-        self.outbox.push(Outgoing {
-            to,
-            frame: wire::seal_header(header, &ClientError::TransientNotAccepted.encode()),
-        });
+        let mut sender = Header::new(Command::Refused);
+        sender.cluster = self.config.cluster;
+        sender.group = request.group;
+        sender.replica = self.config.replica;
+        let next = (self.config.replica + 1) % self.config.replicas;
+        let frame = seal_refusal(sender, request, next, ClientError::TransientNotAccepted);
+        self.outbox.push(Outgoing { to, frame });
     }
 
     /// One tick for every hosted group.

@@ -15,8 +15,9 @@ pub struct ClientEntry {
     pub op: u64,
     /// The sealed reply frame, replayed to a resend.
     pub reply: Vec<u8>,
-    /// Where the client was last seen (replies go there).
-    pub address: ProcessId,
+    /// Where the client was last seen (replies go there); `None` when this replica
+    /// applied the request without receiving it (a backup, or a replica catching up).
+    pub address: Option<ProcessId>,
 }
 
 /// What the table says about an incoming request.
@@ -50,7 +51,7 @@ impl ClientTable {
     /// Record a committed request's reply. Evicts the client whose last request
     /// committed earliest when the table is full (every replica evicts the same one,
     /// since they commit the same ops).
-    pub fn record(&mut self, client: u128, request: u64, op: u64, reply: Vec<u8>, address: ProcessId) {
+    pub fn record(&mut self, client: u128, request: u64, op: u64, reply: Vec<u8>, address: Option<ProcessId>) {
         if !self.clients.contains_key(&client) && self.clients.len() >= CLIENT_TABLE_CLIENTS_MAX {
             let oldest = self.clients.iter().min_by_key(|(_, entry)| entry.op).map(|(id, _)| *id);
             if let Some(oldest) = oldest {
@@ -74,13 +75,13 @@ impl ClientTable {
 
     /// The address a client was last seen at.
     pub fn address(&self, client: u128) -> Option<ProcessId> {
-        self.clients.get(&client).map(|entry| entry.address)
+        self.clients.get(&client).and_then(|entry| entry.address)
     }
 
     /// Remember where a client is now (a resend through another route).
     pub fn set_address(&mut self, client: u128, address: ProcessId) {
         if let Some(entry) = self.clients.get_mut(&client) {
-            entry.address = address;
+            entry.address = Some(address);
         }
     }
 
@@ -103,10 +104,10 @@ mod tests {
     fn a_resent_request_replays_and_an_older_one_is_stale() {
         let mut table = ClientTable::default();
         assert_eq!(table.check(7, 1), Dedup::New);
-        table.record(7, 1, 10, b"reply-1".to_vec(), ProcessId(3));
+        table.record(7, 1, 10, b"reply-1".to_vec(), Some(ProcessId(3)));
         assert_eq!(table.check(7, 1), Dedup::Duplicate(b"reply-1"));
         assert_eq!(table.check(7, 2), Dedup::New);
-        table.record(7, 2, 11, b"reply-2".to_vec(), ProcessId(3));
+        table.record(7, 2, 11, b"reply-2".to_vec(), Some(ProcessId(3)));
         assert_eq!(table.check(7, 1), Dedup::Stale);
         assert_eq!(table.address(7), Some(ProcessId(3)));
     }
@@ -117,9 +118,9 @@ mod tests {
         for client in 0..CLIENT_TABLE_CLIENTS_MAX as u128 {
             // Client 5 committed first.
             let op = if client == 5 { 0 } else { 100 + client as u64 };
-            table.record(client, 1, op, Vec::new(), ProcessId(0));
+            table.record(client, 1, op, Vec::new(), Some(ProcessId(0)));
         }
-        table.record(u128::MAX, 1, 1_000_000, Vec::new(), ProcessId(0));
+        table.record(u128::MAX, 1, 1_000_000, Vec::new(), Some(ProcessId(0)));
         assert_eq!(table.len(), CLIENT_TABLE_CLIENTS_MAX);
         assert_eq!(table.check(5, 1), Dedup::New, "client 5 was evicted");
         assert!(matches!(table.check(6, 1), Dedup::Duplicate(_)));

@@ -26,7 +26,7 @@ pub mod view_change;
 #[cfg(test)]
 mod tests;
 
-pub use normal::ClientError;
+pub use normal::{ClientError, seal_refusal};
 pub use replica::{Replica, ReplicaConfig, ReplicaStats, Status};
 pub use store::{MemoryStore, ReplicaStore, StoreError, StoredRecord, Superblock};
 

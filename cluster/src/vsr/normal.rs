@@ -14,10 +14,6 @@ use super::timeout::Timeout;
 use crate::seam::ProcessId;
 use crate::wire::{self, Command, Header};
 
-/// The address recorded for a client whose request this replica applied without
-/// having received it (a backup, or a replica catching up): never sent to.
-pub(crate) const NO_ADDRESS: ProcessId = ProcessId(u32::MAX);
-
 /// Why a request was answered with `Refused` (the body's one byte): what the client
 /// may conclude about its request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +43,17 @@ impl ClientError {
     }
 }
 
+/// A `Refused` frame answering `request`: `sender` carries who refuses (cluster, group,
+/// replica, view), `hint` the replica the client should try next.
+pub fn seal_refusal(mut sender: Header, request: &Header, hint: u8, error: ClientError) -> Vec<u8> {
+    debug_assert_eq!(sender.command, Command::Refused);
+    sender.client = request.client;
+    sender.request = request.request;
+    sender.operation = request.operation;
+    sender.flags = hint;
+    wire::seal_header(sender, &error.encode())
+}
+
 impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     pub(crate) fn refuse(&mut self, to: ProcessId, request: &Header) {
         self.refuse_with(to, request, ClientError::TransientNotAccepted);
@@ -54,13 +61,14 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
 
     pub(crate) fn refuse_with(&mut self, to: ProcessId, request: &Header, error: ClientError) {
         self.stats.requests_refused += 1;
-        let mut header = self.header(Command::Refused);
-        header.client = request.client;
-        header.request = request.request;
-        header.operation = request.operation;
         // Hint: who this replica believes leads.
-        header.flags = self.primary_of(self.view);
-        self.send(to, header, &error.encode());
+        let frame = seal_refusal(
+            self.header(Command::Refused),
+            request,
+            self.primary_of(self.view),
+            error,
+        );
+        self.outbox.push(Outgoing { to, frame });
     }
 
     /// A primary giving up its view: tell every client it holds a request of what
@@ -86,8 +94,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 .pending_addresses
                 .get(&header.client)
                 .copied()
-                .or_else(|| self.clients.address(header.client))
-                .filter(|address| *address != NO_ADDRESS);
+                .or_else(|| self.clients.address(header.client));
             if let Some(address) = address {
                 self.refuse_with(address, &header, ClientError::TransientNotCommitted);
             }
@@ -463,8 +470,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 let address = self
                     .pending_addresses
                     .remove(&header.client)
-                    .or_else(|| self.clients.address(header.client))
-                    .unwrap_or(NO_ADDRESS);
+                    .or_else(|| self.clients.address(header.client));
                 let mut reply = self.header(Command::Reply);
                 reply.client = header.client;
                 reply.request = header.request;
@@ -473,9 +479,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 reply.commit = op;
                 reply.timestamp = header.timestamp;
                 let frame = wire::seal_header(reply, &reply_body);
-                if self.is_primary() && self.status == Status::Normal && address != NO_ADDRESS {
+                if let Some(to) = address.filter(|_| self.is_primary() && self.status == Status::Normal) {
                     self.outbox.push(Outgoing {
-                        to: address,
+                        to,
                         frame: frame.clone(),
                     });
                 }

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use cluster::metadata::{DEFAULT_ROOT_PASSWORD, MetadataMachine};
-use cluster::node::{METADATA_GROUP, MemoryStores, Node, NodeConfig, Shard, StoreProvider};
+use cluster::node::{METADATA_GROUP, MemoryStores, Node, NodeConfig, Shard, StoreProvider, owner_shard};
 use cluster::partition::{OwnerFence, PartitionMachine};
 use cluster::seam::ProcessId;
 use cluster::vsr::journal::root_header;
@@ -256,18 +256,7 @@ impl Harness {
                 primary: self
                     .metadata(index)
                     .is_some_and(|replica| replica.borrow().is_primary()),
-                rejoined: self.slots[index].node.as_ref().is_some_and(|node| {
-                    node.shards().iter().all(|shard| {
-                        let shard = shard.borrow();
-                        shard
-                            .metadata()
-                            .is_none_or(|replica| replica.status() != Status::Recovering)
-                            && shard
-                                .partitions()
-                                .values()
-                                .all(|replica| replica.status() != Status::Recovering)
-                    })
-                }),
+                rejoined: self.slots[index].node.as_ref().is_some_and(Node::rejoined),
             })
             .collect();
         for action in self.crash.decide(tick, &lives) {
@@ -404,15 +393,18 @@ impl Harness {
             .collect()
     }
 
-    /// Call `visit` with every live replica of partition group `group`.
-    pub fn with_partition_replicas(&self, group: u64, mut visit: impl FnMut(usize, &PartitionReplica)) {
-        for (index, node) in self.live_nodes() {
-            for shard in node.shards() {
-                if let Some(replica) = shard.borrow().partitions().get(&group) {
-                    visit(index, replica);
-                }
-            }
-        }
+    /// Every live replica of partition group `group`, with its replica index (borrow
+    /// between steps only).
+    pub fn partition_replicas(&self, group: u64) -> Vec<(usize, Ref<'_, PartitionReplica>)> {
+        let owner = usize::from(owner_shard(group, self.shards as u8));
+        self.live_nodes()
+            .into_iter()
+            .filter_map(|(index, node)| {
+                Ref::filter_map(node.shards()[owner].borrow(), |shard| shard.partitions().get(&group))
+                    .ok()
+                    .map(|replica| (index, replica))
+            })
+            .collect()
     }
 
     /// The metadata store of replica `index` (kept across crashes), for fault injection.

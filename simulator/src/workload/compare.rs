@@ -23,11 +23,6 @@ pub const DIFFERENCES_REPORTED_MAX: usize = 16;
 /// What the metadata comparison compared.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ShadowComparison {
-    /// True if nothing was compared. Never set today: with several clients the shadow
-    /// is exact after the drain too (each client keeps to its own namespace, and what
-    /// all of them share converges once every reply is in). Kept so callers that skip
-    /// on it keep compiling.
-    pub skipped: bool,
     /// Streams found on both sides and compared field by field.
     pub streams_compared: u64,
     /// Topics compared.
@@ -44,9 +39,6 @@ pub struct ShadowComparison {
 
 impl fmt::Display for ShadowComparison {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.skipped {
-            return write!(f, "shadow comparison skipped");
-        }
         write!(
             f,
             "shadow compared: streams={} topics={} partitions={} groups={} users={} tokens={}",

@@ -22,6 +22,7 @@
 
 use cluster::metadata::{PARTITIONS_TOTAL_MAX, STREAMS_MAX, USERS_MAX};
 
+use super::outcome::Outcome;
 use super::request::PartitionAt;
 use super::shadow::{
     self, ABSENT_ID_SPAN, NAME_POOL_SIZE, Shadow, ShadowGroup, ShadowPartition, ShadowStream, ShadowTopic, ShadowUser,
@@ -239,6 +240,34 @@ impl<'a> Scope<'a> {
         } else {
             shadow::absent_key(&self.shadow.streams, self.shadow.next_stream_id, rng)
         }
+    }
+
+    /// A (stream, topic) that does not exist, for an aim at `StreamNotFound` (an absent
+    /// stream, any topic id) or `TopicNotFound` (a stream of the client's, a topic id it
+    /// never held). `None` for any other aim, or when the client has no stream.
+    pub fn missing_topic(&self, rng: &mut SimRng, aim: Outcome) -> Option<(u32, u32)> {
+        match aim {
+            // The absent stream is drawn first: the order is part of the seed contract.
+            Outcome::StreamNotFound => Some((self.absent_stream_id(rng), rng.below(shadow::ABSENT_ID_SPAN) as u32)),
+            Outcome::TopicNotFound => {
+                let stream_id = self.pick_stream(rng)?;
+                let stream = &self.shadow.streams[&stream_id];
+                Some((stream_id, shadow::absent_key(&stream.topics, stream.next_topic_id, rng)))
+            }
+            _ => None,
+        }
+    }
+
+    /// A (stream, topic, group) whose topic is the client's and whose group it never
+    /// held, for an aim at `GroupNotFound`; `None` when the client has no topic.
+    pub fn missing_group(&self, rng: &mut SimRng) -> Option<(u32, u32, u32)> {
+        let (stream_id, topic_id) = self.pick_topic_where(rng, |_| true)?;
+        let topic = self.shadow.topic(stream_id, topic_id)?;
+        Some((
+            stream_id,
+            topic_id,
+            shadow::absent_key(&topic.groups, topic.next_group_id, rng),
+        ))
     }
 
     /// A user id no user holds when the request commits (never root's); as

@@ -58,17 +58,10 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
             // left < room <= PARTITIONS_PER_TOPIC_MAX, so it fits.
             (s, t, rng.range_inclusive(left + 1, u64::from(room)) as u32)
         }
-        Outcome::TopicNotFound => {
-            let s = scope.pick_stream(rng)?;
-            let stream = &shadow.streams[&s];
-            let t = shadow::absent_key(&stream.topics, stream.next_topic_id, rng);
+        Outcome::TopicNotFound | Outcome::StreamNotFound => {
+            let (s, t) = scope.missing_topic(rng, aim)?;
             (s, t, 1)
         }
-        Outcome::StreamNotFound => (
-            scope.absent_stream_id(rng),
-            rng.below(shadow::ABSENT_ID_SPAN) as u32,
-            1,
-        ),
         _ => return None,
     };
     let op = MetadataOp::CreatePartitions {

@@ -31,26 +31,11 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
             let group_id = shadow::pick_key(&shadow.topic(stream_id, topic_id)?.groups, rng)?;
             (stream_id, topic_id, group_id)
         }
-        Outcome::StreamNotFound => (
-            scope.absent_stream_id(rng),
-            rng.below(shadow::ABSENT_ID_SPAN) as u32,
-            rng.below(shadow::ABSENT_ID_SPAN) as u32,
-        ),
-        Outcome::TopicNotFound => {
-            let stream_id = scope.pick_stream(rng)?;
-            let stream = &shadow.streams[&stream_id];
-            let topic_id = shadow::absent_key(&stream.topics, stream.next_topic_id, rng);
+        Outcome::StreamNotFound | Outcome::TopicNotFound => {
+            let (stream_id, topic_id) = scope.missing_topic(rng, aim)?;
             (stream_id, topic_id, rng.below(shadow::ABSENT_ID_SPAN) as u32)
         }
-        Outcome::GroupNotFound => {
-            let (stream_id, topic_id) = scope.pick_topic_where(rng, |_| true)?;
-            let topic = shadow.topic(stream_id, topic_id)?;
-            (
-                stream_id,
-                topic_id,
-                shadow::absent_key(&topic.groups, topic.next_group_id, rng),
-            )
-        }
+        Outcome::GroupNotFound => scope.missing_group(rng)?,
         _ => return None,
     };
     let op = MetadataOp::DeleteConsumerGroup {

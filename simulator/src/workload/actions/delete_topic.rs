@@ -7,7 +7,7 @@ use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
 use crate::workload::request::{Answered, Plan, Request};
 use crate::workload::scope::Scope;
-use crate::workload::shadow::{self, Shadow};
+use crate::workload::shadow::Shadow;
 
 /// The action's name.
 pub const NAME: &str = "DeleteTopic";
@@ -20,12 +20,7 @@ pub const OUTCOMES: &[Outcome] = &[Outcome::Ok, Outcome::StreamNotFound, Outcome
 pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Plan> {
     let (stream_id, topic_id) = match aim {
         Outcome::Ok => scope.pick_topic_where(rng, |_| true)?,
-        Outcome::StreamNotFound => (scope.absent_stream_id(rng), rng.below(shadow::ABSENT_ID_SPAN) as u32),
-        Outcome::TopicNotFound => {
-            let stream_id = scope.pick_stream(rng)?;
-            let stream = &scope.shadow.streams[&stream_id];
-            (stream_id, shadow::absent_key(&stream.topics, stream.next_topic_id, rng))
-        }
+        Outcome::StreamNotFound | Outcome::TopicNotFound => scope.missing_topic(rng, aim)?,
         _ => return None,
     };
     Some(MetadataOp::DeleteTopic { stream_id, topic_id }.into())

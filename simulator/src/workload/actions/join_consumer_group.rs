@@ -55,23 +55,13 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
             (s, t, g, *shadow::pick(&members, rng)?)
         }
         Outcome::GroupNotFound => {
-            let (s, t) = scope.pick_topic_where(rng, |_| true)?;
-            let topic = shadow.topic(s, t)?;
-            let g = shadow::absent_key(&topic.groups, topic.next_group_id, rng);
+            let (s, t, g) = scope.missing_group(rng)?;
             (s, t, g, rng.below(u64::from(MEMBER_POOL_SIZE)) as u32)
         }
-        Outcome::TopicNotFound => {
-            let s = scope.pick_stream(rng)?;
-            let stream = &shadow.streams[&s];
-            let t = shadow::absent_key(&stream.topics, stream.next_topic_id, rng);
+        Outcome::TopicNotFound | Outcome::StreamNotFound => {
+            let (s, t) = scope.missing_topic(rng, aim)?;
             (s, t, 0, rng.below(u64::from(MEMBER_POOL_SIZE)) as u32)
         }
-        Outcome::StreamNotFound => (
-            scope.absent_stream_id(rng),
-            rng.below(shadow::ABSENT_ID_SPAN) as u32,
-            0,
-            rng.below(u64::from(MEMBER_POOL_SIZE)) as u32,
-        ),
         _ => return None,
     };
     let op = MetadataOp::JoinConsumerGroup {

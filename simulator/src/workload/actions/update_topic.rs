@@ -49,15 +49,8 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
                 .collect();
             (stream_id, topic_id, (*shadow::pick(&others, rng)?).to_owned())
         }
-        Outcome::StreamNotFound => (
-            scope.absent_stream_id(rng),
-            rng.below(shadow::ABSENT_ID_SPAN) as u32,
-            scope.any_name(TOPIC_PREFIX, rng),
-        ),
-        Outcome::TopicNotFound => {
-            let stream_id = scope.pick_stream(rng)?;
-            let stream = &shadow.streams[&stream_id];
-            let topic_id = shadow::absent_key(&stream.topics, stream.next_topic_id, rng);
+        Outcome::StreamNotFound | Outcome::TopicNotFound => {
+            let (stream_id, topic_id) = scope.missing_topic(rng, aim)?;
             (stream_id, topic_id, scope.any_name(TOPIC_PREFIX, rng))
         }
         Outcome::InvalidName => match scope.pick_topic_where(rng, |_| true) {
