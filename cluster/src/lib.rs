@@ -13,6 +13,7 @@ pub mod partition;
 pub mod runtime;
 pub mod seam;
 pub mod shard;
+pub mod storage;
 pub mod testing;
 pub mod vsr;
 pub mod wire;
