@@ -80,5 +80,155 @@ pub async fn check_storage_contract<S: DurableStorage>(storage: S) -> usize {
         matches!(&removed_again, Err(error) if error.kind() == io::ErrorKind::NotFound),
         "removing a missing file is NotFound",
     );
+    let reopened_removed = storage.open("wal/log", OpenMode::Existing).await;
+    checks += expect(
+        matches!(&reopened_removed, Err(error) if error.kind() == io::ErrorKind::NotFound),
+        "opening a removed file as Existing is NotFound",
+    );
+    checks += check_files_and_handles(&storage).await;
+    checks += check_namespace(&storage).await;
+    checks
+}
+
+/// Bytes through handles: offsets, zero-filled extension, sharing between handles.
+async fn check_files_and_handles<S: DurableStorage>(storage: &S) -> usize {
+    let mut checks = 0;
+    let mut buf = [0u8; 32];
+
+    let file = storage
+        .open("data/bytes", OpenMode::CreateNew)
+        .await
+        .expect("create data/bytes");
+    file.write_at(0, b"0123456789").await.expect("write_at");
+    file.write_at(3, b"abc").await.expect("overwrite");
+    let n = file.read_at(0, &mut buf).await.expect("read");
+    checks += expect(&buf[..n] == b"012abc6789", "an overwrite changes only its bytes");
+    let n = file.read_at(8, &mut buf).await.expect("read");
+    checks += expect(&buf[..n] == b"89", "a read across the end returns what is there");
+    checks += expect(
+        file.read_at(10, &mut buf).await.expect("read") == 0,
+        "a read at the end returns 0",
+    );
+
+    file.truncate(4).await.expect("truncate");
+    file.truncate(8).await.expect("extend");
+    let n = file.read_at(0, &mut buf).await.expect("read");
+    checks += expect(
+        &buf[..n] == b"012a\0\0\0\0",
+        "truncate shrinks, and extending again reads zeros, not the old bytes",
+    );
+    checks += expect(
+        file.append(b"xy").await.expect("append") == 8,
+        "append after truncate returns the new end",
+    );
+    file.write_at(12, b"z").await.expect("write past end");
+    checks += expect(
+        file.append(b"!").await.expect("append") == 13,
+        "append after a write past the end lands at the new end",
+    );
+
+    let other = storage
+        .open("data/bytes", OpenMode::CreateOrOpen)
+        .await
+        .expect("second handle");
+    checks += expect(
+        other.len().await.expect("len") == 14,
+        "CreateOrOpen on an existing file keeps its contents",
+    );
+    other.write_at(0, b"Q").await.expect("write through second handle");
+    let n = file.read_at(0, &mut buf[..1]).await.expect("read");
+    checks += expect(&buf[..n] == b"Q", "a write through one handle is read through another");
+    checks += expect(
+        file.append(b"?").await.expect("append") == 14 && other.len().await.expect("len") == 15,
+        "an append through one handle grows the file for every handle",
+    );
+    file.sync().await.expect("sync");
+    other.sync().await.expect("sync through a second handle");
+    drop(file);
+    drop(other);
+
+    let reopened = storage.open("data/bytes", OpenMode::Existing).await.expect("reopen");
+    let n = reopened.read_at(0, &mut buf).await.expect("read");
+    checks += expect(
+        &buf[..n] == b"Q12a\0\0\0\0xy\0\0z!?",
+        "reopening after closing every handle sees every written byte",
+    );
+
+    storage.remove("data/bytes").await.expect("remove");
+    let n = reopened.read_at(0, &mut buf[..2]).await.expect("read a removed file");
+    checks += expect(&buf[..n] == b"Q1", "a handle open on a removed file still reads it");
+    checks
+}
+
+/// Names: nesting, listing only direct children, rename carrying open handles.
+async fn check_namespace<S: DurableStorage>(storage: &S) -> usize {
+    let mut checks = 0;
+
+    let missing_dir = storage.open("nowhere/file", OpenMode::Existing).await;
+    checks += expect(
+        matches!(&missing_dir, Err(error) if error.kind() == io::ErrorKind::NotFound),
+        "opening as Existing under a missing directory is NotFound",
+    );
+    for path in ["tree/b", "tree/a", "tree/sub/deep", "treetop", "tree.log"] {
+        storage
+            .open(path, OpenMode::CreateNew)
+            .await
+            .unwrap_or_else(|error| panic!("storage contract violated: creating {path} (with parents): {error}"));
+    }
+    checks += expect(
+        storage.list("tree").await.expect("list") == ["a", "b"],
+        "list is sorted and holds only the files directly inside the directory",
+    );
+    checks += expect(
+        storage.list("tree/sub").await.expect("list") == ["deep"],
+        "a nested directory lists its own files",
+    );
+    let root = storage.list("").await.expect("list root");
+    checks += expect(
+        root.contains(&"treetop".to_owned())
+            && root.contains(&"tree.log".to_owned())
+            && !root.contains(&"tree".to_owned()),
+        "the root lists its files and not its directories",
+    );
+
+    let moving = storage.open("tree/a", OpenMode::Existing).await.expect("open");
+    storage
+        .rename("tree/a", "tree/sub/moved")
+        .await
+        .expect("rename across directories");
+    moving
+        .append(b"carried")
+        .await
+        .expect("append through a renamed handle");
+    let moved = storage
+        .open("tree/sub/moved", OpenMode::Existing)
+        .await
+        .expect("open moved");
+    let mut buf = [0u8; 16];
+    let n = moved.read_at(0, &mut buf).await.expect("read");
+    checks += expect(&buf[..n] == b"carried", "a handle follows its file through a rename");
+    checks += expect(
+        storage.list("tree").await.expect("list") == ["b"]
+            && storage.list("tree/sub").await.expect("list") == ["deep", "moved"],
+        "rename moves the entry between directories",
+    );
+    let gone = storage.open("tree/a", OpenMode::Existing).await;
+    checks += expect(
+        matches!(&gone, Err(error) if error.kind() == io::ErrorKind::NotFound),
+        "the old name of a renamed file is NotFound",
+    );
+    let missing_rename = storage.rename("tree/a", "tree/c").await;
+    checks += expect(
+        matches!(&missing_rename, Err(error) if error.kind() == io::ErrorKind::NotFound),
+        "renaming a missing file is NotFound",
+    );
+    moved.sync().await.expect("sync");
+    for dir in ["tree/sub", "tree", ""] {
+        storage
+            .sync_dir(dir)
+            .await
+            .unwrap_or_else(|error| panic!("storage contract violated: sync_dir({dir:?}): {error}"));
+    }
+    checks += 1;
     checks
 }

@@ -18,4 +18,5 @@ pub mod rng;
 pub mod seeds;
 pub mod simulation;
 pub mod storage;
+pub mod storage_sweep;
 pub mod workload;

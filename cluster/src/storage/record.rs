@@ -99,7 +99,10 @@ impl fmt::Display for RecordError {
                 write!(f, "record magic {found:#010x} is not this file's {expected:#010x}")
             }
             Self::TooLong { len } => {
-                write!(f, "record length {len} exceeds RECORD_PAYLOAD_BYTES_MAX {RECORD_PAYLOAD_BYTES_MAX}")
+                write!(
+                    f,
+                    "record length {len} exceeds RECORD_PAYLOAD_BYTES_MAX {RECORD_PAYLOAD_BYTES_MAX}"
+                )
             }
             Self::ReservedNotZero => write!(f, "record reserved bytes are not zero"),
             Self::ChecksumMismatch => write!(f, "record checksum mismatch"),
@@ -168,7 +171,10 @@ pub fn decode(magic: u32, bytes: &[u8]) -> Result<Record<'_>, RecordError> {
         return Err(RecordError::End);
     }
     if bytes.len() < RECORD_HEADER_BYTES {
-        return Err(RecordError::Truncated { needed: RECORD_HEADER_BYTES, available: bytes.len() });
+        return Err(RecordError::Truncated {
+            needed: RECORD_HEADER_BYTES,
+            available: bytes.len(),
+        });
     }
     let found = le_u32(bytes, 16);
     if found != magic {
@@ -181,7 +187,10 @@ pub fn decode(magic: u32, bytes: &[u8]) -> Result<Record<'_>, RecordError> {
     let len = usize::try_from(len).map_err(|_| RecordError::TooLong { len })?;
     let needed = RECORD_HEADER_BYTES + len;
     if bytes.len() < needed {
-        return Err(RecordError::Truncated { needed, available: bytes.len() });
+        return Err(RecordError::Truncated {
+            needed,
+            available: bytes.len(),
+        });
     }
     if bytes[21..24] != [0; 3] || bytes[28..32] != [0; 4] {
         return Err(RecordError::ReservedNotZero);
@@ -189,7 +198,11 @@ pub fn decode(magic: u32, bytes: &[u8]) -> Result<Record<'_>, RecordError> {
     if le_u128(bytes, 0) != checksum(&bytes[16..needed]) {
         return Err(RecordError::ChecksumMismatch);
     }
-    Ok(Record { kind: bytes[20], key: le_u64(bytes, 32), payload: &bytes[RECORD_HEADER_BYTES..needed] })
+    Ok(Record {
+        kind: bytes[20],
+        key: le_u64(bytes, 32),
+        payload: &bytes[RECORD_HEADER_BYTES..needed],
+    })
 }
 
 /// Largest file [`read_to_end`] reads, in bytes: the metadata WAL, a partition WAL or a
@@ -232,7 +245,14 @@ mod tests {
         let bytes = encode(MAGIC, 7, 42, b"hello");
         assert_eq!(bytes.len(), RECORD_HEADER_BYTES + 5);
         let record = decode(MAGIC, &bytes).expect("valid");
-        assert_eq!(record, Record { kind: 7, key: 42, payload: b"hello" });
+        assert_eq!(
+            record,
+            Record {
+                kind: 7,
+                key: 42,
+                payload: b"hello"
+            }
+        );
         assert_eq!(record.encoded_bytes(), bytes.len());
     }
 
@@ -243,7 +263,10 @@ mod tests {
             for bit in 0..8 {
                 let mut damaged = bytes.clone();
                 damaged[index] ^= 1 << bit;
-                assert!(decode(MAGIC, &damaged).is_err(), "flip of bit {bit} in byte {index} went unnoticed");
+                assert!(
+                    decode(MAGIC, &damaged).is_err(),
+                    "flip of bit {bit} in byte {index} went unnoticed"
+                );
             }
         }
     }
@@ -255,15 +278,27 @@ mod tests {
         let bytes = encode(MAGIC, 1, 1, b"abcdef");
         assert_eq!(
             decode(MAGIC, &bytes[..bytes.len() - 1]),
-            Err(RecordError::Truncated { needed: bytes.len(), available: bytes.len() - 1 })
+            Err(RecordError::Truncated {
+                needed: bytes.len(),
+                available: bytes.len() - 1
+            })
         );
-        assert!(matches!(decode(MAGIC, &bytes[..10]), Err(RecordError::Truncated { .. })));
+        assert!(matches!(
+            decode(MAGIC, &bytes[..10]),
+            Err(RecordError::Truncated { .. })
+        ));
     }
 
     #[test]
     fn another_files_record_is_refused_by_magic() {
         let bytes = encode(MAGIC + 1, 1, 1, b"x");
-        assert_eq!(decode(MAGIC, &bytes), Err(RecordError::BadMagic { expected: MAGIC, found: MAGIC + 1 }));
+        assert_eq!(
+            decode(MAGIC, &bytes),
+            Err(RecordError::BadMagic {
+                expected: MAGIC,
+                found: MAGIC + 1
+            })
+        );
     }
 
     #[test]

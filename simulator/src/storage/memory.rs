@@ -163,22 +163,3 @@ impl DurableFile for MemFile {
         Ok(())
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::executor::DetExecutor;
-    use cluster::testing::check_storage_contract;
-    use std::cell::Cell;
-
-    #[test]
-    fn mem_storage_meets_the_storage_contract() {
-        let mut executor = DetExecutor::new(0);
-        let checks = Rc::new(Cell::new(0));
-        let out = checks.clone();
-        let storage = MemStorage::new();
-        executor.spawn(None, async move { out.set(check_storage_contract(storage).await) });
-        executor.run_until_idle().expect("idle");
-        assert!(checks.get() >= 10, "contract ran {} checks", checks.get());
-    }
-}

@@ -1,0 +1,800 @@
+//! The record-log engine under the metadata WAL and the partition WAL: record kinds
+//! and their validation, the boot scan, the redo file that protects rewrites, and
+//! [`RecordLog`], one file of records with strictly increasing ops written through one
+//! handle. See [`super`] for the format and the rules.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::rc::Rc;
+
+use super::{DamagedRange, InterruptedRewrite, WalError, sync_ancestors};
+use crate::seam::{DurableFile, DurableStorage, OpenMode};
+use crate::storage::record::{self, RECORD_HEADER_BYTES};
+use crate::vsr::store::StoredRecord;
+use crate::wire::{self, FRAME_BYTES_MAX, HEADER_BYTES, Header};
+
+/// Magic of redo-file records ("REDO").
+const REDO_MAGIC: u32 = 0x5245_444F;
+
+/// Record kind: a whole prepare frame.
+pub(crate) const KIND_PREPARE: u8 = 1;
+/// Record kind: a header without its body.
+pub(crate) const KIND_HEADER: u8 = 2;
+/// Record kind: an op removed in place.
+pub(crate) const KIND_REMOVED: u8 = 3;
+
+const REDO_KIND_BEGIN: u8 = 1;
+const REDO_KIND_CHUNK: u8 = 2;
+
+/// Largest single write an append batch issues, in bytes: appends are encoded into a
+/// buffer flushed at this size, so memory stays bounded however many records a batch
+/// holds; one sync afterwards covers every write of the batch.
+pub const WAL_WRITE_BYTES_MAX: usize = 1024 * 1024;
+
+/// Largest rewrite (a replaced or inserted record plus every record after it), in
+/// bytes. A rewrite holds these bytes in memory and writes them twice (redo, then in
+/// place); inserts land near the head (repair of recent gaps), so this is far above a
+/// normal rewrite, and a larger one is refused with an error rather than exhausting
+/// memory.
+pub const REWRITE_BYTES_MAX: usize = 64 * 1024 * 1024;
+
+/// Bytes of rewrite payload per redo record, in bytes: well under
+/// [`record::RECORD_PAYLOAD_BYTES_MAX`], so any rewrite splits into valid records.
+const REDO_CHUNK_BYTES: usize = 1024 * 1024;
+
+/// Where one op's record lies in the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Slot {
+    pub(crate) offset: u64,
+    pub(crate) bytes: u64,
+}
+
+/// What a record holds, ready to encode.
+struct Content<'a> {
+    kind: u8,
+    bytes: &'a [u8],
+    /// Payload bytes the slot reserves (a header reserves its whole frame).
+    reserve: usize,
+}
+
+fn invalid(op: u64, reason: impl Into<String>) -> WalError {
+    WalError::InvalidRecord {
+        op,
+        reason: reason.into(),
+    }
+}
+
+fn content_of(op: u64, record: &StoredRecord) -> Result<Content<'_>, WalError> {
+    match record {
+        StoredRecord::Prepare(frame) => {
+            let (header, _) = wire::open(frame).map_err(|error| invalid(op, format!("prepare frame: {error}")))?;
+            if header.op != op {
+                return Err(invalid(op, format!("the prepare frame is op {}", header.op)));
+            }
+            Ok(Content {
+                kind: KIND_PREPARE,
+                bytes: frame,
+                reserve: frame.len(),
+            })
+        }
+        StoredRecord::Header(bytes) => {
+            let header = Header::decode_verified(bytes).map_err(|error| invalid(op, format!("header: {error}")))?;
+            if bytes.len() != HEADER_BYTES || header.op != op {
+                return Err(invalid(
+                    op,
+                    format!("header of {} bytes for op {}", bytes.len(), header.op),
+                ));
+            }
+            let size = header.size as usize;
+            if !(HEADER_BYTES..=FRAME_BYTES_MAX).contains(&size) {
+                return Err(invalid(op, format!("header names a frame of {size} bytes")));
+            }
+            Ok(Content {
+                kind: KIND_HEADER,
+                bytes,
+                reserve: size,
+            })
+        }
+    }
+}
+
+const TOMBSTONE: Content<'static> = Content {
+    kind: KIND_REMOVED,
+    bytes: &[],
+    reserve: 0,
+};
+
+/// Encode `content` at `op` with a payload of `payload_len` bytes (zero padded).
+fn encode_content(out: &mut Vec<u8>, magic: u32, op: u64, content: &Content<'_>, payload_len: usize) {
+    debug_assert!(payload_len >= content.bytes.len());
+    if payload_len == content.bytes.len() {
+        record::encode_into(out, magic, content.kind, op, content.bytes);
+    } else {
+        let mut padded = Vec::with_capacity(payload_len);
+        padded.extend_from_slice(content.bytes);
+        padded.resize(payload_len, 0);
+        record::encode_into(out, magic, content.kind, op, &padded);
+    }
+}
+
+/// Decode the content of a valid record (`None` for a removed op).
+fn parse_content(kind: u8, op: u64, payload: &[u8]) -> Result<Option<StoredRecord>, String> {
+    match kind {
+        KIND_PREPARE => {
+            if payload.len() < HEADER_BYTES {
+                return Err(format!(
+                    "prepare payload of {} bytes is shorter than a header",
+                    payload.len()
+                ));
+            }
+            let size = u32::from_le_bytes([payload[152], payload[153], payload[154], payload[155]]) as usize;
+            let frame = payload
+                .get(..size)
+                .ok_or_else(|| format!("frame size {size} exceeds its payload"))?;
+            let (header, _) = wire::open(frame).map_err(|error| format!("prepare frame: {error}"))?;
+            if header.op != op {
+                return Err(format!("record of op {op} holds the frame of op {}", header.op));
+            }
+            Ok(Some(StoredRecord::Prepare(Rc::from(frame))))
+        }
+        KIND_HEADER => {
+            let bytes = payload
+                .get(..HEADER_BYTES)
+                .ok_or("header payload shorter than a header")?;
+            let header = Header::decode_verified(bytes).map_err(|error| format!("header: {error}"))?;
+            if header.op != op {
+                return Err(format!("record of op {op} holds the header of op {}", header.op));
+            }
+            Ok(Some(StoredRecord::Header(bytes.to_vec())))
+        }
+        KIND_REMOVED => Ok(None),
+        other => Err(format!("unknown record kind {other}")),
+    }
+}
+
+/// The result of scanning a log's bytes.
+#[derive(Debug, Default)]
+pub(crate) struct Scan {
+    pub(crate) records: Vec<(u64, StoredRecord)>,
+    pub(crate) slots: BTreeMap<u64, Slot>,
+    pub(crate) damaged: Vec<DamagedRange>,
+    /// Damage with no valid record after it: (offset, reason).
+    pub(crate) tail: Option<(u64, String)>,
+}
+
+/// A valid record in order: (op, encoded bytes, content).
+type Accepted = (u64, usize, Option<StoredRecord>);
+
+/// The record at the start of `bytes`, if it is valid and above `last`; otherwise how
+/// far to skip before searching again, and why.
+fn accept(magic: u32, bytes: &[u8], last: Option<u64>) -> Result<Accepted, (usize, String)> {
+    let record = record::decode(magic, bytes).map_err(|error| (1, error.to_string()))?;
+    let skip = record.encoded_bytes();
+    let content = parse_content(record.kind, record.key, record.payload).map_err(|reason| (skip, reason))?;
+    if let Some(last) = last
+        && record.key <= last
+    {
+        return Err((skip, format!("op {} is not above the op {last} before it", record.key)));
+    }
+    Ok((record.key, skip, content))
+}
+
+/// Scan `bytes` from the start: every valid record in strictly increasing op order,
+/// damage in the middle (with the ops around it), and a damaged tail.
+pub(crate) fn scan(magic: u32, bytes: &[u8]) -> Scan {
+    let mut scan = Scan::default();
+    let magic_bytes = magic.to_le_bytes();
+    let mut position = 0;
+    let mut last = None;
+    while position < bytes.len() {
+        let (skip, reason) = match accept(magic, &bytes[position..], last) {
+            Ok((op, len, content)) => {
+                scan.slots.insert(
+                    op,
+                    Slot {
+                        offset: position as u64,
+                        bytes: len as u64,
+                    },
+                );
+                if let Some(content) = content {
+                    scan.records.push((op, content));
+                }
+                last = Some(op);
+                position += len;
+                continue;
+            }
+            Err(rejected) => rejected,
+        };
+        // Search ahead for the next valid record: cheap magic test first, then decode.
+        let mut probe = position + skip;
+        let found = loop {
+            if probe + RECORD_HEADER_BYTES > bytes.len() {
+                break None;
+            }
+            if bytes[probe + 16..probe + 20] == magic_bytes
+                && let Ok(accepted) = accept(magic, &bytes[probe..], last)
+            {
+                break Some(accepted);
+            }
+            probe += 1;
+        };
+        let Some((op, _, _)) = found else {
+            scan.tail = Some((position as u64, reason));
+            break;
+        };
+        scan.damaged.push(DamagedRange {
+            offset: position as u64,
+            bytes: (probe - position) as u64,
+            after_op: last,
+            before_op: Some(op),
+            reason,
+        });
+        position = probe;
+    }
+    scan
+}
+
+/// A rewrite's new bytes, as the redo file holds them.
+struct Redo {
+    offset: u64,
+    old_len: u64,
+    new_len: u64,
+    bytes: Vec<u8>,
+}
+
+fn encode_redo(offset: u64, old_len: u64, new_len: u64, bytes: &[u8]) -> Vec<u8> {
+    let mut begin = Vec::with_capacity(40);
+    for value in [old_len, new_len, bytes.len() as u64] {
+        begin.extend_from_slice(&value.to_le_bytes());
+    }
+    begin.extend_from_slice(&record::checksum(bytes).to_le_bytes());
+    let mut out = Vec::with_capacity(bytes.len() + 2 * RECORD_HEADER_BYTES + begin.len());
+    record::encode_into(&mut out, REDO_MAGIC, REDO_KIND_BEGIN, offset, &begin);
+    for (index, chunk) in bytes.chunks(REDO_CHUNK_BYTES).enumerate() {
+        record::encode_into(&mut out, REDO_MAGIC, REDO_KIND_CHUNK, index as u64, chunk);
+    }
+    out
+}
+
+/// The redo in `bytes`: `Ok(None)` if there is none, `Err` if it is incomplete.
+fn decode_redo(bytes: &[u8]) -> Result<Option<Redo>, String> {
+    let begin = match record::decode(REDO_MAGIC, bytes) {
+        Err(record::RecordError::End) => return Ok(None),
+        Err(error) => return Err(format!("redo header at offset 0: {error}")),
+        Ok(begin) if begin.kind != REDO_KIND_BEGIN || begin.payload.len() != 40 => {
+            return Err(format!(
+                "redo header at offset 0 has kind {} and {} bytes",
+                begin.kind,
+                begin.payload.len()
+            ));
+        }
+        Ok(begin) => begin,
+    };
+    let field = |at: usize| {
+        let mut raw = [0; 8];
+        raw.copy_from_slice(&begin.payload[at..at + 8]);
+        u64::from_le_bytes(raw)
+    };
+    let (old_len, new_len, len) = (field(0), field(8), field(16));
+    let mut sum = [0; 16];
+    sum.copy_from_slice(&begin.payload[24..40]);
+    if len > REWRITE_BYTES_MAX as u64
+        || begin.key.checked_add(len) != Some(new_len)
+        || new_len > record::READ_TO_END_BYTES_MAX
+    {
+        return Err(format!(
+            "redo of {len} bytes at offset {} does not end at {new_len}",
+            begin.key
+        ));
+    }
+    let mut out = Vec::with_capacity(len as usize);
+    let mut position = begin.encoded_bytes();
+    let mut index = 0;
+    while (out.len() as u64) < len {
+        let chunk = record::decode(REDO_MAGIC, &bytes[position.min(bytes.len())..])
+            .map_err(|error| format!("redo chunk {index} at offset {position}: {error}"))?;
+        if chunk.kind != REDO_KIND_CHUNK || chunk.key != index {
+            return Err(format!("redo record at offset {position} is not chunk {index}"));
+        }
+        out.extend_from_slice(chunk.payload);
+        position += chunk.encoded_bytes();
+        index += 1;
+    }
+    if out.len() as u64 != len || record::checksum(&out) != u128::from_le_bytes(sum) {
+        return Err("redo bytes do not match their checksum".to_owned());
+    }
+    Ok(Some(Redo {
+        offset: begin.key,
+        old_len,
+        new_len,
+        bytes: out,
+    }))
+}
+
+/// Where a rewrite went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Rewrite {
+    /// First byte rewritten.
+    pub(crate) start: u64,
+    /// The file's length after it.
+    pub(crate) new_len: u64,
+}
+
+/// A log of records with strictly increasing ops on one file, written through one
+/// handle: the engine under [`super::Wal`] and the partition WAL.
+pub(crate) struct RecordLog<S: DurableStorage> {
+    path: String,
+    magic: u32,
+    file: S::File,
+    redo: S::File,
+    slots: BTreeMap<u64, Slot>,
+    /// Bytes written (the next append's offset).
+    end: u64,
+    /// Bytes known durable as they are now: everything below was synced after its
+    /// last write.
+    synced: u64,
+    poisoned: Option<String>,
+}
+
+impl<S: DurableStorage> RecordLog<S> {
+    /// Open (creating if missing) `path` and its redo file and roll an interrupted
+    /// rewrite forward. The redo is left in place until [`RecordLog::clear_redo`], so a
+    /// caller can first make what depends on it durable. Slots are empty until
+    /// [`RecordLog::adopt`].
+    pub(crate) async fn open(
+        storage: &S,
+        path: &str,
+        magic: u32,
+    ) -> Result<(Self, Option<InterruptedRewrite>), WalError> {
+        let redo_path = format!("{path}.redo");
+        let io_error = |path: &str, action| {
+            let path = path.to_owned();
+            move |source| WalError::Io { path, action, source }
+        };
+        let file = storage
+            .open(path, OpenMode::CreateOrOpen)
+            .await
+            .map_err(io_error(path, "opening"))?;
+        let redo = storage
+            .open(&redo_path, OpenMode::CreateOrOpen)
+            .await
+            .map_err(io_error(&redo_path, "opening"))?;
+        sync_ancestors(storage, path)
+            .await
+            .map_err(io_error(path, "syncing the directory"))?;
+        let redo_bytes = record::read_to_end(&redo)
+            .await
+            .map_err(io_error(&redo_path, "reading"))?;
+        let interrupted = match decode_redo(&redo_bytes) {
+            Ok(None) => None,
+            Ok(Some(found)) => {
+                file.write_at(found.offset, &found.bytes)
+                    .await
+                    .map_err(io_error(path, "replaying a rewrite"))?;
+                file.truncate(found.new_len)
+                    .await
+                    .map_err(io_error(path, "replaying a rewrite"))?;
+                file.sync()
+                    .await
+                    .map_err(io_error(path, "syncing a replayed rewrite"))?;
+                Some(InterruptedRewrite::Replayed {
+                    offset: found.offset,
+                    old_len: found.old_len,
+                    new_len: found.new_len,
+                })
+            }
+            Err(reason) => Some(InterruptedRewrite::Discarded { reason }),
+        };
+        let end = file.len().await.map_err(io_error(path, "reading the length"))?;
+        let log = Self {
+            path: path.to_owned(),
+            magic,
+            file,
+            redo,
+            slots: BTreeMap::new(),
+            end,
+            synced: 0,
+            poisoned: None,
+        };
+        Ok((log, interrupted))
+    }
+
+    /// The file's path.
+    pub(crate) fn path(&self) -> &str {
+        &self.path
+    }
+
+    fn io_error(&self, action: &'static str) -> impl FnOnce(io::Error) -> WalError + '_ {
+        move |source| WalError::Io {
+            path: self.path.clone(),
+            action,
+            source,
+        }
+    }
+
+    /// Record a failed write or sync: every later mutation is refused.
+    pub(crate) fn poison(&mut self, error: WalError) -> WalError {
+        if self.poisoned.is_none() {
+            self.poisoned = Some(error.to_string());
+        }
+        error
+    }
+
+    /// The first failed write or sync, if any.
+    pub(crate) fn poisoned(&self) -> Option<&str> {
+        self.poisoned.as_deref()
+    }
+
+    /// Refuse to go on after a failed write or sync.
+    pub(crate) fn check_poisoned(&self) -> Result<(), WalError> {
+        match &self.poisoned {
+            Some(cause) => Err(WalError::Poisoned {
+                path: self.path.clone(),
+                cause: cause.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Run a mutation, poisoning the log if it fails.
+    fn mutate<T>(&mut self, result: Result<T, WalError>) -> Result<T, WalError> {
+        result.map_err(|error| self.poison(error))
+    }
+
+    /// The whole file (boot reads it once).
+    pub(crate) async fn read_all(&self) -> Result<Vec<u8>, WalError> {
+        record::read_to_end(&self.file).await.map_err(self.io_error("reading"))
+    }
+
+    /// Cut the file to `len` bytes and sync the cut (boot: a torn tail, or bytes past a
+    /// published frontier).
+    pub(crate) async fn cut(&mut self, len: u64) -> Result<(), WalError> {
+        self.check_poisoned()?;
+        let result = async {
+            self.file.truncate(len).await.map_err(self.io_error("truncating"))?;
+            self.file.sync().await.map_err(self.io_error("syncing"))
+        }
+        .await;
+        self.mutate(result)?;
+        self.slots.retain(|_, slot| slot.offset + slot.bytes <= len);
+        self.end = len;
+        self.synced = len;
+        Ok(())
+    }
+
+    /// Take the slots a scan found.
+    pub(crate) fn adopt(&mut self, slots: BTreeMap<u64, Slot>) {
+        self.slots = slots;
+    }
+
+    /// Drop the redo file's contents (after whatever depends on the rewrite is durable).
+    pub(crate) async fn clear_redo(&mut self) -> Result<(), WalError> {
+        self.check_poisoned()?;
+        let path = format!("{}.redo", self.path);
+        let result = async {
+            self.redo.truncate(0).await?;
+            self.redo.sync().await
+        }
+        .await
+        .map_err(|source| WalError::Io {
+            path,
+            action: "clearing",
+            source,
+        });
+        self.mutate(result)
+    }
+
+    /// Bytes written.
+    pub(crate) fn end(&self) -> u64 {
+        self.end
+    }
+
+    /// Bytes known durable.
+    pub(crate) fn synced(&self) -> u64 {
+        self.synced
+    }
+
+    /// The highest op in the log (0 if empty).
+    pub(crate) fn last_op(&self) -> u64 {
+        self.slots.keys().next_back().copied().unwrap_or(0)
+    }
+
+    /// Ops with a slot (removed ops included).
+    pub(crate) fn slots(&self) -> &BTreeMap<u64, Slot> {
+        &self.slots
+    }
+
+    /// Append records (buffered): ops strictly above every op in the log and each other.
+    pub(crate) async fn append(&mut self, records: &[(u64, &StoredRecord)]) -> Result<(), WalError> {
+        self.check_poisoned()?;
+        let mut last = self.slots.keys().next_back().copied();
+        let mut contents = Vec::with_capacity(records.len());
+        for &(op, record) in records {
+            if let Some(last_op) = last
+                && op <= last_op
+            {
+                return Err(WalError::OutOfOrder {
+                    path: self.path.clone(),
+                    op,
+                    last_op,
+                });
+            }
+            last = Some(op);
+            contents.push((op, content_of(op, record)?));
+        }
+        let mut buffer = Vec::new();
+        let mut offset = self.end;
+        let mut placed = Vec::with_capacity(contents.len());
+        for (index, (op, content)) in contents.iter().enumerate() {
+            let before = buffer.len();
+            encode_content(&mut buffer, self.magic, *op, content, content.reserve);
+            placed.push((
+                *op,
+                Slot {
+                    offset: offset + before as u64,
+                    bytes: (buffer.len() - before) as u64,
+                },
+            ));
+            if buffer.len() >= WAL_WRITE_BYTES_MAX || index + 1 == contents.len() {
+                let result = self
+                    .file
+                    .write_at(offset, &buffer)
+                    .await
+                    .map_err(self.io_error("appending"));
+                self.mutate(result)?;
+                offset += buffer.len() as u64;
+                buffer.clear();
+            }
+        }
+        self.slots.extend(placed);
+        self.end = offset;
+        Ok(())
+    }
+
+    /// Make everything written durable, through the handle that wrote it.
+    pub(crate) async fn sync(&mut self) -> Result<(), WalError> {
+        self.check_poisoned()?;
+        if self.synced == self.end {
+            return Ok(());
+        }
+        let result = self.file.sync().await.map_err(self.io_error("syncing"));
+        self.mutate(result)?;
+        self.synced = self.end;
+        Ok(())
+    }
+
+    /// Forget every op above `op`: cut the file after the last record kept, synced.
+    pub(crate) async fn truncate_after(&mut self, op: u64) -> Result<(), WalError> {
+        self.cut(self.cut_after(op)).await
+    }
+
+    /// Where a truncation after `op` would cut the file.
+    pub(crate) fn cut_after(&self, op: u64) -> u64 {
+        self.slots
+            .range(..=op)
+            .next_back()
+            .map_or(0, |(_, slot)| slot.offset + slot.bytes)
+    }
+
+    /// Where putting `record` at `op` (removing it if `None`) would start writing, and
+    /// whether it fits `op`'s slot in place; `None` if there is nothing to do (removing
+    /// an op the log does not hold).
+    pub(crate) fn rewrite_start(
+        &self,
+        op: u64,
+        record: Option<&StoredRecord>,
+    ) -> Result<Option<(u64, bool)>, WalError> {
+        let reserve = match record {
+            Some(record) => content_of(op, record)?.reserve,
+            None if self.slots.contains_key(&op) => 0,
+            None => return Ok(None),
+        };
+        if let Some(slot) = self.slots.get(&op)
+            && (RECORD_HEADER_BYTES + reserve) as u64 <= slot.bytes
+        {
+            return Ok(Some((slot.offset, true)));
+        }
+        let after_previous = self
+            .slots
+            .range(..op)
+            .next_back()
+            .map_or(0, |(_, slot)| slot.offset + slot.bytes);
+        Ok(Some((after_previous, false)))
+    }
+
+    /// Put `record` at `op` (or remove `op` if `None`), wherever it falls: in place if
+    /// it fits `op`'s slot, else rewriting from the end of the record before it. With
+    /// `protect`, the new bytes go to the redo file (synced) first and the log is synced
+    /// after, and the redo stays until [`RecordLog::clear_redo`]; without, the rewrite
+    /// is buffered like an append (for bytes nobody trusts yet).
+    pub(crate) async fn rewrite(
+        &mut self,
+        op: u64,
+        record: Option<&StoredRecord>,
+        protect: bool,
+    ) -> Result<Option<Rewrite>, WalError> {
+        self.check_poisoned()?;
+        let Some((start, in_place)) = self.rewrite_start(op, record)? else {
+            return Ok(None);
+        };
+        let content = match record {
+            Some(record) => content_of(op, record)?,
+            None => TOMBSTONE,
+        };
+        let mut bytes = Vec::new();
+        match self.slots.get(&op) {
+            Some(slot) if in_place => {
+                let payload_len = slot.bytes as usize - RECORD_HEADER_BYTES;
+                encode_content(&mut bytes, self.magic, op, &content, payload_len);
+            }
+            _ => {
+                let suffix: u64 = self
+                    .slots
+                    .range(op.saturating_add(1)..)
+                    .map(|(_, slot)| slot.bytes)
+                    .sum();
+                let total = (RECORD_HEADER_BYTES + content.reserve) as u64 + suffix;
+                if op == u64::MAX || total > REWRITE_BYTES_MAX as u64 {
+                    return Err(WalError::RewriteTooLarge {
+                        path: self.path.clone(),
+                        op,
+                        bytes: total,
+                    });
+                }
+                encode_content(&mut bytes, self.magic, op, &content, content.reserve);
+                for (_, slot) in self.slots.range(op + 1..) {
+                    let at = bytes.len();
+                    bytes.resize(at + slot.bytes as usize, 0);
+                    let read = self.file.read_at(slot.offset, &mut bytes[at..]).await;
+                    let read = read.map_err(self.io_error("reading a record to move"))?;
+                    if read as u64 != slot.bytes {
+                        return Err(WalError::Io {
+                            path: self.path.clone(),
+                            action: "reading a record to move",
+                            source: io::Error::new(
+                                io::ErrorKind::UnexpectedEof,
+                                format!("{read} of {} bytes at offset {}", slot.bytes, slot.offset),
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+        let new_len = if in_place {
+            self.end.max(start + bytes.len() as u64)
+        } else {
+            start + bytes.len() as u64
+        };
+        let result = self.write_rewrite(start, new_len, &bytes, protect).await;
+        self.mutate(result)?;
+        if !in_place {
+            let moved: Vec<(u64, u64)> = self
+                .slots
+                .range(op + 1..)
+                .map(|(&key, slot)| (key, slot.bytes))
+                .collect();
+            self.slots.retain(|&key, _| key < op);
+            let mut offset = start;
+            let first = (op, (bytes.len() as u64) - moved.iter().map(|(_, len)| len).sum::<u64>());
+            for (key, len) in std::iter::once(first).chain(moved) {
+                self.slots.insert(key, Slot { offset, bytes: len });
+                offset += len;
+            }
+        }
+        self.end = new_len;
+        self.synced = if protect { new_len } else { self.synced.min(start) };
+        Ok(Some(Rewrite { start, new_len }))
+    }
+
+    async fn write_rewrite(&self, start: u64, new_len: u64, bytes: &[u8], protect: bool) -> Result<(), WalError> {
+        if protect {
+            let path = format!("{}.redo", self.path);
+            let redo = encode_redo(start, self.end, new_len, bytes);
+            let result = async {
+                self.redo.write_at(0, &redo).await?;
+                self.redo.truncate(redo.len() as u64).await?;
+                self.redo.sync().await
+            }
+            .await;
+            result.map_err(|source| WalError::Io {
+                path,
+                action: "writing the redo",
+                source,
+            })?;
+        }
+        self.file
+            .write_at(start, bytes)
+            .await
+            .map_err(self.io_error("rewriting"))?;
+        if new_len < self.end {
+            self.file
+                .truncate(new_len)
+                .await
+                .map_err(self.io_error("truncating a rewrite"))?;
+        }
+        if protect {
+            self.file.sync().await.map_err(self.io_error("syncing a rewrite"))?;
+        }
+        Ok(())
+    }
+
+    /// Read the record at `op` back (`None` if absent or removed).
+    pub(crate) async fn read(&self, op: u64) -> Result<Option<StoredRecord>, WalError> {
+        let Some(slot) = self.slots.get(&op) else {
+            return Ok(None);
+        };
+        let mut bytes = vec![0; slot.bytes as usize];
+        let read = self
+            .file
+            .read_at(slot.offset, &mut bytes)
+            .await
+            .map_err(self.io_error("reading"))?;
+        let damaged = |reason: String| WalError::Io {
+            path: self.path.clone(),
+            action: "reading a record",
+            source: io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("op {op} at offset {}: {reason}", slot.offset),
+            ),
+        };
+        let record = record::decode(self.magic, &bytes[..read]).map_err(|error| damaged(error.to_string()))?;
+        if record.key != op {
+            return Err(damaged(format!("holds op {}", record.key)));
+        }
+        parse_content(record.kind, op, record.payload).map_err(damaged)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{self, Command, Header};
+
+    const MAGIC: u32 = 0x5445_5354;
+
+    fn record(op: u64) -> Vec<u8> {
+        let mut header = Header::new(Command::Prepare);
+        header.op = op;
+        let frame = wire::seal_header(header, b"body");
+        record::encode(MAGIC, KIND_PREPARE, op, &frame)
+    }
+
+    #[test]
+    fn the_scan_steps_over_garbage_to_the_next_valid_record() {
+        let mut bytes = record(1);
+        let garbage_at = bytes.len() as u64;
+        bytes.extend_from_slice(&[0x77; 13]);
+        let third_at = bytes.len() as u64;
+        bytes.extend_from_slice(&record(3));
+        let scan = scan(MAGIC, &bytes);
+        assert_eq!(scan.records.iter().map(|(op, _)| *op).collect::<Vec<_>>(), vec![1, 3]);
+        assert_eq!(scan.slots[&3].offset, third_at);
+        assert_eq!(scan.damaged.len(), 1);
+        let damaged = &scan.damaged[0];
+        assert_eq!((damaged.offset, damaged.bytes), (garbage_at, 13));
+        assert_eq!((damaged.after_op, damaged.before_op), (Some(1), Some(3)));
+        assert!(scan.tail.is_none());
+    }
+
+    #[test]
+    fn trailing_zeros_and_a_record_of_an_unknown_kind_are_a_tail() {
+        let mut bytes = record(1);
+        let end = bytes.len() as u64;
+        bytes.extend_from_slice(&[0; 100]);
+        assert_eq!(scan(MAGIC, &bytes).tail.map(|(offset, _)| offset), Some(end));
+        let mut bytes = record(1);
+        bytes.extend_from_slice(&record::encode(MAGIC, 9, 2, b"x"));
+        let tail = scan(MAGIC, &bytes).tail.expect("tail");
+        assert!(tail.1.contains("unknown record kind 9"), "{}", tail.1);
+    }
+
+    #[test]
+    fn a_redo_decodes_only_when_complete() {
+        let bytes: Vec<u8> = (0..3 * REDO_CHUNK_BYTES as u32 / 2).map(|index| index as u8).collect();
+        let redo = encode_redo(100, 150, 100 + bytes.len() as u64, &bytes);
+        let decoded = decode_redo(&redo).expect("valid").expect("present");
+        assert_eq!((decoded.offset, decoded.old_len, decoded.bytes), (100, 150, bytes));
+        assert!(decode_redo(&redo[..redo.len() - 1]).is_err(), "a torn redo is refused");
+        assert!(decode_redo(&[]).expect("empty").is_none());
+    }
+}

@@ -1,0 +1,760 @@
+//! The state behind a [`super::SimStorage`]: inodes, the buffered and stable
+//! namespaces, the trace, the seeded random stream, and every rule of the model.
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::ops::Bound;
+
+use cluster::seam::{OpenMode, validate_relative_path};
+
+use super::fault::{CrashKind, FaultKind, PARTS_PER_MILLION};
+use super::inode::{FILE_BYTES_MAX, Inode, PAGE_BYTES, SECTOR_BYTES};
+use super::sim::SimStorageOptions;
+use super::trace::{TraceEntry, TraceOp};
+use crate::executor::Fnv1a64;
+use crate::rng::SimRng;
+
+/// Per traced call, the chance (parts per million) that background writeback flushes
+/// one dirty page, or commits one directory's pending entries, when writeback is on.
+/// One in four: often enough that short storage code sees writeback land between its
+/// calls (and out of order), rarely enough that plenty is still dirty at a crash.
+pub const WRITEBACK_CHANCE_PPM: u32 = 250_000;
+
+/// Inode numbers: never reused, so a stale reference can never alias a new file.
+pub(super) type InodeId = u64;
+
+/// The directory part of `path` (`""` for a file in the root).
+pub(super) fn parent(path: &str) -> &str {
+    path.rfind('/').map_or("", |slash| &path[..slash])
+}
+
+/// The directories above `path`, outermost first: `a/b/c` gives `a`, `a/b`.
+fn ancestors(path: &str) -> impl Iterator<Item = &str> {
+    path.match_indices('/').map(move |(slash, _)| &path[..slash])
+}
+
+/// Key bounds of everything under `dir` (`""` is the root: everything). Keys starting
+/// with `dir/` are exactly those in `[dir/, dir0)`, since `'0'` follows `'/'`.
+fn under(dir: &str) -> (Bound<String>, Bound<String>) {
+    if dir.is_empty() {
+        (Bound::Unbounded, Bound::Unbounded)
+    } else {
+        (Bound::Included(format!("{dir}/")), Bound::Excluded(format!("{dir}0")))
+    }
+}
+
+/// Whether `path` sits directly in `dir`.
+fn directly_in(path: &str, dir: &str) -> bool {
+    parent(path) == dir
+}
+
+fn not_found(path: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::NotFound, format!("{path}: no such file"))
+}
+
+fn file_too_large(path: &str, end: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::FileTooLarge,
+        format!("{path}: {end} bytes is beyond FILE_BYTES_MAX ({FILE_BYTES_MAX})"),
+    )
+}
+
+/// One traced call in progress: what it was, and the fault planned for it if any.
+pub(super) struct Call {
+    position: u64,
+    op: TraceOp,
+    path: String,
+    fault: Option<FaultKind>,
+}
+
+impl Call {
+    fn injected(&self, what: &str) -> io::Error {
+        io::Error::other(format!(
+            "injected fault at trace position {} ({} {}): {what}",
+            self.position, self.op, self.path
+        ))
+    }
+
+    /// Finish a call with nothing to tear: after a successful effect, `FailAfter` and
+    /// `TornWithError` return an error and `TornSilent` succeeds. A call that failed on
+    /// its own returns its own error (it took no effect to fault).
+    pub fn finish<T>(&self, result: io::Result<T>) -> io::Result<T> {
+        let value = result?;
+        match self.fault {
+            Some(FaultKind::FailAfter) => Err(self.injected("failed after taking effect")),
+            Some(FaultKind::TornWithError) => {
+                Err(self.injected("torn with error (nothing to tear, so it took full effect)"))
+            }
+            _ => Ok(value),
+        }
+    }
+}
+
+/// Everything a SimStorage holds.
+#[derive(Debug)]
+pub(super) struct State {
+    pub options: SimStorageOptions,
+    rng: SimRng,
+    inodes: BTreeMap<InodeId, Inode>,
+    next_inode: InodeId,
+    /// The buffered namespace: what `open` and `list` see.
+    names: BTreeMap<String, InodeId>,
+    /// The stable namespace: what a power loss leaves (if the directories are stable).
+    stable_names: BTreeMap<String, InodeId>,
+    /// Buffered directories (the root `""` always exists and is not stored).
+    dirs: BTreeSet<String>,
+    /// Stable directories: each an entry of its parent made durable by `sync_dir`.
+    stable_dirs: BTreeSet<String>,
+    /// Directories whose buffered entries may differ from their stable ones.
+    dirty_dirs: BTreeSet<String>,
+    pub trace: Vec<TraceEntry>,
+    pub operations: u64,
+    /// Crashes so far; a handle opened in an earlier epoch is stale.
+    pub crashes: u64,
+    pub fault_injected: bool,
+}
+
+impl State {
+    pub fn new(options: SimStorageOptions) -> Self {
+        Self {
+            rng: SimRng::new(options.seed),
+            options,
+            inodes: BTreeMap::new(),
+            next_inode: 1,
+            names: BTreeMap::new(),
+            stable_names: BTreeMap::new(),
+            dirs: BTreeSet::new(),
+            stable_dirs: BTreeSet::new(),
+            dirty_dirs: BTreeSet::new(),
+            trace: Vec::new(),
+            operations: 0,
+            crashes: 0,
+            fault_injected: false,
+        }
+    }
+
+    /// `true` with probability `ppm` parts per million; one draw.
+    fn chance(&mut self, ppm: u32) -> bool {
+        self.rng.below(u64::from(PARTS_PER_MILLION)) < u64::from(ppm)
+    }
+
+    fn coin(&mut self) -> bool {
+        self.rng.below(2) == 0
+    }
+
+    // ---- calls -------------------------------------------------------------------
+
+    /// Number and trace a call, give background writeback its chance, then refuse it
+    /// if the process is past its halt, the handle is stale, or the call is planned to
+    /// fail before taking effect.
+    pub fn begin(&mut self, op: TraceOp, path: String, opened_in: Option<u64>) -> io::Result<Call> {
+        let position = self.operations;
+        self.operations += 1;
+        if self.options.record_trace {
+            self.trace.push(TraceEntry {
+                position,
+                op,
+                path: path.clone(),
+            });
+        }
+        if self.options.writeback {
+            self.background_writeback();
+        }
+        if let Some(halt) = self.options.halt_after
+            && position > halt
+        {
+            return Err(io::Error::other(format!(
+                "trace position {position} ({op} {path}): the process is going down (halted after position {halt})"
+            )));
+        }
+        if let Some(epoch) = opened_in
+            && epoch != self.crashes
+        {
+            return Err(io::Error::other(format!(
+                "{op} {path}: the handle belongs to a crashed process (opened before crash {})",
+                epoch + 1
+            )));
+        }
+        let fault = self
+            .options
+            .fault
+            .filter(|planned| planned.position == position)
+            .map(|planned| planned.kind);
+        self.fault_injected |= fault.is_some();
+        let call = Call {
+            position,
+            op,
+            path,
+            fault,
+        };
+        if fault == Some(FaultKind::FailBefore) {
+            return Err(call.injected("failed before taking effect"));
+        }
+        Ok(call)
+    }
+
+    fn inode(&mut self, id: InodeId, path: &str) -> io::Result<&mut Inode> {
+        // A live handle keeps its inode, so a miss is a bug here; say so, do not panic.
+        self.inodes
+            .get_mut(&id)
+            .ok_or_else(|| io::Error::other(format!("{path}: inode {id} is gone (SimStorage bug)")))
+    }
+
+    // ---- namespace ---------------------------------------------------------------
+
+    fn free_if_orphan(&mut self, id: InodeId) {
+        if self
+            .inodes
+            .get(&id)
+            .is_some_and(|inode| inode.links == 0 && inode.handles == 0)
+        {
+            self.inodes.remove(&id);
+        }
+    }
+
+    fn relink(&mut self, added: Option<InodeId>, removed: Option<InodeId>) {
+        if let Some(inode) = added.and_then(|id| self.inodes.get_mut(&id)) {
+            inode.links += 1;
+        }
+        if let Some(id) = removed {
+            if let Some(inode) = self.inodes.get_mut(&id) {
+                inode.links = inode.links.saturating_sub(1);
+            }
+            self.free_if_orphan(id);
+        }
+    }
+
+    /// Point the buffered entry `path` at `id` (or remove it).
+    fn set_name(&mut self, path: &str, id: Option<InodeId>) {
+        let old = match id {
+            Some(id) => self.names.insert(path.to_owned(), id),
+            None => self.names.remove(path),
+        };
+        self.dirty_dirs.insert(parent(path).to_owned());
+        self.relink(id, old);
+    }
+
+    /// Point the stable entry `path` at `id` (or remove it).
+    fn set_stable_name(&mut self, path: &str, id: Option<InodeId>) {
+        let old = match id {
+            Some(id) => self.stable_names.insert(path.to_owned(), id),
+            None => self.stable_names.remove(path),
+        };
+        self.relink(id, old);
+    }
+
+    fn is_dir(&self, path: &str) -> bool {
+        path.is_empty() || self.dirs.contains(path)
+    }
+
+    /// Refuse a path whose directories include a file.
+    fn check_ancestors(&self, path: &str) -> io::Result<()> {
+        match ancestors(path).find(|dir| self.names.contains_key(*dir)) {
+            Some(file) => Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("{path}: {file} is a file, not a directory"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Refuse a directory argument that is not an existing directory.
+    fn check_dir(&self, dir: &str) -> io::Result<()> {
+        if !dir.is_empty() {
+            validate_relative_path(dir)?;
+            self.check_ancestors(dir)?;
+        }
+        if self.names.contains_key(dir) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("{dir}: not a directory"),
+            ));
+        }
+        if !self.is_dir(dir) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{dir}: no such directory"),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn open(&mut self, path: &str, mode: OpenMode) -> io::Result<InodeId> {
+        validate_relative_path(path)?;
+        self.check_ancestors(path)?;
+        if self.dirs.contains(path) {
+            let kind = match mode {
+                OpenMode::CreateNew => io::ErrorKind::AlreadyExists,
+                _ => io::ErrorKind::IsADirectory,
+            };
+            return Err(io::Error::new(kind, format!("{path}: is a directory")));
+        }
+        match (self.names.get(path), mode) {
+            (Some(_), OpenMode::CreateNew) => Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{path}: already exists"),
+            )),
+            (Some(&id), _) => Ok(id),
+            (None, OpenMode::Existing) => Err(not_found(path)),
+            (None, _) => {
+                for dir in ancestors(path) {
+                    if self.dirs.insert(dir.to_owned()) {
+                        self.dirty_dirs.insert(parent(dir).to_owned());
+                    }
+                }
+                let id = self.next_inode;
+                self.next_inode += 1;
+                self.inodes.insert(id, Inode::default());
+                self.set_name(path, Some(id));
+                Ok(id)
+            }
+        }
+    }
+
+    pub fn rename(&mut self, from: &str, to: &str) -> io::Result<()> {
+        validate_relative_path(from)?;
+        validate_relative_path(to)?;
+        let Some(&id) = self.names.get(from) else {
+            if self.dirs.contains(from) {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!("{from}: renaming a directory is not supported"),
+                ));
+            }
+            return Err(not_found(from));
+        };
+        if from == to {
+            return Ok(());
+        }
+        self.check_ancestors(to)?;
+        if self.dirs.contains(to) {
+            return Err(io::Error::new(
+                io::ErrorKind::IsADirectory,
+                format!("{to}: is a directory"),
+            ));
+        }
+        if !self.is_dir(parent(to)) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{to}: no such directory {}", parent(to)),
+            ));
+        }
+        // Link the new name before unlinking the old, so the inode is never orphaned.
+        self.set_name(to, Some(id));
+        self.set_name(from, None);
+        Ok(())
+    }
+
+    pub fn remove(&mut self, path: &str) -> io::Result<()> {
+        validate_relative_path(path)?;
+        if self.dirs.contains(path) {
+            return Err(io::Error::new(
+                io::ErrorKind::IsADirectory,
+                format!("{path}: is a directory"),
+            ));
+        }
+        if !self.names.contains_key(path) {
+            return Err(not_found(path));
+        }
+        self.set_name(path, None);
+        Ok(())
+    }
+
+    pub fn list(&self, dir: &str) -> io::Result<Vec<String>> {
+        self.check_dir(dir)?;
+        // BTreeMap order, restricted to one directory's direct children, is name order.
+        Ok(self
+            .names
+            .range::<String, _>(under(dir))
+            .filter(|(path, _)| directly_in(path, dir))
+            .map(|(path, _)| path.rsplit_once('/').map_or(path.as_str(), |(_, name)| name).to_owned())
+            .collect())
+    }
+
+    pub fn sync_dir(&mut self, dir: &str) -> io::Result<()> {
+        self.check_dir(dir)?;
+        self.commit_dir(dir);
+        Ok(())
+    }
+
+    /// Make the buffered entries (files and subdirectories) directly in `dir` stable.
+    fn commit_dir(&mut self, dir: &str) {
+        let mut files: BTreeSet<String> = BTreeSet::new();
+        for map in [&self.names, &self.stable_names] {
+            files.extend(
+                map.range::<String, _>(under(dir))
+                    .map(|(path, _)| path)
+                    .filter(|path| directly_in(path, dir))
+                    .cloned(),
+            );
+        }
+        for path in files {
+            let buffered = self.names.get(&path).copied();
+            if self.stable_names.get(&path).copied() != buffered {
+                self.set_stable_name(&path, buffered);
+            }
+        }
+        let mut subdirs: BTreeSet<String> = BTreeSet::new();
+        for set in [&self.dirs, &self.stable_dirs] {
+            subdirs.extend(
+                set.range::<String, _>(under(dir))
+                    .filter(|path| directly_in(path, dir))
+                    .cloned(),
+            );
+        }
+        for sub in subdirs {
+            if self.dirs.contains(&sub) {
+                self.stable_dirs.insert(sub);
+            } else {
+                self.stable_dirs.remove(&sub);
+            }
+        }
+        self.dirty_dirs.remove(dir);
+    }
+
+    // ---- handles and file calls --------------------------------------------------
+
+    /// Count a new handle on `id`; returns the writeback-error counter it starts from.
+    pub fn add_handle(&mut self, id: InodeId) -> u64 {
+        self.inodes.get_mut(&id).map_or(0, |inode| {
+            inode.handles += 1;
+            inode.writeback_errors
+        })
+    }
+
+    /// A handle of epoch `opened_in` was dropped.
+    pub fn drop_handle(&mut self, id: InodeId, opened_in: u64) {
+        if opened_in != self.crashes {
+            return; // The crash already closed it.
+        }
+        if let Some(inode) = self.inodes.get_mut(&id) {
+            inode.handles = inode.handles.saturating_sub(1);
+        }
+        self.free_if_orphan(id);
+    }
+
+    pub fn read_at(&mut self, id: InodeId, path: &str, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let bytes = &self.inode(id, path)?.buffered;
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(bytes.len());
+        let n = buf.len().min(bytes.len() - start);
+        buf[..n].copy_from_slice(&bytes[start..start + n]);
+        Ok(n)
+    }
+
+    pub fn len(&mut self, id: InodeId, path: &str) -> io::Result<u64> {
+        Ok(self.inode(id, path)?.buffered.len() as u64)
+    }
+
+    /// `write_at` (`offset` given) or `append` (`None`): returns the offset the caller
+    /// asked for (or the end, for append), whatever tearing or misdirection did.
+    pub fn write(&mut self, call: &Call, id: InodeId, offset: Option<u64>, data: &[u8]) -> io::Result<u64> {
+        let misdirect_ppm = self.options.misdirected_write_probability;
+        let len = self.inode(id, &call.path)?.buffered.len() as u64;
+        let start = offset.unwrap_or(len);
+        let end = start
+            .checked_add(data.len() as u64)
+            .ok_or_else(|| file_too_large(&call.path, u64::MAX))?;
+        if end > FILE_BYTES_MAX {
+            return Err(file_too_large(&call.path, end));
+        }
+        // Both fit: FILE_BYTES_MAX is far below usize::MAX.
+        let (start_index, end_index) = (start as usize, end as usize);
+        let torn = matches!(call.fault, Some(FaultKind::TornWithError | FaultKind::TornSilent));
+        let landed = if torn && !data.is_empty() {
+            let sectors = (data.len() - 1) / SECTOR_BYTES + 1;
+            self.rng.index(sectors) * SECTOR_BYTES
+        } else {
+            data.len()
+        };
+        let mut target = start_index;
+        if misdirect_ppm > 0 && self.chance(misdirect_ppm) && landed > 0 {
+            let pages = (len as usize).max(end_index).div_ceil(PAGE_BYTES).max(1);
+            let mut other = self.rng.index(pages) * PAGE_BYTES;
+            if other == target {
+                other += PAGE_BYTES;
+            }
+            if (other + landed) as u64 <= FILE_BYTES_MAX {
+                target = other;
+            }
+        }
+        self.inode(id, &call.path)?.write(target, &data[..landed]);
+        match call.fault {
+            Some(FaultKind::TornWithError) => Err(call.injected(&format!(
+                "torn write with error ({landed} of {} bytes landed)",
+                data.len()
+            ))),
+            Some(FaultKind::FailAfter) => Err(call.injected("failed after taking effect")),
+            _ => Ok(start),
+        }
+    }
+
+    pub fn truncate(&mut self, id: InodeId, path: &str, len: u64) -> io::Result<()> {
+        if len > FILE_BYTES_MAX {
+            return Err(file_too_large(path, len));
+        }
+        // Fits: FILE_BYTES_MAX is far below usize::MAX.
+        self.inode(id, path)?.resize(len as usize);
+        Ok(())
+    }
+
+    /// fdatasync through a handle whose last reported writeback-error count is `seen`.
+    pub fn sync(&mut self, call: &Call, id: InodeId, seen: &Cell<u64>) -> io::Result<()> {
+        match call.fault {
+            Some(fault @ (FaultKind::TornWithError | FaultKind::TornSilent)) => {
+                let pages: Vec<usize> = self.inode(id, &call.path)?.dirty.iter().copied().collect();
+                let mut chosen: Vec<usize> = pages.iter().copied().filter(|_| self.coin()).collect();
+                if !chosen.is_empty() && chosen.len() == pages.len() {
+                    // A strict subset: a torn sync always leaves something unstable.
+                    chosen.remove(self.rng.index(chosen.len()));
+                }
+                let inode = self.inode(id, &call.path)?;
+                for &page in &chosen {
+                    inode.flush_page(page);
+                }
+                if fault == FaultKind::TornWithError {
+                    return Err(call.injected(&format!(
+                        "torn sync with error ({} of {} dirty pages made stable)",
+                        chosen.len(),
+                        pages.len()
+                    )));
+                }
+                Ok(())
+            }
+            _ => {
+                let inode = self.inode(id, &call.path)?;
+                inode.sync();
+                let errors = inode.writeback_errors;
+                if call.fault == Some(FaultKind::FailAfter) {
+                    return Err(call.injected("failed after taking effect"));
+                }
+                if errors != seen.get() {
+                    seen.set(errors);
+                    return Err(io::Error::other(format!(
+                        "sync {}: writeback failed since this handle last synced; bytes written \
+                         before the failure were lost (reported once per handle open at the time)",
+                        call.path
+                    )));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    // ---- writeback and crashes ---------------------------------------------------
+
+    fn dirty_inodes(&self) -> Vec<InodeId> {
+        self.inodes
+            .iter()
+            .filter(|(_, inode)| !inode.dirty.is_empty())
+            .map(|(&id, _)| id)
+            .collect()
+    }
+
+    /// One chance, before each call, that the kernel writes something back on its own:
+    /// one dirty page of one inode, or the pending entries of one directory (a journal
+    /// commit), each picked at random, so a later page can be stable before an
+    /// earlier one and a rename before the data it names.
+    fn background_writeback(&mut self) {
+        if !self.chance(WRITEBACK_CHANCE_PPM) {
+            return;
+        }
+        let inodes = self.dirty_inodes();
+        let dirs: Vec<String> = self.dirty_dirs.iter().cloned().collect();
+        if inodes.is_empty() && dirs.is_empty() {
+            return;
+        }
+        let pick = self.rng.index(inodes.len() + dirs.len());
+        if let Some(&id) = inodes.get(pick) {
+            let failure_ppm = self.options.writeback_failure_probability;
+            let fails = failure_ppm > 0 && self.chance(failure_ppm);
+            let Some(inode) = self.inodes.get(&id) else { return };
+            let pages: Vec<usize> = inode.dirty.iter().copied().collect();
+            let page = pages.get(self.rng.index(pages.len().max(1))).copied();
+            if let (Some(inode), Some(page)) = (self.inodes.get_mut(&id), page) {
+                if fails {
+                    inode.drop_dirty();
+                } else {
+                    inode.flush_page(page);
+                }
+            }
+        } else if let Some(dir) = dirs.get(pick - inodes.len()) {
+            self.commit_dir(dir);
+        }
+    }
+
+    /// Writeback of `path`'s inode fails (see [`Inode::drop_dirty`]).
+    pub fn fail_writeback(&mut self, path: &str) -> io::Result<()> {
+        validate_relative_path(path)?;
+        let id = *self.names.get(path).ok_or_else(|| not_found(path))?;
+        self.inode(id, path)?.drop_dirty();
+        Ok(())
+    }
+
+    /// Flush every dirty page and commit every directory, as the kernel eventually does.
+    pub fn writeback_all(&mut self) {
+        for inode in self.inodes.values_mut() {
+            inode.sync();
+        }
+        for dir in std::mem::take(&mut self.dirty_dirs) {
+            self.commit_dir(&dir);
+        }
+    }
+
+    /// Writeback that happened at arbitrary times before a crash: each dirty page and
+    /// each pending directory independently, with probability one half.
+    fn writeback_some(&mut self) {
+        for id in self.dirty_inodes() {
+            let pages: Vec<usize> = self
+                .inodes
+                .get(&id)
+                .map(|inode| inode.dirty.iter().copied().collect())
+                .unwrap_or_default();
+            let chosen: Vec<usize> = pages.into_iter().filter(|_| self.coin()).collect();
+            if let Some(inode) = self.inodes.get_mut(&id) {
+                for page in chosen {
+                    inode.flush_page(page);
+                }
+            }
+        }
+        let dirs: Vec<String> = self.dirty_dirs.iter().cloned().collect();
+        for dir in dirs {
+            if self.coin() {
+                self.commit_dir(&dir);
+            }
+        }
+    }
+
+    pub fn crash(&mut self, kind: CrashKind) {
+        if self.options.writeback {
+            self.writeback_some();
+        }
+        if kind == CrashKind::PowerLoss {
+            self.lose_power();
+        }
+        for inode in self.inodes.values_mut() {
+            inode.handles = 0;
+        }
+        self.inodes.retain(|_, inode| inode.links > 0);
+        self.crashes += 1;
+        self.options.fault = None;
+        self.options.halt_after = None;
+    }
+
+    /// Only stable state survives: stable entries under stable directories, stable bytes.
+    fn lose_power(&mut self) {
+        let stable_dirs = &self.stable_dirs;
+        let reachable = |path: &str| ancestors(path).all(|dir| stable_dirs.contains(dir));
+        let dirs: BTreeSet<String> = stable_dirs.iter().filter(|dir| reachable(dir)).cloned().collect();
+        let names: BTreeMap<String, InodeId> = self
+            .stable_names
+            .iter()
+            .filter(|(path, _)| reachable(path))
+            .map(|(path, &id)| (path.clone(), id))
+            .collect();
+        for inode in self.inodes.values_mut() {
+            inode.lose_unstable();
+            inode.links = 0;
+        }
+        for id in names.values() {
+            if let Some(inode) = self.inodes.get_mut(id) {
+                inode.links += 2; // its buffered and its stable entry
+            }
+        }
+        self.dirs = dirs.clone();
+        self.stable_dirs = dirs;
+        self.names = names.clone();
+        self.stable_names = names;
+        self.dirty_dirs.clear();
+    }
+
+    // ---- inspection --------------------------------------------------------------
+
+    fn buffered_inode(&self, path: &str) -> Option<&Inode> {
+        self.names.get(path).and_then(|id| self.inodes.get(id))
+    }
+
+    /// The inode a power loss now would leave at `path`.
+    pub fn stable_inode(&self, path: &str) -> Option<&Inode> {
+        if !ancestors(path).all(|dir| self.stable_dirs.contains(dir)) {
+            return None;
+        }
+        self.stable_names.get(path).and_then(|id| self.inodes.get(id))
+    }
+
+    pub fn buffered_bytes(&self, path: &str) -> Option<Vec<u8>> {
+        self.buffered_inode(path).map(|inode| inode.buffered.clone())
+    }
+
+    pub fn stable_bytes(&self, path: &str) -> Option<Vec<u8>> {
+        self.stable_inode(path).map(|inode| inode.stable.clone())
+    }
+
+    pub fn dirty_pages(&self, path: &str) -> Vec<u64> {
+        self.buffered_inode(path)
+            .map(|inode| inode.dirty.iter().map(|&page| page as u64).collect())
+            .unwrap_or_default()
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.inodes
+            .values()
+            .map(|inode| inode.buffered.len() + inode.stable.len())
+            .sum()
+    }
+
+    /// FNV-1a over everything that decides future behaviour except the random stream.
+    pub fn hash(&self) -> u64 {
+        let mut hash = Fnv1a64::default();
+        for (tag, names) in [(1, &self.names), (2, &self.stable_names)] {
+            for (path, &id) in names {
+                hash.event(tag, id);
+                hash.write(path.as_bytes());
+            }
+        }
+        for (tag, dirs) in [(3, &self.dirs), (4, &self.stable_dirs), (5, &self.dirty_dirs)] {
+            for dir in dirs {
+                hash.event(tag, dir.len() as u64);
+                hash.write(dir.as_bytes());
+            }
+        }
+        for (&id, inode) in &self.inodes {
+            hash.event(6, id);
+            for bytes in [&inode.buffered, &inode.stable] {
+                hash.event(7, bytes.len() as u64);
+                hash.write(bytes);
+            }
+            for &page in &inode.dirty {
+                hash.event(8, page as u64);
+            }
+            hash.event(9, inode.writeback_errors);
+        }
+        hash.event(10, self.operations);
+        hash.event(11, self.crashes);
+        hash.finish()
+    }
+
+    /// Check every inode's invariant and the link counts.
+    #[cfg(test)]
+    pub fn check(&self) -> Result<(), String> {
+        for (id, inode) in &self.inodes {
+            inode.check().map_err(|why| format!("inode {id}: {why}"))?;
+            let links = self
+                .names
+                .values()
+                .chain(self.stable_names.values())
+                .filter(|&&named| named == *id)
+                .count();
+            if links != inode.links as usize {
+                return Err(format!(
+                    "inode {id}: {} links counted, {links} entries name it",
+                    inode.links
+                ));
+            }
+            if links == 0 && inode.handles == 0 {
+                return Err(format!("inode {id} is an orphan nobody freed"));
+            }
+        }
+        Ok(())
+    }
+}
