@@ -29,6 +29,8 @@ pub struct SimSeeds {
     pub swarm: u64,
     /// Each replica's realtime clock offset and drift.
     pub clock: u64,
+    /// Each replica's disk: writeback order, tears, and whether a crash cuts the power.
+    pub storage: u64,
 }
 
 impl SimSeeds {
@@ -47,11 +49,12 @@ impl SimSeeds {
             crash: parent.next_u64(),
             swarm: parent.next_u64(),
             clock: parent.next_u64(),
+            storage: parent.next_u64(),
         }
     }
 
     /// The child seeds, in draw order, with their names.
-    pub fn children(&self) -> [(&'static str, u64); 7] {
+    pub fn children(&self) -> [(&'static str, u64); 8] {
         [
             ("network", self.network),
             ("workload", self.workload),
@@ -60,6 +63,7 @@ impl SimSeeds {
             ("crash", self.crash),
             ("swarm", self.swarm),
             ("clock", self.clock),
+            ("storage", self.storage),
         ]
     }
 }

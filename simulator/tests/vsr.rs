@@ -9,7 +9,7 @@ use cluster::vsr::{StateMachine, Status};
 use cluster::wire::{Command, Header};
 use simulator::harness::client::{ClientDriver, ClientRequest};
 use simulator::harness::crash::CrashConfig;
-use simulator::harness::{Harness, HarnessConfig};
+use simulator::harness::{Harness, HarnessConfig, StorageModel};
 use simulator::network::CommandFilter;
 use simulator::network::config::NetworkConfig;
 use simulator::simulation::SimulationConfig;
@@ -67,6 +67,9 @@ fn harness(
         crash,
         break_check: false,
         break_fence: false,
+        // These tests fault the in-memory stores directly (`Harness::store`).
+        storage: StorageModel::Memory,
+        power_loss_probability: 0.0,
     };
     let harness = Harness::new(seed, &config, driver.clone());
     (harness, driver)

@@ -132,7 +132,7 @@ impl MetadataState {
                 name,
                 durability,
                 message_expiry_micros,
-            } => self.update_topic(*stream_id, *topic_id, name, *durability, *message_expiry_micros),
+            } => self.update_topic(*stream_id, *topic_id, name, *durability, *message_expiry_micros, ctx),
             MetadataOp::DeleteTopic { stream_id, topic_id } => self.delete_topic(*stream_id, *topic_id, ctx),
             MetadataOp::CreateUser {
                 username,
@@ -293,6 +293,7 @@ impl MetadataState {
         name: &str,
         durability: Durability,
         message_expiry_micros: u64,
+        ctx: &ApplyContext,
     ) -> Applied {
         check_name(name)?;
         let stream = self.stream_mut(stream_id)?;
@@ -303,9 +304,14 @@ impl MetadataState {
             return Err(MetadataReply::NameAlreadyExists);
         }
         let topic = stream.topics.get_mut(&topic_id).ok_or(MetadataReply::TopicNotFound)?;
+        let durability_changed = topic.durability != durability;
         topic.name = name.to_owned();
         topic.durability = durability;
         topic.message_expiry_micros = message_expiry_micros;
+        if durability_changed {
+            // The directory carries each partition's durability, which its store acts on.
+            self.partitions_changed_at = ctx.op_number;
+        }
         Ok(MetadataReply::Ok)
     }
 
@@ -630,7 +636,8 @@ impl MetadataState {
 
     /// The number of the latest applied op that created or removed any partition
     /// (a successful `CreateTopic`, `DeleteTopic`, `CreatePartitions` or
-    /// `DeletePartitions`, or a `DeleteStream` of a stream that had topics); 0 at
+    /// `DeletePartitions`, or a `DeleteStream` of a stream that had topics) or changed
+    /// a topic's durability (an `UpdateTopic` that did); 0 at
     /// genesis. A failed op never moves it. A node keeps the value it last reconciled
     /// its partition groups at and reconciles again when this differs.
     pub fn partitions_changed_at(&self) -> u64 {

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::metadata::MetadataState;
+use crate::metadata::{Durability, MetadataState};
 
 /// What a node needs to host one partition's group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,6 +26,8 @@ pub struct PartitionSpec {
     pub created_in_view: u64,
     /// Message expiry fixed at creation (0 = never).
     pub message_expiry_micros: u64,
+    /// The topic's durability now (it may change after creation).
+    pub durability: Durability,
 }
 
 /// Every partition in the applied metadata, by group id.
@@ -42,7 +44,7 @@ impl Directory {
     pub fn from_metadata(state: &MetadataState) -> Self {
         let partitions = state
             .partitions()
-            .map(|(stream_id, topic_id, _topic, partition)| {
+            .map(|(stream_id, topic_id, topic, partition)| {
                 (
                     partition.group_id,
                     PartitionSpec {
@@ -52,6 +54,7 @@ impl Directory {
                         partition_id: partition.id,
                         created_in_view: partition.created_in_view,
                         message_expiry_micros: partition.message_expiry_micros,
+                        durability: topic.durability,
                     },
                 )
             })

@@ -12,8 +12,10 @@
 //! | `shard.rs` | [`Shard`]: owned groups, routing, reconciliation with the directory |
 //! | `directory.rs` | [`Directory`]: the partition groups in the applied metadata |
 //! | `stores.rs` | [`StoreProvider`], [`MemoryStores`]: one store per group |
+//! | `durable_stores.rs` | [`DurableStores`]: the stores on the production formats over the storage seam |
 
 pub mod directory;
+pub mod durable_stores;
 pub mod shard;
 pub mod stores;
 
@@ -23,12 +25,12 @@ use std::rc::Rc;
 use futures::{FutureExt, select_biased};
 
 pub use directory::{Directory, PartitionSpec};
+pub use durable_stores::{DurableReplicaStore, DurableStores, NodeIdentity, StoresOpenError};
 pub use shard::{Forward, METADATA_GROUP, Shard, ShardStats};
 pub use stores::{MemoryStores, StoreProvider};
 
 use crate::partition::OwnerFence;
 use crate::seam::{Bus, Inbox, InboxPush, TICK};
-use crate::vsr::Status;
 
 /// Most shards a node runs. One per core in production; the simulator sweeps 1 to 8.
 pub const SHARDS_MAX: u8 = 8;
@@ -82,6 +84,7 @@ impl std::ops::AddAssign for NodeStats {
         mine.groups_opened += theirs.groups_opened;
         mine.groups_closed += theirs.groups_closed;
         mine.groups_deleted_skipped += theirs.groups_deleted_skipped;
+        mine.groups_open_failed += theirs.groups_open_failed;
         self.forwards_dropped_full += other.forwards_dropped_full;
     }
 }
@@ -125,18 +128,17 @@ impl<P: StoreProvider> Node<P> {
         &self.shards
     }
 
-    /// Whether no group of this node is still recovering after a restart (each has
-    /// learned a view, so the node can take part in every group's quorums).
+    /// Whether every group of this node holds its log in full
+    /// ([`crate::vsr::Replica::caught_up`]) and every shard hosts the groups its
+    /// directory lists: the node could lose no data by being the only copy of it.
+    /// After a restart this takes rejoining each view and repairing what the disk
+    /// lost (a partition WAL's unpublished tail).
     pub fn rejoined(&self) -> bool {
         self.shards.iter().all(|shard| {
             let shard = shard.borrow();
-            shard
-                .metadata()
-                .is_none_or(|replica| replica.status() != Status::Recovering)
-                && shard
-                    .partitions()
-                    .values()
-                    .all(|replica| replica.status() != Status::Recovering)
+            shard.reconciled_with_directory()
+                && shard.metadata().is_none_or(|replica| replica.caught_up())
+                && shard.partitions().values().all(|replica| replica.caught_up())
         })
     }
 

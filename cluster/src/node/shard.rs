@@ -43,6 +43,9 @@ pub struct ShardStats {
     pub groups_closed: u64,
     /// Directory entries not opened because this node already deleted the group.
     pub groups_deleted_skipped: u64,
+    /// Groups whose store refused to open (damaged superblock, another cluster's or
+    /// replica's data): they do not run here, and frames for them count as unknown.
+    pub groups_open_failed: u64,
 }
 
 /// A frame to hand to another shard of this node.
@@ -79,14 +82,24 @@ impl<P: StoreProvider> Shard<P> {
     /// Shard `index` of a node; shard 0 also hosts the metadata group.
     pub fn open(index: u8, config: NodeConfig, stores: P, incarnation: u64, directory: Rc<RefCell<Directory>>) -> Self {
         assert!(index < config.shards, "shard {index} of {}", config.shards);
-        let metadata = (index == 0).then(|| {
-            Replica::open(
-                config.replica_config(METADATA_GROUP, 0),
-                MetadataMachine::new(config.cluster, &config.root_password),
-                stores.open(METADATA_GROUP),
-                incarnation,
-            )
-        });
+        let mut stats = ShardStats::default();
+        let metadata = if index == 0 {
+            match stores.open(METADATA_GROUP) {
+                Ok(store) => Some(Replica::open(
+                    config.replica_config(METADATA_GROUP, 0),
+                    MetadataMachine::new(config.cluster, &config.root_password),
+                    store,
+                    incarnation,
+                )),
+                Err(error) => {
+                    tracing::error!(replica = config.replica, %error, "metadata group store refused to open");
+                    stats.groups_open_failed += 1;
+                    None
+                }
+            }
+        } else {
+            None
+        };
         let mut shard = Self {
             index,
             config,
@@ -96,7 +109,7 @@ impl<P: StoreProvider> Shard<P> {
             partitions: BTreeMap::new(),
             directory,
             reconciled: None,
-            stats: ShardStats::default(),
+            stats,
             outbox: Vec::new(),
             forwards: Vec::new(),
         };
@@ -117,6 +130,12 @@ impl<P: StoreProvider> Shard<P> {
     /// The partition replicas this shard hosts, by group id.
     pub fn partitions(&self) -> &BTreeMap<u64, PartitionReplica<P>> {
         &self.partitions
+    }
+
+    /// Whether this shard hosts what the current directory lists (it reconciles on its
+    /// next tick after the directory changes).
+    pub fn reconciled_with_directory(&self) -> bool {
+        self.reconciled == Some(self.directory.borrow().version)
     }
 
     /// Counters.
@@ -240,6 +259,8 @@ impl<P: StoreProvider> Shard<P> {
             .filter(|spec| owner_shard(spec.group, shards) == index)
         {
             if self.partitions.contains_key(&spec.group) {
+                // A topic's durability can change after its partitions exist.
+                self.stores.set_durability(spec.group, spec.durability);
                 continue;
             }
             if self.stores.is_deleted(spec.group) {
@@ -247,10 +268,20 @@ impl<P: StoreProvider> Shard<P> {
                 self.stats.groups_deleted_skipped += 1;
                 continue;
             }
+            // Before the store opens: a persisted partition publishes from its first write.
+            self.stores.set_durability(spec.group, spec.durability);
+            let store = match self.stores.open(spec.group) {
+                Ok(store) => store,
+                Err(error) => {
+                    tracing::error!(replica = self.config.replica, group = spec.group, %error, "partition store refused to open");
+                    self.stats.groups_open_failed += 1;
+                    continue;
+                }
+            };
             let replica = Replica::open(
                 self.config.replica_config(spec.group, spec.created_in_view),
                 PartitionMachine::new(spec.message_expiry_micros, self.config.owner_fence),
-                self.stores.open(spec.group),
+                store,
                 self.incarnation,
             );
             tracing::info!(

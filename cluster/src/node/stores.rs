@@ -11,7 +11,8 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-use crate::vsr::{MemoryStore, ReplicaStore};
+use crate::metadata::Durability;
+use crate::vsr::{MemoryStore, ReplicaStore, StoreError};
 
 /// Opens and removes the per-group stores of one node.
 ///
@@ -22,12 +23,20 @@ use crate::vsr::{MemoryStore, ReplicaStore};
 pub trait StoreProvider: 'static {
     /// The store type.
     type Store: ReplicaStore;
-    /// The store of `group`: the one it kept if it ever wrote, else an empty one.
-    fn open(&self, group: u64) -> Self::Store;
+    /// The store of `group`: the one it kept if it ever wrote, else an empty one. An
+    /// error (a damaged superblock, another cluster's data) means the group must not
+    /// run on this node: booting it as fresh could forget promises it made.
+    fn open(&self, group: u64) -> Result<Self::Store, StoreError>;
     /// Forget `group`'s store (its partition was deleted) and remember that it was.
     fn remove(&self, group: u64);
     /// Whether `group`'s store was removed (the group must never be opened again).
     fn is_deleted(&self, group: u64) -> bool;
+    /// The durability of `group`'s topic changed (or is first known): a `persisted`
+    /// partition makes every prepare durable before acknowledging it. Stores that are
+    /// always durable ignore it.
+    fn set_durability(&self, group: u64, durability: Durability) {
+        let _ = (group, durability);
+    }
 }
 
 /// In-memory stores by group id, shared between clones (the simulator keeps one clone
@@ -60,12 +69,12 @@ impl MemoryStores {
 impl StoreProvider for MemoryStores {
     type Store = MemoryStore;
 
-    fn open(&self, group: u64) -> MemoryStore {
+    fn open(&self, group: u64) -> Result<MemoryStore, StoreError> {
         assert!(
             !self.is_deleted(group),
             "group {group:#x} was deleted; it is never opened again"
         );
-        self.stores.borrow_mut().entry(group).or_default().clone()
+        Ok(self.stores.borrow_mut().entry(group).or_default().clone())
     }
 
     fn remove(&self, group: u64) {

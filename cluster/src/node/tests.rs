@@ -211,7 +211,7 @@ fn a_directory_listing_a_deleted_group_does_not_reopen_it() {
         .map(|op| crate::metadata::partition_group_id(op, 0))
         .find(|group| owner_shard(*group, 2) == 1)
         .expect("some group hashes to shard 1");
-    stores.open(group);
+    stores.open(group).expect("memory stores always open");
     stores.remove(group);
     let spec = PartitionSpec {
         group,
@@ -220,6 +220,7 @@ fn a_directory_listing_a_deleted_group_does_not_reopen_it() {
         partition_id: 0,
         created_in_view: 0,
         message_expiry_micros: 0,
+        durability: crate::metadata::Durability::Replicated,
     };
     let directory = Rc::new(RefCell::new(Directory {
         version: 2,

@@ -206,7 +206,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         header.nonce = mix(self.config.entropy_seed ^ mix(op ^ (self.view << 32)));
         let frame = wire::seal_header(header, body);
         let (sealed, _) = wire::open(&frame).expect("a frame we just sealed opens");
-        self.journal_prepare(sealed, frame.clone());
+        if !self.journal_prepare(sealed, frame.clone()) {
+            // Its own disk refused: the op does not exist; the client's retry tries again.
+            return;
+        }
         let mut retransmit = Timeout::new("prepare_retransmit", PREPARE_RETRANSMIT_BASE_TICKS);
         retransmit.start();
         self.pipeline.push_back(PipelineEntry {
@@ -233,17 +236,20 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     }
 
     /// Journal a prepare durably and in memory (trusted: it is the current view's).
-    pub(crate) fn journal_prepare(&mut self, header: Header, frame: Vec<u8>) {
+    /// False if the store failed (nothing journaled).
+    pub(crate) fn journal_prepare(&mut self, header: Header, frame: Vec<u8>) -> bool {
         self.chain_dirty = true;
-        // The store is in memory today and cannot fail a prepare write; the storage
-        // issue makes this a fault point (a failed write withholds the PrepareOk).
+        // A failed write leaves the op out of the journal, which withholds the PrepareOk.
         let frame: Rc<[u8]> = Rc::from(frame);
-        let _ = self.store.write_prepare(header.op, &frame);
+        if !self.store_prepare(header.op, &frame) {
+            return false;
+        }
         self.journal.put(Entry {
             header,
             frame: Some(frame),
             trusted: true,
         });
+        true
     }
 
     pub(crate) fn on_prepare(&mut self, header: Header, frame: &[u8]) {
@@ -285,8 +291,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 .journal
                 .get(header.op + 1)
                 .is_some_and(|above| above.trusted && above.header.parent == header.checksum);
-            if named {
-                self.journal_prepare(header, frame.to_vec());
+            if named && self.journal_prepare(header, frame.to_vec()) {
                 self.send_prepare_ok(header.op);
             }
             return;
@@ -301,7 +306,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 header.view
             );
         }
-        self.journal_prepare(header, frame.to_vec());
+        if !self.journal_prepare(header, frame.to_vec()) {
+            return;
+        }
         if let Some(next) = self.chain_next() {
             self.outbox.push(Outgoing {
                 to: ProcessId(u32::from(next)),
@@ -317,7 +324,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     pub(crate) fn journal_prepare_keeping_trust(&mut self, header: Header, frame: &[u8]) {
         let trusted = self.journal.get(header.op).is_some_and(|entry| entry.trusted);
         let frame: Rc<[u8]> = Rc::from(frame);
-        let _ = self.store.write_prepare(header.op, &frame);
+        if !self.store_prepare(header.op, &frame) {
+            return;
+        }
         self.journal.put(Entry {
             header,
             frame: Some(frame),

@@ -207,7 +207,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             }
         };
         let frame: std::rc::Rc<[u8]> = std::rc::Rc::from(inner_frame);
-        let _ = self.store.write_prepare(op, &frame);
+        if !self.store_prepare(op, &frame) {
+            return;
+        }
         self.journal.put(Entry {
             header: inner,
             frame: Some(frame),
@@ -234,7 +236,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             if !named || self.journal.ready(below) || below <= self.commit_min {
                 break;
             }
-            let _ = self.store.write_prepare(below, &frame);
+            if !self.store_prepare(below, &frame) {
+                break;
+            }
             self.journal.put(Entry {
                 header,
                 frame: Some(frame),

@@ -67,6 +67,10 @@ pub struct ReplicaStats {
     pub requests_refused: u64,
     /// Queries answered from applied state.
     pub queries_answered: u64,
+    /// Prepares the store failed to make durable (not journaled, so never acknowledged).
+    pub prepare_write_failures: u64,
+    /// DoViewChanges not offered because the log booted incomplete.
+    pub do_view_changes_withheld: u64,
 }
 
 /// A frame to send.
@@ -124,6 +128,11 @@ pub struct Replica<S, T> {
     pub(crate) start_view_change_from: u8,
     pub(crate) do_view_change_from: BTreeMap<u8, DoViewChangeLog>,
     pub(crate) do_view_change_sent: bool,
+    /// The log this replica booted with may lack ops it acknowledged before it stopped
+    /// (its store said so): until it installs a view's log from a StartView or a merge
+    /// of others' logs, it never offers its own log in a DoViewChange, where missing
+    /// ops would count as nacks and could outvote a committed op.
+    pub(crate) log_incomplete: bool,
     pub(crate) outbox: Vec<Outgoing>,
     pub(crate) stats: ReplicaStats,
     pub(crate) repair_cursor: u8,
@@ -191,6 +200,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         // A replica that ever wrote anything is a restart, even if (by a fault) it has
         // prepares but no superblock: only a truly empty store is a fresh replica.
         let recovering = superblock.is_some() || journal.head() > 0;
+        let log_incomplete = store.may_lack_acknowledged_ops();
+        assert!(
+            !log_incomplete || recovering,
+            "only a restarted replica can have lost acknowledged ops"
+        );
         let durable = superblock.unwrap_or(Superblock {
             view: config.initial_view,
             log_view: config.initial_view,
@@ -234,6 +248,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             start_view_change_from: 0,
             do_view_change_from: BTreeMap::new(),
             do_view_change_sent: false,
+            log_incomplete,
             outbox: Vec::new(),
             stats: ReplicaStats::default(),
             repair_cursor: 0,
@@ -324,6 +339,23 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
     }
 
+    /// Whether this replica holds its group's log in full: Normal in its view, not
+    /// booted with a possibly incomplete log that it has not replaced yet, and holding
+    /// a verified body for every op it knows of. A replica that is not caught up may be
+    /// the only one missing ops its peers alone hold; the simulator's fault budget
+    /// fails another replica only while enough replicas are caught up.
+    pub fn caught_up(&self) -> bool {
+        self.status == Status::Normal
+            && !self.log_incomplete
+            && (self.commit_min + 1..=self.journal.head()).all(|op| self.journal.ready(op))
+    }
+
+    /// Whether the log this replica booted with may lack ops it acknowledged, and it
+    /// has not yet installed a view's log in its place.
+    pub fn log_incomplete(&self) -> bool {
+        self.log_incomplete
+    }
+
     /// Repair requests sent and whether one is outstanding (for failure reports).
     pub fn repair_state(&self) -> (u64, bool) {
         (self.stats.repair_requests, self.repair_retry.ticking())
@@ -372,6 +404,19 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                     to: ProcessId(u32::from(replica)),
                     frame: frame.clone(),
                 });
+            }
+        }
+    }
+
+    /// Make a prepare durable; false (counted) if the store failed. A prepare that is
+    /// not durable is not journaled either, so it is never acknowledged: repair or the
+    /// primary's retransmission brings it again.
+    pub(crate) fn store_prepare(&mut self, op: u64, frame: &Rc<[u8]>) -> bool {
+        match self.store.write_prepare(op, frame) {
+            Ok(()) => true,
+            Err(_) => {
+                self.stats.prepare_write_failures += 1;
+                false
             }
         }
     }

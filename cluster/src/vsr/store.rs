@@ -60,6 +60,13 @@ pub trait ReplicaStore {
     fn superblock(&self) -> Option<Superblock>;
     /// Every stored record, by op.
     fn records(&self) -> Vec<(u64, StoredRecord)>;
+    /// Whether the log this store recovered may lack ops the replica acknowledged
+    /// before it stopped (a partition WAL discards its unpublished tail at boot). Such
+    /// a replica must rejoin through a primary's StartView and never start a view
+    /// change with its own log, which could otherwise drop a committed op.
+    fn may_lack_acknowledged_ops(&self) -> bool {
+        false
+    }
 }
 
 /// What the store holds for one op.
@@ -76,6 +83,7 @@ struct MemoryStoreState {
     superblock: Option<Superblock>,
     prepares: BTreeMap<u64, StoredRecord>,
     fail_superblock_writes: bool,
+    may_lack_acknowledged_ops: bool,
     superblock_writes: u64,
     superblock_write_failures: u64,
 }
@@ -96,6 +104,12 @@ impl MemoryStore {
     /// Make every superblock write fail (or succeed again), for fault tests.
     pub fn set_fail_superblock_writes(&self, fail: bool) {
         self.state.borrow_mut().fail_superblock_writes = fail;
+    }
+
+    /// Make the store report that its log may lack acknowledged ops (as a partition
+    /// WAL does after discarding its unpublished tail), for amnesia tests.
+    pub fn set_may_lack_acknowledged_ops(&self, lacks: bool) {
+        self.state.borrow_mut().may_lack_acknowledged_ops = lacks;
     }
 
     /// (successful, failed) superblock writes so far.
@@ -166,5 +180,9 @@ impl ReplicaStore for MemoryStore {
             .iter()
             .map(|(op, record)| (*op, record.clone()))
             .collect()
+    }
+
+    fn may_lack_acknowledged_ops(&self) -> bool {
+        self.state.borrow().may_lack_acknowledged_ops
     }
 }

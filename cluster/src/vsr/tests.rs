@@ -225,3 +225,79 @@ fn repair_takes_the_top_of_the_lowest_run_when_it_exceeds_the_window() {
         "the top of the lowest run, right under a ready op, never the higher run first"
     );
 }
+
+/// Deliver frames among the `live` replicas (frames to or from any other are lost) and
+/// tick them, for `ticks` ticks of 10 ms.
+fn exchange(replicas: &mut [Replica<Counter, MemoryStore>], live: &[usize], ticks: u64, start_tick: u64) {
+    for tick in start_tick..start_tick + ticks {
+        let now = tick * 10_000;
+        for _ in 0..4 {
+            let mut frames = Vec::new();
+            for (index, replica) in replicas.iter_mut().enumerate() {
+                for out in replica.drain_outbox() {
+                    frames.push((index, out));
+                }
+            }
+            for (from, out) in frames {
+                let to = out.to.0 as usize;
+                if live.contains(&from) && live.contains(&to) {
+                    replicas[to].on_frame(crate::seam::ProcessId(from as u32), &out.frame, now);
+                }
+            }
+        }
+        for &index in live {
+            replicas[index].tick(now);
+        }
+    }
+}
+
+/// Op 1 commits on replicas 0 and 1 (replica 2 never sees it); replica 1 restarts
+/// having lost it from its disk; replica 0 is gone for good. Returns replicas 1 and 2
+/// after they have tried for a while to move on without replica 0.
+fn amnesia_scenario(store_admits_the_loss: bool) -> Vec<Replica<Counter, MemoryStore>> {
+    let mut stores: Vec<MemoryStore> = (0..3).map(|_| MemoryStore::new()).collect();
+    let mut replicas: Vec<_> = (0..3u8)
+        .map(|index| Replica::open(config(index), Counter(0), stores[usize::from(index)].clone(), 0))
+        .collect();
+    replicas[0].on_frame(crate::seam::ProcessId(9), &client_request(1), 0);
+    exchange(&mut replicas, &[0, 1], 30, 0);
+    assert_eq!(replicas[0].commit_min(), 1, "op 1 committed with replicas 0 and 1");
+    assert_eq!(replicas[2].head(), 0, "replica 2 never saw op 1");
+
+    // Replica 1 restarts without op 1 (a partition WAL's unpublished tail, discarded).
+    stores[1].remove_prepare(1);
+    stores[1].set_may_lack_acknowledged_ops(store_admits_the_loss);
+    replicas[1] = Replica::open(config(1), Counter(0), stores[1].clone(), 1);
+    exchange(&mut replicas, &[1, 2], 3_000, 30);
+    replicas.into_iter().skip(1).collect()
+}
+
+#[test]
+fn a_replica_that_lost_acknowledged_ops_never_offers_its_log_in_a_view_change() {
+    // A view change counts a missing op as a nack. Replicas 1 and 2 form a view-change
+    // quorum; if replica 1 offered the log it booted with, the two of them would prove
+    // op 1 "never acknowledged" and start a view without it, although op 1 committed.
+    // The control run (a store that does not admit its loss) shows exactly that happens.
+    let lost = |replicas: &[Replica<Counter, MemoryStore>]| {
+        replicas
+            .iter()
+            .any(|replica| replica.status() == Status::Normal && replica.view() > 0 && replica.head() < 1)
+    };
+    let control = amnesia_scenario(false);
+    assert!(
+        lost(&control),
+        "without the rule, a view starts without the committed op 1"
+    );
+
+    let guarded = amnesia_scenario(true);
+    assert!(!lost(&guarded), "a view started without the committed op 1");
+    assert!(
+        guarded.iter().all(|replica| replica.status() != Status::Normal),
+        "with one log possibly incomplete and replica 0 gone, no view can start: unavailable beats wrong"
+    );
+    assert!(guarded[0].log_incomplete());
+    assert!(
+        guarded[0].stats().do_view_changes_withheld > 0,
+        "replica 1 withheld its log"
+    );
+}

@@ -137,7 +137,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
         let header = self.header(Command::StartViewChange);
         self.send_to_other_replicas(header, &[]);
-        if self.do_view_change_sent && !self.is_primary() {
+        if self.do_view_change_sent && !self.is_primary() && !self.log_incomplete {
             self.send_do_view_change();
         }
         self.maybe_send_do_view_change();
@@ -168,6 +168,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             return;
         }
         self.do_view_change_sent = true;
+        if self.log_incomplete {
+            // Its missing ops would read as nacks: the others' logs decide this view.
+            self.stats.do_view_changes_withheld += 1;
+            return;
+        }
         if self.is_primary() {
             let own = self.do_view_change_log();
             self.do_view_change_from.insert(self.config.replica, own);
@@ -207,6 +212,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     }
 
     fn send_do_view_change(&mut self) {
+        assert!(
+            !self.log_incomplete,
+            "an incomplete log is never offered in a DoViewChange"
+        );
         let log = self.do_view_change_log();
         let mut body = Vec::with_capacity(log.records.len() * RECORD_BYTES);
         for (op, record) in &log.records {
@@ -392,6 +401,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
         self.log_view = self.view;
         self.status = Status::Normal;
+        self.log_incomplete = false;
         self.stats.views_started += 1;
         tracing::info!(
             replica = self.config.replica,
@@ -528,6 +538,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.view = header.view;
         self.log_view = header.view;
         self.status = Status::Normal;
+        self.log_incomplete = false;
         self.pipeline.clear();
         self.pipeline_inherited = 0;
         self.request_queue.clear();

@@ -73,6 +73,14 @@ pub struct CampaignFlags {
     #[arg(long)]
     pub crash_primary: bool,
 
+    /// Passed to every run: probability that a crash is a power loss.
+    #[arg(long, default_value_t = 0.0, value_parser = crate::fuzz::parse_probability)]
+    pub power_loss_prob: f64,
+
+    /// Passed to every run: `sim` (production formats on a simulated disk) or `memory`.
+    #[arg(long, default_value = "sim", value_parser = crate::fuzz::parse_storage)]
+    pub storage: crate::harness::StorageModel,
+
     /// Passed to every run: fewest commits for a non-vacuous run.
     #[arg(long, default_value_t = 1)]
     pub min_commits: u64,
@@ -234,6 +242,8 @@ impl CampaignFlags {
             crash_prob: self.crash_prob,
             restart_prob: self.restart_prob,
             crash_primary: self.crash_primary,
+            power_loss_prob: self.power_loss_prob,
+            storage: self.storage,
             heal_before_quiesce: self.heal_before_quiesce,
             no_quiesce: self.no_quiesce,
             network: self.network.clone(),

@@ -2,6 +2,7 @@
 
 use clap::{Parser, ValueEnum};
 
+use crate::harness::StorageModel;
 use crate::network::config::{NetworkConfig, PartitionMode, PartitionSymmetry};
 use crate::profile::{mode_name, symmetry_name};
 
@@ -65,12 +66,26 @@ pub struct FuzzArgs {
 
     /// Per tick, probability of crashing one replica (up at least 500 ticks, never below
     /// a live replication quorum).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = parse_probability)]
     pub crash_prob: f64,
 
     /// Per tick, probability of restarting one crashed replica (down at least 300 ticks).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = parse_probability)]
     pub restart_prob: f64,
+
+    /// Probability that a crash is a power loss: the replica's simulated disk keeps only
+    /// what it had made stable (synced pages and directory entries, plus whatever
+    /// background writeback flushed), so a partition replica loses its unpublished WAL
+    /// tail. Otherwise a crash is a process crash, which keeps the page cache. Needs
+    /// `--storage sim`.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_probability)]
+    pub power_loss_prob: f64,
+
+    /// What a replica keeps across a crash: `sim`, the production on-disk formats on a
+    /// simulated disk, booted through the real recovery code (default); or `memory`,
+    /// in-memory stores that never lose a write (faster, and what older runs used).
+    #[arg(long, default_value = "sim", value_parser = parse_storage)]
+    pub storage: StorageModel,
 
     /// Allow the crash injector to crash primaries.
     #[arg(long)]
@@ -277,6 +292,20 @@ impl NetworkOverrides {
     }
 }
 
+/// A probability: a finite number in 0..=1.
+pub fn parse_probability(text: &str) -> Result<f64, String> {
+    let value: f64 = text.parse().map_err(|_| format!("{text:?} is not a number"))?;
+    if !(0.0..=1.0).contains(&value) {
+        return Err(format!("{text} is not a probability (0 to 1)"));
+    }
+    Ok(value)
+}
+
+/// A storage model name (`sim` or `memory`).
+pub fn parse_storage(text: &str) -> Result<StorageModel, String> {
+    text.parse()
+}
+
 /// Quote a value for a POSIX shell if it needs it.
 fn shell_quote(value: &str) -> String {
     if !value.is_empty()
@@ -308,6 +337,8 @@ impl FuzzArgs {
             format!("--min-ops-compared {}", self.min_ops_compared),
             format!("--crash-prob {}", self.crash_prob),
             format!("--restart-prob {}", self.restart_prob),
+            format!("--power-loss-prob {}", self.power_loss_prob),
+            format!("--storage {}", self.storage),
         ];
         for (set, flag) in [
             (self.crash_primary, "--crash-primary"),

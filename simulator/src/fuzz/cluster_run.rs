@@ -98,13 +98,15 @@ pub(super) fn run(
         },
         break_check: args.break_check,
         break_fence: args.break_fence,
+        storage: args.storage,
+        power_loss_probability: args.power_loss_prob,
     };
     let mut harness = Harness::new(report.seed, &harness_config, workload.clone());
     print_world(harness.simulation(), out)?;
     writeln!(
         out,
-        "crashes: crash_prob={} restart_prob={} crash_primary={}",
-        args.crash_prob, args.restart_prob, args.crash_primary
+        "crashes: crash_prob={} restart_prob={} crash_primary={} power_loss_prob={} storage={}",
+        args.crash_prob, args.restart_prob, args.crash_primary, args.power_loss_prob, args.storage
     )?;
 
     let mut failure: Option<CheckFailure> = None;
@@ -173,7 +175,7 @@ pub(super) fn run(
     let down = harness.simulation().process_count() - config.clients - harness.live_replicas().len();
     writeln!(
         out,
-        "ran {ran} ticks (+{} drain); requests={} replies={} resends={} redirects={} not_accepted={} not_committed={} stale_replies={}; crashes={} restarts={} still down: {down}",
+        "ran {ran} ticks (+{} drain); requests={} replies={} resends={} redirects={} not_accepted={} not_committed={} stale_replies={}; crashes={} power_losses={} restarts={} still down: {down}",
         report.ticks - ran,
         sum(|c| c.requests),
         sum(|c| c.replies),
@@ -183,6 +185,7 @@ pub(super) fn run(
         sum(|c| c.not_committed),
         sum(|c| c.replies_stale),
         harness.stats().crashes,
+        harness.stats().power_losses,
         harness.stats().restarts,
     )?;
     print_packets(harness.simulation(), out)?;

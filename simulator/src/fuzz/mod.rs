@@ -10,7 +10,7 @@ mod echo_run;
 
 use std::io::{self, Write};
 
-pub use args::{FuzzArgs, NetworkOverrides, Plane};
+pub use args::{FuzzArgs, NetworkOverrides, Plane, parse_probability, parse_storage};
 
 use crate::profile::{ResolvedProfile, load_profile, validate_network};
 use crate::simulation::{Simulation, SimulationConfig};
@@ -142,6 +142,12 @@ pub(super) fn print_packets(simulation: &Simulation, out: &mut dyn Write) -> io:
 fn configure(args: &FuzzArgs, seed: u64) -> Result<(SimulationConfig, ResolvedProfile), String> {
     if args.ticks == 0 {
         return Err("--ticks 0 simulates nothing; give at least 1".to_owned());
+    }
+    if args.power_loss_prob > 0.0 && args.storage == crate::harness::StorageModel::Memory {
+        return Err(format!(
+            "--power-loss-prob {} needs --storage sim: in-memory stores have no power to lose",
+            args.power_loss_prob
+        ));
     }
     let profile = load_profile(&args.faults).map_err(|error| error.to_string())?;
     let mut resolved = profile.resolve(crate::seeds::SimSeeds::derive(seed).swarm);

@@ -3,25 +3,33 @@
 //! per-tick checks and a state checker per group.
 //!
 //! What it models: replicas that crash (tasks dropped mid-await, inboxes and in-flight
-//! packets lost) and restart on the stores they kept, under a new incarnation; shards
-//! within a replica, with router hops; clients that follow the resend discipline of
-//! [`client`]. What it does not model yet: power loss or storage faults (a store never
-//! loses a write).
+//! packets lost) and restart on the disk they kept, under a new incarnation, booting
+//! through the production recovery code ([`stores`]); a crash may cut the power, which
+//! loses whatever the disk had not made stable; shards within a replica, with router
+//! hops; clients that follow the resend discipline of [`client`]. What it does not model
+//! yet: I/O errors and torn writes inside a cluster run (the storage sweeps cover them
+//! one structure at a time).
 
 pub mod client;
 pub mod crash;
 pub mod state_checker;
+pub mod stores;
 
 use std::cell::{Ref, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use cluster::metadata::{DEFAULT_ROOT_PASSWORD, MetadataMachine};
-use cluster::node::{METADATA_GROUP, MemoryStores, Node, NodeConfig, Shard, StoreProvider, owner_shard};
+use cluster::node::{DurableStores, METADATA_GROUP, MemoryStores, Node, NodeConfig, NodeIdentity, Shard, owner_shard};
 use cluster::partition::{OwnerFence, PartitionMachine};
 use cluster::seam::ProcessId;
+use cluster::storage::superblock::cluster_id;
 use cluster::vsr::journal::root_header;
 use cluster::vsr::{MemoryStore, Replica, StateMachine, Status};
+
+use crate::rng::SimRng;
+use crate::storage::{CrashKind, SimStorage, SimStorageOptions};
+pub use stores::{SimReplicaStore, SimStores, StorageModel};
 
 use crate::simulation::{Simulation, SimulationConfig, SimulationError};
 use client::{ClientDriver, ClientStats, run_client};
@@ -35,6 +43,9 @@ pub const COMMIT_STUCK_TICKS_MAX: u64 = 2_000;
 /// The cluster id the simulated cluster uses.
 pub const SIMULATED_CLUSTER_ID: u64 = 0xC1_0057;
 
+/// The name the simulated cluster's disks are stamped with.
+pub const SIMULATED_CLUSTER_NAME: &str = "simulated";
+
 /// Everything that shapes a simulated cluster run.
 #[derive(Clone, Debug)]
 pub struct HarnessConfig {
@@ -47,16 +58,22 @@ pub struct HarnessConfig {
     pub break_check: bool,
     /// Test-only: disable the partition owner fence (see `workload-fuzz --break-fence`).
     pub break_fence: bool,
+    /// What replicas keep across a crash.
+    pub storage: StorageModel,
+    /// With [`StorageModel::Sim`], the probability that a crash is a power loss (the
+    /// disk keeps only what it made stable) rather than a process crash (the page cache
+    /// survives).
+    pub power_loss_probability: f64,
 }
 
 /// A metadata replica as the harness hosts it (inside shard 0 of a node).
-pub type MetadataReplica = Replica<MetadataMachine, MemoryStore>;
+pub type MetadataReplica = Replica<MetadataMachine, SimReplicaStore>;
 /// A partition replica as the harness hosts it.
-pub type PartitionReplica = Replica<PartitionMachine, MemoryStore>;
+pub type PartitionReplica = Replica<PartitionMachine, SimReplicaStore>;
 
 /// A handle on a live node's metadata replica (it lives in the node's shard 0).
 #[derive(Clone)]
-pub struct MetadataHandle(Rc<RefCell<Shard<MemoryStores>>>);
+pub struct MetadataHandle(Rc<RefCell<Shard<SimStores>>>);
 
 impl MetadataHandle {
     /// Borrow the replica (between steps only: the pumps borrow it while they run).
@@ -92,9 +109,15 @@ impl GroupWatch {
     }
 }
 
+/// What a replica keeps while it is down.
+enum Disk {
+    Memory(MemoryStores),
+    Sim(SimStorage),
+}
+
 struct Slot {
-    node: Option<Node<MemoryStores>>,
-    stores: MemoryStores,
+    node: Option<Node<SimStores>>,
+    disk: Disk,
     incarnation: u64,
     since: u64,
     watches: BTreeMap<u64, GroupWatch>,
@@ -124,6 +147,8 @@ pub struct HarnessStats {
     pub crashes: u64,
     /// Restarts.
     pub restarts: u64,
+    /// Crashes that were power losses.
+    pub power_losses: u64,
 }
 
 /// A simulated cluster.
@@ -140,6 +165,12 @@ pub struct Harness {
     shards: usize,
     break_check: bool,
     owner_fence: OwnerFence,
+    power_loss_probability: f64,
+    /// Draws whether a crash cuts the power (only when the probability is above zero,
+    /// so runs without power loss draw nothing from it).
+    power_rng: SimRng,
+    /// A node that refused to boot (its disk did not recover): reported by the next step.
+    boot_failure: Option<CheckFailure>,
 }
 
 impl Harness {
@@ -150,6 +181,7 @@ impl Harness {
         let quorum = cluster::vsr::constants::quorum_replication(replicas)
             .max(cluster::vsr::constants::quorum_view_change(replicas));
         let crash = CrashInjector::new(simulation.seeds().crash, config.crash, quorum);
+        let storage_seed = simulation.seeds().storage;
         let metadata_root = root_header(SIMULATED_CLUSTER_ID, METADATA_GROUP).checksum;
         let mut harness = Self {
             simulation,
@@ -167,11 +199,25 @@ impl Harness {
             } else {
                 OwnerFence::Enforced
             },
+            power_loss_probability: config.power_loss_probability,
+            power_rng: SimRng::new(storage_seed),
+            boot_failure: None,
         };
         for index in 0..replicas {
+            let disk = match config.storage {
+                StorageModel::Memory => Disk::Memory(MemoryStores::new()),
+                StorageModel::Sim => Disk::Sim(SimStorage::new(SimStorageOptions {
+                    seed: storage_seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                    writeback: true,
+                    // A cluster run makes millions of storage calls; nobody replays them
+                    // by position, so the trace is not kept.
+                    record_trace: false,
+                    ..SimStorageOptions::default()
+                })),
+            };
             harness.slots.push(Slot {
                 node: None,
-                stores: MemoryStores::new(),
+                disk,
                 incarnation: 0,
                 since: 0,
                 watches: BTreeMap::new(),
@@ -207,7 +253,40 @@ impl Harness {
             owner_fence: self.owner_fence,
         };
         let slot = &self.slots[index];
-        let node = Node::open(&config, slot.stores.clone(), slot.incarnation);
+        let stores = match &slot.disk {
+            Disk::Memory(stores) => SimStores::Memory(stores.clone()),
+            Disk::Sim(storage) => {
+                let identity = NodeIdentity {
+                    cluster: cluster_id(SIMULATED_CLUSTER_NAME),
+                    replica: index as u8,
+                    replica_count: self.replica_count as u8,
+                };
+                match DurableStores::open(storage.clone(), identity) {
+                    Ok(stores) => SimStores::Durable(stores),
+                    Err(error) => {
+                        self.boot_failure = Some(CheckFailure {
+                            check: "boot",
+                            detail: format!("replica {index} refused to boot from its disk: {error}"),
+                            tick: self.simulation.tick(),
+                        });
+                        return;
+                    }
+                }
+            }
+        };
+        let node = Node::open(&config, stores, slot.incarnation);
+        let failed_groups: u64 = node
+            .shards()
+            .iter()
+            .map(|shard| shard.borrow().stats().groups_open_failed)
+            .sum();
+        if failed_groups > 0 {
+            self.boot_failure = Some(CheckFailure {
+                check: "boot",
+                detail: format!("replica {index}: {failed_groups} group store(s) refused to open from its disk"),
+                tick: self.simulation.tick(),
+            });
+        }
         let process = ProcessId(index as u32);
         let bus = self.simulation.bus(process);
         for pump in node.pumps(&bus, &self.simulation.inboxes(process)) {
@@ -234,6 +313,9 @@ impl Harness {
         let tick = self.simulation.tick();
         if self.crashes_enabled {
             self.inject_crashes(tick);
+        }
+        if let Some(failure) = self.boot_failure.take() {
+            return Err(failure);
         }
         self.simulation.step().map_err(|error| CheckFailure {
             check: match error {
@@ -385,7 +467,7 @@ impl Harness {
     }
 
     /// The live nodes.
-    pub fn live_nodes(&self) -> Vec<(usize, &Node<MemoryStores>)> {
+    pub fn live_nodes(&self) -> Vec<(usize, &Node<SimStores>)> {
         self.slots
             .iter()
             .enumerate()
@@ -407,18 +489,54 @@ impl Harness {
             .collect()
     }
 
-    /// The metadata store of replica `index` (kept across crashes), for fault injection.
+    /// The metadata store of replica `index` (kept across crashes), for fault
+    /// injection. Only with [`StorageModel::Memory`]: a simulated disk is faulted
+    /// through [`SimStorage`] instead.
     pub fn store(&self, index: usize) -> MemoryStore {
-        self.slots[index].stores.open(METADATA_GROUP)
+        match &self.slots[index].disk {
+            Disk::Memory(stores) => stores.get(METADATA_GROUP).expect("the metadata store exists from boot"),
+            Disk::Sim(_) => panic!("Harness::store needs StorageModel::Memory"),
+        }
+    }
+
+    /// The simulated disk of replica `index` (with [`StorageModel::Sim`]).
+    pub fn disk(&self, index: usize) -> Option<&SimStorage> {
+        match &self.slots[index].disk {
+            Disk::Sim(storage) => Some(storage),
+            Disk::Memory(_) => None,
+        }
     }
 
     /// Crash replica `index` now (the crash injector, tests and scenarios).
     pub fn crash_now(&mut self, index: usize) {
         let tick = self.simulation.tick();
         self.simulation.crash(ProcessId(index as u32));
+        let power_loss = self.power_loss_probability > 0.0 && self.power_rng.chance(self.power_loss_probability);
         let slot = &mut self.slots[index];
         slot.node = None;
         slot.since = tick;
+        if let Disk::Sim(storage) = &slot.disk {
+            if power_loss {
+                storage.crash(CrashKind::PowerLoss);
+                self.stats.power_losses += 1;
+            } else {
+                storage.crash(CrashKind::Process);
+            }
+        }
+        self.stats.crashes += 1;
+    }
+
+    /// Cut the power to replica `index` now, whatever the power-loss probability.
+    pub fn power_loss_now(&mut self, index: usize) {
+        let tick = self.simulation.tick();
+        self.simulation.crash(ProcessId(index as u32));
+        let slot = &mut self.slots[index];
+        slot.node = None;
+        slot.since = tick;
+        if let Disk::Sim(storage) = &slot.disk {
+            storage.crash(CrashKind::PowerLoss);
+            self.stats.power_losses += 1;
+        }
         self.stats.crashes += 1;
     }
 
@@ -475,7 +593,7 @@ impl Harness {
 fn check_group<S: StateMachine>(
     index: usize,
     group: u64,
-    replica: &Replica<S, MemoryStore>,
+    replica: &Replica<S, SimReplicaStore>,
     incarnation: u64,
     watch: &mut GroupWatch,
     checkers: &mut BTreeMap<u64, StateChecker>,

@@ -4,9 +4,10 @@
 //! a segment roll, ...) on a [`SimStorage`], first without faults to record its
 //! operation trace. Then, for every position in that trace, every [`FaultKind`] (plus
 //! "no fault": the process simply dies there), both [`CrashKind`]s and background
-//! writeback on and off, it runs the code again with that fault planned, stops the
-//! process right after the faulted operation, crashes, runs the real recovery code on
-//! what is left, and checks what it recovered against what the code acknowledged:
+//! writeback on and off, it runs the code again with that fault planned, crashes (right
+//! after that operation when no fault is planned, else at the end, once the code has
+//! reacted to the fault or, for a silent tear, built on it), runs the real recovery code
+//! on what is left, and checks what it recovered against what the code acknowledged:
 //!
 //! - nothing acknowledged as durable is lost;
 //! - nothing that was never written appears;
@@ -25,7 +26,7 @@ use std::future::Future;
 
 pub use case::{Case, CaseFault, CaseParseError};
 pub use ledger::Ledger;
-pub use runner::{CaseFailure, SweepSummary, fault_free_trace, run_case, run_sweep};
+pub use runner::{CaseFailure, SweepSummary, cases, fault_free_trace, run_case, run_sweep, trace_operations};
 
 use crate::storage::SimStorage;
 pub use crate::storage::{CrashKind, FaultKind};

@@ -54,8 +54,8 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a panic with a non-text payload".to_owned())
 }
 
-/// Run one case: plan the fault, run the code, halt right after the faulted operation,
-/// crash, recover and check. `Ok` is the number of acknowledged items compared.
+/// Run one case: plan the fault, run the code (halting right after the operation at the
+/// case's position when it plans no fault), crash, recover and check. `Ok` is the number of acknowledged items compared.
 pub fn run_case(sweep: &dyn Sweep, seed: u64, case: &Case) -> Result<u64, String> {
     let fault = match case.fault {
         CaseFault::None => None,
@@ -68,7 +68,13 @@ pub fn run_case(sweep: &dyn Sweep, seed: u64, case: &Case) -> Result<u64, String
         seed: case_seed(seed, case),
         writeback: case.writeback,
         fault,
-        halt_after: Some(case.position),
+        // With no fault, the process dies right after the operation at `position`.
+        // With a fault, the code meets it and reacts as production would (an error
+        // poisons the structure and stops it; a silent tear goes unnoticed and the code
+        // carries on, acknowledging what it believes it wrote), and the process dies at
+        // the end of the run: a lie is only dangerous once something is acknowledged
+        // on top of it.
+        halt_after: (case.fault == CaseFault::None).then_some(case.position),
         ..SimStorageOptions::default()
     });
     let ledger = catch_unwind(AssertUnwindSafe(|| sweep.run(&storage)))

@@ -1,8 +1,12 @@
 //! The sweeps, one module each.
 
-mod frames;
+pub mod frames;
 mod metadata_wal_append;
 mod metadata_wal_truncate;
+pub mod partition_wal_publish;
+pub mod segment_append_roll;
+pub mod snapshot_write;
+pub mod state_transfer_install;
 mod superblock_write;
 
 use super::Sweep;
@@ -13,5 +17,9 @@ pub fn all() -> Vec<Box<dyn Sweep>> {
         Box::new(superblock_write::SuperblockWrite),
         Box::new(metadata_wal_append::MetadataWalAppend),
         Box::new(metadata_wal_truncate::MetadataWalTruncate),
+        Box::new(partition_wal_publish::PartitionWalPublish),
+        Box::new(segment_append_roll::SegmentAppendRoll),
+        Box::new(snapshot_write::SnapshotWrite),
+        Box::new(state_transfer_install::StateTransferInstall),
     ]
 }

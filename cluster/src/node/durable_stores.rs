@@ -1,0 +1,491 @@
+//! [`DurableStores`]: every group's replica store on the production on-disk formats.
+//!
+//! Layout under the node's storage root:
+//!
+//! ```text
+//! node/superblock           the node's identity (cluster, replica, replica count):
+//!                           a node started on another cluster's data refuses to boot
+//! node/deleted              deleted partition groups (tombstones), one snapshot file
+//! groups/<group:016x>/superblock   the group's view state
+//! metadata/wal              the metadata group's WAL (synced on every prepare)
+//! groups/<group:016x>/wal, frontier   a partition group's WAL and publish frontier
+//! ```
+//!
+//! The [`ReplicaStore`] trait is synchronous: the replica core is a state machine that
+//! takes frames and ticks and never awaits. The formats are async over the storage
+//! seam. [`DurableReplicaStore`] bridges the two by polling each storage future once,
+//! which is exact for storage whose calls complete on their first poll, as both
+//! `SimStorage` and the production `DiskStorage` (blocking calls on the shard's own
+//! thread) do. A future that stays pending is reported as a failed write, never waited
+//! on.
+//!
+//! Durability per group:
+//! - metadata: every prepare is synced before `write_prepare` returns, so a backup's
+//!   PrepareOk always means "on my disk".
+//! - a partition of a `replicated` topic: a prepare is queued in the WAL and published
+//!   (synced, frontier recorded) only on a new log_view, on the WAL's byte interval,
+//!   and at a clean shutdown. A restart discards what was not published, so a restarted
+//!   partition replica may lack ops it acknowledged: it reports itself
+//!   [`ReplicaStore::may_lack_acknowledged_ops`] and rejoins only through a primary's
+//!   StartView, never by starting a view change with the log it kept.
+//! - a partition of a `persisted` topic: every prepare is published before
+//!   `write_prepare` returns, so its PrepareOk means "published on my disk".
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::rc::Rc;
+
+use futures::FutureExt;
+
+use super::stores::StoreProvider;
+use crate::metadata::Durability as TopicDurability;
+use crate::node::METADATA_GROUP;
+use crate::seam::DurableStorage;
+use crate::storage::partition_wal::{Durability, PartitionWal};
+use crate::storage::snapshot_file::{read_snapshot, remove_leftover_tmp, write_snapshot};
+use crate::storage::superblock::{Identity, SuperblockError, SuperblockFile, SuperblockState};
+use crate::storage::wal::{Wal, WalError};
+use crate::vsr::store::{ReplicaStore, StoreError, StoredRecord, Superblock};
+use crate::wire::HEADER_BYTES;
+
+/// Directory of the node's own files.
+const NODE_DIR: &str = "node";
+
+/// The tombstone file.
+const DELETED_PATH: &str = "node/deleted";
+
+/// The group number the node's own superblock carries: no VSR group uses it.
+const NODE_IDENTITY_GROUP: u64 = u64::MAX;
+
+/// A partition WAL publication records the segment end its caller has synced; the
+/// partition state does not write segments yet, so it records none.
+const SEGMENT_END_OFFSET_NONE: u64 = 0;
+
+/// Who a node is: what its data directory must belong to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeIdentity {
+    /// The cluster id (`storage::superblock::cluster_id` of the cluster's name).
+    pub cluster: u128,
+    /// This replica's index.
+    pub replica: u8,
+    /// Replicas in the cluster.
+    pub replica_count: u8,
+}
+
+impl NodeIdentity {
+    fn of_group(self, group: u64) -> Identity {
+        Identity {
+            cluster: self.cluster,
+            group,
+            replica: self.replica,
+            replica_count: self.replica_count,
+        }
+    }
+}
+
+/// Why a node's storage could not be opened.
+#[derive(Debug)]
+pub enum StoresOpenError {
+    /// The node superblock refused (another cluster's data, another replica's, damage).
+    Superblock(SuperblockError),
+    /// The tombstone file could not be read.
+    Tombstones(String),
+}
+
+impl fmt::Display for StoresOpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Superblock(error) => write!(f, "node superblock: {error}"),
+            Self::Tombstones(error) => write!(f, "deleted-groups file {DELETED_PATH}: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for StoresOpenError {}
+
+/// Drive a storage future that completes on its first poll.
+fn now<F: std::future::Future>(future: F) -> Option<F::Output> {
+    future.now_or_never()
+}
+
+/// Every group's store on one node's storage. Clones share the tombstones and the
+/// durability settings; the files are the storage's.
+#[derive(Clone)]
+pub struct DurableStores<S: DurableStorage> {
+    storage: S,
+    identity: NodeIdentity,
+    deleted: Rc<RefCell<BTreeSet<u64>>>,
+    durability: Rc<RefCell<BTreeMap<u64, Rc<Cell<Durability>>>>>,
+}
+
+impl<S: DurableStorage> fmt::Debug for DurableStores<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DurableStores")
+            .field("identity", &self.identity)
+            .field("deleted", &self.deleted.borrow().len())
+            .finish()
+    }
+}
+
+impl<S: DurableStorage> DurableStores<S> {
+    /// Boot a node's storage: check (or, on an empty data directory, stamp) the node's
+    /// identity, and read the tombstones.
+    pub fn open(storage: S, identity: NodeIdentity) -> Result<Self, StoresOpenError> {
+        let node = identity.of_group(NODE_IDENTITY_GROUP);
+        let opened = now(SuperblockFile::open(&storage, NODE_DIR, node)).ok_or_else(pending_superblock)?;
+        match opened {
+            Ok(_) => {}
+            Err(SuperblockError::NotFormatted { .. }) => {
+                now(SuperblockFile::format(&storage, NODE_DIR, node))
+                    .ok_or_else(pending_superblock)?
+                    .map_err(StoresOpenError::Superblock)?;
+            }
+            Err(error) => return Err(StoresOpenError::Superblock(error)),
+        }
+        let deleted = read_tombstones(&storage)?;
+        Ok(Self {
+            storage,
+            identity,
+            deleted: Rc::new(RefCell::new(deleted)),
+            durability: Rc::default(),
+        })
+    }
+
+    /// The storage the stores live on.
+    pub fn storage(&self) -> &S {
+        &self.storage
+    }
+
+    fn group_dir(group: u64) -> String {
+        format!("groups/{group:016x}")
+    }
+
+    fn durability_cell(&self, group: u64) -> Rc<Cell<Durability>> {
+        self.durability
+            .borrow_mut()
+            .entry(group)
+            .or_insert_with(|| Rc::new(Cell::new(Durability::Replicated)))
+            .clone()
+    }
+}
+
+fn pending_superblock() -> StoresOpenError {
+    StoresOpenError::Tombstones("a storage call did not complete on its first poll".to_owned())
+}
+
+fn read_tombstones<S: DurableStorage>(storage: &S) -> Result<BTreeSet<u64>, StoresOpenError> {
+    let pending = || StoresOpenError::Tombstones("a storage call did not complete on its first poll".to_owned());
+    now(remove_leftover_tmp(storage, DELETED_PATH))
+        .ok_or_else(pending)?
+        .map_err(|error| StoresOpenError::Tombstones(error.to_string()))?;
+    let snapshot = now(read_snapshot(storage, DELETED_PATH))
+        .ok_or_else(pending)?
+        .map_err(|error| StoresOpenError::Tombstones(error.to_string()))?;
+    let Some(snapshot) = snapshot else {
+        return Ok(BTreeSet::new());
+    };
+    if snapshot.bytes.len() % 8 != 0 {
+        return Err(StoresOpenError::Tombstones(format!(
+            "{} bytes is not a whole number of 8-byte group ids",
+            snapshot.bytes.len()
+        )));
+    }
+    Ok(snapshot
+        .bytes
+        .chunks_exact(8)
+        .map(|chunk| {
+            let mut raw = [0; 8];
+            raw.copy_from_slice(chunk);
+            u64::from_le_bytes(raw)
+        })
+        .collect())
+}
+
+impl<S: DurableStorage> StoreProvider for DurableStores<S> {
+    type Store = DurableReplicaStore<S>;
+
+    fn open(&self, group: u64) -> Result<DurableReplicaStore<S>, StoreError> {
+        assert!(
+            !self.is_deleted(group),
+            "group {group:#x} was deleted; it is never opened again"
+        );
+        DurableReplicaStore::open(
+            &self.storage,
+            self.identity.of_group(group),
+            &Self::group_dir(group),
+            self.durability_cell(group),
+        )
+    }
+
+    fn remove(&self, group: u64) {
+        // The tombstone is made durable first: a crash after it and before the files
+        // are gone leaves files nobody opens, never a deleted group reopened.
+        self.deleted.borrow_mut().insert(group);
+        let bytes: Vec<u8> = self.deleted.borrow().iter().flat_map(|id| id.to_le_bytes()).collect();
+        let key = self.deleted.borrow().len() as u64;
+        match now(write_snapshot(&self.storage, DELETED_PATH, key, &bytes)) {
+            Some(Ok(())) => {}
+            Some(Err(error)) => tracing::error!(group, %error, "tombstone write failed"),
+            None => tracing::error!(group, "tombstone write did not complete on its first poll"),
+        }
+        self.durability.borrow_mut().remove(&group);
+        let dir = Self::group_dir(group);
+        if let Some(Ok(names)) = now(self.storage.list(&dir)) {
+            for name in names {
+                let _ = now(self.storage.remove(&format!("{dir}/{name}")));
+            }
+        }
+    }
+
+    fn is_deleted(&self, group: u64) -> bool {
+        self.deleted.borrow().contains(&group)
+    }
+
+    fn set_durability(&self, group: u64, durability: TopicDurability) {
+        let durability = match durability {
+            TopicDurability::Replicated => Durability::Replicated,
+            TopicDurability::Persisted => Durability::Persisted,
+        };
+        self.durability_cell(group).set(durability);
+    }
+}
+
+/// A group's log: the metadata WAL or a partition WAL.
+enum Log<S: DurableStorage> {
+    Metadata(Wal<S>),
+    Partition(PartitionWal<S>),
+}
+
+/// One group's superblock and WAL.
+pub struct DurableReplicaStore<S: DurableStorage> {
+    storage: S,
+    identity: Identity,
+    dir: String,
+    superblock: Option<SuperblockFile<S>>,
+    log: Log<S>,
+    durability: Rc<Cell<Durability>>,
+    may_lack_acknowledged_ops: bool,
+}
+
+impl<S: DurableStorage> fmt::Debug for DurableReplicaStore<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DurableReplicaStore")
+            .field("dir", &self.dir)
+            .field("durability", &self.durability.get())
+            .finish()
+    }
+}
+
+fn failed(what: &'static str) -> StoreError {
+    StoreError { what }
+}
+
+impl<S: DurableStorage> DurableReplicaStore<S> {
+    fn open(storage: &S, identity: Identity, dir: &str, durability: Rc<Cell<Durability>>) -> Result<Self, StoreError> {
+        let superblock = match now(SuperblockFile::open(storage, dir, identity)) {
+            None => return Err(failed("superblock open did not complete on its first poll")),
+            // Sequence 1 is the format alone: the replica never wrote its first state,
+            // so it never did anything and boots as fresh.
+            Some(Ok((superblock, _))) if superblock.sequence() > 1 => Some(superblock),
+            Some(Ok((superblock, _))) => {
+                let _ = superblock;
+                None
+            }
+            Some(Err(SuperblockError::NotFormatted { .. })) => None,
+            Some(Err(error)) => {
+                tracing::error!(dir, %error, "group superblock refused");
+                return Err(failed(
+                    "group superblock refused (damaged, or another cluster's or replica's)",
+                ));
+            }
+        };
+        let restart = superblock.is_some();
+        let (log, may_lack_acknowledged_ops) = if identity.group == METADATA_GROUP {
+            let (wal, recovery) = now(Wal::open(storage))
+                .ok_or_else(|| failed("metadata WAL open did not complete on its first poll"))?
+                .map_err(|error| log_wal_error(dir, &error, "metadata WAL open failed"))?;
+            // Every metadata prepare was synced before it was acknowledged; only a
+            // lying disk loses one, and that shows as damage the chain repair refetches.
+            let _ = recovery;
+            (Log::Metadata(wal), false)
+        } else {
+            let (wal, recovery) = now(PartitionWal::open(storage, dir, identity.group))
+                .ok_or_else(|| failed("partition WAL open did not complete on its first poll"))?
+                .map_err(|error| log_wal_error(dir, &error, "partition WAL open failed"))?;
+            if recovery.discarded_bytes > 0 {
+                tracing::info!(
+                    dir,
+                    discarded_bytes = recovery.discarded_bytes,
+                    "unpublished partition WAL tail discarded"
+                );
+            }
+            // Without a clean-shutdown mark, a restart cannot tell whether it had
+            // acknowledged ops that never reached the disk: assume it did.
+            (Log::Partition(wal), restart)
+        };
+        Ok(Self {
+            storage: storage.clone(),
+            identity,
+            dir: dir.to_owned(),
+            superblock,
+            log,
+            durability,
+            may_lack_acknowledged_ops,
+        })
+    }
+
+    fn put(&mut self, op: u64, record: &StoredRecord) -> Result<(), StoreError> {
+        let durability = self.durability.get();
+        let result = match &mut self.log {
+            Log::Metadata(wal) => {
+                if op > wal.last_op() {
+                    now(async {
+                        wal.append(op, record).await?;
+                        wal.sync().await
+                    })
+                } else {
+                    now(wal.replace(op, record))
+                }
+            }
+            Log::Partition(wal) => {
+                if op > wal.last_op() {
+                    now(async {
+                        wal.append(&[(op, record)], durability, SEGMENT_END_OFFSET_NONE)
+                            .await
+                            .map(drop)
+                    })
+                } else {
+                    now(async {
+                        wal.replace(op, record).await?;
+                        if durability == Durability::Persisted {
+                            wal.publish(SEGMENT_END_OFFSET_NONE).await?;
+                        }
+                        Ok(())
+                    })
+                }
+            }
+        };
+        match result {
+            Some(Ok(())) => Ok(()),
+            Some(Err(error)) => Err(log_wal_error(&self.dir, &error, "prepare write failed")),
+            None => Err(failed("prepare write did not complete on its first poll")),
+        }
+    }
+}
+
+fn log_wal_error(dir: &str, error: &WalError, what: &'static str) -> StoreError {
+    tracing::warn!(dir, %error, "{what}");
+    failed(what)
+}
+
+impl<S: DurableStorage> ReplicaStore for DurableReplicaStore<S> {
+    fn write_superblock(&mut self, superblock: Superblock) -> Result<(), StoreError> {
+        // The log a new log_view starts from is made durable before the superblock
+        // names that view, so a restart never trusts a log_view whose log it lost.
+        if let Log::Partition(wal) = &mut self.log {
+            let log_view_now = self.superblock.as_ref().map_or(0, |file| file.state().log_view);
+            if superblock.log_view > log_view_now || self.superblock.is_none() {
+                match now(wal.on_log_view(superblock.log_view, SEGMENT_END_OFFSET_NONE)) {
+                    Some(Ok(())) => {}
+                    Some(Err(error)) => return Err(log_wal_error(&self.dir, &error, "log_view publication failed")),
+                    None => return Err(failed("log_view publication did not complete on its first poll")),
+                }
+            }
+        }
+        if self.superblock.is_none() {
+            let formatted = match now(SuperblockFile::format(&self.storage, &self.dir, self.identity)) {
+                Some(Ok(file)) => file,
+                // A format that crashed earlier left a superblock at sequence 1.
+                Some(Err(SuperblockError::AlreadyFormatted { .. })) => {
+                    match now(SuperblockFile::open(&self.storage, &self.dir, self.identity)) {
+                        Some(Ok((file, _))) => file,
+                        _ => return Err(failed("superblock reopen after an interrupted format failed")),
+                    }
+                }
+                Some(Err(error)) => {
+                    tracing::warn!(dir = self.dir, %error, "superblock format failed");
+                    return Err(failed("superblock format failed"));
+                }
+                None => return Err(failed("superblock format did not complete on its first poll")),
+            };
+            self.superblock = Some(formatted);
+        }
+        let Some(file) = self.superblock.as_mut() else {
+            return Err(failed("superblock missing after format"));
+        };
+        let state = SuperblockState::default().with_vsr(superblock);
+        match now(file.write(state)) {
+            Some(Ok(())) => Ok(()),
+            Some(Err(error)) => {
+                tracing::warn!(dir = self.dir, %error, "superblock write failed");
+                Err(failed("superblock write failed"))
+            }
+            None => Err(failed("superblock write did not complete on its first poll")),
+        }
+    }
+
+    fn write_prepare(&mut self, op: u64, frame: &Rc<[u8]>) -> Result<(), StoreError> {
+        self.put(op, &StoredRecord::Prepare(frame.clone()))
+    }
+
+    fn write_header(&mut self, op: u64, header: &[u8; HEADER_BYTES]) -> Result<(), StoreError> {
+        self.put(op, &StoredRecord::Header(header.to_vec()))
+    }
+
+    fn truncate_after(&mut self, op: u64) {
+        let result = match &mut self.log {
+            Log::Metadata(wal) => now(wal.truncate_after(op)),
+            Log::Partition(wal) => now(wal.truncate_after(op)),
+        };
+        if !matches!(result, Some(Ok(()))) {
+            tracing::warn!(
+                dir = self.dir,
+                op,
+                "WAL truncation failed; the WAL refuses writes until reopened"
+            );
+        }
+    }
+
+    fn remove_prepare(&mut self, op: u64) {
+        let result = match &mut self.log {
+            Log::Metadata(wal) => now(wal.remove(op)),
+            Log::Partition(wal) => now(wal.remove(op)),
+        };
+        if !matches!(result, Some(Ok(()))) {
+            tracing::warn!(
+                dir = self.dir,
+                op,
+                "WAL removal failed; the WAL refuses writes until reopened"
+            );
+        }
+    }
+
+    fn superblock(&self) -> Option<Superblock> {
+        self.superblock.as_ref().map(|file| file.state().vsr())
+    }
+
+    fn records(&self) -> Vec<(u64, StoredRecord)> {
+        let ops: Vec<u64> = match &self.log {
+            Log::Metadata(wal) => wal.ops().collect(),
+            Log::Partition(wal) => wal.ops().collect(),
+        };
+        ops.into_iter()
+            .filter_map(|op| {
+                let record = match &self.log {
+                    Log::Metadata(wal) => now(wal.read(op)),
+                    Log::Partition(wal) => now(wal.read(op)),
+                };
+                match record {
+                    Some(Ok(Some(record))) => Some((op, record)),
+                    // A record that cannot be read back is missing: repair refetches it.
+                    _ => None,
+                }
+            })
+            .collect()
+    }
+
+    fn may_lack_acknowledged_ops(&self) -> bool {
+        self.may_lack_acknowledged_ops
+    }
+}
