@@ -320,9 +320,12 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
                     "unpublished partition WAL tail discarded"
                 );
             }
-            // Without a clean-shutdown mark, a restart cannot tell whether it had
-            // acknowledged ops that never reached the disk: assume it did.
-            (Log::Partition(wal), restart)
+            // A `replicated` partition acknowledged prepares it had not published, and
+            // without a clean-shutdown mark a restart cannot tell whether it did: assume
+            // so. A `persisted` one published every prepare before acknowledging it,
+            // unless boot found unpublished bytes (written while it was replicated).
+            let persisted = durability.get() == Durability::Persisted && recovery.discarded_bytes == 0;
+            (Log::Partition(wal), restart && !persisted)
         };
         Ok(Self {
             storage: storage.clone(),

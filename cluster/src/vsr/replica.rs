@@ -69,8 +69,8 @@ pub struct ReplicaStats {
     pub queries_answered: u64,
     /// Prepares the store failed to make durable (not journaled, so never acknowledged).
     pub prepare_write_failures: u64,
-    /// DoViewChanges not offered because the log booted incomplete.
-    pub do_view_changes_withheld: u64,
+    /// DoViewChanges offered with an incomplete log (counted only with every replica's).
+    pub do_view_changes_incomplete: u64,
 }
 
 /// A frame to send.
@@ -129,9 +129,9 @@ pub struct Replica<S, T> {
     pub(crate) do_view_change_from: BTreeMap<u8, DoViewChangeLog>,
     pub(crate) do_view_change_sent: bool,
     /// The log this replica booted with may lack ops it acknowledged before it stopped
-    /// (its store said so): until it installs a view's log from a StartView or a merge
-    /// of others' logs, it never offers its own log in a DoViewChange, where missing
-    /// ops would count as nacks and could outvote a committed op.
+    /// (its store said so): until it installs a view's log from a StartView or a merge,
+    /// its DoViewChange says so, and its missing ops never count as nacks (they could
+    /// outvote a committed op); such a log decides a view only with every replica's.
     pub(crate) log_incomplete: bool,
     pub(crate) outbox: Vec<Outgoing>,
     pub(crate) stats: ReplicaStats,

@@ -273,11 +273,11 @@ fn amnesia_scenario(store_admits_the_loss: bool) -> Vec<Replica<Counter, MemoryS
 }
 
 #[test]
-fn a_replica_that_lost_acknowledged_ops_never_offers_its_log_in_a_view_change() {
+fn a_replica_that_lost_acknowledged_ops_cannot_outvote_a_committed_op() {
     // A view change counts a missing op as a nack. Replicas 1 and 2 form a view-change
-    // quorum; if replica 1 offered the log it booted with, the two of them would prove
-    // op 1 "never acknowledged" and start a view without it, although op 1 committed.
-    // The control run (a store that does not admit its loss) shows exactly that happens.
+    // quorum; if replica 1's log counted as complete, the two of them would prove op 1
+    // "never acknowledged" and start a view without it, although op 1 committed. The
+    // control run (a store that does not admit its loss) shows exactly that happens.
     let lost = |replicas: &[Replica<Counter, MemoryStore>]| {
         replicas
             .iter()
@@ -297,7 +297,7 @@ fn a_replica_that_lost_acknowledged_ops_never_offers_its_log_in_a_view_change() 
     );
     assert!(guarded[0].log_incomplete());
     assert!(
-        guarded[0].stats().do_view_changes_withheld > 0,
-        "replica 1 withheld its log"
+        guarded[0].stats().do_view_changes_incomplete > 0,
+        "replica 1 offered its log marked incomplete"
     );
 }

@@ -32,6 +32,11 @@ const RECORD_HAS_HEADER: u8 = 1;
 const RECORD_PRESENT: u8 = 2;
 /// Record flag: the sender never had this op.
 const RECORD_NACK: u8 = 4;
+/// DoViewChange header flag: the sender's log may lack ops it acknowledged (it booted
+/// from a disk that discarded an unpublished tail and has not installed a view's log
+/// since). Its missing ops are unknown, never nacks, and its log counts toward the
+/// quorum only when every replica has sent one (nothing better will ever come).
+const DVC_FLAG_LOG_INCOMPLETE: u8 = 1;
 /// Bytes per DoViewChange record: op (8) + flags (1) + header (256).
 const RECORD_BYTES: usize = 8 + 1 + HEADER_BYTES;
 
@@ -55,6 +60,8 @@ pub struct DoViewChangeLog {
     pub commit: u64,
     /// Records by op, from `max(commit, head - 127)` to `head`.
     pub records: BTreeMap<u64, DoViewChangeRecord>,
+    /// The sender's log may lack ops it acknowledged: above its head it knows nothing.
+    pub incomplete: bool,
 }
 
 impl DoViewChangeLog {
@@ -73,6 +80,9 @@ impl DoViewChangeLog {
     /// records the sender carried (but at or below its head) is unknown, never a nack:
     /// the sender holds something there and may have acknowledged it.
     fn nacks(&self, header: &Header) -> bool {
+        if self.incomplete && header.op > self.head {
+            return false;
+        }
         let carried_from = self.records.keys().next().copied().unwrap_or(self.head + 1);
         if header.op < carried_from && header.op <= self.head {
             return false;
@@ -137,7 +147,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
         let header = self.header(Command::StartViewChange);
         self.send_to_other_replicas(header, &[]);
-        if self.do_view_change_sent && !self.is_primary() && !self.log_incomplete {
+        if self.do_view_change_sent && !self.is_primary() {
             self.send_do_view_change();
         }
         self.maybe_send_do_view_change();
@@ -169,9 +179,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
         self.do_view_change_sent = true;
         if self.log_incomplete {
-            // Its missing ops would read as nacks: the others' logs decide this view.
-            self.stats.do_view_changes_withheld += 1;
-            return;
+            self.stats.do_view_changes_incomplete += 1;
         }
         if self.is_primary() {
             let own = self.do_view_change_log();
@@ -208,14 +216,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             head,
             commit: self.commit_max,
             records,
+            incomplete: self.log_incomplete,
         }
     }
 
     fn send_do_view_change(&mut self) {
-        assert!(
-            !self.log_incomplete,
-            "an incomplete log is never offered in a DoViewChange"
-        );
         let log = self.do_view_change_log();
         let mut body = Vec::with_capacity(log.records.len() * RECORD_BYTES);
         for (op, record) in &log.records {
@@ -237,6 +242,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         header.log_view = log.log_view;
         header.op = log.head;
         header.commit = log.commit;
+        if log.incomplete {
+            header.flags |= DVC_FLAG_LOG_INCOMPLETE;
+        }
         let primary = self.primary_of(self.view);
         self.send_to_replica(primary, header, &body);
     }
@@ -274,6 +282,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             head: header.op,
             commit: header.commit,
             records,
+            incomplete: header.flags & DVC_FLAG_LOG_INCOMPLETE != 0,
         })
     }
 
@@ -303,11 +312,35 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
     }
 
+    /// Whether the DoViewChanges received can decide the view: a view-change quorum of
+    /// complete logs, or a log from every replica (after every replica lost its disk's
+    /// unpublished tail, waiting brings nothing back; what no log holds is gone).
+    fn do_view_changes_decide(&self) -> bool {
+        let complete = self.do_view_change_from.values().filter(|log| !log.incomplete).count();
+        complete >= self.quorum_view_change() || self.do_view_change_from.len() == usize::from(self.config.replicas)
+    }
+
     /// Merge the logs received so far; `None` while the outcome is still open.
+    ///
+    /// With a quorum of complete logs, incomplete ones are left out: a complete quorum
+    /// alone proves what committed. Otherwise (every replica sent one) all take part,
+    /// and an incomplete log never nacks an op above its head.
     fn merge(&self) -> Option<Merge> {
-        let logs = &self.do_view_change_from;
+        let complete = self.do_view_change_from.values().filter(|log| !log.incomplete).count();
+        let only_complete = complete >= self.quorum_view_change();
+        let logs: BTreeMap<u8, &DoViewChangeLog> = self
+            .do_view_change_from
+            .iter()
+            .filter(|(_, log)| !only_complete || !log.incomplete)
+            .map(|(replica, log)| (*replica, log))
+            .collect();
+        let logs = &logs;
         let best_log_view = logs.values().map(|log| log.log_view).max()?;
-        let best: Vec<&DoViewChangeLog> = logs.values().filter(|log| log.log_view == best_log_view).collect();
+        let best: Vec<&DoViewChangeLog> = logs
+            .values()
+            .copied()
+            .filter(|log| log.log_view == best_log_view)
+            .collect();
         let canonical_head = best.iter().map(|log| log.head).max()?;
         let merged_commit = logs.values().map(|log| log.commit).max()?.min(canonical_head);
         let header_at = |op: u64| {
@@ -336,7 +369,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 let nacks = logs
                     .values()
                     .filter(|log| {
-                        op > log.head
+                        (op > log.head && !log.incomplete)
                             || (carried(log) && log.log_view < best_log_view)
                             || (carried(log) && log.records.get(&op).is_none_or(|record| record.header.is_none()))
                     })
@@ -370,7 +403,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// New primary: merge, fetch what is missing, and start the view once complete.
     pub(crate) fn try_start_view(&mut self) {
         debug_assert!(self.status == Status::ViewChange && self.is_primary());
-        if !self.do_view_change_sent || self.do_view_change_from.len() < self.quorum_view_change() {
+        if !self.do_view_change_sent || !self.do_view_changes_decide() {
             return;
         }
         let Some(merge) = self.merge() else { return };
@@ -602,6 +635,7 @@ mod tests {
                     )
                 })
                 .collect(),
+            incomplete: false,
         }
     }
 

@@ -75,6 +75,12 @@ pub struct CrashInjector {
 }
 
 impl CrashInjector {
+    /// Whether it can ever act (a crash or restart probability above zero); if not,
+    /// the harness need not describe the replicas to it every tick.
+    pub fn active(&self) -> bool {
+        self.config.crash_probability > 0.0 || self.config.restart_probability > 0.0
+    }
+
     /// An injector drawing from `seed` that always leaves at least `quorum_live_min`
     /// replicas up (the larger of the replication and view-change quorums).
     pub fn new(seed: u64, config: CrashConfig, quorum_live_min: usize) -> Self {

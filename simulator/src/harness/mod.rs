@@ -311,7 +311,7 @@ impl Harness {
     /// One tick: crash decisions, the simulation step, every per-tick check.
     pub fn step(&mut self) -> Result<(), CheckFailure> {
         let tick = self.simulation.tick();
-        if self.crashes_enabled {
+        if self.crashes_enabled && self.crash.active() {
             self.inject_crashes(tick);
         }
         if let Some(failure) = self.boot_failure.take() {
