@@ -523,14 +523,48 @@ fn partition_persisted_append_survives_power_loss_and_the_replicated_tail_does_n
     assert!(appended.published);
     let published = wal.published().expect("published");
     assert_eq!((published.last_op, published.segment_end_offset), (4, 4096));
-    for op in 5..=6 {
-        ready(wal.append(&[(op, &prepare(op, 50))], Durability::Replicated, 4096)).expect("append");
+    assert_eq!(published.durability, Durability::Persisted);
+    // Back to replicated: the change of mode is published with the first such append.
+    let switched = ready(wal.append(&[(5, &prepare(5, 50))], Durability::Replicated, 4096)).expect("append");
+    assert!(
+        switched.published,
+        "a change of durability mode is published before it is acknowledged"
+    );
+    let published = wal.published().expect("published");
+    assert_eq!((published.last_op, published.durability), (5, Durability::Replicated));
+    for op in 6..=7 {
+        let appended = ready(wal.append(&[(op, &prepare(op, 50))], Durability::Replicated, 4096)).expect("append");
+        assert!(!appended.published);
     }
     storage.crash(CrashKind::PowerLoss);
     let (_, recovery) = ready(PartitionWal::open(&storage, DIR, GROUP)).expect("reopen");
-    assert_eq!(ops(&recovery.records), vec![1, 2, 3, 4]);
+    assert_eq!(ops(&recovery.records), vec![1, 2, 3, 4, 5]);
     assert_eq!(recovery.frontier, Some(published));
     assert!(recovery.damaged.is_empty());
+}
+
+/// The frontier says how everything after it was acknowledged: `persisted` only while
+/// nothing replicated has been acknowledged since, which is what lets a restarted
+/// replica know it lost no acknowledged op.
+#[test]
+fn partition_frontier_records_the_durability_mode_of_every_append_after_it() {
+    let storage = SimStorage::new(SimStorageOptions::default());
+    let (mut wal, _) = ready(PartitionWal::open(&storage, DIR, GROUP)).expect("open");
+    ready(wal.append(&[(1, &prepare(1, 50))], Durability::Replicated, 0)).expect("append");
+    ready(wal.append(&[(2, &prepare(2, 50))], Durability::Persisted, 0)).expect("persisted");
+    storage.crash(CrashKind::Process);
+    let (mut wal, recovery) = ready(PartitionWal::open(&storage, DIR, GROUP)).expect("reopen");
+    let frontier = recovery.frontier.expect("published");
+    assert_eq!((frontier.last_op, frontier.durability), (2, Durability::Persisted));
+    ready(wal.append(&[(3, &prepare(3, 50))], Durability::Replicated, 0)).expect("append");
+    storage.crash(CrashKind::PowerLoss);
+    let (_, recovery) = ready(PartitionWal::open(&storage, DIR, GROUP)).expect("reopen");
+    let frontier = recovery.frontier.expect("published");
+    assert_eq!(
+        (frontier.last_op, frontier.durability),
+        (3, Durability::Replicated),
+        "a replicated append after a persisted one published the change first"
+    );
 }
 
 /// A process crash keeps the page cache: the unpublished tail is on disk and valid, and
@@ -540,13 +574,15 @@ fn partition_boot_discards_valid_bytes_past_the_frontier() {
     let storage = SimStorage::new(SimStorageOptions::default());
     let (mut wal, _) = ready(PartitionWal::open(&storage, DIR, GROUP)).expect("open");
     ready(wal.append(&[(1, &prepare(1, 50))], Durability::Persisted, 0)).expect("persisted");
+    // The first replicated append publishes the change of mode; the next ones do not.
+    ready(wal.append(&[(2, &prepare(2, 50))], Durability::Replicated, 0)).expect("append");
     let published = wal.published_bytes();
-    ready(wal.append(&[(2, &prepare(2, 50)), (3, &prepare(3, 50))], Durability::Replicated, 0)).expect("append");
+    ready(wal.append(&[(3, &prepare(3, 50)), (4, &prepare(4, 50))], Durability::Replicated, 0)).expect("append");
     let unpublished = wal.unpublished_bytes();
     assert!(unpublished > 0);
     storage.crash(CrashKind::Process);
     let (wal, recovery) = ready(PartitionWal::open(&storage, DIR, GROUP)).expect("reopen");
-    assert_eq!(ops(&recovery.records), vec![1]);
+    assert_eq!(ops(&recovery.records), vec![1, 2]);
     assert_eq!(recovery.discarded_bytes, unpublished);
     assert_eq!(wal.len_bytes(), published);
 }
@@ -717,18 +753,20 @@ fn partition_publish_reports_a_writeback_failure_of_the_wal() {
     let storage = SimStorage::new(SimStorageOptions::default());
     let (mut wal, _) = ready(PartitionWal::open(&storage, DIR, GROUP)).expect("open");
     ready(wal.append(&[(1, &prepare(1, 10))], Durability::Persisted, 0)).expect("persisted");
+    // The change of mode publishes op 2; op 3 stays unpublished.
     ready(wal.append(&[(2, &prepare(2, 10))], Durability::Replicated, 0)).expect("replicated");
+    ready(wal.append(&[(3, &prepare(3, 10))], Durability::Replicated, 0)).expect("replicated");
     storage.fail_writeback(&partition_wal_path()).expect("fail writeback");
-    let error = ready(wal.append(&[(3, &prepare(3, 10))], Durability::Persisted, 0)).expect_err("not durable");
+    let error = ready(wal.append(&[(4, &prepare(4, 10))], Durability::Persisted, 0)).expect_err("not durable");
     assert!(error.to_string().contains("writeback"), "{error}");
     assert_eq!(
         wal.published().map(|frontier| frontier.last_op),
-        Some(1),
+        Some(2),
         "nothing lost was published"
     );
     storage.crash(CrashKind::PowerLoss);
     let (_, recovery) = ready(PartitionWal::open(&storage, DIR, GROUP)).expect("reopen");
-    assert_eq!(ops(&recovery.records), vec![1]);
+    assert_eq!(ops(&recovery.records), vec![1, 2]);
     assert!(recovery.damaged.is_empty());
 }
 

@@ -231,10 +231,13 @@ impl<S: DurableStorage> StoreProvider for DurableStores<S> {
         }
         self.durability.borrow_mut().remove(&group);
         let dir = Self::group_dir(group);
+        // Best effort: the tombstone already makes the group dead; files a crash leaves
+        // behind are never opened again.
         if let Some(Ok(names)) = now(self.storage.list(&dir)) {
             for name in names {
                 let _ = now(self.storage.remove(&format!("{dir}/{name}")));
             }
+            let _ = now(self.storage.sync_dir(&dir));
         }
     }
 
@@ -322,9 +325,12 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
             }
             // A `replicated` partition acknowledged prepares it had not published, and
             // without a clean-shutdown mark a restart cannot tell whether it did: assume
-            // so. A `persisted` one published every prepare before acknowledging it,
-            // unless boot found unpublished bytes (written while it was replicated).
-            let persisted = durability.get() == Durability::Persisted && recovery.discarded_bytes == 0;
+            // so. The frontier records the mode every append after it was made in (a
+            // change of mode is published first), so one that says `persisted` proves
+            // nothing acknowledged was lost, whatever the topic's durability is now.
+            let persisted = recovery
+                .frontier
+                .is_some_and(|frontier| frontier.durability == Durability::Persisted);
             (Log::Partition(wal), restart && !persisted)
         };
         Ok(Self {

@@ -22,7 +22,13 @@
 //!             16 wal_bytes          u64  WAL bytes durable and trusted at boot
 //!             24 last_op            u64  the highest op in those bytes (0 if none)
 //!             32 segment_end_offset u64  segment bytes the caller had synced
+//!             40 durability         u64  0 replicated, 1 persisted: how every append
+//!                                        after this publication is acknowledged
 //! ```
+//!
+//! The durability mode is published before an append of the other mode returns, so a
+//! frontier that says `persisted` proves nothing was acknowledged after it unpublished:
+//! a restart of such a WAL lost no acknowledged op ([`Frontier::durability`]).
 //!
 //! When it publishes: on a new log_view ([`PartitionWal::on_log_view`]), on every
 //! [`Durability::Persisted`] append (which returns only after it), once
@@ -59,7 +65,7 @@ pub const FRONTIER_SLOT_BYTES: u64 = 4096;
 /// torn write of the next one.
 const FRONTIER_SLOTS: u64 = 2;
 
-const FRONTIER_PAYLOAD_BYTES: usize = 40;
+const FRONTIER_PAYLOAD_BYTES: usize = 48;
 
 /// Unpublished WAL bytes that force a publication, in bytes (128 MiB). Bounds what a
 /// crash can make boot discard, and repair refetch from peers, per partition, while a
@@ -67,9 +73,10 @@ const FRONTIER_PAYLOAD_BYTES: usize = 40;
 pub const PUBLISH_BYTES_INTERVAL: u64 = 128 * 1024 * 1024;
 
 /// How durable an append must be before it returns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Durability {
     /// Queued in the WAL: other replicas cover a crash of this one.
+    #[default]
     Replicated,
     /// Published (synced and recorded in the frontier) before the append returns.
     Persisted,
@@ -90,6 +97,9 @@ pub struct Frontier {
     pub last_op: u64,
     /// Segment bytes the caller had synced before publishing.
     pub segment_end_offset: u64,
+    /// How every append after this publication was acknowledged: with `Persisted`,
+    /// nothing acknowledged lies beyond the frontier.
+    pub durability: Durability,
 }
 
 fn encode_frontier(frontier: &Frontier) -> Vec<u8> {
@@ -100,12 +110,20 @@ fn encode_frontier(frontier: &Frontier) -> Vec<u8> {
         frontier.wal_bytes,
         frontier.last_op,
         frontier.segment_end_offset,
+        durability_code(frontier.durability),
     ] {
         payload.extend_from_slice(&value.to_le_bytes());
     }
     let mut slot = record::encode(FRONTIER_MAGIC, FRONTIER_KIND, frontier.sequence, &payload);
     slot.resize(FRONTIER_SLOT_BYTES as usize, 0);
     slot
+}
+
+fn durability_code(durability: Durability) -> u64 {
+    match durability {
+        Durability::Replicated => 0,
+        Durability::Persisted => 1,
+    }
 }
 
 fn decode_frontier(slot_index: u64, bytes: &[u8]) -> Result<Option<Frontier>, String> {
@@ -133,6 +151,15 @@ fn decode_frontier(slot_index: u64, bytes: &[u8]) -> Result<Option<Frontier>, St
         raw.copy_from_slice(&record.payload[index * 8..index * 8 + 8]);
         u64::from_le_bytes(raw)
     };
+    let durability = match field(5) {
+        0 => Durability::Replicated,
+        1 => Durability::Persisted,
+        other => {
+            return Err(format!(
+                "durability {other} is neither 0 (replicated) nor 1 (persisted)"
+            ));
+        }
+    };
     Ok(Some(Frontier {
         sequence: record.key,
         group: field(0),
@@ -140,6 +167,7 @@ fn decode_frontier(slot_index: u64, bytes: &[u8]) -> Result<Option<Frontier>, St
         wal_bytes: field(2),
         last_op: field(3),
         segment_end_offset: field(4),
+        durability,
     }))
 }
 
@@ -177,6 +205,8 @@ pub struct PartitionWal<S: DurableStorage> {
     frontier_file: S::File,
     published: Option<Frontier>,
     log_view: u64,
+    /// The durability of the latest append: what the next publication records.
+    durability: Durability,
 }
 
 impl<S: DurableStorage> fmt::Debug for PartitionWal<S> {
@@ -318,6 +348,7 @@ impl<S: DurableStorage> PartitionWal<S> {
             frontier_file,
             published: stored,
             log_view: frontier.map_or(0, |published| published.log_view),
+            durability: frontier.map_or(Durability::Replicated, |published| published.durability),
         };
         if republish && let Some(published) = frontier {
             wal.publish(published.segment_end_offset).await?;
@@ -347,8 +378,13 @@ impl<S: DurableStorage> PartitionWal<S> {
         durability: Durability,
         segment_end_offset: u64,
     ) -> Result<Appended, WalError> {
+        // A change of mode is published before the append returns: a frontier that says
+        // `persisted` must never have a `replicated` acknowledgement after it.
+        let mode_changed = durability != self.durability;
+        self.durability = durability;
         self.log.append(records).await?;
-        let published = durability == Durability::Persisted || self.unpublished_bytes() >= PUBLISH_BYTES_INTERVAL;
+        let published =
+            durability == Durability::Persisted || mode_changed || self.unpublished_bytes() >= PUBLISH_BYTES_INTERVAL;
         if published {
             self.publish(segment_end_offset).await?;
         }
@@ -365,6 +401,7 @@ impl<S: DurableStorage> PartitionWal<S> {
                 && published.last_op == self.log.last_op()
                 && published.log_view == self.log_view
                 && published.segment_end_offset == segment_end_offset
+                && published.durability == self.durability
         });
         if unchanged {
             return Ok(());
@@ -382,6 +419,7 @@ impl<S: DurableStorage> PartitionWal<S> {
             wal_bytes,
             last_op,
             segment_end_offset,
+            durability: self.durability,
         };
         let offset = (frontier.sequence % FRONTIER_SLOTS) * FRONTIER_SLOT_BYTES;
         let bytes = encode_frontier(&frontier);
@@ -534,6 +572,7 @@ mod tests {
             wal_bytes: 1000,
             last_op: 7,
             segment_end_offset: 55,
+            durability: Durability::Persisted,
         };
         let bytes = encode_frontier(&frontier);
         assert_eq!(bytes.len() as u64, FRONTIER_SLOT_BYTES);
@@ -554,11 +593,17 @@ mod tests {
         let (mut wal, _) = ready(PartitionWal::open(&storage, "p/7", 7)).expect("open");
         let appended = ready(wal.append(&[(1, &prepare(1))], Durability::Persisted, 10)).expect("persisted");
         assert!(appended.published);
+        // The first replicated append publishes the change of mode; the second does not.
         ready(wal.append(&[(2, &prepare(2))], Durability::Replicated, 10)).expect("replicated");
+        ready(wal.append(&[(3, &prepare(3))], Durability::Replicated, 10)).expect("replicated");
         let unpublished = wal.unpublished_bytes();
+        assert!(unpublished > 0);
         drop(wal); // a crash: no close
         let (wal, recovery) = ready(PartitionWal::open(&storage, "p/7", 7)).expect("reopen");
-        assert_eq!(recovery.records.iter().map(|(op, _)| *op).collect::<Vec<_>>(), vec![1]);
+        assert_eq!(
+            recovery.records.iter().map(|(op, _)| *op).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
         assert_eq!(recovery.discarded_bytes, unpublished);
         assert_eq!(recovery.frontier.map(|frontier| frontier.segment_end_offset), Some(10));
         ready(wal.close(10)).expect("close");

@@ -102,6 +102,7 @@ fn encode_frontier(frontier: &Frontier) -> Vec<u8> {
         frontier.wal_bytes,
         frontier.last_op,
         frontier.segment_end_offset,
+        u64::from(frontier.durability == Durability::Persisted),
     ]
     .iter()
     .flat_map(|field| field.to_le_bytes())
