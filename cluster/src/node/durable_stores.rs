@@ -91,6 +91,9 @@ pub enum StoresOpenError {
     Superblock(SuperblockError),
     /// The tombstone file could not be read.
     Tombstones(String),
+    /// A storage call did not complete on its first poll (the synchronous stores need
+    /// storage that completes at once, as `SimStorage` and `DiskStorage` do).
+    Pending(&'static str),
 }
 
 impl fmt::Display for StoresOpenError {
@@ -98,6 +101,7 @@ impl fmt::Display for StoresOpenError {
         match self {
             Self::Superblock(error) => write!(f, "node superblock: {error}"),
             Self::Tombstones(error) => write!(f, "deleted-groups file {DELETED_PATH}: {error}"),
+            Self::Pending(what) => write!(f, "{what}: the storage call did not complete on its first poll"),
         }
     }
 }
@@ -171,11 +175,11 @@ impl<S: DurableStorage> DurableStores<S> {
 }
 
 fn pending_superblock() -> StoresOpenError {
-    StoresOpenError::Tombstones("a storage call did not complete on its first poll".to_owned())
+    StoresOpenError::Pending("node superblock")
 }
 
 fn read_tombstones<S: DurableStorage>(storage: &S) -> Result<BTreeSet<u64>, StoresOpenError> {
-    let pending = || StoresOpenError::Tombstones("a storage call did not complete on its first poll".to_owned());
+    let pending = || StoresOpenError::Pending("deleted-groups file");
     now(remove_leftover_tmp(storage, DELETED_PATH))
         .ok_or_else(pending)?
         .map_err(|error| StoresOpenError::Tombstones(error.to_string()))?;
