@@ -294,11 +294,7 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
             None => return Err(failed("superblock open did not complete on its first poll")),
             // Sequence 1 is the format alone: the replica never wrote its first state,
             // so it never did anything and boots as fresh.
-            Some(Ok((superblock, _))) if superblock.sequence() > 1 => Some(superblock),
-            Some(Ok((superblock, _))) => {
-                let _ = superblock;
-                None
-            }
+            Some(Ok((superblock, _))) => (superblock.sequence() > 1).then_some(superblock),
             Some(Err(SuperblockError::NotFormatted { .. })) => None,
             Some(Err(error)) => {
                 tracing::error!(dir, %error, "group superblock refused");
@@ -309,12 +305,11 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
         };
         let restart = superblock.is_some();
         let (log, may_lack_acknowledged_ops) = if identity.group == METADATA_GROUP {
-            let (wal, recovery) = now(Wal::open(storage))
-                .ok_or_else(|| failed("metadata WAL open did not complete on its first poll"))?
-                .map_err(|error| log_wal_error(dir, &error, "metadata WAL open failed"))?;
             // Every metadata prepare was synced before it was acknowledged; only a
             // lying disk loses one, and that shows as damage the chain repair refetches.
-            let _ = recovery;
+            let (wal, _recovery) = now(Wal::open(storage))
+                .ok_or_else(|| failed("metadata WAL open did not complete on its first poll"))?
+                .map_err(|error| log_wal_error(dir, &error, "metadata WAL open failed"))?;
             (Log::Metadata(wal), false)
         } else {
             let (wal, recovery) = now(PartitionWal::open(storage, dir, identity.group))

@@ -546,22 +546,9 @@ impl<S: DurableStorage> PartitionWal<S> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::wal::tests::{prepare, ready};
     use super::*;
     use crate::runtime::DiskStorage;
-    use crate::wire::{self, Command, Header};
-    use futures::FutureExt;
-    use std::rc::Rc;
-
-    /// DiskStorage calls block and complete at once: their futures are always ready.
-    fn ready<T>(future: impl Future<Output = T>) -> T {
-        future.now_or_never().expect("DiskStorage futures are always ready")
-    }
-
-    fn prepare(op: u64) -> StoredRecord {
-        let mut header = Header::new(Command::Prepare);
-        header.op = op;
-        StoredRecord::Prepare(Rc::from(wire::seal_header(header, &[op as u8; 50])))
-    }
 
     #[test]
     fn a_frontier_decodes_from_its_own_slot_only() {

@@ -374,7 +374,7 @@ impl<S: DurableStorage> Wal<S> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::runtime::DiskStorage;
     use crate::wire::{self, Command, Header};
@@ -382,11 +382,12 @@ mod tests {
     use std::rc::Rc;
 
     /// DiskStorage calls block and complete at once: their futures are always ready.
-    fn ready<T>(future: impl Future<Output = T>) -> T {
+    pub(in crate::storage) fn ready<T>(future: impl Future<Output = T>) -> T {
         future.now_or_never().expect("DiskStorage futures are always ready")
     }
 
-    fn prepare(op: u64) -> StoredRecord {
+    /// A sealed prepare frame for `op`, as a WAL record.
+    pub(in crate::storage) fn prepare(op: u64) -> StoredRecord {
         let mut header = Header::new(Command::Prepare);
         header.op = op;
         StoredRecord::Prepare(Rc::from(wire::seal_header(header, &[op as u8; 33])))

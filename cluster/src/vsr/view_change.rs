@@ -316,8 +316,14 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// complete logs, or a log from every replica (after every replica lost its disk's
     /// unpublished tail, waiting brings nothing back; what no log holds is gone).
     fn do_view_changes_decide(&self) -> bool {
+        self.complete_do_view_changes_form_quorum()
+            || self.do_view_change_from.len() == usize::from(self.config.replicas)
+    }
+
+    /// Whether the complete logs received alone form a view-change quorum.
+    fn complete_do_view_changes_form_quorum(&self) -> bool {
         let complete = self.do_view_change_from.values().filter(|log| !log.incomplete).count();
-        complete >= self.quorum_view_change() || self.do_view_change_from.len() == usize::from(self.config.replicas)
+        complete >= self.quorum_view_change()
     }
 
     /// Merge the logs received so far; `None` while the outcome is still open.
@@ -326,8 +332,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// alone proves what committed. Otherwise (every replica sent one) all take part,
     /// and an incomplete log never nacks an op above its head.
     fn merge(&self) -> Option<Merge> {
-        let complete = self.do_view_change_from.values().filter(|log| !log.incomplete).count();
-        let only_complete = complete >= self.quorum_view_change();
+        let only_complete = self.complete_do_view_changes_form_quorum();
         let logs: BTreeMap<u8, &DoViewChangeLog> = self
             .do_view_change_from
             .iter()

@@ -507,11 +507,21 @@ impl Harness {
         }
     }
 
-    /// Crash replica `index` now (the crash injector, tests and scenarios).
+    /// Crash replica `index` now (the crash injector, tests and scenarios); with
+    /// [`StorageModel::Sim`] the crash is a power loss with the configured probability.
     pub fn crash_now(&mut self, index: usize) {
+        let power_loss = self.power_loss_probability > 0.0 && self.power_rng.chance(self.power_loss_probability);
+        self.crash_with(index, power_loss);
+    }
+
+    /// Cut the power to replica `index` now, whatever the power-loss probability.
+    pub fn power_loss_now(&mut self, index: usize) {
+        self.crash_with(index, true);
+    }
+
+    fn crash_with(&mut self, index: usize, power_loss: bool) {
         let tick = self.simulation.tick();
         self.simulation.crash(ProcessId(index as u32));
-        let power_loss = self.power_loss_probability > 0.0 && self.power_rng.chance(self.power_loss_probability);
         let slot = &mut self.slots[index];
         slot.node = None;
         slot.since = tick;
@@ -522,20 +532,6 @@ impl Harness {
             } else {
                 storage.crash(CrashKind::Process);
             }
-        }
-        self.stats.crashes += 1;
-    }
-
-    /// Cut the power to replica `index` now, whatever the power-loss probability.
-    pub fn power_loss_now(&mut self, index: usize) {
-        let tick = self.simulation.tick();
-        self.simulation.crash(ProcessId(index as u32));
-        let slot = &mut self.slots[index];
-        slot.node = None;
-        slot.since = tick;
-        if let Disk::Sim(storage) = &slot.disk {
-            storage.crash(CrashKind::PowerLoss);
-            self.stats.power_losses += 1;
         }
         self.stats.crashes += 1;
     }
