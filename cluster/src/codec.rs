@@ -134,6 +134,11 @@ impl Writer {
         self.bytes.push(u8::from(value));
     }
 
+    /// Bytes with no length prefix (a fixed-size field).
+    pub(crate) fn raw(&mut self, value: &[u8]) {
+        self.bytes.extend_from_slice(value);
+    }
+
     /// LEB128, least significant group first; the shortest form (canonical).
     pub(crate) fn varint(&mut self, mut value: u64) {
         loop {
@@ -289,6 +294,17 @@ impl<'a> Reader<'a> {
         }
         // len <= max, which is a usize.
         Ok(len as usize)
+    }
+
+    /// Exactly `len` bytes with no length prefix (a fixed-size field), borrowed.
+    pub(crate) fn raw(&mut self, field: &'static str, len: usize) -> Result<&'a [u8], DecodeError> {
+        self.take(len, field)
+    }
+
+    /// Length-prefixed bytes of at most `max`, borrowed.
+    pub(crate) fn slice(&mut self, field: &'static str, max: usize) -> Result<&'a [u8], DecodeError> {
+        let len = self.len(field, max)?;
+        self.take(len, field)
     }
 
     /// Length-prefixed bytes of at most `max`; copied only once known to be present.

@@ -94,7 +94,10 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 ///   simulated disk, and the banner and crash lines name the storage seed, the storage
 ///   model and power losses; the schedule and reply hashes (0x038f49b6e94464ca,
 ///   0x8754748a9349e99d) are unchanged, checked against the previous build.
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x5639_b8b8_1642_a522;
+/// - 2026-11-29: re-locked (issue #8): the report prints a `catch-up:` line (repairs,
+///   checkpoints, transfers); the schedule and reply hashes (0x038f49b6e94464ca,
+///   0x8754748a9349e99d) are unchanged, checked against the previous build.
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xd38e_7b76_8ca9_7bdf;
 
 #[test]
 fn workload_replay_is_deterministic() {
@@ -140,7 +143,10 @@ fn workload_replay_is_deterministic() {
 ///   enough others hold their groups' logs in full (`Node::rejoined` now means caught
 ///   up, not merely out of recovery), which moves this run's crash times; the storage
 ///   model does not move it (`--storage memory` gives the same schedule hash).
-const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x8da4_81bd_a493_b24c;
+/// - 2026-11-29: re-locked (issue #8): the report prints a `catch-up:` line; the
+///   schedule and reply hashes (0xcc3921603882cef9, 0xf124bf4ff2be371e) are unchanged,
+///   checked against the previous build.
+const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x8963_0578_7784_ae15;
 
 #[test]
 fn multi_shard_replay_is_deterministic() {

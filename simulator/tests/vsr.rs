@@ -70,6 +70,7 @@ fn harness(
         // These tests fault the in-memory stores directly (`Harness::store`).
         storage: StorageModel::Memory,
         power_loss_probability: 0.0,
+        journal: Default::default(),
     };
     let harness = Harness::new(seed, &config, driver.clone());
     (harness, driver)

@@ -62,6 +62,17 @@ impl StateMachine for MetadataMachine {
         self.state.digest()
     }
 
+    fn snapshot(&self) -> Vec<u8> {
+        self.state.encode_state()
+    }
+
+    /// Replaces the state only once the whole snapshot decoded and passed every
+    /// invariant check of [`MetadataState::decode_state`].
+    fn restore(&mut self, bytes: &[u8]) -> Result<(), crate::codec::DecodeError> {
+        self.state = MetadataState::decode_state(bytes)?;
+        Ok(())
+    }
+
     fn validate_request(&self, operation: u8, body: &[u8]) -> bool {
         Self::validate(operation, body)
     }

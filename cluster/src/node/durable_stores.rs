@@ -7,9 +7,20 @@
 //!                           a node started on another cluster's data refuses to boot
 //! node/deleted              deleted partition groups (tombstones), one snapshot file
 //! groups/<group:016x>/superblock   the group's view state
+//! groups/<group:016x>/checkpoint   the group's newest durable checkpoint (one snapshot
+//!                           file, key = its op; `.tmp` while a write is in flight)
 //! metadata/wal              the metadata group's WAL (synced on every prepare)
 //! groups/<group:016x>/wal, frontier   a partition group's WAL and publish frontier
 //! ```
+//!
+//! Checkpoints: [`ReplicaStore::write_checkpoint`] replaces the checkpoint file
+//! atomically and durably (`storage::snapshot_file`) and caches the bytes;
+//! [`ReplicaStore::checkpoint`] answers from the cache, read once at open. A checkpoint
+//! file that does not read back whole refuses the group's open: booting without it
+//! would replay from op 1 a log whose start was discarded.
+//! [`ReplicaStore::discard_through`] then drops the WAL's records at or below the
+//! checkpoint's op with the WAL's crash-safe prefix drop (never past the durable
+//! checkpoint, and only when it frees at least what it copies).
 //!
 //! The [`ReplicaStore`] trait is synchronous: the replica core is a state machine that
 //! takes frames and ticks and never awaits. The formats are async over the storage
@@ -43,10 +54,10 @@ use crate::metadata::Durability as TopicDurability;
 use crate::node::METADATA_GROUP;
 use crate::seam::DurableStorage;
 use crate::storage::partition_wal::{Durability, PartitionWal};
-use crate::storage::snapshot_file::{read_snapshot, remove_leftover_tmp, write_snapshot};
+use crate::storage::snapshot_file::{SnapshotFileError, read_snapshot, remove_leftover_tmp, write_snapshot};
 use crate::storage::superblock::{Identity, SuperblockError, SuperblockFile, SuperblockState};
-use crate::storage::wal::{Wal, WalError};
-use crate::vsr::store::{ReplicaStore, StoreError, StoredRecord, Superblock};
+use crate::storage::wal::{Wal, WalError, join_path};
+use crate::vsr::store::{Checkpoint, ReplicaStore, StoreError, StoredRecord, Superblock};
 use crate::wire::HEADER_BYTES;
 
 /// Directory of the node's own files.
@@ -54,6 +65,9 @@ const NODE_DIR: &str = "node";
 
 /// The tombstone file.
 const DELETED_PATH: &str = "node/deleted";
+
+/// File name of a group's checkpoint inside its directory.
+pub const CHECKPOINT_FILE: &str = "checkpoint";
 
 /// The group number the node's own superblock carries: no VSR group uses it.
 const NODE_IDENTITY_GROUP: u64 = u64::MAX;
@@ -264,12 +278,16 @@ enum Log<S: DurableStorage> {
     Partition(PartitionWal<S>),
 }
 
-/// One group's superblock and WAL.
+/// One group's superblock, checkpoint and WAL.
 pub struct DurableReplicaStore<S: DurableStorage> {
     storage: S,
     identity: Identity,
     dir: String,
     superblock: Option<SuperblockFile<S>>,
+    /// `<dir>/checkpoint`.
+    checkpoint_path: String,
+    /// The newest durable checkpoint (read at open, replaced by each write).
+    checkpoint: Option<Checkpoint>,
     log: Log<S>,
     durability: Rc<Cell<Durability>>,
     may_lack_acknowledged_ops: bool,
@@ -304,6 +322,8 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
             }
         };
         let restart = superblock.is_some();
+        let checkpoint_path = join_path(dir, CHECKPOINT_FILE);
+        let checkpoint = read_checkpoint(storage, &checkpoint_path)?;
         let (log, may_lack_acknowledged_ops) = if identity.group == METADATA_GROUP {
             // Every metadata prepare was synced before it was acknowledged; only a
             // lying disk loses one, and that shows as damage the chain repair refetches.
@@ -337,6 +357,8 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
             identity,
             dir: dir.to_owned(),
             superblock,
+            checkpoint_path,
+            checkpoint,
             log,
             durability,
             may_lack_acknowledged_ops,
@@ -379,6 +401,33 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
             Some(Err(error)) => Err(log_wal_error(&self.dir, &error, "prepare write failed")),
             None => Err(failed("prepare write did not complete on its first poll")),
         }
+    }
+}
+
+/// Read a group's checkpoint at open, after removing what an interrupted write left.
+/// Missing is `None`; a file that does not read back whole is an error, never `None`.
+fn read_checkpoint<S: DurableStorage>(storage: &S, path: &str) -> Result<Option<Checkpoint>, StoreError> {
+    match now(remove_leftover_tmp(storage, path)) {
+        Some(Ok(_)) => {}
+        // The leftover is only unused space: the next checkpoint write removes it too.
+        Some(Err(error)) => tracing::warn!(path, %error, "leftover checkpoint tmp file not removed"),
+        None => return Err(failed("checkpoint tmp removal did not complete on its first poll")),
+    }
+    match now(read_snapshot(storage, path)) {
+        Some(Ok(None)) => Ok(None),
+        Some(Ok(Some(snapshot))) => Ok(Some((snapshot.key, Rc::from(snapshot.bytes)))),
+        Some(Err(error)) => {
+            tracing::error!(
+                path,
+                %error,
+                "checkpoint unreadable: the group refuses to open (booting without it would replay from op 1 a \
+                 log whose start was discarded)"
+            );
+            Err(failed(
+                "checkpoint file unreadable or damaged; the group refuses to open",
+            ))
+        }
+        None => Err(failed("checkpoint read did not complete on its first poll")),
     }
 }
 
@@ -495,5 +544,225 @@ impl<S: DurableStorage> ReplicaStore for DurableReplicaStore<S> {
 
     fn may_lack_acknowledged_ops(&self) -> bool {
         self.may_lack_acknowledged_ops
+    }
+
+    fn write_checkpoint(&mut self, op: u64, bytes: &Rc<[u8]>) -> Result<(), StoreError> {
+        match now(write_snapshot(&self.storage, &self.checkpoint_path, op, bytes)) {
+            Some(Ok(())) => {
+                self.checkpoint = Some((op, Rc::clone(bytes)));
+                Ok(())
+            }
+            // On any failure the previous checkpoint is still the durable one (a failure
+            // after the rename leaves the old or the new one; either covers what the
+            // WAL still holds, since nothing is discarded until this returns Ok).
+            Some(Err(error @ SnapshotFileError::TooLarge { .. })) => {
+                tracing::warn!(path = self.checkpoint_path, op, %error, "checkpoint refused");
+                Err(failed("checkpoint larger than SNAPSHOT_BYTES_MAX"))
+            }
+            Some(Err(error)) => {
+                tracing::warn!(path = self.checkpoint_path, op, %error, "checkpoint write failed");
+                Err(failed("checkpoint write failed"))
+            }
+            None => Err(failed("checkpoint write did not complete on its first poll")),
+        }
+    }
+
+    fn checkpoint(&self) -> Result<Option<Checkpoint>, StoreError> {
+        // Read (and verified) at open, which refuses a damaged one; replaced on write.
+        Ok(self.checkpoint.clone())
+    }
+
+    fn discard_through(&mut self, op: u64) {
+        // Never past the durable checkpoint: what it does not cover must stay.
+        let covered = self.checkpoint.as_ref().map(|(checkpoint_op, _)| *checkpoint_op);
+        let Some(through) = covered.map(|covered| covered.min(op)) else {
+            tracing::warn!(
+                dir = self.dir,
+                op,
+                "WAL discard refused: no durable checkpoint covers it"
+            );
+            return;
+        };
+        if through < op {
+            tracing::warn!(
+                dir = self.dir,
+                op,
+                checkpoint_op = through,
+                "WAL discard capped at the durable checkpoint"
+            );
+        }
+        let result = match &mut self.log {
+            Log::Metadata(wal) => now(wal.discard_through(through)),
+            Log::Partition(wal) => now(wal.discard_through(through)),
+        };
+        match result {
+            Some(Ok(Some(dropped))) => tracing::debug!(
+                dir = self.dir,
+                through,
+                dropped_records = dropped.dropped_records,
+                dropped_bytes = dropped.dropped_bytes,
+                kept_records = dropped.kept_records,
+                kept_bytes = dropped.kept_bytes,
+                damaged_records = dropped.damaged_records,
+                "WAL prefix dropped"
+            ),
+            // Too little to drop yet: a later checkpoint drops it.
+            Some(Ok(None)) => {}
+            Some(Err(error)) => tracing::warn!(
+                dir = self.dir,
+                through,
+                %error,
+                "WAL prefix drop failed (the records stay; if it failed at or after its rename, the WAL refuses \
+                 writes until reopened)"
+            ),
+            None => tracing::warn!(
+                dir = self.dir,
+                through,
+                "WAL prefix drop did not complete on its first poll"
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::DiskStorage;
+    use crate::storage::snapshot_file::{SNAPSHOT_BYTES_MAX, tmp_path};
+    use crate::storage::wal::tests::{prepare, temp_root};
+
+    const PARTITION: u64 = 0x0123_4567_89ab_cdef;
+
+    fn identity() -> NodeIdentity {
+        NodeIdentity {
+            cluster: 7,
+            replica: 1,
+            replica_count: 3,
+        }
+    }
+
+    fn frame(op: u64) -> Rc<[u8]> {
+        match prepare(op) {
+            StoredRecord::Prepare(frame) => frame,
+            StoredRecord::Header(_) => unreachable!("prepare() builds a whole frame"),
+        }
+    }
+
+    fn ops(store: &DurableReplicaStore<DiskStorage>) -> Vec<u64> {
+        store.records().into_iter().map(|(op, _)| op).collect()
+    }
+
+    /// Open `group`'s store (a partition as `persisted`: every prepare published, so a
+    /// reopen keeps them all).
+    fn open_group(storage: &DiskStorage, group: u64) -> Result<DurableReplicaStore<DiskStorage>, StoreError> {
+        let stores = DurableStores::open(storage.clone(), identity()).expect("node storage");
+        stores.set_durability(PARTITION, TopicDurability::Persisted);
+        StoreProvider::open(&stores, group)
+    }
+
+    #[test]
+    fn a_checkpoint_round_trips_and_a_reopened_store_sees_it() {
+        let root = temp_root("stores-checkpoint");
+        let storage = DiskStorage::new(&root).expect("temp dir");
+        for group in [METADATA_GROUP, PARTITION] {
+            let mut store = open_group(&storage, group).expect("open");
+            assert_eq!(store.checkpoint(), Ok(None), "never written");
+            let first: Rc<[u8]> = Rc::from(&b"state after op 4"[..]);
+            store.write_checkpoint(4, &first).expect("write");
+            let second: Rc<[u8]> = Rc::from(vec![9; 3 * 1024 * 1024]);
+            store.write_checkpoint(9, &second).expect("write a larger one");
+            assert_eq!(store.checkpoint(), Ok(Some((9, second.clone()))));
+            drop(store);
+            let reopened = open_group(&storage, group).expect("reopen");
+            assert_eq!(reopened.checkpoint(), Ok(Some((9, second))));
+            let dir = root.join(DurableStores::<DiskStorage>::group_dir(group));
+            assert!(dir.join(CHECKPOINT_FILE).exists());
+            assert!(!dir.join(tmp_path(CHECKPOINT_FILE)).exists());
+        }
+        std::fs::remove_dir_all(root).expect("cleanup");
+    }
+
+    #[test]
+    fn a_damaged_checkpoint_refuses_the_group_s_open_instead_of_reading_as_none() {
+        let root = temp_root("stores-checkpoint-damaged");
+        let storage = DiskStorage::new(&root).expect("temp dir");
+        let mut store = open_group(&storage, PARTITION).expect("open");
+        store.write_checkpoint(12, &Rc::from(&b"state"[..])).expect("write");
+        drop(store);
+        let path = root
+            .join(DurableStores::<DiskStorage>::group_dir(PARTITION))
+            .join(CHECKPOINT_FILE);
+        let mut bytes = std::fs::read(&path).expect("read");
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0xff;
+        std::fs::write(&path, &bytes).expect("damage");
+        let error = open_group(&storage, PARTITION).expect_err("damaged checkpoint");
+        assert!(error.what.contains("checkpoint"), "{error}");
+        std::fs::write(&path, b"").expect("truncate to empty");
+        assert!(
+            open_group(&storage, PARTITION).is_err(),
+            "an empty checkpoint file is damage too"
+        );
+        // A leftover tmp from an interrupted write is removed at open, and is no error.
+        std::fs::remove_file(&path).expect("remove");
+        let tmp = path.with_file_name(tmp_path(CHECKPOINT_FILE));
+        std::fs::write(&tmp, b"half").expect("tmp");
+        let store = open_group(&storage, PARTITION).expect("a missing checkpoint is none");
+        assert_eq!(store.checkpoint(), Ok(None));
+        assert!(!tmp.exists());
+        std::fs::remove_dir_all(root).expect("cleanup");
+    }
+
+    #[test]
+    fn a_checkpoint_above_the_snapshot_limit_is_an_error_and_keeps_the_previous_one() {
+        let root = temp_root("stores-checkpoint-large");
+        let storage = DiskStorage::new(&root).expect("temp dir");
+        let mut store = open_group(&storage, METADATA_GROUP).expect("open");
+        let small: Rc<[u8]> = Rc::from(&b"small"[..]);
+        store.write_checkpoint(3, &small).expect("write");
+        let huge: Rc<[u8]> = Rc::from(vec![0; SNAPSHOT_BYTES_MAX + 1]);
+        let error = store.write_checkpoint(8, &huge).expect_err("too large");
+        assert!(error.what.contains("SNAPSHOT_BYTES_MAX"), "{error}");
+        assert_eq!(store.checkpoint(), Ok(Some((3, small.clone()))));
+        drop(store);
+        assert_eq!(
+            open_group(&storage, METADATA_GROUP).expect("reopen").checkpoint(),
+            Ok(Some((3, small)))
+        );
+        std::fs::remove_dir_all(root).expect("cleanup");
+    }
+
+    #[test]
+    fn discard_through_drops_the_records_the_checkpoint_covers_and_survives_a_reopen() {
+        let root = temp_root("stores-discard");
+        let storage = DiskStorage::new(&root).expect("temp dir");
+        for group in [METADATA_GROUP, PARTITION] {
+            let mut store = open_group(&storage, group).expect("open");
+            for op in 1..=10 {
+                store.write_prepare(op, &frame(op)).expect("prepare");
+            }
+            // Nothing is discarded that no durable checkpoint covers.
+            store.discard_through(8);
+            assert_eq!(ops(&store), (1..=10).collect::<Vec<_>>());
+            store.write_checkpoint(6, &Rc::from(&b"state"[..])).expect("checkpoint");
+            // Capped at the checkpoint's op.
+            store.discard_through(8);
+            assert_eq!(ops(&store), vec![7, 8, 9, 10], "group {group:#x}");
+            store.write_prepare(11, &frame(11)).expect("prepare after the drop");
+            drop(store);
+            let mut store = open_group(&storage, group).expect("reopen");
+            assert_eq!(ops(&store), vec![7, 8, 9, 10, 11], "group {group:#x}");
+            assert_eq!(store.checkpoint().expect("checkpoint").map(|(op, _)| op), Some(6));
+            store
+                .write_checkpoint(11, &Rc::from(&b"later"[..]))
+                .expect("checkpoint");
+            store.discard_through(11);
+            // A partition WAL keeps its last record (see `PartitionWal::discard_through`).
+            let expected = if group == METADATA_GROUP { vec![] } else { vec![11] };
+            assert_eq!(ops(&store), expected, "group {group:#x}");
+            drop(store);
+            assert_eq!(ops(&open_group(&storage, group).expect("reopen")), expected);
+        }
+        std::fs::remove_dir_all(root).expect("cleanup");
     }
 }

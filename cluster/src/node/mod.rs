@@ -53,6 +53,29 @@ pub struct NodeConfig {
     /// The partition plane's consumer-group owner fence (disabled only by tests that
     /// prove the simulator notices).
     pub owner_fence: OwnerFence,
+    /// Bounds of the journals: see [`JournalBounds`].
+    pub journal: JournalBounds,
+}
+
+/// How much of its log each group keeps in memory (see `vsr::checkpoint`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JournalBounds {
+    /// Ops the metadata group's journal (and WAL) holds.
+    pub journal_slots: u64,
+    /// Ops a partition group's prepare ring holds.
+    pub ring_entries: u64,
+    /// Frame bytes any group's journal holds, in bytes.
+    pub ring_bytes: u64,
+}
+
+impl Default for JournalBounds {
+    fn default() -> Self {
+        Self {
+            journal_slots: crate::vsr::constants::JOURNAL_SLOTS_DEFAULT,
+            ring_entries: crate::vsr::constants::RING_ENTRIES_DEFAULT,
+            ring_bytes: crate::vsr::constants::RING_BYTES_DEFAULT,
+        }
+    }
 }
 
 /// The shard that owns `group`: the metadata group lives on shard 0, a partition's

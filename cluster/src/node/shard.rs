@@ -85,12 +85,19 @@ impl<P: StoreProvider> Shard<P> {
         let mut stats = ShardStats::default();
         let metadata = if index == 0 {
             match stores.open(METADATA_GROUP) {
-                Ok(store) => Some(Replica::open(
+                Ok(store) => match Replica::open(
                     config.replica_config(METADATA_GROUP, 0),
                     MetadataMachine::new(config.cluster, &config.root_password),
                     store,
                     incarnation,
-                )),
+                ) {
+                    Ok(replica) => Some(replica),
+                    Err(error) => {
+                        tracing::error!(replica = config.replica, %error, "metadata group refused its disk");
+                        stats.groups_open_failed += 1;
+                        None
+                    }
+                },
                 Err(error) => {
                     tracing::error!(replica = config.replica, %error, "metadata group store refused to open");
                     stats.groups_open_failed += 1;
@@ -278,12 +285,19 @@ impl<P: StoreProvider> Shard<P> {
                     continue;
                 }
             };
-            let replica = Replica::open(
+            let replica = match Replica::open(
                 self.config.replica_config(spec.group, spec.created_in_view),
                 PartitionMachine::new(spec.message_expiry_micros, self.config.owner_fence),
                 store,
                 self.incarnation,
-            );
+            ) {
+                Ok(replica) => replica,
+                Err(error) => {
+                    tracing::error!(replica = self.config.replica, group = spec.group, %error, "partition group refused its disk");
+                    self.stats.groups_open_failed += 1;
+                    continue;
+                }
+            };
             tracing::info!(
                 replica = self.config.replica,
                 group = spec.group,
@@ -308,6 +322,13 @@ impl NodeConfig {
             // Each group draws its own entropy, so two groups' salts never coincide.
             entropy_seed: crate::vsr::replica::mix(self.entropy_seed ^ crate::vsr::replica::mix(group)),
             initial_view,
+            journal_ops_max: if group == METADATA_GROUP {
+                self.journal.journal_slots
+            } else {
+                self.journal.ring_entries
+            },
+            journal_bytes_max: self.journal.ring_bytes,
+            transfer_on_rejoin: group == METADATA_GROUP,
         }
     }
 }

@@ -17,6 +17,7 @@ fn config(shards: u8) -> NodeConfig {
         entropy_seed: 7,
         root_password: DEFAULT_ROOT_PASSWORD.to_owned(),
         owner_fence: OwnerFence::Enforced,
+        journal: Default::default(),
     }
 }
 

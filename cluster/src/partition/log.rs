@@ -144,6 +144,12 @@ impl Segment {
         decode_index_entry(bytes).ok()
     }
 
+    /// The offset after its last message (its base when empty); `None` past `u64::MAX`,
+    /// which only a decoded layout can claim.
+    fn end_offset(&self) -> Option<u64> {
+        self.base_offset.checked_add(self.messages.len() as u64)
+    }
+
     fn newest_timestamp_micros(&self) -> Option<u64> {
         self.messages.last().map(|m| m.timestamp_micros)
     }
@@ -224,6 +230,54 @@ impl PartitionLog {
         }
         self.next_offset += 1;
         offset
+    }
+
+    /// Rebuild a log from a decoded layout: each segment's base offset and messages,
+    /// oldest first, and the next offset. Accepts exactly the layouts that
+    /// [`PartitionLog::append`], retention, purge and deletion produce, and rebuilds each
+    /// segment by the same rules `append` fills one (so sizes and index entries are
+    /// recomputed, never trusted): offsets consecutive from each base, each segment
+    /// starting where the previous one ends, a segment started only when the previous one
+    /// had no room for its first message, an empty segment only as a log's sole segment
+    /// (a new or purged log), and `next_offset` the end of the last segment. The oldest
+    /// retained segment's predecessor is gone, so nothing is said about its start.
+    pub(super) fn from_layout(layout: Vec<(u64, Vec<StoredMessage>)>, next_offset: u64) -> Result<Self, DecodeError> {
+        let invalid = |what| Err(DecodeError::InvalidState { what });
+        let several = layout.len() > 1;
+        let mut segments: Vec<Segment> = Vec::with_capacity(layout.len());
+        for (base_offset, messages) in layout {
+            if messages.is_empty() && several {
+                return invalid("an empty segment beside others (only a new or purged log has one, alone)");
+            }
+            if let Some(previous) = segments.last() {
+                if previous.end_offset() != Some(base_offset) {
+                    return invalid("a segment does not start where the previous one ends");
+                }
+                if let Some(first) = messages.first()
+                    && previous.has_room_for(first.stored_bytes())
+                {
+                    return invalid("a segment starts although the previous one had room for its first message");
+                }
+            }
+            let mut segment = Segment::new(base_offset);
+            for message in messages {
+                if segment.end_offset() != Some(message.offset) {
+                    return invalid("message offsets are not consecutive from their segment's base");
+                }
+                if !segment.has_room_for(message.stored_bytes()) {
+                    return invalid("a segment holds more than append puts in one before rolling");
+                }
+                segment.push(message);
+            }
+            segments.push(segment);
+        }
+        let Some(active) = segments.last() else {
+            return invalid("a log without segments (even an empty log has its active segment)");
+        };
+        if active.end_offset() != Some(next_offset) {
+            return invalid("the next offset is not the end of the last segment");
+        }
+        Ok(Self { segments, next_offset })
     }
 
     /// Drop whole segments from the front whose newest message is older than

@@ -65,6 +65,17 @@ impl StateMachine for PartitionMachine {
         self.state.digest()
     }
 
+    fn snapshot(&self) -> Vec<u8> {
+        self.state.encode_state()
+    }
+
+    /// Decodes with this machine's owner fence (not part of the snapshot: it is test
+    /// configuration) and replaces the state only once the whole snapshot decoded.
+    fn restore(&mut self, bytes: &[u8]) -> Result<(), crate::codec::DecodeError> {
+        self.state = PartitionState::decode_state(bytes, self.state.fence())?;
+        Ok(())
+    }
+
     fn validate_request(&self, operation: u8, body: &[u8]) -> bool {
         Self::validate(operation, body)
     }

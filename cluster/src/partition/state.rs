@@ -5,7 +5,9 @@
 //! each consumer group's owner fence (member and generation). Applying is a pure
 //! function of the state, the op and its [`ApplyContext`] (the prepare's timestamp and
 //! op number), so replicas compare equal by [`PartitionState::digest`], a hash of a
-//! canonical encoding of everything.
+//! canonical encoding of everything. [`PartitionState::decode_state`] is that
+//! encoding's exact inverse, for checkpoints and state transfer: it accepts only bytes
+//! `encode_state` produces for a state `apply` can reach.
 //!
 //! Rules and choices:
 //! - Retention runs at the start of every apply, at the prepare's timestamp, so every
@@ -29,11 +31,35 @@
 
 use std::collections::BTreeMap;
 
-use super::log::PartitionLog;
+use super::log::{PartitionLog, SEGMENT_MESSAGES_MAX, StoredMessage};
 use super::ops::{BATCH_BYTES_MAX, Consumer, ConsumerKey, MESSAGES_PER_BATCH_MAX, Message, PartitionOp};
 use super::poll::{PollReply, PollRequest};
 use super::reply::PartitionReply;
-use crate::codec::Writer;
+use crate::codec::{DecodeError, Reader, Writer};
+
+/// Most segments a decoded state may claim, in segments: 16 Mi. Every sealed segment
+/// holds at least 36,000 stored bytes (it rolled at [`SEGMENT_MESSAGES_MAX`] messages of
+/// at least 36 bytes each, or near 16 MiB), so this many is over 600 GB of messages,
+/// more than a replica holding its log in memory can have. Nothing is allocated from
+/// the count: segments are built as they are read, so a lying count costs only the
+/// bytes actually present.
+pub const SNAPSHOT_SEGMENTS_MAX: usize = 1 << 24;
+
+/// Most consumer offsets a decoded state may claim, in entries: the whole key space
+/// (single and group consumers, each a u32 id). `apply` caps nothing here, so any tighter
+/// bound could refuse a state that replicas really reached and stall its state transfer.
+/// Strictly ascending keys make a larger count impossible anyway; nothing is allocated
+/// from the count.
+pub const SNAPSHOT_CONSUMER_OFFSETS_MAX: usize = (u32::MAX as usize).saturating_add(1).saturating_mul(2);
+
+/// Most group owners a decoded state may claim, in entries: every u32 group id, for the
+/// same reason as [`SNAPSHOT_CONSUMER_OFFSETS_MAX`] (`SetGroupOwner` caps nothing, and
+/// owners are never removed).
+pub const SNAPSHOT_GROUP_OWNERS_MAX: usize = (u32::MAX as usize).saturating_add(1);
+
+/// Tags of [`ConsumerKey`] in the state encoding, in key order (single before group).
+const CONSUMER_KEY_SINGLE: u8 = 1;
+const CONSUMER_KEY_GROUP: u8 = 2;
 
 /// What the primary fixed for one op, read from its prepare header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -262,11 +288,11 @@ impl PartitionState {
         for (key, offset) in &self.consumer_offsets {
             match *key {
                 ConsumerKey::Single(id) => {
-                    w.u8(1);
+                    w.u8(CONSUMER_KEY_SINGLE);
                     w.u32(id);
                 }
                 ConsumerKey::Group(id) => {
-                    w.u8(2);
+                    w.u8(CONSUMER_KEY_GROUP);
                     w.u32(id);
                 }
             }
@@ -279,6 +305,103 @@ impl PartitionState {
             w.u64(owner.generation);
         }
         w.finish()
+    }
+
+    /// The exact inverse of [`PartitionState::encode_state`], with `fence` for the
+    /// decoded state (the encoding leaves it out; pass [`OwnerFence::Enforced`] outside
+    /// tests). Refuses every input `encode_state` would not have produced for a state
+    /// `apply` can reach: a log layout `append` would not have made (see
+    /// `PartitionLog::from_layout`), a payload above [`BATCH_BYTES_MAX`] (apply refuses
+    /// larger batches), keys not strictly ascending, unknown consumer key tags, a
+    /// consumer offset beyond the next offset, an owner at generation 0, counts above
+    /// their bounds, trailing bytes. Last, the decoded state is encoded again and must
+    /// give back `bytes`: the structural checks name what is wrong, this one guarantees
+    /// a decoded state's digest is the digest of the bytes it came from. Never panics.
+    pub fn decode_state(bytes: &[u8], fence: OwnerFence) -> Result<PartitionState, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let message_expiry_micros = r.u64("message expiry")?;
+        let next_offset = r.u64("next offset")?;
+        // Segments are read into a layout and rebuilt by the log's own rules; the vector
+        // grows as segments are read, never from the claimed count.
+        let mut layout = Vec::new();
+        for _ in 0..r.len("segment count", SNAPSHOT_SEGMENTS_MAX)? {
+            let base_offset = r.u64("segment base offset")?;
+            let count = r.len("segment message count", SEGMENT_MESSAGES_MAX)?;
+            let mut messages = Vec::with_capacity(count);
+            for _ in 0..count {
+                messages.push(StoredMessage {
+                    offset: r.u64("message offset")?,
+                    timestamp_micros: r.u64("message timestamp")?,
+                    id: r.u128("message id")?,
+                    payload: r.bytes("message payload", BATCH_BYTES_MAX)?,
+                });
+            }
+            layout.push((base_offset, messages));
+        }
+        let log = PartitionLog::from_layout(layout, next_offset)?;
+
+        let mut consumer_offsets = BTreeMap::new();
+        for _ in 0..r.len("consumer offset count", SNAPSHOT_CONSUMER_OFFSETS_MAX)? {
+            let key = match r.u8("consumer key tag")? {
+                CONSUMER_KEY_SINGLE => ConsumerKey::Single(r.u32("consumer id")?),
+                CONSUMER_KEY_GROUP => ConsumerKey::Group(r.u32("consumer group id")?),
+                code => {
+                    return Err(DecodeError::UnknownCode {
+                        field: "consumer key tag",
+                        code,
+                    });
+                }
+            };
+            let offset = r.u64("consumer offset")?;
+            if consumer_offsets.last_key_value().is_some_and(|(last, _)| *last >= key) {
+                return Err(DecodeError::NonCanonical {
+                    field: "consumer offset key",
+                });
+            }
+            // apply refuses an offset beyond the log, and the next offset never moves back.
+            if offset > next_offset {
+                return Err(DecodeError::InvalidState {
+                    what: "a consumer offset beyond the next offset",
+                });
+            }
+            consumer_offsets.insert(key, offset);
+        }
+
+        let mut group_owners = BTreeMap::new();
+        for _ in 0..r.len("group owner count", SNAPSHOT_GROUP_OWNERS_MAX)? {
+            let group_id = r.u32("group owner id")?;
+            let owner = GroupOwner {
+                member_id: r.u32("group owner member")?,
+                generation: r.u64("group owner generation")?,
+            };
+            if group_owners.last_key_value().is_some_and(|(last, _)| *last >= group_id) {
+                return Err(DecodeError::NonCanonical {
+                    field: "group owner id",
+                });
+            }
+            // SetGroupOwner treats a group without owner as generation 0 and needs more.
+            if owner.generation == 0 {
+                return Err(DecodeError::InvalidState {
+                    what: "a group owner at generation 0",
+                });
+            }
+            group_owners.insert(group_id, owner);
+        }
+        r.finish()?;
+
+        let state = PartitionState {
+            log,
+            consumer_offsets,
+            group_owners,
+            message_expiry_micros,
+            fence,
+        };
+        if state.encode_state() != bytes {
+            return Err(DecodeError::NonCanonical {
+                field: "partition state",
+            });
+        }
+        Ok(state)
     }
 
     /// A checksum of the whole state, for comparing replicas.

@@ -33,13 +33,33 @@
 //! When it publishes: on a new log_view ([`PartitionWal::on_log_view`]), on every
 //! [`Durability::Persisted`] append (which returns only after it), once
 //! [`PUBLISH_BYTES_INTERVAL`] bytes are unpublished, before a rewrite that moves
-//! published records and after it, at a truncation below the frontier, and at a clean
-//! shutdown ([`PartitionWal::close`]).
+//! published records and after it, at a truncation below the frontier, before and after
+//! a prefix drop, and at a clean shutdown ([`PartitionWal::close`]).
+//!
+//! Forgetting the ops a durable checkpoint covers ([`PartitionWal::discard_through`])
+//! is the metadata WAL's prefix drop (`super::wal`: copy the kept records to `wal.next`,
+//! sync, rename over `wal`, sync the directory) between two publications:
+//!
+//! 1. publish, so every byte of the old file is published and the new file, a suffix of
+//!    it, holds only published records;
+//! 2. the prefix drop; the record of the last op is always kept, whatever op the
+//!    checkpoint covers;
+//! 3. publish the new file's length to *both* frontier slots in turn, so no slot names
+//!    the old file's length once appends resume (a later torn publication falling back
+//!    to it would trust unpublished bytes of the shorter file).
+//!
+//! A crash between 2 and 3 leaves the new file with a frontier naming the old, longer
+//! one. Boot recognises it: the file ends before the frontier, with no damaged tail,
+//! and its last record is the frontier's last op, whole (a file that lost bytes at its
+//! end would have lost that record, which ends exactly at the frontier). Every record
+//! in it was published, so boot keeps them all, reports no damage, and publishes the
+//! new length to both slots ([`PartitionWalRecovery::interrupted_prefix_drop`]). A crash
+//! before the rename leaves the old file and the old frontier, as if nothing happened.
 
 use std::fmt;
 
 use super::record::{self, RecordError};
-use super::wal::{DamagedRange, InterruptedRewrite, RecordLog, WalError, join_path, scan, sync_ancestors};
+use super::wal::{DamagedRange, InterruptedRewrite, PrefixDrop, RecordLog, WalError, join_path, scan, sync_ancestors};
 use crate::seam::{DurableFile, DurableStorage, OpenMode};
 use crate::vsr::store::StoredRecord;
 
@@ -188,6 +208,13 @@ pub struct PartitionWalRecovery {
     pub frontier_damage: Vec<String>,
     /// A rewrite a crash interrupted, if any.
     pub interrupted_rewrite: Option<InterruptedRewrite>,
+    /// A prefix drop a crash stopped after its rename and before its publication: the
+    /// file was shorter than the frontier and ended with the frontier's last op; its
+    /// records were kept and the new length published.
+    pub interrupted_prefix_drop: bool,
+    /// A prefix drop a crash stopped before its rename left its new file, which boot
+    /// removed (the WAL is the old one, whole).
+    pub removed_prefix_drop_leftover: bool,
 }
 
 /// What an append did.
@@ -301,6 +328,7 @@ impl<S: DurableStorage> PartitionWal<S> {
         let bytes = log.read_all().await?;
         let scanned = scan(PARTITION_WAL_MAGIC, &bytes);
         let mut damaged = scanned.damaged;
+        let mut interrupted_prefix_drop = false;
         let last_valid = scanned.slots.keys().next_back().copied();
         let before_op = frontier.map(|published| published.last_op.saturating_add(1));
         log.adopt(scanned.slots);
@@ -316,14 +344,28 @@ impl<S: DurableStorage> PartitionWal<S> {
             republish = true;
         } else if (bytes.len() as u64) < trusted {
             let offset = bytes.len() as u64;
-            let reason = format!("the file ends {} bytes before the published frontier", trusted - offset);
-            damaged.push(DamagedRange {
-                offset,
-                bytes: trusted - offset,
-                after_op: last_valid,
-                before_op,
-                reason,
-            });
+            if frontier.is_some_and(|published| last_valid == Some(published.last_op)) {
+                // A prefix drop renamed its shorter file into place and stopped before
+                // publishing its length: every record here was published (see the
+                // module docs), ending with the frontier's last op.
+                tracing::info!(
+                    group,
+                    path = %wal_path,
+                    file_bytes = offset,
+                    frontier_bytes = trusted,
+                    "finishing a prefix drop a crash interrupted before its publication"
+                );
+                interrupted_prefix_drop = true;
+            } else {
+                let reason = format!("the file ends {} bytes before the published frontier", trusted - offset);
+                damaged.push(DamagedRange {
+                    offset,
+                    bytes: trusted - offset,
+                    after_op: last_valid,
+                    before_op,
+                    reason,
+                });
+            }
             republish = true;
         }
         log.sync().await?;
@@ -351,7 +393,11 @@ impl<S: DurableStorage> PartitionWal<S> {
             durability: frontier.map_or(Durability::Replicated, |published| published.durability),
         };
         if republish && let Some(published) = frontier {
-            wal.publish(published.segment_end_offset).await?;
+            if interrupted_prefix_drop {
+                wal.publish_both_slots(published.segment_end_offset).await?;
+            } else {
+                wal.publish(published.segment_end_offset).await?;
+            }
         }
         if interrupted_rewrite.is_some() {
             wal.log.clear_redo().await?;
@@ -363,6 +409,8 @@ impl<S: DurableStorage> PartitionWal<S> {
             damaged,
             frontier_damage,
             interrupted_rewrite,
+            interrupted_prefix_drop,
+            removed_prefix_drop_leftover: wal.log.removed_leftover_next(),
         };
         Ok((wal, recovery))
     }
@@ -438,6 +486,43 @@ impl<S: DurableStorage> PartitionWal<S> {
         }
         self.published = Some(frontier);
         Ok(())
+    }
+
+    /// Sync the WAL and write the frontier of every byte in it to both slots in turn
+    /// (after a prefix drop: no slot may go on naming the old, longer file).
+    async fn publish_both_slots(&mut self, segment_end_offset: u64) -> Result<(), WalError> {
+        self.log.sync().await?;
+        for _ in 0..FRONTIER_SLOTS {
+            self.write_frontier(self.log.end(), self.log.last_op(), segment_end_offset)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Forget the records at or below `op` (a durable checkpoint covers them) with a
+    /// crash-safe prefix drop published on both sides (see the module docs). The
+    /// record of the last op is always kept. Does nothing (`Ok(None)`) unless the drop
+    /// would free at least as many bytes as it must copy
+    /// ([`super::wal::PREFIX_DROP_COPIED_PER_DROPPED_BYTE_MAX`]). On an error before the
+    /// rename the WAL is unchanged and usable; after it, poisoned.
+    pub async fn discard_through(&mut self, op: u64) -> Result<Option<PrefixDrop>, WalError> {
+        self.log.check_poisoned()?;
+        let Some(&last_op) = self.log.slots().keys().next_back() else {
+            return Ok(None);
+        };
+        // Boot recognises a drop interrupted before its publication by this record.
+        let Some(through) = last_op.checked_sub(1).map(|below_last| below_last.min(op)) else {
+            return Ok(None);
+        };
+        match self.log.prefix_plan(through) {
+            Some(plan) if plan.worth_doing() => {}
+            _ => return Ok(None),
+        }
+        let segment_end_offset = self.published.map_or(0, |frontier| frontier.segment_end_offset);
+        self.publish(segment_end_offset).await?;
+        let dropped = self.log.drop_prefix(through).await?;
+        self.publish_both_slots(segment_end_offset).await?;
+        Ok(Some(dropped))
     }
 
     /// A new log_view started: record it and publish (the log this view starts from
@@ -594,6 +679,104 @@ mod tests {
         assert_eq!(recovery.discarded_bytes, unpublished);
         assert_eq!(recovery.frontier.map(|frontier| frontier.segment_end_offset), Some(10));
         ready(wal.close(10)).expect("close");
+        std::fs::remove_dir_all(root).expect("cleanup");
+    }
+
+    fn recovered_ops(recovery: &PartitionWalRecovery) -> Vec<u64> {
+        recovery.records.iter().map(|(op, _)| *op).collect()
+    }
+
+    /// Ops 1..=10, every one published.
+    fn ten_published(storage: &DiskStorage, dir: &str, group: u64) -> PartitionWal<DiskStorage> {
+        let (mut wal, _) = ready(PartitionWal::open(storage, dir, group)).expect("open");
+        let records: Vec<(u64, StoredRecord)> = (1..=10).map(|op| (op, prepare(op))).collect();
+        let borrowed: Vec<(u64, &StoredRecord)> = records.iter().map(|(op, record)| (*op, record)).collect();
+        ready(wal.append(&borrowed, Durability::Persisted, 5)).expect("append");
+        wal
+    }
+
+    #[test]
+    fn discard_through_keeps_the_last_record_and_publishes_the_new_length_to_both_slots() {
+        let root = super::super::wal::tests::temp_root("partition-discard");
+        let storage = DiskStorage::new(&root).expect("temp dir");
+        let mut wal = ten_published(&storage, "p/3", 3);
+        let dropped = ready(wal.discard_through(6)).expect("discard").expect("worth doing");
+        assert_eq!((dropped.dropped_records, dropped.kept_records), (6, 4));
+        assert_eq!(wal.ops().collect::<Vec<_>>(), vec![7, 8, 9, 10]);
+        let published = wal.published().expect("published");
+        assert_eq!((published.wal_bytes, published.last_op), (wal.len_bytes(), 10));
+        assert_eq!(
+            published.segment_end_offset, 5,
+            "the last published segment end is kept"
+        );
+        let frontier = std::fs::read(root.join("p/3").join(FRONTIER_FILE)).expect("frontier");
+        for slot in 0..FRONTIER_SLOTS {
+            let bytes = &frontier[(slot * FRONTIER_SLOT_BYTES) as usize..((slot + 1) * FRONTIER_SLOT_BYTES) as usize];
+            let found = decode_frontier(slot, bytes).expect("valid").expect("present");
+            assert_eq!(found.wal_bytes, wal.len_bytes(), "slot {slot} names the new file");
+        }
+        // Whatever op the checkpoint covers, the last record stays.
+        let dropped = ready(wal.discard_through(100)).expect("discard").expect("worth doing");
+        assert_eq!((dropped.dropped_records, dropped.kept_records), (3, 1));
+        assert_eq!(wal.ops().collect::<Vec<_>>(), vec![10]);
+        assert_eq!(ready(wal.discard_through(100)).expect("nothing left to drop"), None);
+        ready(wal.append(&[(11, &prepare(11))], Durability::Persisted, 6)).expect("append after");
+        drop(wal);
+        let (wal, recovery) = ready(PartitionWal::open(&storage, "p/3", 3)).expect("reopen");
+        assert_eq!(recovered_ops(&recovery), vec![10, 11]);
+        assert!(recovery.damaged.is_empty(), "{recovery:?}");
+        assert!(!recovery.interrupted_prefix_drop && !recovery.removed_prefix_drop_leftover);
+        assert_eq!(recovery.discarded_bytes, 0);
+        ready(wal.close(6)).expect("close");
+        std::fs::remove_dir_all(root).expect("cleanup");
+    }
+
+    #[test]
+    fn a_drop_interrupted_before_its_publication_keeps_every_record_and_reports_no_damage() {
+        let root = super::super::wal::tests::temp_root("partition-discard-interrupted");
+        let storage = DiskStorage::new(&root).expect("temp dir");
+        let mut wal = ten_published(&storage, "p/4", 4);
+        let old = wal.published().expect("published");
+        // The drop's rename is done; a crash comes before the frontier names it.
+        let dropped = ready(wal.log.drop_prefix(6)).expect("drop");
+        drop(wal);
+        let (wal, recovery) = ready(PartitionWal::open(&storage, "p/4", 4)).expect("reopen");
+        assert!(recovery.interrupted_prefix_drop, "{recovery:?}");
+        assert!(recovery.damaged.is_empty(), "{recovery:?}");
+        assert_eq!(recovered_ops(&recovery), vec![7, 8, 9, 10]);
+        assert_eq!(recovery.frontier, Some(old), "boot trusted the stored frontier");
+        let published = wal.published().expect("republished");
+        assert_eq!(published.wal_bytes, dropped.kept_bytes);
+        assert_eq!(
+            published.sequence,
+            old.sequence + FRONTIER_SLOTS,
+            "both slots rewritten"
+        );
+        drop(wal);
+        let (_, again) = ready(PartitionWal::open(&storage, "p/4", 4)).expect("reopen again");
+        assert!(!again.interrupted_prefix_drop && again.damaged.is_empty(), "{again:?}");
+        assert_eq!(recovered_ops(&again), vec![7, 8, 9, 10]);
+        std::fs::remove_dir_all(root).expect("cleanup");
+    }
+
+    #[test]
+    fn a_file_that_lost_its_last_record_is_still_damage_not_a_drop() {
+        let root = super::super::wal::tests::temp_root("partition-lost-tail");
+        let storage = DiskStorage::new(&root).expect("temp dir");
+        let wal = ten_published(&storage, "p/5", 5);
+        // Exactly at a record boundary, so no torn tail shows: only the frontier says
+        // bytes are missing.
+        let last_at = wal.log.slots()[&10].offset;
+        drop(wal);
+        let path = root.join("p/5").join(PARTITION_WAL_FILE);
+        let file = std::fs::OpenOptions::new().write(true).open(&path).expect("open");
+        file.set_len(last_at).expect("cut");
+        drop(file);
+        let (_, recovery) = ready(PartitionWal::open(&storage, "p/5", 5)).expect("reopen");
+        assert!(!recovery.interrupted_prefix_drop);
+        assert_eq!(recovery.damaged.len(), 1, "{recovery:?}");
+        assert_eq!(recovery.damaged[0].ops(), Some(10..=10));
+        assert_eq!(recovered_ops(&recovery), (1..=9).collect::<Vec<_>>());
         std::fs::remove_dir_all(root).expect("cleanup");
     }
 }

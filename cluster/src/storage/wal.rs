@@ -25,7 +25,21 @@
 //! crash in the middle of it is rolled forward at boot and never damages a record that
 //! was durable. A replacement that fits its op's slot rewrites just that slot.
 //!
-//! Recovery ([`Wal::open`]) replays an interrupted rewrite, then scans from the start:
+//! Forgetting the ops a durable checkpoint covers ([`Wal::discard_through`]) is a
+//! *prefix drop*: the records above the checkpoint's op are copied (each verified as it
+//! is read) into `metadata/wal.next`, which is synced through the handle that wrote it,
+//! renamed over `metadata/wal`, and the directory synced; that handle then becomes the
+//! WAL's. A crash before the rename leaves the old file whole (boot removes the
+//! `.next`), after it the new one whole: never a file missing a record above the op, never
+//! a damaged one. A failed rename or directory sync poisons the WAL (which file a crash
+//! would leave is unknown). A drop runs only when it frees at least as many bytes as it
+//! copies ([`PREFIX_DROP_COPIED_PER_DROPPED_BYTE_MAX`]), so its copying costs at most one
+//! extra write per byte appended, amortized, and the file stays within twice what it
+//! must hold. It never runs while a rewrite's redo is pending (the redo names offsets of
+//! the old file); between calls the redo is always clear unless the WAL is poisoned.
+//!
+//! Recovery ([`Wal::open`]) removes a prefix drop's leftover `.next`, replays an
+//! interrupted rewrite, then scans from the start:
 //! damage followed by a valid record with a higher op is corruption in the middle,
 //! reported with the op range it may have held ([`DamagedRange`]), never applied; damage
 //! with nothing valid after it is a torn tail, truncated away and reported.
@@ -44,7 +58,9 @@ use crate::vsr::store::StoredRecord;
 
 mod engine;
 
-pub use engine::{REWRITE_BYTES_MAX, WAL_WRITE_BYTES_MAX};
+pub use engine::{
+    NEXT_SUFFIX, PREFIX_DROP_COPIED_PER_DROPPED_BYTE_MAX, PrefixDrop, REWRITE_BYTES_MAX, WAL_WRITE_BYTES_MAX,
+};
 pub(crate) use engine::{RecordLog, scan};
 
 /// Path of the metadata WAL.
@@ -242,6 +258,9 @@ pub struct WalRecovery {
     pub torn_tail: Option<TornTail>,
     /// A rewrite a crash interrupted, if any.
     pub interrupted_rewrite: Option<InterruptedRewrite>,
+    /// A prefix drop a crash interrupted before its rename left its new file, which boot
+    /// removed (the WAL is the old one, whole).
+    pub removed_prefix_drop_leftover: bool,
 }
 
 /// The metadata write-ahead log.
@@ -305,6 +324,7 @@ impl<S: DurableStorage> Wal<S> {
             damaged: scan.damaged,
             torn_tail,
             interrupted_rewrite,
+            removed_prefix_drop_leftover: log.removed_leftover_next(),
         };
         Ok((Self { log }, recovery))
     }
@@ -347,6 +367,20 @@ impl<S: DurableStorage> Wal<S> {
         self.log.truncate_after(op).await
     }
 
+    /// Forget every record at or below `op` (a durable checkpoint covers them) with a
+    /// crash-safe prefix drop (see the module docs), durable on return. Does nothing
+    /// (`Ok(None)`) unless the drop would free at least as many bytes as it must copy
+    /// ([`PREFIX_DROP_COPIED_PER_DROPPED_BYTE_MAX`]); a later call with a higher op
+    /// drops them then. On an error before the rename the WAL is unchanged and usable;
+    /// after it, poisoned.
+    pub async fn discard_through(&mut self, op: u64) -> Result<Option<PrefixDrop>, WalError> {
+        self.log.check_poisoned()?;
+        match self.log.prefix_plan(op) {
+            Some(plan) if plan.worth_doing() => self.log.drop_prefix(op).await.map(Some),
+            _ => Ok(None),
+        }
+    }
+
     /// Read the record at `op` back from the file (`None` if absent or removed).
     pub async fn read(&self, op: u64) -> Result<Option<StoredRecord>, WalError> {
         self.log.read(op).await
@@ -355,6 +389,11 @@ impl<S: DurableStorage> Wal<S> {
     /// The highest op in the log (0 if empty).
     pub fn last_op(&self) -> u64 {
         self.log.last_op()
+    }
+
+    /// The lowest op in the log (0 if empty).
+    pub fn first_op(&self) -> u64 {
+        self.log.slots().keys().next().copied().unwrap_or(0)
     }
 
     /// Ops the log holds a record for (removed ops included), ascending.
@@ -374,7 +413,7 @@ impl<S: DurableStorage> Wal<S> {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::runtime::DiskStorage;
     use crate::wire::{self, Command, Header};
@@ -382,12 +421,12 @@ pub(super) mod tests {
     use std::rc::Rc;
 
     /// DiskStorage calls block and complete at once: their futures are always ready.
-    pub(in crate::storage) fn ready<T>(future: impl Future<Output = T>) -> T {
+    pub(crate) fn ready<T>(future: impl Future<Output = T>) -> T {
         future.now_or_never().expect("DiskStorage futures are always ready")
     }
 
     /// A sealed prepare frame for `op`, as a WAL record.
-    pub(in crate::storage) fn prepare(op: u64) -> StoredRecord {
+    pub(crate) fn prepare(op: u64) -> StoredRecord {
         let mut header = Header::new(Command::Prepare);
         header.op = op;
         StoredRecord::Prepare(Rc::from(wire::seal_header(header, &[op as u8; 33])))
@@ -437,5 +476,121 @@ pub(super) mod tests {
         assert_eq!(range(Some(4), Some(5)), None, "adjacent ops leave nothing between");
         assert_eq!(range(Some(9), None), Some(10..=u64::MAX));
         assert_eq!(range(None, Some(0)), None);
+    }
+
+    /// A fresh storage root for one test, under the system temp dir.
+    pub(crate) fn temp_root(name: &str) -> std::path::PathBuf {
+        let root = std::env::temp_dir().join(format!("cluster-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        root
+    }
+
+    fn header_only(op: u64) -> StoredRecord {
+        let mut header = Header::new(Command::Prepare);
+        header.op = op;
+        let frame = wire::seal_header(header, &[op as u8; 33]);
+        StoredRecord::Header(frame[..wire::HEADER_BYTES].to_vec())
+    }
+
+    fn recovered_ops(recovery: &WalRecovery) -> Vec<u64> {
+        recovery.records.iter().map(|(op, _)| *op).collect()
+    }
+
+    #[test]
+    fn discard_through_keeps_exactly_the_records_above_op_and_survives_a_reopen() {
+        let root = temp_root("wal-discard");
+        let storage = DiskStorage::new(&root).expect("temp dir");
+        let (mut wal, _) = ready(Wal::open(&storage)).expect("open");
+        let mut records: Vec<(u64, StoredRecord)> = (1..=10).map(|op| (op, prepare(op))).collect();
+        records[7] = (8, header_only(8));
+        ready(wal.append_all(&records)).expect("append");
+        ready(wal.sync()).expect("sync");
+        ready(wal.remove(9)).expect("remove");
+        let dropped = ready(wal.discard_through(6)).expect("discard").expect("worth doing");
+        assert_eq!((dropped.dropped_records, dropped.kept_records), (6, 4));
+        assert_eq!(dropped.damaged_records, 0);
+        assert_eq!(
+            wal.ops().collect::<Vec<_>>(),
+            vec![7, 8, 9, 10],
+            "the removed op 9 keeps its slot"
+        );
+        assert_eq!(wal.first_op(), 7);
+        assert_eq!(wal.len_bytes(), dropped.kept_bytes);
+        assert_eq!(wal.synced_bytes(), wal.len_bytes(), "durable on return");
+        assert_eq!(ready(wal.read(6)).expect("read"), None);
+        assert_eq!(ready(wal.read(7)).expect("read"), Some(prepare(7)));
+        assert!(!root.join(format!("{WAL_PATH}{NEXT_SUFFIX}")).exists());
+        assert_eq!(
+            std::fs::metadata(root.join(WAL_PATH)).expect("stat").len(),
+            dropped.kept_bytes
+        );
+        // The WAL goes on through the new file: an append, a body replacing its header
+        // in place, an insertion that moves records.
+        ready(wal.append(11, &prepare(11))).expect("append after the drop");
+        ready(wal.sync()).expect("sync");
+        ready(wal.replace(8, &prepare(8))).expect("fill the header");
+        ready(wal.replace(9, &prepare(9))).expect("put back the removed op");
+        drop(wal);
+        let (wal, recovery) = ready(Wal::open(&storage)).expect("reopen");
+        assert_eq!(recovered_ops(&recovery), vec![7, 8, 9, 10, 11]);
+        assert_eq!(recovery.records[1], (8, prepare(8)));
+        assert!(
+            recovery.damaged.is_empty() && recovery.torn_tail.is_none(),
+            "{recovery:?}"
+        );
+        assert!(!recovery.removed_prefix_drop_leftover);
+        drop(wal);
+        std::fs::remove_dir_all(root).expect("cleanup");
+    }
+
+    #[test]
+    fn discard_through_waits_until_it_frees_as_much_as_it_copies() {
+        let root = temp_root("wal-discard-threshold");
+        let storage = DiskStorage::new(&root).expect("temp dir");
+        let (mut wal, _) = ready(Wal::open(&storage)).expect("open");
+        let records: Vec<(u64, StoredRecord)> = (1..=10).map(|op| (op, prepare(op))).collect();
+        ready(wal.append_all(&records)).expect("append");
+        ready(wal.sync()).expect("sync");
+        let len = wal.len_bytes();
+        assert_eq!(ready(wal.discard_through(0)).expect("nothing at or below"), None);
+        assert_eq!(
+            ready(wal.discard_through(4)).expect("too little"),
+            None,
+            "4 records dropped would copy 6"
+        );
+        assert_eq!(wal.len_bytes(), len, "untouched");
+        let dropped = ready(wal.discard_through(5)).expect("discard").expect("half");
+        assert_eq!(dropped.dropped_bytes, dropped.kept_bytes);
+        let dropped = ready(wal.discard_through(u64::MAX))
+            .expect("discard")
+            .expect("everything");
+        assert_eq!((dropped.kept_records, dropped.kept_bytes), (0, 0));
+        assert_eq!(wal.last_op(), 0);
+        ready(wal.append(11, &prepare(11))).expect("append to the empty WAL");
+        ready(wal.sync()).expect("sync");
+        drop(wal);
+        let (_, recovery) = ready(Wal::open(&storage)).expect("reopen");
+        assert_eq!(recovered_ops(&recovery), vec![11]);
+        std::fs::remove_dir_all(root).expect("cleanup");
+    }
+
+    #[test]
+    fn a_prefix_drop_s_leftover_is_removed_at_boot_and_the_wal_is_whole() {
+        let root = temp_root("wal-leftover-next");
+        let storage = DiskStorage::new(&root).expect("temp dir");
+        let (mut wal, _) = ready(Wal::open(&storage)).expect("open");
+        let records: Vec<(u64, StoredRecord)> = (1..=4).map(|op| (op, prepare(op))).collect();
+        ready(wal.append_all(&records)).expect("append");
+        ready(wal.sync()).expect("sync");
+        drop(wal);
+        // What a crash before the rename leaves: a partial new file beside the WAL.
+        let next = root.join(format!("{WAL_PATH}{NEXT_SUFFIX}"));
+        let whole = std::fs::read(root.join(WAL_PATH)).expect("read");
+        std::fs::write(&next, &whole[whole.len() / 2..]).expect("write leftover");
+        let (_, recovery) = ready(Wal::open(&storage)).expect("reopen");
+        assert!(recovery.removed_prefix_drop_leftover);
+        assert_eq!(recovery.records, records);
+        assert!(!next.exists());
+        std::fs::remove_dir_all(root).expect("cleanup");
     }
 }

@@ -1,10 +1,18 @@
 //! The client table: the last committed request of each client and its reply, so a
 //! resent request is answered from the table instead of executing twice.
+//!
+//! The table is replicated state (every replica records the same committed requests,
+//! and evicts the same client), so it has a canonical encoding for checkpoints and
+//! state transfer ([`ClientTable::encode`], [`ClientTable::decode`]). A client's
+//! address is not part of it: it is where this replica last saw the client, which
+//! differs between replicas.
 
 use std::collections::BTreeMap;
 
 use super::constants::CLIENT_TABLE_CLIENTS_MAX;
+use crate::codec::{DecodeError, Reader, Writer};
 use crate::seam::ProcessId;
+use crate::wire::FRAME_BYTES_MAX;
 
 /// One client's entry.
 #[derive(Clone, Debug)]
@@ -94,6 +102,52 @@ impl ClientTable {
     pub fn is_empty(&self) -> bool {
         self.clients.is_empty()
     }
+
+    /// The canonical bytes of the table: `[client count: varint]`, then per client in
+    /// ascending id order `[client id: u128][request: u64][op: u64][reply length:
+    /// varint][reply]`, little-endian. Addresses are left out (not replicated state).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.len(self.clients.len());
+        for (client, entry) in &self.clients {
+            w.u128(*client);
+            w.u64(entry.request);
+            w.u64(entry.op);
+            w.bytes(&entry.reply);
+        }
+        w.finish()
+    }
+
+    /// The exact inverse of [`ClientTable::encode`]; every address decodes as `None`
+    /// (the client's next request tells where it is). Refuses more than
+    /// [`CLIENT_TABLE_CLIENTS_MAX`] clients (recording evicts before that), client ids
+    /// not strictly ascending, a reply larger than [`FRAME_BYTES_MAX`] (a reply is one
+    /// sealed frame), and trailing bytes. Never panics.
+    pub fn decode(bytes: &[u8]) -> Result<ClientTable, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let mut clients = BTreeMap::new();
+        for _ in 0..r.len("client count", CLIENT_TABLE_CLIENTS_MAX)? {
+            let client = r.u128("client id")?;
+            let entry = ClientEntry {
+                request: r.u64("client request")?,
+                op: r.u64("client op")?,
+                reply: r.bytes("client reply", FRAME_BYTES_MAX)?,
+                address: None,
+            };
+            if clients.last_key_value().is_some_and(|(last, _)| *last >= client) {
+                return Err(DecodeError::NonCanonical { field: "client id" });
+            }
+            clients.insert(client, entry);
+        }
+        r.finish()?;
+        Ok(ClientTable { clients })
+    }
+
+    /// A checksum of the table's replicated part (xxh3-128 of [`ClientTable::encode`]),
+    /// for comparing replicas.
+    pub fn digest(&self) -> u128 {
+        xxhash_rust::xxh3::xxh3_128(&self.encode())
+    }
 }
 
 #[cfg(test)]
@@ -124,5 +178,115 @@ mod tests {
         assert_eq!(table.len(), CLIENT_TABLE_CLIENTS_MAX);
         assert_eq!(table.check(5, 1), Dedup::New, "client 5 was evicted");
         assert!(matches!(table.check(6, 1), Dedup::Duplicate(_)));
+    }
+
+    /// Three clients seen at different addresses, one with an empty reply.
+    fn a_table_of_three_clients() -> ClientTable {
+        let mut table = ClientTable::default();
+        table.record(u128::MAX, 9, 30, b"reply-max".to_vec(), Some(ProcessId(4)));
+        table.record(7, 2, 11, b"reply-7".to_vec(), Some(ProcessId(3)));
+        table.record(0, 1, 12, Vec::new(), None);
+        table
+    }
+
+    #[test]
+    fn the_table_round_trips_through_its_encoding_without_addresses() {
+        let table = a_table_of_three_clients();
+        let bytes = table.encode();
+        let decoded = ClientTable::decode(&bytes).expect("a table's own bytes decode");
+        assert_eq!(decoded.encode(), bytes);
+        assert_eq!(decoded.digest(), table.digest());
+        assert_eq!(decoded.len(), 3);
+        assert_eq!(decoded.check(7, 2), Dedup::Duplicate(b"reply-7"));
+        assert_eq!(decoded.check(u128::MAX, 8), Dedup::Stale);
+        assert_eq!(decoded.check(0, 1), Dedup::Duplicate(b""));
+        // Where a client was seen is this replica's business, not replicated state.
+        assert_eq!(decoded.address(7), None);
+        assert_eq!(decoded.address(u128::MAX), None);
+        let empty = ClientTable::decode(&ClientTable::default().encode()).expect("the empty table decodes");
+        assert!(empty.is_empty());
+    }
+
+    #[test]
+    fn addresses_do_not_move_the_digest() {
+        let mut table = a_table_of_three_clients();
+        let before = table.digest();
+        table.set_address(7, ProcessId(99));
+        assert_eq!(table.digest(), before);
+        table.record(7, 3, 13, b"reply-7b".to_vec(), Some(ProcessId(3)));
+        assert_ne!(table.digest(), before);
+    }
+
+    #[test]
+    fn every_truncation_and_a_trailing_byte_are_refused() {
+        let bytes = a_table_of_three_clients().encode();
+        for len in 0..bytes.len() {
+            assert!(
+                ClientTable::decode(&bytes[..len]).is_err(),
+                "a {len}-byte prefix decoded"
+            );
+        }
+        let mut padded = bytes.clone();
+        padded.push(0);
+        assert_eq!(
+            ClientTable::decode(&padded).err(),
+            Some(DecodeError::TrailingBytes { count: 1 })
+        );
+    }
+
+    /// An encoding written by hand: `entries` as (client, request, op, reply length),
+    /// the reply bytes all zero.
+    fn encoded(count: u64, entries: &[(u128, u64, u64, usize)]) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.varint(count);
+        for &(client, request, op, reply_bytes) in entries {
+            w.u128(client);
+            w.u64(request);
+            w.u64(op);
+            w.bytes(&vec![0; reply_bytes]);
+        }
+        w.finish()
+    }
+
+    #[test]
+    fn client_ids_must_be_strictly_ascending() {
+        let descending = encoded(2, &[(7, 1, 1, 0), (3, 1, 2, 0)]);
+        assert_eq!(
+            ClientTable::decode(&descending).err(),
+            Some(DecodeError::NonCanonical { field: "client id" })
+        );
+        let repeated = encoded(2, &[(7, 1, 1, 0), (7, 2, 2, 0)]);
+        assert_eq!(
+            ClientTable::decode(&repeated).err(),
+            Some(DecodeError::NonCanonical { field: "client id" })
+        );
+    }
+
+    #[test]
+    fn too_many_clients_or_an_oversized_reply_are_refused_before_allocation() {
+        let too_many = encoded(CLIENT_TABLE_CLIENTS_MAX as u64 + 1, &[]);
+        assert!(matches!(
+            ClientTable::decode(&too_many),
+            Err(DecodeError::TooLong {
+                field: "client count",
+                ..
+            })
+        ));
+        // Only the length is written: the claim alone must be refused.
+        let mut w = Writer::new();
+        w.varint(1);
+        w.u128(1);
+        w.u64(1);
+        w.u64(1);
+        w.varint(FRAME_BYTES_MAX as u64 + 1);
+        assert!(matches!(
+            ClientTable::decode(&w.finish()),
+            Err(DecodeError::TooLong {
+                field: "client reply",
+                ..
+            })
+        ));
+        let largest = encoded(1, &[(1, 1, 1, FRAME_BYTES_MAX)]);
+        assert!(ClientTable::decode(&largest).is_ok(), "a reply of a whole frame fits");
     }
 }

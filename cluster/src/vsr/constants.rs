@@ -61,11 +61,66 @@ pub const REQUEST_QUEUE_MAX: usize = 64;
 /// resend of an old request is refused rather than executed twice.
 pub const CLIENT_TABLE_CLIENTS_MAX: usize = 8_192;
 
+/// Journal slots of the metadata group by default: ops held in memory and in its WAL.
+/// With a checkpoint every 960 ops ([`crate::vsr::checkpoint::checkpoint_interval_ops`])
+/// the ring keeps at least 64 ops below the checkpoint for a peer a little behind.
+pub const JOURNAL_SLOTS_DEFAULT: u64 = 1_024;
+
+/// Prepare ring entries of a partition group by default: about a minute of a busy
+/// partition's ops, so a replica down for seconds repairs instead of transferring state.
+pub const RING_ENTRIES_DEFAULT: u64 = 65_536;
+
+/// Fewest journal entries allowed: two pipelines of slack above a checkpoint plus a
+/// checkpoint interval of 16 ops (`--journal-slots 80` in the simulator forces a
+/// checkpoint every 16 applied ops).
+pub const JOURNAL_OPS_MIN: u64 = 2 * PIPELINE_PREPARES_MAX as u64 + 16;
+
+/// Largest journal entry cap accepted: the DoViewChange window and the op numbers are
+/// far from it; it only keeps a typo from reserving the machine.
+pub const JOURNAL_OPS_MAX: u64 = 1 << 24;
+
+/// Frame bytes a ring holds by default, in bytes.
+pub const RING_BYTES_DEFAULT: u64 = 64 << 20;
+
+/// Least frame bytes a ring may be capped at, in bytes: a checkpoint is due at half the
+/// cap, and a full pipeline of the largest frames must still fit above it, so a primary
+/// never stops preparing for want of room.
+pub const RING_BYTES_MIN: u64 = 2 * PIPELINE_PREPARES_MAX as u64 * crate::wire::FRAME_BYTES_MAX as u64;
+
+/// Most frame bytes a ring may be capped at, in bytes (the reference's ceiling).
+pub const RING_BYTES_MAX: u64 = 256 << 20;
+
+/// Largest checkpoint accepted from a peer or a disk, in bytes: bounds the buffer a
+/// state transfer fills.
+pub const CHECKPOINT_BYTES_MAX: usize = 64 << 20;
+
+/// Bytes per state-transfer chunk: a quarter of the largest frame, so a chunk never
+/// monopolises a link, and a 64 MiB checkpoint is 256 round trips.
+pub const TRANSFER_CHUNK_BYTES: usize = 256 << 10;
+
+/// Transfers one replica serves at once: each pins a checkpoint in memory and its
+/// ring above it.
+pub const TRANSFERS_SERVED_MAX: usize = 2;
+
+/// Ticks before an unanswered checkpoint chunk request is sent again (as repair).
+pub const TRANSFER_RETRY_TICKS: u64 = REPAIR_RETRY_TICKS;
+
+/// Unanswered chunk requests in a row after which a transfer is abandoned (repair
+/// starts a new one, perhaps from another peer): eight seconds of silence.
+pub const TRANSFER_RETRIES_MAX: u32 = 8;
+
+/// Ticks a served transfer may go without a chunk request before its pin is released:
+/// longer than the receiver's whole retry budget, so a live transfer is never unpinned.
+pub const TRANSFER_PIN_IDLE_TICKS_MAX: u64 = TRANSFER_RETRY_TICKS * (TRANSFER_RETRIES_MAX as u64 + 2);
+
 /// Largest replica count: the header's replica field and the quorum tables are sized for it.
 pub const REPLICAS_MAX: usize = 6;
 
 const _: () = assert!(VIEW_CHANGE_HEADERS_MAX as usize > PIPELINE_PREPARES_MAX);
 const _: () = assert!(LIVENESS_WINDOW_TICKS >= 5 * COMMIT_BROADCAST_TICKS);
+const _: () = assert!(JOURNAL_SLOTS_DEFAULT >= JOURNAL_OPS_MIN && RING_ENTRIES_DEFAULT >= JOURNAL_OPS_MIN);
+const _: () = assert!(RING_BYTES_MIN <= RING_BYTES_DEFAULT && RING_BYTES_DEFAULT <= RING_BYTES_MAX);
+const _: () = assert!(TRANSFER_CHUNK_BYTES + crate::wire::HEADER_BYTES <= crate::wire::FRAME_BYTES_MAX);
 
 /// Replication quorum: min(3, majority). Capped at 3 so that large groups commit
 /// after three copies (flexible quorums), paid for by a larger view-change quorum.

@@ -5,8 +5,14 @@
 //! current primary, installed from a StartView or the primary's own merge, or reached
 //! by walking parent checksums down from a trusted entry. Only trusted entries with a
 //! frame are ever applied, which is how a stale op left over from an older view (same
-//! number, different checksum) is never committed. Op 0 is the root: fixed per group,
-//! the same on every replica, always trusted.
+//! number, different checksum) is never committed.
+//!
+//! The lowest entry is the *floor*: op 0 (the group's root, the same on every replica)
+//! until ops are evicted, then the op of a durable checkpoint (see `vsr::checkpoint`).
+//! The floor holds only a header: the state it names is the checkpoint's, already
+//! applied. It is always trusted and counts as ready, and nothing is ever put below it.
+//! The journal tracks the bytes of the frames it holds, which is what its byte bound
+//! (the prepare ring of a partition) is measured in.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -28,6 +34,14 @@ pub struct Entry {
 #[derive(Clone, Debug)]
 pub struct Journal {
     entries: BTreeMap<u64, Entry>,
+    /// The lowest op held: the root or the last checkpoint evicted down to.
+    floor: u64,
+    /// Bytes of every frame held.
+    frame_bytes: u64,
+}
+
+fn frame_len(entry: &Entry) -> u64 {
+    entry.frame.as_ref().map_or(0, |frame| frame.len() as u64)
 }
 
 /// The root header of a group: op 0, view 0, identical on every replica.
@@ -53,7 +67,68 @@ impl Journal {
                 trusted: true,
             },
         );
-        Self { entries }
+        Self {
+            entries,
+            floor: 0,
+            frame_bytes: 0,
+        }
+    }
+
+    /// The lowest op held (see the module docs).
+    pub fn floor(&self) -> u64 {
+        self.floor
+    }
+
+    /// Entries held, the floor included.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether only the floor is held.
+    pub fn is_empty(&self) -> bool {
+        self.entries.len() <= 1
+    }
+
+    /// Bytes of the frames held.
+    pub fn frame_bytes(&self) -> u64 {
+        self.frame_bytes
+    }
+
+    /// Forget every op below `op`, which becomes the floor: header only, trusted.
+    /// `op` must be held (an applied op covered by a durable checkpoint).
+    pub fn evict_below(&mut self, op: u64) {
+        assert!(op >= self.floor, "the floor never moves down");
+        let kept = self.entries.split_off(&op);
+        for entry in self.entries.values() {
+            self.frame_bytes -= frame_len(entry);
+        }
+        self.entries = kept;
+        let floor = self.entries.get_mut(&op).expect("the new floor is held");
+        self.frame_bytes -= frame_len(floor);
+        floor.frame = None;
+        floor.trusted = true;
+        self.floor = op;
+    }
+
+    /// Replace everything at or below `header.op` with `header` as the floor: a
+    /// checkpoint at that op was installed. Entries above it stay (their trust is
+    /// re-derived by the chain walk from the new floor).
+    pub fn reset_floor(&mut self, header: Header) {
+        assert!(header.op > self.floor, "a checkpoint installs above the floor");
+        let kept = self.entries.split_off(&(header.op + 1));
+        for entry in self.entries.values() {
+            self.frame_bytes -= frame_len(entry);
+        }
+        self.entries = kept;
+        self.entries.insert(
+            header.op,
+            Entry {
+                header,
+                frame: None,
+                trusted: true,
+            },
+        );
+        self.floor = header.op;
     }
 
     /// The highest op with an entry (0 if only the root).
@@ -76,17 +151,23 @@ impl Journal {
         self.entries.get(&op).map(|entry| entry.header.checksum)
     }
 
-    /// Whether `op` holds a trusted entry with its frame.
+    /// Whether `op` holds a trusted entry with its frame (or is the floor, whose state
+    /// is already applied).
     pub fn ready(&self, op: u64) -> bool {
-        self.entries
-            .get(&op)
-            .is_some_and(|entry| entry.trusted && entry.frame.is_some())
+        op == self.floor
+            || self
+                .entries
+                .get(&op)
+                .is_some_and(|entry| entry.trusted && entry.frame.is_some())
     }
 
     /// Put an entry at its op, replacing whatever was there.
     pub fn put(&mut self, entry: Entry) {
-        assert!(entry.header.op > 0, "the root is never replaced");
-        self.entries.insert(entry.header.op, entry);
+        assert!(entry.header.op > self.floor, "the floor is never replaced");
+        self.frame_bytes += frame_len(&entry);
+        if let Some(old) = self.entries.insert(entry.header.op, entry) {
+            self.frame_bytes -= frame_len(&old);
+        }
     }
 
     /// Forget which entries above `op` are trusted: a new view's log is about to be
@@ -101,13 +182,18 @@ impl Journal {
 
     /// Remove every entry above `op`.
     pub fn truncate_after(&mut self, op: u64) {
-        self.entries.split_off(&(op + 1));
+        assert!(op >= self.floor, "truncating below the floor");
+        for entry in self.entries.split_off(&(op + 1)).values() {
+            self.frame_bytes -= frame_len(entry);
+        }
     }
 
     /// Remove the entry at `op` (a stale op found by the chain walk).
     pub fn remove(&mut self, op: u64) {
-        assert!(op > 0, "the root is never removed");
-        self.entries.remove(&op);
+        assert!(op > self.floor, "the floor is never removed");
+        if let Some(old) = self.entries.remove(&op) {
+            self.frame_bytes -= frame_len(&old);
+        }
     }
 
     /// Walk parent checksums down from every trusted entry above `floor`, trusting
@@ -132,7 +218,7 @@ impl Journal {
                 Some(lower) if lower.header.checksum == parent => lower.trusted = true,
                 Some(lower) if below <= floor => return Err((below, parent, lower.header.checksum)),
                 Some(_) => {
-                    self.entries.remove(&below);
+                    self.remove(below);
                     removed.push(below);
                 }
                 None => {}
@@ -142,7 +228,7 @@ impl Journal {
     }
 
     /// Entries from `from` to `to` inclusive.
-    pub fn range(&self, from: u64, to: u64) -> impl Iterator<Item = &Entry> {
+    pub fn range(&self, from: u64, to: u64) -> impl DoubleEndedIterator<Item = &Entry> {
         self.entries.range(from..=to).map(|(_, entry)| entry)
     }
 }

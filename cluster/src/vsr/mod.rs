@@ -10,8 +10,11 @@
 //! (request, prepare, prepare-ok, commit, reply, heartbeat),
 //! [`view_change`] (StartViewChange / DoViewChange / StartView and the merge),
 //! [`recovery`] (RequestStartView after a restart), [`repair`] (fetching prepares and
-//! the chain walk), [`journal`], [`store`], [`client_table`], [`timeout`], [`constants`].
+//! the chain walk), [`checkpoint`] (durable checkpoints and the journal's bounds),
+//! [`transfer`] (state transfer from a peer's checkpoint), [`journal`], [`store`],
+//! [`client_table`], [`timeout`], [`constants`].
 
+pub mod checkpoint;
 pub mod client_table;
 pub mod constants;
 pub mod journal;
@@ -21,8 +24,11 @@ pub mod repair;
 pub mod replica;
 pub mod store;
 pub mod timeout;
+pub mod transfer;
 pub mod view_change;
 
+#[cfg(test)]
+mod catch_up_tests;
 #[cfg(test)]
 mod tests;
 
@@ -40,6 +46,14 @@ pub trait StateMachine {
 
     /// A checksum of the whole state, for comparing replicas.
     fn digest(&self) -> u128;
+
+    /// The canonical bytes of the whole state: what a checkpoint stores and what state
+    /// transfer ships. Equal states give equal bytes.
+    fn snapshot(&self) -> Vec<u8>;
+
+    /// Replace the whole state with one decoded from [`StateMachine::snapshot`] bytes.
+    /// Bytes that are not a valid snapshot are refused and leave the state unchanged.
+    fn restore(&mut self, bytes: &[u8]) -> Result<(), crate::codec::DecodeError>;
 
     /// Whether a client request is well-formed enough to prepare. The primary refuses
     /// the rest, so every committed op is one the state machine understands.

@@ -137,7 +137,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if in_flight {
             return;
         }
-        if self.pipeline.len() < PIPELINE_PREPARES_MAX {
+        if self.pipeline.len() < PIPELINE_PREPARES_MAX && self.journal_has_room_for_new_op(self.journal.head() + 1) {
             self.prepare(header, body);
         } else if self.request_queue.len() < REQUEST_QUEUE_MAX {
             self.request_queue.push_back((from, header, body.to_vec()));
@@ -272,7 +272,8 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             // view change): fill the body if only the header was known, and ack again,
             // since the first PrepareOk may have been lost.
             Some((checksum, has_frame)) if checksum == header.checksum => {
-                if !has_frame {
+                // The floor keeps only its header: its state is the checkpoint's.
+                if !has_frame && header.op > self.journal.floor() {
                     self.journal_prepare_keeping_trust(header, frame);
                 }
                 self.send_prepare_ok(header.op);
@@ -282,6 +283,12 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
         if header.op <= self.commit_min {
             // Applied ops are final; a different prepare at one is stale.
+            return;
+        }
+        if header.op > self.journal.head() && !self.journal_has_room_for_new_op(header.op) {
+            // Beyond what the journal may hold above this replica's checkpoint: not
+            // journaled, not acknowledged; repair or a state transfer brings it later.
+            self.stats.prepares_dropped_journal_full += 1;
             return;
         }
         if header.view < self.view {
@@ -341,6 +348,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if self.status != Status::Normal || self.is_primary() || self.durable.log_view != self.view {
             return;
         }
+        if self.transfer.is_some() {
+            // Its log has a hole where the checkpoint goes: it takes part in view
+            // changes, but vouches for no op until the state is installed.
+            return;
+        }
         // Ops at or below this replica's commit point are acknowledged too: a new
         // primary may have started its view with a lower commit point and needs the
         // acknowledgements to commit them again.
@@ -382,7 +394,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
         self.pipeline_inherited = self.pipeline_inherited.min(self.pipeline.len());
         self.apply_committed();
-        while self.pipeline.len() < PIPELINE_PREPARES_MAX {
+        while self.pipeline.len() < PIPELINE_PREPARES_MAX && self.journal_has_room_for_new_op(self.journal.head() + 1) {
             let Some((from, header, body)) = self.request_queue.pop_front() else {
                 break;
             };

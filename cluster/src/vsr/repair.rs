@@ -71,7 +71,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// Ask a peer for the lowest missing range, unless a request is outstanding.
     pub(crate) fn repair(&mut self) {
         self.walk_chain();
-        if self.status == Status::Recovering || self.repair_retry.ticking() {
+        if self.status == Status::Recovering || self.repair_retry.ticking() || self.transfer.is_some() {
             return;
         }
         let target = match self.status {
@@ -128,10 +128,25 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if self.status == Status::Recovering || header.commit < header.op {
             return;
         }
-        let last = header.commit.min(header.op + REPAIR_PREPARES_MAX - 1);
+        let floor = self.journal.floor();
+        let mut first = header.op.max(1);
+        if first <= floor {
+            // The start of the range left this ring: say where it begins (the asker
+            // transfers state if what it needs next is below that), then serve the rest.
+            let mut evicted = self.header(Command::RangeEvicted);
+            evicted.op = floor + 1;
+            evicted.commit = self.checkpoint_op;
+            self.send_to_replica(sender, evicted, &[]);
+            self.stats.range_evicted_sent += 1;
+            first = floor + 1;
+        }
+        let last = header.commit.min(first + REPAIR_PREPARES_MAX - 1);
+        if last < first {
+            return;
+        }
         let served: Vec<(bool, Vec<u8>)> = self
             .journal
-            .range(header.op.max(1), last)
+            .range(first, last)
             .filter_map(|entry| entry.frame.as_ref().map(|frame| (entry.trusted, frame.to_vec())))
             .collect();
         for (trusted, frame) in served {
@@ -163,6 +178,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
         let op = inner.op;
         if op <= self.commit_min {
+            return;
+        }
+        if op > self.journal.head() && !self.journal_has_room_for_new_op(op) && op != self.commit_min + 1 {
+            self.stats.prepares_dropped_journal_full += 1;
             return;
         }
         let expected = self

@@ -8,8 +8,9 @@ use super::StateMachine;
 use super::client_table::ClientTable;
 use super::constants::*;
 use super::journal::{Entry, Journal};
-use super::store::{ReplicaStore, StoredRecord, Superblock};
+use super::store::{ReplicaStore, StoreError, StoredRecord, Superblock};
 use super::timeout::Timeout;
+use super::transfer::{Served, Transfer};
 use super::view_change::DoViewChangeLog;
 use crate::seam::ProcessId;
 use crate::wire::{self, Command, Header};
@@ -46,6 +47,25 @@ pub struct ReplicaConfig {
     /// the metadata group was in when the partition's create was prepared, so its first
     /// primary is spread by that view instead of always being replica 0.
     pub initial_view: u64,
+    /// Ops the journal holds at most (the metadata group's `journal_slots`, a
+    /// partition's ring entries): see `vsr::checkpoint`. At least
+    /// [`JOURNAL_OPS_MIN`].
+    pub journal_ops_max: u64,
+    /// Frame bytes the journal holds at most, in bytes: at least [`RING_BYTES_MIN`].
+    pub journal_bytes_max: u64,
+    /// Whether a restarted replica fetches its primary's state as soon as it adopts a
+    /// view, when the primary has applied past a checkpoint this replica lacks (the
+    /// metadata group: its state is small and a snapshot bounds the repair that
+    /// follows to one journal). Otherwise it transfers only when repair finds the ops
+    /// it needs evicted everywhere it asked.
+    pub transfer_on_rejoin: bool,
+}
+
+impl ReplicaConfig {
+    /// The journal bounds of a metadata group by default.
+    pub const METADATA_JOURNAL: (u64, u64) = (JOURNAL_SLOTS_DEFAULT, RING_BYTES_DEFAULT);
+    /// The journal bounds of a partition group by default.
+    pub const PARTITION_RING: (u64, u64) = (RING_ENTRIES_DEFAULT, RING_BYTES_DEFAULT);
 }
 
 /// Counters for checks and reports.
@@ -71,6 +91,36 @@ pub struct ReplicaStats {
     pub prepare_write_failures: u64,
     /// DoViewChanges offered with an incomplete log (counted only with every replica's).
     pub do_view_changes_incomplete: u64,
+    /// Checkpoints made durable (taken or installed).
+    pub checkpoints_written: u64,
+    /// Checkpoint writes the store refused (nothing was evicted).
+    pub checkpoint_write_failures: u64,
+    /// Ops evicted from the journal below a checkpoint.
+    pub ops_evicted: u64,
+    /// RangeEvicted answers sent (a peer asked for ops this replica evicted).
+    pub range_evicted_sent: u64,
+    /// RangeEvicted answers received.
+    pub range_evicted_received: u64,
+    /// State transfers started as the receiver.
+    pub transfers_started: u64,
+    /// State transfers installed.
+    pub transfers_installed: u64,
+    /// State transfers abandoned (peer silent, or bytes refused).
+    pub transfers_abandoned: u64,
+    /// Transfers that switched to a newer checkpoint mid-way (the peer dropped the pin).
+    pub transfers_restarted: u64,
+    /// Transfers started before the previous install connected (stale on arrival).
+    pub transfers_stale: u64,
+    /// Transfers this replica began serving.
+    pub transfers_served: u64,
+    /// Transfer requests refused (already serving the most it may).
+    pub transfers_refused: u64,
+    /// Checkpoint chunks sent.
+    pub transfer_chunks_served: u64,
+    /// Served transfers' ring pins released (idle, or the ring hit twice its cap).
+    pub transfer_pins_released: u64,
+    /// Prepares dropped because the journal had no room (beyond the checkpoint's reach).
+    pub prepares_dropped_journal_full: u64,
 }
 
 /// A frame to send.
@@ -149,6 +199,14 @@ pub struct Replica<S, T> {
     /// Repaired prepares not yet provably canonical, waiting for the trusted op above
     /// them to arrive (answers come lowest op first, the proof runs top down).
     pub(crate) repair_buffer: BTreeMap<u64, (Header, Rc<[u8]>)>,
+    /// The op of the newest durable checkpoint (0: none; the root is the state then).
+    pub(crate) checkpoint_op: u64,
+    /// The state transfer this replica is receiving.
+    pub(crate) transfer: Option<Transfer>,
+    /// The state transfers this replica is serving (at most `TRANSFERS_SERVED_MAX`).
+    pub(crate) served: Vec<Served>,
+    /// The op of the last installed transfer until the op above it is applied.
+    pub(crate) installed_awaiting_connect: Option<u64>,
 }
 
 /// SplitMix64: the entropy and nonce derivation (a pure function of seed and input).
@@ -166,18 +224,34 @@ pub(crate) fn bit(replica: u8) -> u8 {
 impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// Boot a replica on `store`. A store that was never written is a fresh replica
     /// (Normal in view 0); one with a superblock is a restart (Recovering in its
-    /// recorded view, with the journal it kept). `incarnation` distinguishes restarts
-    /// (it feeds the boot nonce).
-    pub fn open(config: ReplicaConfig, state_machine: S, store: T, incarnation: u64) -> Self {
+    /// recorded view, with its checkpoint and the journal it kept above it).
+    /// `incarnation` distinguishes restarts (it feeds the boot nonce). A checkpoint that
+    /// cannot be read or restored is an error: the replica does not run on that disk.
+    pub fn open(config: ReplicaConfig, state_machine: S, store: T, incarnation: u64) -> Result<Self, StoreError> {
         assert!(
             (1..=REPLICAS_MAX as u8).contains(&config.replicas) && config.replica < config.replicas,
             "replica {} of {}",
             config.replica,
             config.replicas
         );
+        assert!(
+            (JOURNAL_OPS_MIN..=JOURNAL_OPS_MAX).contains(&config.journal_ops_max),
+            "journal of {} ops",
+            config.journal_ops_max
+        );
+        assert!(
+            (RING_BYTES_MIN..=RING_BYTES_MAX).contains(&config.journal_bytes_max),
+            "journal of {} bytes",
+            config.journal_bytes_max
+        );
         let mut journal = Journal::new(config.cluster, config.group);
         let superblock = store.superblock();
+        let checkpoint = store.checkpoint()?;
+        let checkpoint_op = checkpoint.as_ref().map_or(0, |(op, _)| *op);
         for (op, record) in store.records() {
+            if op <= checkpoint_op {
+                continue;
+            }
             // A record that no longer verifies is as good as missing: repair refetches it.
             let (header, frame) = match record {
                 StoredRecord::Prepare(frame) => match wire::open(&frame) {
@@ -199,7 +273,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
         // A replica that ever wrote anything is a restart, even if (by a fault) it has
         // prepares but no superblock: only a truly empty store is a fresh replica.
-        let recovering = superblock.is_some() || journal.head() > 0;
+        let recovering = superblock.is_some() || journal.head() > 0 || checkpoint.is_some();
         let log_incomplete = store.may_lack_acknowledged_ops();
         assert!(
             !log_incomplete || recovering,
@@ -257,7 +331,23 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             repair_window: REPAIR_PREPARES_MAX,
             repair_first: 0,
             repair_buffer: BTreeMap::new(),
+            checkpoint_op: 0,
+            transfer: None,
+            served: Vec::new(),
+            installed_awaiting_connect: None,
         };
+        if let Some((op, bytes)) = checkpoint {
+            let installed = replica.install_checkpoint(&bytes).map_err(|error| {
+                tracing::error!(replica = replica.config.replica, group = replica.config.group, op, %error, "checkpoint refused at boot");
+                StoreError { what: "checkpoint refused at boot" }
+            })?;
+            if installed != op {
+                return Err(StoreError {
+                    what: "checkpoint names another op than its file",
+                });
+            }
+            replica.checkpoint_op = op;
+        }
         if recovering {
             replica.request_start_view.start();
         } else {
@@ -268,7 +358,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             }
             replica.enter_normal_timers();
         }
-        replica
+        Ok(replica)
     }
 
     // ---- Accessors (for the shard, checks and tests). ----
@@ -354,6 +444,22 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// has not yet installed a view's log in its place.
     pub fn log_incomplete(&self) -> bool {
         self.log_incomplete
+    }
+
+    /// The op of the newest durable checkpoint (0: none).
+    pub fn checkpoint_op(&self) -> u64 {
+        self.checkpoint_op
+    }
+
+    /// The lowest op the journal holds (the root or a checkpoint): headers of applied
+    /// ops below it are gone.
+    pub fn journal_floor(&self) -> u64 {
+        self.journal.floor()
+    }
+
+    /// Entries and frame bytes the journal holds (for memory reports).
+    pub fn journal_size(&self) -> (usize, u64) {
+        (self.journal.len(), self.journal.frame_bytes())
     }
 
     /// Repair requests sent and whether one is outstanding (for failure reports).
@@ -470,6 +576,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             (Command::RequestStartView, Some(sender)) => self.on_request_start_view(sender, &header),
             (Command::RequestPrepares, Some(sender)) => self.on_request_prepares(sender, &header),
             (Command::RepairPrepare, Some(sender)) => self.on_repair_prepare(sender, &header, body),
+            (Command::RangeEvicted, Some(sender)) => self.on_range_evicted(sender, &header),
+            (Command::RequestCheckpoint, Some(sender)) => self.on_request_checkpoint(sender, &header),
+            (Command::CheckpointChunk, Some(sender)) => self.on_checkpoint_chunk(sender, &header, body),
             _ => self.stats.frames_misrouted += 1,
         }
         self.after_input();
@@ -507,6 +616,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.probe_start_view();
         }
         fired |= self.tick_pipeline();
+        fired |= self.tick_transfers();
         if self.repair_retry.tick() {
             fired = true;
             // A round that filled nothing: ask for less, in case the answers are being
@@ -526,6 +636,8 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.try_start_view();
         }
         self.apply_committed();
+        self.note_transfer_connected();
+        self.maybe_checkpoint();
         self.assert_invariants();
     }
 
@@ -569,8 +681,27 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             assert_eq!(self.pipeline.front().map(|entry| entry.op), Some(self.commit_max + 1));
             assert_eq!(self.pipeline.back().map(|entry| entry.op), Some(self.journal.head()));
         }
-        for op in self.commit_min.saturating_sub(1)..=self.commit_min {
+        for op in self.commit_min.saturating_sub(1).max(self.journal.floor())..=self.commit_min {
             assert!(self.journal.ready(op), "applied op {op} left the journal");
+        }
+        assert!(
+            self.journal.floor() <= self.commit_min,
+            "the journal floor {} is above the applied head {}",
+            self.journal.floor(),
+            self.commit_min
+        );
+        assert!(
+            self.checkpoint_op <= self.commit_min,
+            "checkpoint {} above the applied head {}",
+            self.checkpoint_op,
+            self.commit_min
+        );
+        assert!(self.served.len() <= TRANSFERS_SERVED_MAX);
+        if self.transfer.is_some() {
+            assert!(
+                self.status != Status::Recovering,
+                "a recovering replica transfers nothing"
+            );
         }
     }
 }

@@ -67,7 +67,22 @@ pub trait ReplicaStore {
     fn may_lack_acknowledged_ops(&self) -> bool {
         false
     }
+    /// Make a checkpoint durable: the encoded state of the replica after applying
+    /// `op` (see `vsr::checkpoint`), replacing the previous one. Only once it returns
+    /// `Ok` may the replica forget the ops at or below `op`.
+    fn write_checkpoint(&mut self, op: u64, bytes: &Rc<[u8]>) -> Result<(), StoreError>;
+    /// The newest durable checkpoint, if one was ever written: its op and its bytes.
+    /// A checkpoint that cannot be read back whole is an error, never "none": booting
+    /// without it would replay from op 1 a log whose start was discarded.
+    fn checkpoint(&self) -> Result<Option<Checkpoint>, StoreError>;
+    /// Forget the records at or below `op` (a durable checkpoint covers them). Best
+    /// effort: a failure only leaves disk space in use; `records` still reports them,
+    /// and the replica ignores records at or below its checkpoint.
+    fn discard_through(&mut self, op: u64);
 }
+
+/// A durable checkpoint as a store returns it: its op and its encoded bytes.
+pub type Checkpoint = (u64, Rc<[u8]>);
 
 /// What the store holds for one op.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,6 +96,7 @@ pub enum StoredRecord {
 #[derive(Debug, Default)]
 struct MemoryStoreState {
     superblock: Option<Superblock>,
+    checkpoint: Option<Checkpoint>,
     prepares: BTreeMap<u64, StoredRecord>,
     fail_superblock_writes: bool,
     may_lack_acknowledged_ops: bool,
@@ -184,5 +200,19 @@ impl ReplicaStore for MemoryStore {
 
     fn may_lack_acknowledged_ops(&self) -> bool {
         self.state.borrow().may_lack_acknowledged_ops
+    }
+
+    fn write_checkpoint(&mut self, op: u64, bytes: &Rc<[u8]>) -> Result<(), StoreError> {
+        self.state.borrow_mut().checkpoint = Some((op, Rc::clone(bytes)));
+        Ok(())
+    }
+
+    fn checkpoint(&self) -> Result<Option<Checkpoint>, StoreError> {
+        Ok(self.state.borrow().checkpoint.clone())
+    }
+
+    fn discard_through(&mut self, op: u64) {
+        let mut state = self.state.borrow_mut();
+        state.prepares = state.prepares.split_off(&(op + 1));
     }
 }

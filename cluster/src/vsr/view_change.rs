@@ -482,7 +482,15 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
 
     /// Put a canonical header at its op: trust a matching entry, replace a different one.
     pub(crate) fn install_canonical_header(&mut self, header: &Header) {
-        if header.op == 0 {
+        if header.op <= self.journal.floor() {
+            // Applied and covered by a checkpoint; only the floor's header is kept.
+            if let Some(floor) = self.journal.get(header.op) {
+                assert_eq!(
+                    floor.header.checksum, header.checksum,
+                    "divergence: replica {} checkpointed op {} that the canonical log does not hold",
+                    self.config.replica, header.op
+                );
+            }
             return;
         }
         match self.journal.get_mut(header.op) {
@@ -525,6 +533,8 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         header.op = head;
         header.commit = self.commit_max;
         header.nonce = nonce;
+        // The newest durable checkpoint: a rejoining replica behind it fetches the state.
+        header.request = self.checkpoint_op;
         self.send(to, header, &body);
     }
 
@@ -573,6 +583,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if self.status == Status::Normal && self.is_primary() {
             self.abandon_client_requests();
         }
+        let rejoining = self.status == Status::Recovering;
         self.view = header.view;
         self.log_view = header.view;
         self.status = Status::Normal;
@@ -590,6 +601,12 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         // holds the ops above the commit point it announced.
         for op in header.commit + 1..=self.journal.head() {
             self.send_prepare_ok(op);
+        }
+        if rejoining && self.config.transfer_on_rejoin && header.request > self.commit_min && self.transfer.is_none() {
+            // The primary checkpointed past what this replica applied: fetch its state
+            // now rather than repairing op by op (a primary with no checkpoint yet says
+            // 0, and the replica repairs everything instead).
+            self.start_transfer(sender);
         }
     }
 

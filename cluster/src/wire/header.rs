@@ -61,6 +61,15 @@ pub enum Command {
     Refused = 11,
     /// An answer to RequestPrepares: the body is one whole prepare frame.
     RepairPrepare = 12,
+    /// An answer to RequestPrepares from a peer that evicted the start of the range:
+    /// `op` is the oldest op it still holds, `commit` its checkpoint op.
+    RangeEvicted = 13,
+    /// A replica asks a peer for a chunk of its checkpoint (state transfer): `op` is
+    /// the checkpoint op (0: the newest), `commit` the byte offset.
+    RequestCheckpoint = 14,
+    /// A chunk of a checkpoint: `op` the checkpoint op, `commit` the byte offset,
+    /// `timestamp` the checkpoint's length, `context` its checksum; the body the bytes.
+    CheckpointChunk = 15,
     /// Echo plane: a client request.
     EchoRequest = 100,
     /// Echo plane: a replica's echo.
@@ -71,7 +80,7 @@ pub enum Command {
 
 impl Command {
     /// Every command, for tables and tests.
-    pub const ALL: [Command; 15] = [
+    pub const ALL: [Command; 18] = [
         Command::Request,
         Command::Prepare,
         Command::PrepareOk,
@@ -84,6 +93,9 @@ impl Command {
         Command::RequestPrepares,
         Command::Refused,
         Command::RepairPrepare,
+        Command::RangeEvicted,
+        Command::RequestCheckpoint,
+        Command::CheckpointChunk,
         Command::EchoRequest,
         Command::EchoReply,
         Command::EchoHeartbeat,

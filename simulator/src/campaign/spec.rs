@@ -81,6 +81,24 @@ pub struct CampaignFlags {
     #[arg(long, default_value = "sim", value_parser = crate::fuzz::parse_storage)]
     pub storage: crate::harness::StorageModel,
 
+    /// Passed to every run: journal slots of the metadata group (see workload-fuzz).
+    #[arg(long, default_value_t = cluster::vsr::constants::JOURNAL_SLOTS_DEFAULT,
+          value_parser = clap::value_parser!(u64).range(
+              cluster::vsr::constants::JOURNAL_OPS_MIN..=cluster::vsr::constants::JOURNAL_OPS_MAX))]
+    pub journal_slots: u64,
+
+    /// Passed to every run: prepare ring entries of each partition group.
+    #[arg(long, default_value_t = cluster::vsr::constants::RING_ENTRIES_DEFAULT,
+          value_parser = clap::value_parser!(u64).range(
+              cluster::vsr::constants::JOURNAL_OPS_MIN..=cluster::vsr::constants::JOURNAL_OPS_MAX))]
+    pub ring_entries: u64,
+
+    /// Passed to every run: frame bytes every journal holds at most.
+    #[arg(long, default_value_t = cluster::vsr::constants::RING_BYTES_DEFAULT,
+          value_parser = clap::value_parser!(u64).range(
+              cluster::vsr::constants::RING_BYTES_MIN..=cluster::vsr::constants::RING_BYTES_MAX))]
+    pub ring_bytes: u64,
+
     /// Passed to every run: fewest commits for a non-vacuous run.
     #[arg(long, default_value_t = 1)]
     pub min_commits: u64,
@@ -244,6 +262,9 @@ impl CampaignFlags {
             crash_primary: self.crash_primary,
             power_loss_prob: self.power_loss_prob,
             storage: self.storage,
+            journal_slots: self.journal_slots,
+            ring_entries: self.ring_entries,
+            ring_bytes: self.ring_bytes,
             heal_before_quiesce: self.heal_before_quiesce,
             no_quiesce: self.no_quiesce,
             network: self.network.clone(),

@@ -2,6 +2,12 @@
 
 use clap::{Parser, ValueEnum};
 
+use cluster::node::JournalBounds;
+use cluster::vsr::constants::{
+    JOURNAL_OPS_MAX, JOURNAL_OPS_MIN, JOURNAL_SLOTS_DEFAULT, RING_BYTES_DEFAULT, RING_BYTES_MAX, RING_BYTES_MIN,
+    RING_ENTRIES_DEFAULT,
+};
+
 use crate::harness::StorageModel;
 use crate::network::config::{NetworkConfig, PartitionMode, PartitionSymmetry};
 use crate::profile::{mode_name, symmetry_name};
@@ -86,6 +92,26 @@ pub struct FuzzArgs {
     /// in-memory stores that never lose a write (faster, and what older runs used).
     #[arg(long, default_value = "sim", value_parser = parse_storage)]
     pub storage: StorageModel,
+
+    /// Journal slots of the metadata group: ops it keeps in memory and in its WAL above
+    /// its last checkpoint, which it takes every `journal-slots - 64` applied ops. Small
+    /// values (80 is the least) force checkpoints, evictions and state transfers
+    /// within a few thousand ticks; a run given a value below the default that takes
+    /// no checkpoint is vacuous.
+    #[arg(long, default_value_t = JOURNAL_SLOTS_DEFAULT,
+          value_parser = clap::value_parser!(u64).range(JOURNAL_OPS_MIN..=JOURNAL_OPS_MAX))]
+    pub journal_slots: u64,
+
+    /// Prepare ring entries of each partition group (as --journal-slots, for
+    /// partitions).
+    #[arg(long, default_value_t = RING_ENTRIES_DEFAULT,
+          value_parser = clap::value_parser!(u64).range(JOURNAL_OPS_MIN..=JOURNAL_OPS_MAX))]
+    pub ring_entries: u64,
+
+    /// Frame bytes every group's journal holds at most, in bytes (64 MiB to 256 MiB).
+    #[arg(long, default_value_t = RING_BYTES_DEFAULT,
+          value_parser = clap::value_parser!(u64).range(RING_BYTES_MIN..=RING_BYTES_MAX))]
+    pub ring_bytes: u64,
 
     /// Allow the crash injector to crash primaries.
     #[arg(long)]
@@ -320,6 +346,21 @@ fn shell_quote(value: &str) -> String {
 }
 
 impl FuzzArgs {
+    /// The journal bounds the flags ask for.
+    pub fn journal(&self) -> JournalBounds {
+        JournalBounds {
+            journal_slots: self.journal_slots,
+            ring_entries: self.ring_entries,
+            ring_bytes: self.ring_bytes,
+        }
+    }
+
+    /// Whether the run was asked to exercise checkpoints (a journal or ring smaller
+    /// than the default): then a run that takes none is vacuous.
+    pub fn asks_for_checkpoints(&self) -> bool {
+        self.journal_slots < JOURNAL_SLOTS_DEFAULT || self.ring_entries < RING_ENTRIES_DEFAULT
+    }
+
     /// The command that replays this run exactly, every flag spelled out (the seed too,
     /// even when it was drawn).
     pub fn repro_command(&self, seed: u64) -> String {
@@ -339,6 +380,9 @@ impl FuzzArgs {
             format!("--restart-prob {}", self.restart_prob),
             format!("--power-loss-prob {}", self.power_loss_prob),
             format!("--storage {}", self.storage),
+            format!("--journal-slots {}", self.journal_slots),
+            format!("--ring-entries {}", self.ring_entries),
+            format!("--ring-bytes {}", self.ring_bytes),
         ];
         for (set, flag) in [
             (self.crash_primary, "--crash-primary"),

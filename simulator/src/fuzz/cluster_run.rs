@@ -100,6 +100,7 @@ pub(super) fn run(
         break_fence: args.break_fence,
         storage: args.storage,
         power_loss_probability: args.power_loss_prob,
+        journal: args.journal(),
     };
     let mut harness = Harness::new(report.seed, &harness_config, workload.clone());
     print_world(harness.simulation(), out)?;
@@ -189,6 +190,12 @@ pub(super) fn run(
         harness.stats().restarts,
     )?;
     print_packets(harness.simulation(), out)?;
+    let catch_up = harness.catch_up();
+    writeln!(
+        out,
+        "{catch_up} checkpoint_states_compared={}",
+        harness.checkpoints_compared()
+    )?;
     let mut nodes = cluster::node::NodeStats::default();
     for (_, node) in harness.live_nodes() {
         nodes += node.stats();
@@ -265,6 +272,10 @@ pub(super) fn run(
         None if compared < args.min_ops_compared => Verdict::Vacuous(format!(
             "{compared} ops compared, below --min-ops-compared {}",
             args.min_ops_compared
+        )),
+        None if args.asks_for_checkpoints() && catch_up.checkpoints == 0 => Verdict::Vacuous(format!(
+            "asked for a small journal (--journal-slots {} --ring-entries {}) but no checkpoint was taken",
+            args.journal_slots, args.ring_entries
         )),
         None => match workload.borrow().defining_outcome_missing(args.plane.name()) {
             Some(missing) => Verdict::Vacuous(format!("the {} plane never saw {missing}", args.plane.name())),

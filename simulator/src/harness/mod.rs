@@ -10,6 +10,7 @@
 //! yet: I/O errors and torn writes inside a cluster run (the storage sweeps cover them
 //! one structure at a time).
 
+pub mod catch_up;
 pub mod client;
 pub mod crash;
 pub mod state_checker;
@@ -20,7 +21,9 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use cluster::metadata::{DEFAULT_ROOT_PASSWORD, MetadataMachine};
-use cluster::node::{DurableStores, METADATA_GROUP, MemoryStores, Node, NodeConfig, NodeIdentity, Shard, owner_shard};
+use cluster::node::{
+    DurableStores, JournalBounds, METADATA_GROUP, MemoryStores, Node, NodeConfig, NodeIdentity, Shard, owner_shard,
+};
 use cluster::partition::{OwnerFence, PartitionMachine};
 use cluster::seam::ProcessId;
 use cluster::storage::superblock::cluster_id;
@@ -32,6 +35,7 @@ use crate::storage::{CrashKind, SimStorage, SimStorageOptions};
 pub use stores::{SimReplicaStore, SimStores, StorageModel};
 
 use crate::simulation::{Simulation, SimulationConfig, SimulationError};
+use catch_up::{CatchUpCounters, CheckpointChecker};
 use client::{ClientDriver, ClientStats, run_client};
 use crash::{CrashAction, CrashConfig, CrashInjector, ReplicaLife};
 use state_checker::{CommittedOp, StateChecker};
@@ -64,6 +68,9 @@ pub struct HarnessConfig {
     /// disk keeps only what it made stable) rather than a process crash (the page cache
     /// survives).
     pub power_loss_probability: f64,
+    /// How much of its log each group keeps (small values force checkpoints,
+    /// evictions and state transfers).
+    pub journal: JournalBounds,
 }
 
 /// A metadata replica as the harness hosts it (inside shard 0 of a node).
@@ -98,6 +105,10 @@ struct GroupWatch {
     /// Hosted at some check this incarnation (one that was, and no longer is, was
     /// closed: its partition was deleted).
     hosted: bool,
+    /// The checkpoint op whose state was last compared, this incarnation.
+    checkpoint_seen: u64,
+    /// The tick the state transfer in progress was first seen, this incarnation.
+    transfer_since: Option<u64>,
 }
 
 impl GroupWatch {
@@ -171,6 +182,10 @@ pub struct Harness {
     power_rng: SimRng,
     /// A node that refused to boot (its disk did not recover): reported by the next step.
     boot_failure: Option<CheckFailure>,
+    journal: JournalBounds,
+    /// Catch-up counters of nodes that crashed (a node's own die with it).
+    retired: CatchUpCounters,
+    checkpoints: CheckpointChecker,
 }
 
 impl Harness {
@@ -202,6 +217,9 @@ impl Harness {
             power_loss_probability: config.power_loss_probability,
             power_rng: SimRng::new(storage_seed),
             boot_failure: None,
+            journal: config.journal,
+            retired: CatchUpCounters::default(),
+            checkpoints: CheckpointChecker::default(),
         };
         for index in 0..replicas {
             let disk = match config.storage {
@@ -251,6 +269,7 @@ impl Harness {
             entropy_seed: self.simulation.seeds().workload ^ (index as u64).wrapping_mul(0x9E37_79B9),
             root_password: DEFAULT_ROOT_PASSWORD.to_owned(),
             owner_fence: self.owner_fence,
+            journal: self.journal,
         };
         let slot = &self.slots[index];
         let stores = match &slot.disk {
@@ -297,6 +316,8 @@ impl Harness {
         slot.node = Some(node);
         for watch in slot.watches.values_mut() {
             watch.checked = 0;
+            watch.checkpoint_seen = 0;
+            watch.transfer_since = None;
             watch.progress = (0, tick);
             watch.present = false;
             watch.hosted = false;
@@ -384,6 +405,7 @@ impl Harness {
                             .entry(METADATA_GROUP)
                             .or_insert_with(|| GroupWatch::new(tick)),
                         &mut self.checkers,
+                        &mut self.checkpoints,
                         tick,
                         break_check,
                     )?;
@@ -396,6 +418,7 @@ impl Harness {
                         slot.incarnation,
                         slot.watches.entry(*group).or_insert_with(|| GroupWatch::new(tick)),
                         &mut self.checkers,
+                        &mut self.checkpoints,
                         tick,
                         break_check,
                     )?;
@@ -446,6 +469,18 @@ impl Harness {
     /// Crash and restart counts.
     pub fn stats(&self) -> HarnessStats {
         self.stats
+    }
+
+    /// Catch-up counters over every replica of every group, crashed incarnations too.
+    pub fn catch_up(&self) -> CatchUpCounters {
+        self.live_nodes()
+            .iter()
+            .fold(self.retired, |sum, (_, node)| sum.plus(&CatchUpCounters::of_node(node)))
+    }
+
+    /// Checkpoint states compared between replicas (see [`CheckpointChecker`]).
+    pub fn checkpoints_compared(&self) -> u64 {
+        self.checkpoints.compared()
     }
 
     /// Each client's counters.
@@ -523,6 +558,9 @@ impl Harness {
         let tick = self.simulation.tick();
         self.simulation.crash(ProcessId(index as u32));
         let slot = &mut self.slots[index];
+        if let Some(node) = &slot.node {
+            self.retired = self.retired.plus(&CatchUpCounters::of_node(node));
+        }
         slot.node = None;
         slot.since = tick;
         if let Disk::Sim(storage) = &slot.disk {
@@ -593,6 +631,7 @@ fn check_group<S: StateMachine>(
     incarnation: u64,
     watch: &mut GroupWatch,
     checkers: &mut BTreeMap<u64, StateChecker>,
+    checkpoints: &mut CheckpointChecker,
     tick: u64,
     break_check: bool,
 ) -> Result<(), CheckFailure> {
@@ -630,7 +669,11 @@ fn check_group<S: StateMachine>(
         let checker = checkers
             .entry(group)
             .or_insert_with(|| StateChecker::new(root_header(SIMULATED_CLUSTER_ID, group).checksum));
-        for op in watch.checked + 1..=commit_min {
+        // Ops below the journal's floor were covered by a checkpoint this replica
+        // installed (from a peer or its disk) without applying them one by one: the
+        // checkpoint check compares its state instead, and the floor op's header is
+        // still checked against the chain.
+        for op in (watch.checked + 1).max(replica.journal_floor())..=commit_min {
             let header = replica.committed_header(op).ok_or_else(|| {
                 fail(
                     "applied op missing",
@@ -651,6 +694,28 @@ fn check_group<S: StateMachine>(
             }
         }
         watch.checked = commit_min;
+    }
+    checkpoints
+        .check(index, group, replica, &mut watch.checkpoint_seen)
+        .map_err(|detail| fail("checkpoint diverged", detail))?;
+    // A transfer ends within its retry budget when its peer is silent, so one still
+    // running after this long is making no progress it will ever finish.
+    match (replica.transferring(), watch.transfer_since) {
+        (false, _) => watch.transfer_since = None,
+        (true, None) => watch.transfer_since = Some(tick),
+        (true, Some(since)) if tick - since > COMMIT_STUCK_TICKS_MAX => {
+            return Err(fail(
+                "transfer stuck",
+                format!(
+                    "replica {index} group {group:#x} has been receiving a state transfer for {} ticks \
+                     (applied {}, committed {})",
+                    tick - since,
+                    replica.commit_min(),
+                    replica.commit_max()
+                ),
+            ));
+        }
+        (true, Some(_)) => {}
     }
     if commit_min != watch.progress.0 || replica.status() != Status::Normal || commit_min >= replica.commit_max() {
         watch.progress = (commit_min, tick);

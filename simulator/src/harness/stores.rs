@@ -14,7 +14,7 @@ use std::str::FromStr;
 
 use cluster::metadata::Durability;
 use cluster::node::{DurableReplicaStore, DurableStores, MemoryStores, StoreProvider};
-use cluster::vsr::store::{MemoryStore, ReplicaStore, StoreError, StoredRecord, Superblock};
+use cluster::vsr::store::{Checkpoint, MemoryStore, ReplicaStore, StoreError, StoredRecord, Superblock};
 use cluster::wire::HEADER_BYTES;
 
 use crate::storage::SimStorage;
@@ -173,6 +173,27 @@ impl ReplicaStore for SimReplicaStore {
         match self {
             SimReplicaStore::Memory(store) => store.may_lack_acknowledged_ops(),
             SimReplicaStore::Durable(store) => store.may_lack_acknowledged_ops(),
+        }
+    }
+
+    fn write_checkpoint(&mut self, op: u64, bytes: &Rc<[u8]>) -> Result<(), StoreError> {
+        match self {
+            SimReplicaStore::Memory(store) => store.write_checkpoint(op, bytes),
+            SimReplicaStore::Durable(store) => store.write_checkpoint(op, bytes),
+        }
+    }
+
+    fn checkpoint(&self) -> Result<Option<Checkpoint>, StoreError> {
+        match self {
+            SimReplicaStore::Memory(store) => store.checkpoint(),
+            SimReplicaStore::Durable(store) => store.checkpoint(),
+        }
+    }
+
+    fn discard_through(&mut self, op: u64) {
+        match self {
+            SimReplicaStore::Memory(store) => store.discard_through(op),
+            SimReplicaStore::Durable(store) => store.discard_through(op),
         }
     }
 }

@@ -1,10 +1,13 @@
 //! The record-log engine under the metadata WAL and the partition WAL: record kinds
-//! and their validation, the boot scan, the redo file that protects rewrites, and
-//! [`RecordLog`], one file of records with strictly increasing ops written through one
-//! handle. See [`super`] for the format and the rules.
+//! and their validation, the boot scan, the redo file that protects rewrites, the
+//! prefix drop that forgets the records a checkpoint covers (copy the rest to
+//! `<path>.next`, sync, rename, sync the directory), and [`RecordLog`], one file of
+//! records with strictly increasing ops written through one handle. See [`super`] for
+//! the format and the rules.
 
 use std::collections::BTreeMap;
 use std::io;
+use std::ops::Bound;
 use std::rc::Rc;
 
 use super::{DamagedRange, InterruptedRewrite, WalError, sync_ancestors};
@@ -38,6 +41,17 @@ pub const WAL_WRITE_BYTES_MAX: usize = 1024 * 1024;
 /// memory.
 pub const REWRITE_BYTES_MAX: usize = 64 * 1024 * 1024;
 
+/// Bytes a prefix drop may copy per byte it drops, at most: a drop rewrites the records
+/// it keeps into a new file, so it runs only once the prefix it would drop is at least
+/// as large as the suffix it must copy. Every byte is then copied at most once per byte
+/// dropped before it (amortized, at most one extra write per byte appended) and the
+/// file stays within twice what it must hold.
+pub const PREFIX_DROP_COPIED_PER_DROPPED_BYTE_MAX: u64 = 1;
+
+/// Suffix of the file a prefix drop writes the kept records to before renaming it over
+/// the log.
+pub const NEXT_SUFFIX: &str = ".next";
+
 /// Bytes of rewrite payload per redo record, in bytes: well under
 /// [`record::RECORD_PAYLOAD_BYTES_MAX`], so any rewrite splits into valid records.
 const REDO_CHUNK_BYTES: usize = 1024 * 1024;
@@ -47,6 +61,11 @@ const REDO_CHUNK_BYTES: usize = 1024 * 1024;
 pub(crate) struct Slot {
     pub(crate) offset: u64,
     pub(crate) bytes: u64,
+}
+
+/// The ops strictly above `op`.
+fn above(op: u64) -> (Bound<u64>, Bound<u64>) {
+    (Bound::Excluded(op), Bound::Unbounded)
 }
 
 /// What a record holds, ready to encode.
@@ -320,13 +339,58 @@ pub(crate) struct Rewrite {
     pub(crate) new_len: u64,
 }
 
+/// What dropping a prefix would do, before it is done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PrefixPlan {
+    /// Bytes the file would shrink by (the dropped records and any damage between them).
+    pub(crate) dropped_bytes: u64,
+    /// Bytes of the records kept, which the drop copies.
+    pub(crate) kept_bytes: u64,
+}
+
+impl PrefixPlan {
+    /// Whether the drop frees enough to pay for its copy
+    /// ([`PREFIX_DROP_COPIED_PER_DROPPED_BYTE_MAX`]).
+    pub(crate) fn worth_doing(&self) -> bool {
+        self.dropped_bytes > 0
+            && self.kept_bytes
+                <= self
+                    .dropped_bytes
+                    .saturating_mul(PREFIX_DROP_COPIED_PER_DROPPED_BYTE_MAX)
+    }
+}
+
+/// What a prefix drop did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PrefixDrop {
+    /// Records dropped (removed ops included).
+    pub dropped_records: u64,
+    /// Bytes the file shrank by.
+    pub dropped_bytes: u64,
+    /// Records copied into the new file.
+    pub kept_records: u64,
+    /// Bytes copied into the new file.
+    pub kept_bytes: u64,
+    /// Records above the dropped prefix that no longer verified when read back for the
+    /// copy (damage since they were written), left out of the new file: they were
+    /// unreadable already, and repair refetches them.
+    pub damaged_records: u64,
+}
+
 /// A log of records with strictly increasing ops on one file, written through one
 /// handle: the engine under [`super::Wal`] and the partition WAL.
 pub(crate) struct RecordLog<S: DurableStorage> {
+    storage: S,
     path: String,
     magic: u32,
     file: S::File,
     redo: S::File,
+    /// The redo may hold a rewrite not yet cleared ([`RecordLog::clear_redo`]). Between
+    /// calls it is clear unless the log is poisoned; a prefix drop refuses to run
+    /// while it is not, since boot would replay it at the old file's offsets.
+    redo_pending: bool,
+    /// Boot removed a `.next` file: a prefix drop a crash interrupted before its rename.
+    removed_leftover_next: bool,
     slots: BTreeMap<u64, Slot>,
     /// Bytes written (the next append's offset).
     end: u64,
@@ -337,10 +401,11 @@ pub(crate) struct RecordLog<S: DurableStorage> {
 }
 
 impl<S: DurableStorage> RecordLog<S> {
-    /// Open (creating if missing) `path` and its redo file and roll an interrupted
-    /// rewrite forward. The redo is left in place until [`RecordLog::clear_redo`], so a
-    /// caller can first make what depends on it durable. Slots are empty until
-    /// [`RecordLog::adopt`].
+    /// Open (creating if missing) `path` and its redo file, remove what an interrupted
+    /// prefix drop left (`<path>.next`, never renamed into place, so never the log), and
+    /// roll an interrupted rewrite forward. The redo is left in place until
+    /// [`RecordLog::clear_redo`], so a caller can first make what depends on it durable.
+    /// Slots are empty until [`RecordLog::adopt`].
     pub(crate) async fn open(
         storage: &S,
         path: &str,
@@ -362,6 +427,24 @@ impl<S: DurableStorage> RecordLog<S> {
         sync_ancestors(storage, path)
             .await
             .map_err(io_error(path, "syncing the directory"))?;
+        // A `.next` is a prefix drop's new file that a crash stopped before its rename:
+        // the log at `path` is still the whole old one. Its removal need not be durable;
+        // a removal a power loss undoes is repeated at the next boot.
+        let next_path = format!("{path}{NEXT_SUFFIX}");
+        let removed_leftover_next = match storage.remove(&next_path).await {
+            Ok(()) => true,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => false,
+            Err(source) => {
+                return Err(WalError::Io {
+                    path: next_path,
+                    action: "removing an interrupted prefix drop's leftover",
+                    source,
+                });
+            }
+        };
+        if removed_leftover_next {
+            tracing::info!(path = %next_path, "removed the leftover of a prefix drop a crash interrupted");
+        }
         let redo_bytes = record::read_to_end(&redo)
             .await
             .map_err(io_error(&redo_path, "reading"))?;
@@ -387,10 +470,13 @@ impl<S: DurableStorage> RecordLog<S> {
         };
         let end = file.len().await.map_err(io_error(path, "reading the length"))?;
         let log = Self {
+            storage: storage.clone(),
             path: path.to_owned(),
             magic,
             file,
             redo,
+            redo_pending: interrupted.is_some(),
+            removed_leftover_next,
             slots: BTreeMap::new(),
             end,
             synced: 0,
@@ -481,7 +567,14 @@ impl<S: DurableStorage> RecordLog<S> {
             action: "clearing",
             source,
         });
-        self.mutate(result)
+        self.mutate(result)?;
+        self.redo_pending = false;
+        Ok(())
+    }
+
+    /// Whether boot removed the leftover of a prefix drop a crash interrupted.
+    pub(crate) fn removed_leftover_next(&self) -> bool {
+        self.removed_leftover_next
     }
 
     /// Bytes written.
@@ -665,6 +758,9 @@ impl<S: DurableStorage> RecordLog<S> {
         } else {
             start + bytes.len() as u64
         };
+        if protect {
+            self.redo_pending = true;
+        }
         let result = self.write_rewrite(start, new_len, &bytes, protect).await;
         self.mutate(result)?;
         if !in_place {
@@ -716,6 +812,157 @@ impl<S: DurableStorage> RecordLog<S> {
             self.file.sync().await.map_err(self.io_error("syncing a rewrite"))?;
         }
         Ok(())
+    }
+
+    /// What dropping every record at or below `through` would do; `None` if no record
+    /// lies at or below it.
+    pub(crate) fn prefix_plan(&self, through: u64) -> Option<PrefixPlan> {
+        self.slots.range(..=through).next()?;
+        let kept_bytes: u64 = self.slots.range(above(through)).map(|(_, slot)| slot.bytes).sum();
+        Some(PrefixPlan {
+            dropped_bytes: self.end.saturating_sub(kept_bytes),
+            kept_bytes,
+        })
+    }
+
+    /// Drop every record at or below `through`, crash safe: the records above it are
+    /// copied into `<path>.next` (verified as they are read), which is synced through
+    /// the handle that wrote it, renamed over `path`, and the directory synced. A crash
+    /// before the rename leaves the old file (and a `.next` that boot removes); after
+    /// it, the new one, whole. That handle becomes the log's: appends go on through it.
+    ///
+    /// A failure before the rename leaves the log untouched and usable. A failed rename
+    /// or directory sync poisons the log: which file a crash would leave is unknown, so
+    /// nothing written after could be trusted durable.
+    pub(crate) async fn drop_prefix(&mut self, through: u64) -> Result<PrefixDrop, WalError> {
+        self.check_poisoned()?;
+        if self.redo_pending {
+            return Err(WalError::Io {
+                path: format!("{}.redo", self.path),
+                action: "dropping a prefix",
+                source: io::Error::other("a rewrite's redo is not cleared; its offsets name the current file"),
+            });
+        }
+        // What is copied must be what is durable: a writeback error on the old file
+        // surfaces (and poisons) here, not after its bytes were copied as good.
+        self.sync().await?;
+        let next_path = format!("{}{NEXT_SUFFIX}", self.path);
+        let next_error = |action: &'static str| {
+            let path = next_path.clone();
+            move |source| WalError::Io { path, action, source }
+        };
+        match self.storage.remove(&next_path).await {
+            Ok(()) => {}
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+            Err(source) => return Err(next_error("removing a leftover")(source)),
+        }
+        let next = self
+            .storage
+            .open(&next_path, OpenMode::CreateNew)
+            .await
+            .map_err(next_error("creating"))?;
+        let copied = self.copy_suffix(through, &next, &next_path).await;
+        let (slots, report) = match copied {
+            Ok(copied) => copied,
+            Err(error) => {
+                drop(next);
+                // Best effort: a `.next` left behind is removed by the next drop or boot.
+                let _ = self.storage.remove(&next_path).await;
+                return Err(error);
+            }
+        };
+        // The commit point: from here the old file may be gone.
+        let renamed = self
+            .storage
+            .rename(&next_path, &self.path)
+            .await
+            .map_err(next_error("renaming over the log"));
+        self.mutate(renamed)?;
+        let new_len = report.kept_bytes;
+        self.file = next;
+        self.slots = slots;
+        self.end = new_len;
+        self.synced = new_len;
+        let dir = self.path.rsplit_once('/').map_or("", |(dir, _)| dir);
+        let synced = self.storage.sync_dir(dir).await.map_err(|source| WalError::Io {
+            path: dir.to_owned(),
+            action: "syncing the directory after a prefix drop's rename",
+            source,
+        });
+        self.mutate(synced)?;
+        Ok(report)
+    }
+
+    /// Copy every record above `through` into `next` (synced), verifying each as it is
+    /// read; returns the new file's slots and what the copy did.
+    async fn copy_suffix(
+        &self,
+        through: u64,
+        next: &S::File,
+        next_path: &str,
+    ) -> Result<(BTreeMap<u64, Slot>, PrefixDrop), WalError> {
+        let next_error = |action: &'static str| {
+            let path = next_path.to_owned();
+            move |source| WalError::Io { path, action, source }
+        };
+        let mut report = PrefixDrop {
+            dropped_records: self.slots.range(..=through).count() as u64,
+            ..PrefixDrop::default()
+        };
+        let mut slots = BTreeMap::new();
+        let mut buffer: Vec<u8> = Vec::new();
+        let mut written: u64 = 0;
+        for (&op, slot) in self.slots.range(above(through)) {
+            let at = buffer.len();
+            buffer.resize(at + slot.bytes as usize, 0);
+            let read = self
+                .file
+                .read_at(slot.offset, &mut buffer[at..])
+                .await
+                .map_err(self.io_error("reading a record to keep"))?;
+            let verified = if read as u64 == slot.bytes {
+                match record::decode(self.magic, &buffer[at..]) {
+                    Ok(found) if found.key == op && found.encoded_bytes() as u64 == slot.bytes => Ok(()),
+                    Ok(found) => Err(format!("holds op {} in {} bytes", found.key, found.encoded_bytes())),
+                    Err(error) => Err(error.to_string()),
+                }
+            } else {
+                Err(format!("read {read} of {} bytes", slot.bytes))
+            };
+            if let Err(reason) = verified {
+                tracing::warn!(
+                    path = %self.path,
+                    op,
+                    offset = slot.offset,
+                    %reason,
+                    "a record no longer verifies; the prefix drop leaves it out"
+                );
+                buffer.truncate(at);
+                report.damaged_records += 1;
+                continue;
+            }
+            slots.insert(
+                op,
+                Slot {
+                    offset: written + at as u64,
+                    bytes: slot.bytes,
+                },
+            );
+            report.kept_records += 1;
+            if buffer.len() >= WAL_WRITE_BYTES_MAX {
+                next.write_at(written, &buffer).await.map_err(next_error("writing"))?;
+                written += buffer.len() as u64;
+                buffer.clear();
+            }
+        }
+        if !buffer.is_empty() {
+            next.write_at(written, &buffer).await.map_err(next_error("writing"))?;
+            written += buffer.len() as u64;
+        }
+        next.sync().await.map_err(next_error("syncing"))?;
+        report.kept_bytes = written;
+        report.dropped_bytes = self.end.saturating_sub(written);
+        Ok((slots, report))
     }
 
     /// Read the record at `op` back (`None` if absent or removed).

@@ -1,0 +1,183 @@
+//! Checkpoints, the journal's bounds and state transfer, on three replicas exchanging
+//! frames directly (no network model): what a lagging or restarted replica does.
+
+use super::constants::JOURNAL_OPS_MIN;
+use super::tests::{Counter, client_request, config, exchange};
+use super::*;
+
+/// The smallest journal: a checkpoint every 16 applied ops.
+fn small(replica: u8) -> ReplicaConfig {
+    ReplicaConfig {
+        journal_ops_max: JOURNAL_OPS_MIN,
+        ..config(replica)
+    }
+}
+
+fn cluster(stores: &[MemoryStore]) -> Vec<Replica<Counter, MemoryStore>> {
+    (0..3u8)
+        .map(|index| Replica::open(small(index), Counter(0), stores[usize::from(index)].clone(), 0).expect("open"))
+        .collect()
+}
+
+/// Commit requests `from..=to` one at a time among `live` (replica 0 leads view 0).
+/// Returns the tick reached.
+fn write(
+    replicas: &mut [Replica<Counter, MemoryStore>],
+    live: &[usize],
+    requests: std::ops::RangeInclusive<u64>,
+    mut tick: u64,
+) -> u64 {
+    for request in requests {
+        replicas[0].on_frame(ProcessId(9), &client_request(request), tick * 10_000);
+        exchange(replicas, live, 3, tick);
+        tick += 3;
+    }
+    tick
+}
+
+use crate::seam::ProcessId;
+
+#[test]
+fn the_journal_stays_within_its_cap_while_checkpoints_advance() {
+    let stores: Vec<MemoryStore> = (0..3).map(|_| MemoryStore::new()).collect();
+    let mut replicas = cluster(&stores);
+    let tick = write(&mut replicas, &[0, 1, 2], 1..=300, 0);
+    // A commit heartbeat tells the backups the last op committed.
+    exchange(&mut replicas, &[0, 1, 2], 60, tick);
+    for replica in &replicas {
+        assert_eq!(replica.commit_min(), 300);
+        let (entries, _) = replica.journal_size();
+        assert!(
+            entries as u64 <= JOURNAL_OPS_MIN,
+            "replica {} holds {entries} entries, over its cap of {JOURNAL_OPS_MIN}",
+            replica.index()
+        );
+        assert!(replica.checkpoint_op() >= 300 - 16, "a checkpoint every 16 ops");
+        assert!(replica.journal_floor() > 0, "ops below the checkpoint were evicted");
+        assert!(replica.stats().checkpoints_written >= 17);
+    }
+    // The store forgot what the checkpoint covers, too.
+    let kept = stores[1].records();
+    assert!(kept.iter().all(|(op, _)| *op > replicas[1].checkpoint_op()));
+}
+
+#[test]
+fn a_backup_a_little_behind_repairs_from_the_ring_without_a_transfer() {
+    let stores: Vec<MemoryStore> = (0..3).map(|_| MemoryStore::new()).collect();
+    let mut replicas = cluster(&stores);
+    let tick = write(&mut replicas, &[0, 1, 2], 1..=100, 0);
+    exchange(&mut replicas, &[0, 1, 2], 60, tick);
+    // Replica 2 misses 20 ops: fewer than the ring keeps below the checkpoint.
+    let tick = write(&mut replicas, &[0, 1], 101..=120, tick + 60);
+    assert_eq!(replicas[2].commit_min(), 100);
+    exchange(&mut replicas, &[0, 1, 2], 200, tick);
+    assert_eq!(replicas[2].commit_min(), 120, "caught up");
+    assert_eq!(replicas[2].stats().transfers_started, 0, "repair sufficed");
+    assert_eq!(replicas[0].stats().range_evicted_sent, 0);
+}
+
+#[test]
+fn a_backup_cut_off_past_the_ring_catches_up_by_state_transfer() {
+    let stores: Vec<MemoryStore> = (0..3).map(|_| MemoryStore::new()).collect();
+    let mut replicas = cluster(&stores);
+    let tick = write(&mut replicas, &[0, 1, 2], 1..=10, 0);
+    exchange(&mut replicas, &[0, 1, 2], 60, tick);
+    let tick = tick + 60;
+    // Replica 2 misses 200 ops: the primary's ring (80 entries) evicted where it stopped.
+    let tick = write(&mut replicas, &[0, 1], 11..=210, tick);
+    assert_eq!(replicas[2].commit_min(), 10);
+    assert!(
+        replicas[0].journal_floor() > 11,
+        "the ops replica 2 needs left the ring"
+    );
+    exchange(&mut replicas, &[0, 1, 2], 300, tick);
+    let (primary, lagging) = (&replicas[0], &replicas[2]);
+    assert_eq!(lagging.commit_min(), 210, "caught up");
+    assert_eq!(lagging.state_machine().digest(), primary.state_machine().digest());
+    assert!(
+        primary.stats().range_evicted_sent >= 1,
+        "the primary said the range was evicted"
+    );
+    assert_eq!(lagging.stats().transfers_installed, 1);
+    assert_eq!(
+        lagging.stats().transfers_stale,
+        0,
+        "the pinned ring connected the install"
+    );
+    // The installed checkpoint is durable: a restart comes back from it.
+    let restarted = Replica::open(small(2), Counter(0), stores[2].clone(), 1).expect("open");
+    assert!(restarted.commit_min() >= 200, "booted from the transferred checkpoint");
+    assert_eq!(restarted.state_machine().0, restarted.commit_min());
+}
+
+#[test]
+fn a_restart_boots_from_its_checkpoint_and_replays_only_the_ops_above_it() {
+    let stores: Vec<MemoryStore> = (0..3).map(|_| MemoryStore::new()).collect();
+    let mut replicas = cluster(&stores);
+    let tick = write(&mut replicas, &[0, 1, 2], 1..=100, 0);
+    let checkpoint = replicas[1].checkpoint_op();
+    assert!(checkpoint > 0);
+    replicas[1] = Replica::open(small(1), Counter(0), stores[1].clone(), 1).expect("open");
+    assert_eq!(
+        replicas[1].commit_min(),
+        checkpoint,
+        "the state comes from the checkpoint"
+    );
+    assert_eq!(replicas[1].state_machine().0, checkpoint);
+    assert_eq!(replicas[1].status(), Status::Recovering);
+    exchange(&mut replicas, &[0, 1, 2], 300, tick);
+    assert_eq!(replicas[1].status(), Status::Normal);
+    assert_eq!(replicas[1].commit_min(), 100);
+    assert_eq!(replicas[1].stats().transfers_started, 0, "its own log connected");
+}
+
+#[test]
+fn a_checkpoint_that_does_not_decode_refuses_to_boot() {
+    let store = MemoryStore::new();
+    let mut writer = store.clone();
+    writer
+        .write_superblock(Superblock::default())
+        .expect("memory store writes");
+    writer
+        .write_checkpoint(5, &std::rc::Rc::from(b"not a checkpoint".to_vec()))
+        .expect("memory store writes");
+    let error = Replica::open(small(0), Counter(0), store, 1).err().expect("refused");
+    assert_eq!(error.what, "checkpoint refused at boot");
+}
+
+#[test]
+fn a_retransmitted_prepare_of_the_checkpoint_floor_is_acknowledged_not_journaled() {
+    // Found by `workload-fuzz --plane uniform --faults light --crash-prob 0.02
+    // --restart-prob 0.02 --journal-slots 80 --ring-entries 256 --ticks 20000 --seed 5`:
+    // a retransmit of the op a checkpoint had made the journal's floor looked like a
+    // held header missing its body, and was put in place of the floor.
+    let stores: Vec<MemoryStore> = (0..3).map(|_| MemoryStore::new()).collect();
+    let mut replicas = cluster(&stores);
+    let mut frames = std::collections::BTreeMap::new();
+    let mut tick = 0;
+    for request in 1..=120 {
+        tick = write(&mut replicas, &[0, 1, 2], request..=request, tick);
+        let op = replicas[0].head();
+        let frame = replicas[0].journal.get(op).and_then(|entry| entry.frame.clone());
+        frames.insert(op, frame.expect("the primary holds its head"));
+    }
+    exchange(&mut replicas, &[0, 1, 2], 60, tick);
+    let backup = &mut replicas[1];
+    let floor = backup.journal_floor();
+    assert!(floor > 0, "ops were evicted below a checkpoint");
+    backup.drain_outbox().for_each(drop);
+    backup.on_frame(ProcessId(0), &frames[&floor], (tick + 60) * 10_000);
+    let acknowledged = backup.drain_outbox().any(|out| {
+        crate::wire::open(&out.frame)
+            .is_ok_and(|(header, _)| header.command == crate::wire::Command::PrepareOk && header.op == floor)
+    });
+    assert!(
+        acknowledged,
+        "the floor op is held (as the checkpoint): acknowledged again"
+    );
+    assert_eq!(backup.journal_floor(), floor, "the floor stays a header");
+    assert!(
+        backup.journal.get(floor).is_some_and(|entry| entry.frame.is_none()),
+        "the floor holds no body"
+    );
+}

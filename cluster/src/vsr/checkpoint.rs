@@ -1,0 +1,305 @@
+//! Checkpoints: the state after an applied op, made durable so the ops below it can be
+//! forgotten, and the bound on the journal (the prepare ring) that this makes possible.
+//!
+//! A checkpoint at op C is the state machine's snapshot, the client table and C's
+//! prepare header (its checksum is what op C + 1 must name as parent). A replica takes
+//! one every [`checkpoint_interval_ops`] applied ops, or sooner when the frames above
+//! its last one fill half the ring's bytes. Only once the store has made it durable
+//! does the replica evict ops at or below C from memory and disk; until then it keeps
+//! everything, so a restart always finds a checkpoint and every op above it.
+//!
+//! The ring keeps ops below the checkpoint as long as it has room, so a peer a little
+//! behind repairs from it instead of transferring state. It is bounded two ways:
+//! - entries: a replica never journals an op above `checkpoint + journal_ops_max`
+//!   (a primary does not prepare it, a backup drops it unacknowledged: repair or a
+//!   state transfer brings it later), and evicts ops at or below the checkpoint once
+//!   over the entry cap;
+//! - bytes: ops at or below the checkpoint are evicted once the frames held pass half
+//!   the byte cap, and no new op is journaled at or above the byte cap.
+//!
+//! A peer serving a state transfer pins the ring above the op it is shipping (see
+//! `transfer`), so the transfer connects when it lands; a pin never lets the ring grow
+//! past twice its entry cap.
+//!
+//! Encoding (little-endian, the codec of `crate::codec`):
+//! `[magic "VCKP": u32][group: u64][op: u64][header: 256 bytes][state digest: u128]
+//! [client table: bytes][state: bytes]`. The store and the transfer protect it with
+//! their own checksums; decoding checks every field against the replica's own group.
+
+use std::rc::Rc;
+
+use super::StateMachine;
+use super::client_table::ClientTable;
+use super::constants::{CHECKPOINT_BYTES_MAX, PIPELINE_PREPARES_MAX};
+use super::replica::Replica;
+use super::store::ReplicaStore;
+use crate::codec::{DecodeError, Reader, Writer};
+use crate::wire::{Command, HEADER_BYTES, Header};
+
+/// The magic of an encoded checkpoint ("VCKP"): bytes of any other kind fail at once.
+const CHECKPOINT_MAGIC: u32 = u32::from_le_bytes(*b"VCKP");
+
+/// Applied ops between checkpoints for a journal of `journal_ops_max` entries: the
+/// ops above a checkpoint (this many, plus a pipeline in flight, plus a pipeline of
+/// slack for a backup applying behind its primary) always fit the journal. For the
+/// default 1,024 slots this is 960.
+pub fn checkpoint_interval_ops(journal_ops_max: u64) -> u64 {
+    journal_ops_max - 2 * PIPELINE_PREPARES_MAX as u64
+}
+
+/// Why checkpoint bytes were refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckpointError {
+    /// A field did not decode.
+    Decode(DecodeError),
+    /// The magic is not a checkpoint's.
+    BadMagic(u32),
+    /// The checkpoint is another group's, or its header does not match its op.
+    WrongGroupOrOp {
+        /// What the checkpoint says.
+        group: u64,
+        /// Its op.
+        op: u64,
+        /// The header's op.
+        header_op: u64,
+    },
+    /// The header does not verify or is not a prepare's.
+    BadHeader,
+    /// The state did not restore (the state machine refused it).
+    State(DecodeError),
+    /// The restored state's digest differs from the one recorded with it.
+    DigestMismatch {
+        /// Recorded.
+        expected: u128,
+        /// After restoring.
+        actual: u128,
+    },
+}
+
+impl std::fmt::Display for CheckpointError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CheckpointError::Decode(error) => write!(f, "checkpoint does not decode: {error}"),
+            CheckpointError::BadMagic(magic) => write!(f, "not a checkpoint (magic {magic:#x})"),
+            CheckpointError::WrongGroupOrOp { group, op, header_op } => write!(
+                f,
+                "checkpoint of group {group:#x} at op {op} carries the header of op {header_op} or is another group's"
+            ),
+            CheckpointError::BadHeader => write!(f, "checkpoint header does not verify or is not a prepare"),
+            CheckpointError::State(error) => write!(f, "checkpoint state refused: {error}"),
+            CheckpointError::DigestMismatch { expected, actual } => {
+                write!(
+                    f,
+                    "restored state digest {actual:#x} differs from the recorded {expected:#x}"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for CheckpointError {}
+
+impl From<DecodeError> for CheckpointError {
+    fn from(error: DecodeError) -> Self {
+        CheckpointError::Decode(error)
+    }
+}
+
+/// A checkpoint's fields, decoded but not yet applied.
+pub(crate) struct DecodedCheckpoint<'a> {
+    pub header: Header,
+    pub digest: u128,
+    pub clients: ClientTable,
+    pub state: &'a [u8],
+}
+
+/// Encode a checkpoint (see the module docs).
+pub(crate) fn encode_checkpoint(group: u64, header: &Header, digest: u128, clients: &[u8], state: &[u8]) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.u32(CHECKPOINT_MAGIC);
+    w.u64(group);
+    w.u64(header.op);
+    w.raw(&header.to_bytes());
+    w.u128(digest);
+    w.bytes(clients);
+    w.bytes(state);
+    w.finish()
+}
+
+/// Decode a checkpoint of `group`, checking its framing and header (not its state).
+pub(crate) fn decode_checkpoint(group: u64, bytes: &[u8]) -> Result<DecodedCheckpoint<'_>, CheckpointError> {
+    let mut r = Reader::new(bytes);
+    let magic = r.u32("checkpoint magic")?;
+    if magic != CHECKPOINT_MAGIC {
+        return Err(CheckpointError::BadMagic(magic));
+    }
+    let checkpoint_group = r.u64("checkpoint group")?;
+    let op = r.u64("checkpoint op")?;
+    let header_bytes = r.raw("checkpoint header", HEADER_BYTES)?;
+    let header = Header::decode_verified(header_bytes).map_err(|_| CheckpointError::BadHeader)?;
+    if header.command != Command::Prepare {
+        return Err(CheckpointError::BadHeader);
+    }
+    if checkpoint_group != group || header.group != group || header.op != op {
+        return Err(CheckpointError::WrongGroupOrOp {
+            group: checkpoint_group,
+            op,
+            header_op: header.op,
+        });
+    }
+    let digest = r.u128("checkpoint digest")?;
+    let clients = ClientTable::decode(r.slice("checkpoint client table", CHECKPOINT_BYTES_MAX)?)?;
+    let state = r.slice("checkpoint state", CHECKPOINT_BYTES_MAX)?;
+    r.finish()?;
+    Ok(DecodedCheckpoint {
+        header,
+        digest,
+        clients,
+        state,
+    })
+}
+
+impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
+    /// The checkpoint of this replica's state now (after `commit_min`).
+    pub(crate) fn encode_checkpoint_now(&self) -> Vec<u8> {
+        let header = self
+            .journal
+            .get(self.commit_min)
+            .map(|entry| entry.header)
+            .expect("the applied head stays in the journal");
+        encode_checkpoint(
+            self.config.group,
+            &header,
+            self.state_machine.digest(),
+            &self.clients.encode(),
+            &self.state_machine.snapshot(),
+        )
+    }
+
+    /// The highest op this replica may journal: past it, the ops above its checkpoint
+    /// would not fit the journal.
+    pub(crate) fn op_prepare_max(&self) -> u64 {
+        self.checkpoint_op + self.config.journal_ops_max
+    }
+
+    /// Whether a new op (above the head) may be journaled now.
+    pub(crate) fn journal_has_room_for_new_op(&self, op: u64) -> bool {
+        op <= self.op_prepare_max() && self.journal.frame_bytes() < self.config.journal_bytes_max
+    }
+
+    /// Take a checkpoint if enough was applied since the last one, then evict what the
+    /// journal's bounds ask for. Runs after every input.
+    pub(crate) fn maybe_checkpoint(&mut self) {
+        let due_by_ops = self.commit_min >= self.checkpoint_op + checkpoint_interval_ops(self.config.journal_ops_max);
+        let due_by_bytes = self.journal.floor() == self.checkpoint_op
+            && self.journal.frame_bytes() >= self.config.journal_bytes_max / 2;
+        if self.commit_min > self.checkpoint_op && (due_by_ops || due_by_bytes) {
+            self.take_checkpoint();
+        }
+        self.enforce_journal_bounds();
+    }
+
+    /// Make a checkpoint at `commit_min` durable; on success, ops at or below it may go.
+    fn take_checkpoint(&mut self) {
+        let op = self.commit_min;
+        let bytes: Rc<[u8]> = Rc::from(self.encode_checkpoint_now());
+        match self.store.write_checkpoint(op, &bytes) {
+            Ok(()) => {
+                tracing::debug!(
+                    replica = self.config.replica,
+                    group = self.config.group,
+                    op,
+                    bytes = bytes.len(),
+                    "checkpoint written"
+                );
+                self.checkpoint_op = op;
+                self.stats.checkpoints_written += 1;
+                self.store.discard_through(op);
+            }
+            Err(error) => {
+                // Nothing is evicted: the journal keeps every op above the last durable
+                // checkpoint, and new ops wait (the bound on the journal holds).
+                tracing::warn!(replica = self.config.replica, group = self.config.group, op, %error, "checkpoint write failed");
+                self.stats.checkpoint_write_failures += 1;
+            }
+        }
+    }
+
+    /// Evict ops at or below the checkpoint while the journal is over a bound, never
+    /// above the op a served transfer ships (unless the pin would let the journal pass
+    /// twice its entry cap: then the oldest pin goes and that transfer will be stale).
+    pub(crate) fn enforce_journal_bounds(&mut self) {
+        let entries_max = usize::try_from(self.config.journal_ops_max).unwrap_or(usize::MAX);
+        let over = |journal: &super::journal::Journal, config: &super::replica::ReplicaConfig| {
+            journal.len() > entries_max || journal.frame_bytes() > config.journal_bytes_max / 2
+        };
+        if !over(&self.journal, &self.config) || self.journal.floor() >= self.checkpoint_op {
+            return;
+        }
+        while self.journal.len() > 2 * entries_max && self.release_oldest_pin() {}
+        let limit = self.checkpoint_op.min(self.pinned_op().unwrap_or(u64::MAX));
+        // Evict lowest first, only as far as needed: the ring keeps what it can.
+        let mut target = self.journal.floor();
+        let excess_entries = self.journal.len().saturating_sub(entries_max) as u64;
+        if excess_entries > 0 {
+            target = target.max(self.journal.floor() + excess_entries);
+        }
+        if self.journal.frame_bytes() > self.config.journal_bytes_max / 2 {
+            // Bytes: drop everything the checkpoint covers (frames are not indexed by
+            // size, and the byte bound is a safety net rather than the usual limit).
+            target = limit;
+        }
+        let target = target.min(limit);
+        if target <= self.journal.floor() {
+            return;
+        }
+        // The new floor must be held: step down to the nearest held op.
+        let Some(floor) = self
+            .journal
+            .range(self.journal.floor(), target)
+            .map(|entry| entry.header.op)
+            .next_back()
+        else {
+            return;
+        };
+        if floor > self.journal.floor() {
+            let before = self.journal.len();
+            self.journal.evict_below(floor);
+            self.stats.ops_evicted += (before - self.journal.len()) as u64;
+        }
+    }
+
+    /// Install checkpoint `bytes` (from this replica's store at boot, or a state
+    /// transfer): restore the state machine and client table and make the checkpoint's
+    /// op the journal's floor and the applied head. Refused bytes change nothing.
+    pub(crate) fn install_checkpoint(&mut self, bytes: &[u8]) -> Result<u64, CheckpointError> {
+        let decoded = decode_checkpoint(self.config.group, bytes)?;
+        let op = decoded.header.op;
+        assert!(
+            op > self.commit_min,
+            "installing checkpoint {op} at or below applied {}",
+            self.commit_min
+        );
+        self.state_machine
+            .restore(decoded.state)
+            .map_err(CheckpointError::State)?;
+        let actual = self.state_machine.digest();
+        if actual != decoded.digest {
+            // The state machine accepted bytes whose digest is not the recorded one: the
+            // checkpoint is not what its sender applied. Nothing else has changed, but
+            // the state has: that is a bug in `restore` or the encoding, never a fault.
+            panic!(
+                "replica {} group {:#x}: checkpoint at op {op} restored to digest {actual:#x}, recorded {:#x}",
+                self.config.replica, self.config.group, decoded.digest
+            );
+        }
+        self.clients = decoded.clients;
+        self.journal.reset_floor(decoded.header);
+        self.commit_min = op;
+        self.commit_max = self.commit_max.max(op);
+        self.last_timestamp = self.last_timestamp.max(decoded.header.timestamp);
+        self.chain_dirty = true;
+        self.repair_buffer = self.repair_buffer.split_off(&(op + 1));
+        Ok(op)
+    }
+}

@@ -1,0 +1,340 @@
+//! State transfer: catching up from a peer's checkpoint when the ops a replica needs
+//! have left every ring it can reach.
+//!
+//! A replica learns it must transfer when a repair request comes back
+//! `RangeEvicted` with an oldest op above the next op it must apply. It then asks that
+//! peer for a checkpoint, one [`TRANSFER_CHUNK_BYTES`] chunk at a time, one chunk in
+//! flight. The peer encodes its state *now* (at its applied head, which is in its
+//! ring) and pins its ring above that op while the transfer runs, so when the
+//! checkpoint lands the ops right above it are still there to repair: the transfer
+//! does not chase its own tail. (Shipping the peer's last durable checkpoint instead
+//! would start from an op its ring may already have passed.) A pin is released when
+//! the receiver goes quiet for [`TRANSFER_PIN_IDLE_TICKS_MAX`], when a newer transfer
+//! to the same peer replaces it, or when it would let the ring pass twice its cap.
+//!
+//! The receiver checks every chunk's position and the whole checkpoint's checksum,
+//! decodes and restores it (the state machine refuses bytes that are not a state),
+//! makes it its own durable checkpoint, and repairs what was committed meanwhile.
+//! While transferring it takes part in view changes but sends no PrepareOk: its log
+//! has a hole where the checkpoint goes.
+//!
+//! Counted: transfers started, installed, abandoned (the peer went silent), and
+//! *stale*: a transfer started while the previous install had not yet connected to
+//! the peer's ring (the measure of chasing one's tail).
+
+use std::rc::Rc;
+
+use super::StateMachine;
+use super::constants::{
+    CHECKPOINT_BYTES_MAX, TRANSFER_CHUNK_BYTES, TRANSFER_PIN_IDLE_TICKS_MAX, TRANSFER_RETRIES_MAX,
+    TRANSFER_RETRY_TICKS, TRANSFERS_SERVED_MAX,
+};
+use super::replica::{Replica, Status};
+use super::store::ReplicaStore;
+use super::timeout::Timeout;
+use crate::wire::{Command, Header};
+
+/// A transfer this replica is receiving.
+#[derive(Debug)]
+pub(crate) struct Transfer {
+    /// The peer serving it.
+    peer: u8,
+    /// The checkpoint op (0 until the first chunk names it).
+    op: u64,
+    /// The checkpoint's length and checksum, from the first chunk.
+    total: u64,
+    checksum: u128,
+    /// What has arrived, in order.
+    bytes: Vec<u8>,
+    retry: Timeout,
+    retries: u32,
+}
+
+/// A transfer this replica is serving.
+#[derive(Debug)]
+pub(crate) struct Served {
+    peer: u8,
+    op: u64,
+    checksum: u128,
+    bytes: Rc<[u8]>,
+    idle_ticks: u64,
+}
+
+fn checksum(bytes: &[u8]) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(bytes)
+}
+
+impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
+    /// Whether this replica is receiving a state transfer.
+    pub fn transferring(&self) -> bool {
+        self.transfer.is_some()
+    }
+
+    /// The lowest op a served transfer pins in the ring.
+    pub(crate) fn pinned_op(&self) -> Option<u64> {
+        self.served.iter().map(|served| served.op).min()
+    }
+
+    /// Release the pin of the oldest served transfer; false if none.
+    pub(crate) fn release_oldest_pin(&mut self) -> bool {
+        let Some(position) = self
+            .served
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, served)| served.op)
+            .map(|(position, _)| position)
+        else {
+            return false;
+        };
+        self.served.remove(position);
+        self.stats.transfer_pins_released += 1;
+        true
+    }
+
+    /// Whether this replica may start a transfer now: a backup in a started view, or
+    /// a new primary merging logs (which cannot start its view without the state).
+    fn may_transfer(&self) -> bool {
+        match self.status {
+            Status::Normal => !self.is_primary(),
+            Status::ViewChange => self.is_primary() && self.do_view_change_sent,
+            Status::Recovering => false,
+        }
+    }
+
+    /// A peer evicted the start of the range asked for: `header.op` is its oldest op.
+    pub(crate) fn on_range_evicted(&mut self, sender: u8, header: &Header) {
+        self.stats.range_evicted_received += 1;
+        let oldest = header.op;
+        if self.transfer.is_some() || !self.may_transfer() || self.commit_min + 1 >= oldest {
+            return;
+        }
+        self.start_transfer(sender);
+    }
+
+    pub(crate) fn start_transfer(&mut self, peer: u8) {
+        if self.installed_awaiting_connect.is_some() {
+            self.stats.transfers_stale += 1;
+        }
+        self.stats.transfers_started += 1;
+        tracing::info!(
+            replica = self.config.replica,
+            group = self.config.group,
+            peer,
+            commit_min = self.commit_min,
+            "state transfer started"
+        );
+        self.repair_retry.stop();
+        self.transfer = Some(Transfer {
+            peer,
+            op: 0,
+            total: 0,
+            checksum: 0,
+            bytes: Vec::new(),
+            retry: Timeout::new("transfer_retry", TRANSFER_RETRY_TICKS),
+            retries: 0,
+        });
+        self.request_chunk();
+    }
+
+    fn request_chunk(&mut self) {
+        let Some(transfer) = self.transfer.as_mut() else { return };
+        transfer.retry.start();
+        let (peer, op, offset) = (transfer.peer, transfer.op, transfer.bytes.len() as u64);
+        let mut header = self.header(Command::RequestCheckpoint);
+        header.op = op;
+        header.commit = offset;
+        self.send_to_replica(peer, header, &[]);
+    }
+
+    /// Tick the transfer and the served pins; true if a timeout fired.
+    pub(crate) fn tick_transfers(&mut self) -> bool {
+        for served in &mut self.served {
+            served.idle_ticks += 1;
+        }
+        let before = self.served.len();
+        self.served
+            .retain(|served| served.idle_ticks <= TRANSFER_PIN_IDLE_TICKS_MAX);
+        self.stats.transfer_pins_released += (before - self.served.len()) as u64;
+        let Some(transfer) = self.transfer.as_mut() else {
+            return false;
+        };
+        if !transfer.retry.tick() {
+            return false;
+        }
+        transfer.retries += 1;
+        if transfer.retries > TRANSFER_RETRIES_MAX {
+            self.abandon_transfer("the peer stopped answering");
+        } else {
+            self.request_chunk();
+        }
+        true
+    }
+
+    fn abandon_transfer(&mut self, why: &'static str) {
+        if let Some(transfer) = self.transfer.take() {
+            tracing::info!(
+                replica = self.config.replica,
+                group = self.config.group,
+                peer = transfer.peer,
+                op = transfer.op,
+                received = transfer.bytes.len(),
+                why,
+                "state transfer abandoned"
+            );
+            self.stats.transfers_abandoned += 1;
+        }
+    }
+
+    /// Serve a chunk of a checkpoint to `sender`.
+    pub(crate) fn on_request_checkpoint(&mut self, sender: u8, header: &Header) {
+        if self.status == Status::Recovering {
+            return;
+        }
+        let offset = header.commit;
+        let existing = self
+            .served
+            .iter()
+            .position(|served| served.peer == sender && served.op == header.op && header.op != 0);
+        let position = match existing {
+            Some(position) => position,
+            None => {
+                // A new transfer (or one whose pin was released): ship the state now.
+                // A receiver that asked for an older op sees a new op and restarts.
+                self.served.retain(|served| served.peer != sender);
+                if self.served.len() >= TRANSFERS_SERVED_MAX {
+                    self.stats.transfers_refused += 1;
+                    return;
+                }
+                let bytes: Rc<[u8]> = Rc::from(self.encode_checkpoint_now());
+                if bytes.len() > CHECKPOINT_BYTES_MAX {
+                    self.stats.transfers_refused += 1;
+                    return;
+                }
+                self.served.push(Served {
+                    peer: sender,
+                    op: self.commit_min,
+                    checksum: checksum(&bytes),
+                    bytes,
+                    idle_ticks: 0,
+                });
+                self.stats.transfers_served += 1;
+                self.served.len() - 1
+            }
+        };
+        let served = &mut self.served[position];
+        served.idle_ticks = 0;
+        let offset = if existing.is_some() { offset } else { 0 };
+        let Ok(start) = usize::try_from(offset) else { return };
+        if start > served.bytes.len() {
+            return;
+        }
+        let end = (start + TRANSFER_CHUNK_BYTES).min(served.bytes.len());
+        let chunk = served.bytes[start..end].to_vec();
+        let (op, total, sum) = (served.op, served.bytes.len() as u64, served.checksum);
+        let mut reply = self.header(Command::CheckpointChunk);
+        reply.op = op;
+        reply.commit = offset;
+        reply.timestamp = total;
+        reply.context = sum;
+        self.stats.transfer_chunks_served += 1;
+        self.send_to_replica(sender, reply, &chunk);
+    }
+
+    /// A chunk arrived.
+    pub(crate) fn on_checkpoint_chunk(&mut self, sender: u8, header: &Header, body: &[u8]) {
+        let Some(transfer) = self.transfer.as_mut() else { return };
+        if transfer.peer != sender {
+            return;
+        }
+        let same =
+            header.op == transfer.op && header.context == transfer.checksum && header.timestamp == transfer.total;
+        if !same {
+            // The first chunk, or the peer ships another checkpoint (it released the pin
+            // of the old one): start over from this one.
+            if header.commit != 0 || header.timestamp > CHECKPOINT_BYTES_MAX as u64 {
+                return;
+            }
+            if transfer.op != 0 {
+                self.stats.transfers_restarted += 1;
+            }
+            transfer.op = header.op;
+            transfer.total = header.timestamp;
+            transfer.checksum = header.context;
+            transfer.bytes.clear();
+        }
+        if header.commit != transfer.bytes.len() as u64 {
+            return; // A duplicate or a chunk from before a restart.
+        }
+        let end = transfer.bytes.len() as u64 + body.len() as u64;
+        if end > transfer.total || (body.is_empty() && end < transfer.total) {
+            self.stats.frames_rejected += 1;
+            return;
+        }
+        transfer.bytes.extend_from_slice(body);
+        transfer.retries = 0;
+        if transfer.op <= self.commit_min {
+            // The peer is not ahead of this replica: nothing to gain.
+            self.abandon_transfer("the peer's checkpoint is not ahead");
+            return;
+        }
+        if (transfer.bytes.len() as u64) < transfer.total {
+            self.request_chunk();
+            return;
+        }
+        let Some(transfer) = self.transfer.take() else { return };
+        if checksum(&transfer.bytes) != transfer.checksum {
+            self.stats.frames_rejected += 1;
+            self.stats.transfers_abandoned += 1;
+            return;
+        }
+        self.finish_transfer(transfer);
+    }
+
+    fn finish_transfer(&mut self, transfer: Transfer) {
+        let op = match self.install_checkpoint(&transfer.bytes) {
+            Ok(op) => op,
+            Err(error) => {
+                tracing::warn!(
+                    replica = self.config.replica,
+                    group = self.config.group,
+                    peer = transfer.peer,
+                    %error,
+                    "transferred checkpoint refused"
+                );
+                self.stats.transfers_abandoned += 1;
+                return;
+            }
+        };
+        let bytes: Rc<[u8]> = Rc::from(transfer.bytes);
+        match self.store.write_checkpoint(op, &bytes) {
+            Ok(()) => {
+                self.checkpoint_op = op;
+                self.stats.checkpoints_written += 1;
+                self.store.discard_through(op);
+            }
+            Err(error) => {
+                // The state is installed in memory; the next checkpoint (due at once)
+                // tries again. A crash before then restarts from the older checkpoint.
+                tracing::warn!(replica = self.config.replica, group = self.config.group, op, %error, "installed checkpoint not made durable");
+                self.stats.checkpoint_write_failures += 1;
+            }
+        }
+        self.stats.transfers_installed += 1;
+        self.installed_awaiting_connect = Some(op);
+        tracing::info!(
+            replica = self.config.replica,
+            group = self.config.group,
+            peer = transfer.peer,
+            op,
+            bytes = bytes.len(),
+            "state transfer installed"
+        );
+    }
+
+    /// Note that an install connected (the op above it was applied).
+    pub(crate) fn note_transfer_connected(&mut self) {
+        if self.installed_awaiting_connect.is_some_and(|op| self.commit_min > op) {
+            self.installed_awaiting_connect = None;
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! What the run did to catch replicas up, summed over every replica of every group in
+//! every incarnation, and the check that every checkpoint of a group at one op holds
+//! the same state.
+//!
+//! Counters of a replica live in its `Replica` and die with a crash, so the harness
+//! adds a node's counters to the retired total just before it crashes it.
+//!
+//! The checkpoint check: whenever a replica's applied head is its checkpoint (it just
+//! took one, installed one from a peer, or booted from one), the digest of its state
+//! machine is compared with every other digest seen for that group at that op. A
+//! transferred state that differs from what its peer applied fails the run there.
+
+use std::collections::BTreeMap;
+
+use cluster::node::Node;
+use cluster::vsr::{Replica, ReplicaStats, ReplicaStore, StateMachine};
+
+use super::stores::SimStores;
+
+/// Catch-up counters (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CatchUpCounters {
+    /// Repair requests sent.
+    pub repairs: u64,
+    /// RangeEvicted answers sent.
+    pub range_evicted: u64,
+    /// Checkpoints made durable (taken or installed).
+    pub checkpoints: u64,
+    /// Checkpoint writes refused by the disk.
+    pub checkpoint_failures: u64,
+    /// Ops evicted from journals.
+    pub evicted: u64,
+    /// State transfers started by receivers.
+    pub transfers_started: u64,
+    /// State transfers installed.
+    pub transfers_installed: u64,
+    /// State transfers abandoned.
+    pub transfers_abandoned: u64,
+    /// Transfers that had to switch to a newer checkpoint mid-way.
+    pub transfers_restarted: u64,
+    /// Transfers started before the previous install connected.
+    pub transfers_stale: u64,
+    /// Checkpoint chunks served.
+    pub chunks_served: u64,
+    /// Prepares dropped for want of journal room.
+    pub dropped_journal_full: u64,
+}
+
+impl CatchUpCounters {
+    fn add(&mut self, stats: &ReplicaStats) {
+        self.repairs += stats.repair_requests;
+        self.range_evicted += stats.range_evicted_sent;
+        self.checkpoints += stats.checkpoints_written;
+        self.checkpoint_failures += stats.checkpoint_write_failures;
+        self.evicted += stats.ops_evicted;
+        self.transfers_started += stats.transfers_started;
+        self.transfers_installed += stats.transfers_installed;
+        self.transfers_abandoned += stats.transfers_abandoned;
+        self.transfers_restarted += stats.transfers_restarted;
+        self.transfers_stale += stats.transfers_stale;
+        self.chunks_served += stats.transfer_chunks_served;
+        self.dropped_journal_full += stats.prepares_dropped_journal_full;
+    }
+
+    /// The sum of two counters.
+    pub fn plus(mut self, other: &CatchUpCounters) -> CatchUpCounters {
+        self.repairs += other.repairs;
+        self.range_evicted += other.range_evicted;
+        self.checkpoints += other.checkpoints;
+        self.checkpoint_failures += other.checkpoint_failures;
+        self.evicted += other.evicted;
+        self.transfers_started += other.transfers_started;
+        self.transfers_installed += other.transfers_installed;
+        self.transfers_abandoned += other.transfers_abandoned;
+        self.transfers_restarted += other.transfers_restarted;
+        self.transfers_stale += other.transfers_stale;
+        self.chunks_served += other.chunks_served;
+        self.dropped_journal_full += other.dropped_journal_full;
+        self
+    }
+
+    /// The counters of every group a node hosts now.
+    pub fn of_node(node: &Node<SimStores>) -> CatchUpCounters {
+        let mut counters = CatchUpCounters::default();
+        for shard in node.shards() {
+            let shard = shard.borrow();
+            if let Some(metadata) = shard.metadata() {
+                counters.add(&metadata.stats());
+            }
+            for replica in shard.partitions().values() {
+                counters.add(&replica.stats());
+            }
+        }
+        counters
+    }
+}
+
+impl std::fmt::Display for CatchUpCounters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "catch-up: repairs={} range_evicted={} checkpoints={} checkpoint_failures={} evicted={} \
+             transfers_started={} transfers_installed={} transfers_abandoned={} transfers_restarted={} \
+             transfers_stale={} chunks_served={} dropped_journal_full={}",
+            self.repairs,
+            self.range_evicted,
+            self.checkpoints,
+            self.checkpoint_failures,
+            self.evicted,
+            self.transfers_started,
+            self.transfers_installed,
+            self.transfers_abandoned,
+            self.transfers_restarted,
+            self.transfers_stale,
+            self.chunks_served,
+            self.dropped_journal_full,
+        )
+    }
+}
+
+/// The state digest of each group at each checkpoint op seen.
+#[derive(Debug, Default)]
+pub struct CheckpointChecker {
+    digests: BTreeMap<(u64, u64), (u128, usize)>,
+    compared: u64,
+}
+
+impl CheckpointChecker {
+    /// Checkpoint states compared with one seen before.
+    pub fn compared(&self) -> u64 {
+        self.compared
+    }
+
+    /// Check `replica` (index `index`) of `group` if its applied head is its
+    /// checkpoint and `last_seen` (updated) says it was not checked at that op yet.
+    pub fn check<S: StateMachine, T: ReplicaStore>(
+        &mut self,
+        index: usize,
+        group: u64,
+        replica: &Replica<S, T>,
+        last_seen: &mut u64,
+    ) -> Result<(), String> {
+        let op = replica.checkpoint_op();
+        if op == 0 || op == *last_seen || replica.commit_min() != op {
+            return Ok(());
+        }
+        *last_seen = op;
+        let digest = replica.state_machine().digest();
+        match self.digests.get(&(group, op)) {
+            None => {
+                self.digests.insert((group, op), (digest, index));
+                Ok(())
+            }
+            Some(&(seen, _)) if seen == digest => {
+                self.compared += 1;
+                Ok(())
+            }
+            Some(&(seen, by)) => Err(format!(
+                "group {group:#x} at checkpoint op {op}: replica {index} holds state {digest:#x}, \
+                 replica {by} held {seen:#x}"
+            )),
+        }
+    }
+}
