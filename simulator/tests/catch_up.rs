@@ -137,11 +137,14 @@ fn progress(harness: &Harness, groups: &[u64]) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// (installs, stale, started, abandoned) over the lagging replica's partition groups.
-fn transfers(harness: &Harness, groups: &[u64]) -> (u64, u64, u64, u64) {
+/// (installs, stale, started, abandoned) over the lagging replica's partition groups,
+/// and the transfer requests its peers refused for want of a place in their shard.
+fn transfers(harness: &Harness, groups: &[u64]) -> ((u64, u64, u64, u64), u64) {
     let mut totals = (0, 0, 0, 0);
+    let mut refused = 0;
     for &group in groups {
         for (index, replica) in harness.partition_replicas(group) {
+            refused += replica.stats().transfers_refused;
             if index == LAGGING {
                 let stats = replica.stats();
                 totals.0 += stats.transfers_installed;
@@ -151,7 +154,7 @@ fn transfers(harness: &Harness, groups: &[u64]) -> (u64, u64, u64, u64) {
             }
         }
     }
-    totals
+    (totals, refused)
 }
 
 #[test]
@@ -211,11 +214,12 @@ fn a_replica_down_past_every_ring_catches_every_partition_up_under_load() {
             break;
         }
     }
-    let (installs, stale, started, abandoned) = transfers(&harness, &groups);
+    let ((installs, stale, started, abandoned), refused) = transfers(&harness, &groups);
     let slowest = caught_up_at.iter().flatten().max().copied();
     println!(
         "catch-up after {DOWN_TICKS} ticks down, {PARTITIONS} partitions, ring {JOURNAL_OPS_MIN} entries: \
-         transfers started={started} installed={installs} stale={stale} abandoned={abandoned}; \
+         transfers started={started} installed={installs} stale={stale} abandoned={abandoned} \
+         (requests refused by a full shard: {refused}); \
          ticks to catch up per partition: {caught_up_at:?} (slowest {slowest:?})"
     );
     assert!(

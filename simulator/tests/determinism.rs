@@ -94,10 +94,10 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 ///   simulated disk, and the banner and crash lines name the storage seed, the storage
 ///   model and power losses; the schedule and reply hashes (0x038f49b6e94464ca,
 ///   0x8754748a9349e99d) are unchanged, checked against the previous build.
-/// - 2026-11-29: re-locked (issue #8): the report prints a `catch-up:` line (repairs,
+/// - 2026-11-29: re-locked (issue #8): the report prints a `catch-up:` line (repair sessions, journal peaks,
 ///   checkpoints, transfers); the schedule and reply hashes (0x038f49b6e94464ca,
 ///   0x8754748a9349e99d) are unchanged, checked against the previous build.
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xd38e_7b76_8ca9_7bdf;
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xa49c_8903_242e_8838;
 
 #[test]
 fn workload_replay_is_deterministic() {
@@ -146,7 +146,7 @@ fn workload_replay_is_deterministic() {
 /// - 2026-11-29: re-locked (issue #8): the report prints a `catch-up:` line; the
 ///   schedule and reply hashes (0xcc3921603882cef9, 0xf124bf4ff2be371e) are unchanged,
 ///   checked against the previous build.
-const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x8963_0578_7784_ae15;
+const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x8c91_5590_b48b_e9b2;
 
 #[test]
 fn multi_shard_replay_is_deterministic() {

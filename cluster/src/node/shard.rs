@@ -21,6 +21,7 @@ use super::{NodeConfig, owner_shard};
 use crate::metadata::{MetadataMachine, MetadataState};
 use crate::partition::PartitionMachine;
 use crate::seam::ProcessId;
+use crate::vsr::budget::CatchUpBudget;
 use crate::vsr::replica::Outgoing;
 use crate::vsr::{ClientError, Replica, ReplicaConfig, Status, seal_refusal};
 use crate::wire::{Command, HEADER_BYTES, Header};
@@ -74,6 +75,8 @@ pub struct Shard<P: StoreProvider> {
     /// The directory version this shard last reconciled with.
     reconciled: Option<u64>,
     stats: ShardStats,
+    /// The catch-up allowance every group of this shard shares.
+    budget: Rc<CatchUpBudget>,
     outbox: Vec<Outgoing>,
     forwards: Vec<Forward>,
 }
@@ -83,6 +86,7 @@ impl<P: StoreProvider> Shard<P> {
     pub fn open(index: u8, config: NodeConfig, stores: P, incarnation: u64, directory: Rc<RefCell<Directory>>) -> Self {
         assert!(index < config.shards, "shard {index} of {}", config.shards);
         let mut stats = ShardStats::default();
+        let budget = Rc::new(CatchUpBudget::default());
         let metadata = if index == 0 {
             match stores.open(METADATA_GROUP) {
                 Ok(store) => match Replica::open(
@@ -91,7 +95,10 @@ impl<P: StoreProvider> Shard<P> {
                     store,
                     incarnation,
                 ) {
-                    Ok(replica) => Some(replica),
+                    Ok(mut replica) => {
+                        replica.set_catch_up_budget(budget.clone());
+                        Some(replica)
+                    }
                     Err(error) => {
                         tracing::error!(replica = config.replica, %error, "metadata group refused its disk");
                         stats.groups_open_failed += 1;
@@ -117,6 +124,7 @@ impl<P: StoreProvider> Shard<P> {
             directory,
             reconciled: None,
             stats,
+            budget,
             outbox: Vec::new(),
             forwards: Vec::new(),
         };
@@ -212,6 +220,17 @@ impl<P: StoreProvider> Shard<P> {
     /// One tick for every hosted group.
     pub fn tick(&mut self, realtime_micros: u64) {
         self.reconcile();
+        // Recount what runs, so a group that closed mid-session never keeps a place.
+        let (mut sessions, mut served) = (0u32, 0u32);
+        for replica in self.partitions.values() {
+            sessions += u32::from(replica.repair_session_active());
+            served += replica.transfers_serving() as u32;
+        }
+        if let Some(metadata) = self.metadata.as_ref() {
+            sessions += u32::from(metadata.repair_session_active());
+            served += metadata.transfers_serving() as u32;
+        }
+        self.budget.new_tick(sessions, served);
         if let Some(metadata) = self.metadata.as_mut() {
             metadata.tick(realtime_micros);
             self.outbox.extend(metadata.drain_outbox());
@@ -285,7 +304,7 @@ impl<P: StoreProvider> Shard<P> {
                     continue;
                 }
             };
-            let replica = match Replica::open(
+            let mut replica = match Replica::open(
                 self.config.replica_config(spec.group, spec.created_in_view),
                 PartitionMachine::new(spec.message_expiry_micros, self.config.owner_fence),
                 store,
@@ -298,6 +317,7 @@ impl<P: StoreProvider> Shard<P> {
                     continue;
                 }
             };
+            replica.set_catch_up_budget(self.budget.clone());
             tracing::info!(
                 replica = self.config.replica,
                 group = spec.group,

@@ -14,6 +14,7 @@
 //! [`transfer`] (state transfer from a peer's checkpoint), [`journal`], [`store`],
 //! [`client_table`], [`timeout`], [`constants`].
 
+pub mod budget;
 pub mod checkpoint;
 pub mod client_table;
 pub mod constants;

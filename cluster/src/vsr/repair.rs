@@ -71,7 +71,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// Ask a peer for the lowest missing range, unless a request is outstanding.
     pub(crate) fn repair(&mut self) {
         self.walk_chain();
-        if self.status == Status::Recovering || self.repair_retry.ticking() || self.transfer.is_some() {
+        if self.status == Status::Recovering || self.transfer.is_some() {
+            self.end_repair_session();
+            return;
+        }
+        if self.repair_retry.ticking() {
             return;
         }
         let target = match self.status {
@@ -91,10 +95,25 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             }
             _ => None,
         };
-        let Some(target) = target else { return };
-        let Some((first, last)) = self.repair_range() else {
+        let Some(target) = target else {
+            self.end_repair_session();
             return;
         };
+        let Some((first, last)) = self.repair_range() else {
+            // Everything asked for arrived: the session is over.
+            self.end_repair_session();
+            return;
+        };
+        if !self.repair_session {
+            if !self.budget.try_start_repair_session() {
+                self.repair_deferred = true;
+                self.stats.repair_sessions_deferred += 1;
+                return;
+            }
+            self.repair_session = true;
+            self.stats.repair_sessions += 1;
+        }
+        self.repair_deferred = false;
         debug_assert!((1..=REPAIR_PREPARES_MAX).contains(&self.repair_window));
         debug_assert!(first <= last && last - first < self.repair_window);
         self.repair_first = last;
@@ -114,6 +133,15 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.repair_retry.start();
     }
 
+    /// End the repair session, if one runs, giving its place back.
+    pub(crate) fn end_repair_session(&mut self) {
+        self.repair_deferred = false;
+        if self.repair_session {
+            self.repair_session = false;
+            self.budget.end_repair_session();
+        }
+    }
+
     /// An answer filled `op`. Once the top of the range the outstanding request asked
     /// for is filled (the rest connects below it), the next request may go out at
     /// once, with a larger window.
@@ -128,6 +156,12 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if self.status == Status::Recovering || header.commit < header.op {
             return;
         }
+        // A peer asking for ops above the state it was sent has installed it: its pin
+        // has done its job (and frees the shard's place for the next transfer).
+        let before = self.served.len();
+        self.served
+            .retain(|served| served.peer() != sender || header.op <= served.op());
+        self.stats.transfers_connected += (before - self.served.len()) as u64;
         let floor = self.journal.floor();
         let mut first = header.op.max(1);
         if first <= floor {

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 
 use super::StateMachine;
+use super::budget::CatchUpBudget;
 use super::client_table::ClientTable;
 use super::constants::*;
 use super::journal::{Entry, Journal};
@@ -119,8 +120,14 @@ pub struct ReplicaStats {
     pub transfer_chunks_served: u64,
     /// Served transfers' ring pins released (idle, or the ring hit twice its cap).
     pub transfer_pins_released: u64,
+    /// Served transfers whose receiver then asked for the ops above them (installed).
+    pub transfers_connected: u64,
     /// Prepares dropped because the journal had no room (beyond the checkpoint's reach).
     pub prepares_dropped_journal_full: u64,
+    /// Repair sessions started (see `vsr::budget`).
+    pub repair_sessions: u64,
+    /// Repairs put off to the next tick for want of a place in the shard's budget.
+    pub repair_sessions_deferred: u64,
 }
 
 /// A frame to send.
@@ -207,6 +214,12 @@ pub struct Replica<S, T> {
     pub(crate) served: Vec<Served>,
     /// The op of the last installed transfer until the op above it is applied.
     pub(crate) installed_awaiting_connect: Option<u64>,
+    /// The catch-up allowance of the shard hosting this replica (its own, alone).
+    pub(crate) budget: Rc<CatchUpBudget>,
+    /// A repair session holds a place in the budget.
+    pub(crate) repair_session: bool,
+    /// A repair was refused a place: try again next tick.
+    pub(crate) repair_deferred: bool,
 }
 
 /// SplitMix64: the entropy and nonce derivation (a pure function of seed and input).
@@ -335,6 +348,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             transfer: None,
             served: Vec::new(),
             installed_awaiting_connect: None,
+            budget: Rc::new(CatchUpBudget::default()),
+            repair_session: false,
+            repair_deferred: false,
         };
         if let Some((op, bytes)) = checkpoint {
             let installed = replica.install_checkpoint(&bytes).map_err(|error| {
@@ -460,6 +476,21 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// Entries and frame bytes the journal holds (for memory reports).
     pub fn journal_size(&self) -> (usize, u64) {
         (self.journal.len(), self.journal.frame_bytes())
+    }
+
+    /// Share the catch-up allowance of the shard hosting this replica.
+    pub fn set_catch_up_budget(&mut self, budget: Rc<CatchUpBudget>) {
+        self.budget = budget;
+    }
+
+    /// Whether a repair session holds a place in the budget.
+    pub fn repair_session_active(&self) -> bool {
+        self.repair_session
+    }
+
+    /// State transfers this replica is serving.
+    pub fn transfers_serving(&self) -> usize {
+        self.served.len()
     }
 
     /// Repair requests sent and whether one is outstanding (for failure reports).
@@ -620,10 +651,14 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if self.repair_retry.tick() {
             fired = true;
             // A round that filled nothing: ask for less, in case the answers are being
-            // lost to a full link (a small queue evicts most of a 128-prepare burst).
+            // lost to a full link (a small queue evicts most of a 128-prepare burst),
+            // and give the session's place to a group that may get further.
             self.repair_retry.stop();
             self.repair_window = (self.repair_window / 2).max(1);
+            self.end_repair_session();
         }
+        // A repair refused a place last time asks again.
+        fired |= self.repair_deferred;
         if fired {
             self.after_input();
         }

@@ -9,8 +9,9 @@
 //! checkpoint lands the ops right above it are still there to repair: the transfer
 //! does not chase its own tail. (Shipping the peer's last durable checkpoint instead
 //! would start from an op its ring may already have passed.) A pin is released when
-//! the receiver goes quiet for [`TRANSFER_PIN_IDLE_TICKS_MAX`], when a newer transfer
-//! to the same peer replaces it, or when it would let the ring pass twice its cap.
+//! the receiver asks for the ops above it (it installed: the pin did its job), when it
+//! goes quiet for [`TRANSFER_PIN_IDLE_TICKS_MAX`], when a newer transfer to the same
+//! peer replaces it, or when it would let the ring pass twice its cap.
 //!
 //! The receiver checks every chunk's position and the whole checkpoint's checksum,
 //! decodes and restores it (the state machine refuses bytes that are not a state),
@@ -58,6 +59,18 @@ pub(crate) struct Served {
     checksum: u128,
     bytes: Rc<[u8]>,
     idle_ticks: u64,
+}
+
+impl Served {
+    /// The peer receiving it.
+    pub(crate) fn peer(&self) -> u8 {
+        self.peer
+    }
+
+    /// The op the served state was taken at (the ring is pinned above it).
+    pub(crate) fn op(&self) -> u64 {
+        self.op
+    }
 }
 
 fn checksum(bytes: &[u8]) -> u128 {
@@ -201,7 +214,8 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 // A new transfer (or one whose pin was released): ship the state now.
                 // A receiver that asked for an older op sees a new op and restarts.
                 self.served.retain(|served| served.peer != sender);
-                if self.served.len() >= TRANSFERS_SERVED_MAX {
+                if self.served.len() >= TRANSFERS_SERVED_MAX || !self.budget.try_serve_transfer() {
+                    // The receiver asks again after its retry timeout.
                     self.stats.transfers_refused += 1;
                     return;
                 }

@@ -191,9 +191,10 @@ pub(super) fn run(
     )?;
     print_packets(harness.simulation(), out)?;
     let catch_up = harness.catch_up();
+    let (peak_entries, peak_bytes) = harness.journal_peak();
     writeln!(
         out,
-        "{catch_up} checkpoint_states_compared={}",
+        "{catch_up} checkpoint_states_compared={} journal_peak_entries={peak_entries} journal_peak_bytes={peak_bytes}",
         harness.checkpoints_compared()
     )?;
     let mut nodes = cluster::node::NodeStats::default();

@@ -22,6 +22,10 @@ use super::stores::SimStores;
 pub struct CatchUpCounters {
     /// Repair requests sent.
     pub repairs: u64,
+    /// Repair sessions started (a place in the shard's catch-up budget each).
+    pub repair_sessions: u64,
+    /// Repairs put off to the next tick by the shard's budget.
+    pub repair_sessions_deferred: u64,
     /// RangeEvicted answers sent.
     pub range_evicted: u64,
     /// Checkpoints made durable (taken or installed).
@@ -49,6 +53,8 @@ pub struct CatchUpCounters {
 impl CatchUpCounters {
     fn add(&mut self, stats: &ReplicaStats) {
         self.repairs += stats.repair_requests;
+        self.repair_sessions += stats.repair_sessions;
+        self.repair_sessions_deferred += stats.repair_sessions_deferred;
         self.range_evicted += stats.range_evicted_sent;
         self.checkpoints += stats.checkpoints_written;
         self.checkpoint_failures += stats.checkpoint_write_failures;
@@ -65,6 +71,8 @@ impl CatchUpCounters {
     /// The sum of two counters.
     pub fn plus(mut self, other: &CatchUpCounters) -> CatchUpCounters {
         self.repairs += other.repairs;
+        self.repair_sessions += other.repair_sessions;
+        self.repair_sessions_deferred += other.repair_sessions_deferred;
         self.range_evicted += other.range_evicted;
         self.checkpoints += other.checkpoints;
         self.checkpoint_failures += other.checkpoint_failures;
@@ -99,10 +107,12 @@ impl std::fmt::Display for CatchUpCounters {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "catch-up: repairs={} range_evicted={} checkpoints={} checkpoint_failures={} evicted={} \
+            "catch-up: repairs={} repair_sessions={} deferred={} range_evicted={} checkpoints={} checkpoint_failures={} evicted={} \
              transfers_started={} transfers_installed={} transfers_abandoned={} transfers_restarted={} \
              transfers_stale={} chunks_served={} dropped_journal_full={}",
             self.repairs,
+            self.repair_sessions,
+            self.repair_sessions_deferred,
             self.range_evicted,
             self.checkpoints,
             self.checkpoint_failures,
@@ -118,14 +128,21 @@ impl std::fmt::Display for CatchUpCounters {
     }
 }
 
-/// The state digest of each group at each checkpoint op seen.
+/// The state digest of each group at each checkpoint op seen, and the largest journal
+/// any replica held (entries, frame bytes), sampled every tick.
 #[derive(Debug, Default)]
 pub struct CheckpointChecker {
     digests: BTreeMap<(u64, u64), (u128, usize)>,
     compared: u64,
+    journal_peak: (usize, u64),
 }
 
 impl CheckpointChecker {
+    /// The most entries and frame bytes one replica's journal held at a tick's end.
+    pub fn journal_peak(&self) -> (usize, u64) {
+        self.journal_peak
+    }
+
     /// Checkpoint states compared with one seen before.
     pub fn compared(&self) -> u64 {
         self.compared
@@ -140,6 +157,8 @@ impl CheckpointChecker {
         replica: &Replica<S, T>,
         last_seen: &mut u64,
     ) -> Result<(), String> {
+        let (entries, bytes) = replica.journal_size();
+        self.journal_peak = (self.journal_peak.0.max(entries), self.journal_peak.1.max(bytes));
         let op = replica.checkpoint_op();
         if op == 0 || op == *last_seen || replica.commit_min() != op {
             return Ok(());

@@ -483,6 +483,11 @@ impl Harness {
         self.checkpoints.compared()
     }
 
+    /// The most entries and frame bytes one replica's journal held at a tick's end.
+    pub fn journal_peak(&self) -> (usize, u64) {
+        self.checkpoints.journal_peak()
+    }
+
     /// Each client's counters.
     pub fn client_stats(&self) -> Vec<ClientStats> {
         self.clients.iter().map(|stats| *stats.borrow()).collect()

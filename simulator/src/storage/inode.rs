@@ -47,6 +47,18 @@ pub(super) struct Inode {
     pub writeback_errors: u64,
 }
 
+/// Grow a file's bytes to `len`, zero-filled, with at most an eighth of slack. The
+/// files here are mostly append-only logs, and `Vec`'s doubling would let each of an
+/// inode's two copies hold up to twice the file (a simulated cluster's disks then
+/// cost several times their bytes); growing by an eighth keeps appends amortised O(1).
+fn grow_to(bytes: &mut Vec<u8>, len: usize) {
+    if len > bytes.capacity() {
+        let slack = (len / 8).max(PAGE_BYTES);
+        bytes.reserve_exact(len + slack - bytes.len());
+    }
+    bytes.resize(len, 0);
+}
+
 impl Inode {
     fn mark(&mut self, start: usize, end: usize) {
         if start < end {
@@ -76,7 +88,7 @@ impl Inode {
     pub fn resize(&mut self, len: usize) {
         let old = self.buffered.len();
         if len > old {
-            self.buffered.resize(len, 0);
+            grow_to(&mut self.buffered, len);
             // The new bytes are zeros; where the disk still holds older, longer
             // contents (a shrink not yet written back) those pages now differ.
             self.mark(old, len.min(self.stable.len()));
@@ -111,7 +123,7 @@ impl Inode {
         }
         let end = (start + PAGE_BYTES).min(len);
         if self.stable.len() < end {
-            self.stable.resize(end, 0);
+            grow_to(&mut self.stable, end);
         }
         self.stable[start..end].copy_from_slice(&self.buffered[start..end]);
         if len <= start + PAGE_BYTES {
