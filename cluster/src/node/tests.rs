@@ -233,3 +233,50 @@ fn a_directory_listing_a_deleted_group_does_not_reopen_it() {
     assert_eq!(shard.stats().groups_deleted_skipped, 1);
     assert!(stores.get(group).is_none(), "no store was recreated");
 }
+
+#[test]
+fn an_oversized_batch_is_refused_by_the_primary_without_preparing_an_op() {
+    // Found measuring memory (`--plane uniform ... --journal-slots 80 --ring-entries 256
+    // --seed 25` peaked at 99 MB): every oversized batch, over half a megabyte, was
+    // replicated into three rings and WALs only to be refused on apply.
+    let node = Node::open(&config(1), MemoryStores::new(), 0);
+    let shard = node.shards()[0].clone();
+    for number in 1..=2 {
+        shard
+            .borrow_mut()
+            .on_frame(ProcessId(9), create_topic(number, 1), 1_000);
+        shard.borrow_mut().drain();
+    }
+    shard.borrow_mut().tick(2_000);
+    let group = *shard
+        .borrow()
+        .partitions()
+        .keys()
+        .next()
+        .expect("the partition's group");
+    let oversized = crate::partition::PartitionOp::SendMessages {
+        messages: (0..crate::partition::BATCH_BYTES_MAX / crate::partition::PAYLOAD_BYTES_MAX + 1)
+            .map(|id| crate::partition::Message {
+                id: id as u128,
+                payload: vec![7; crate::partition::PAYLOAD_BYTES_MAX],
+            })
+            .collect(),
+    };
+    shard.borrow_mut().on_frame(
+        ProcessId(9),
+        request(group, 3, oversized.operation_code(), &oversized.encode()),
+        3_000,
+    );
+    let (outgoing, _) = shard.borrow_mut().drain();
+    assert_eq!(outgoing.len(), 1, "answered at once");
+    let (reply, body) = wire::open(&outgoing[0].frame).expect("a sealed frame");
+    assert_eq!((reply.command, reply.op), (Command::Reply, 0), "a reply naming no op");
+    assert_eq!(
+        crate::partition::PartitionReply::decode(body),
+        Ok(crate::partition::PartitionReply::BatchTooLarge)
+    );
+    let shard = shard.borrow();
+    let replica = &shard.partitions()[&group];
+    assert_eq!(replica.head(), 0, "nothing was prepared");
+    assert_eq!(replica.stats().requests_refused_before_prepare, 1);
+}

@@ -16,6 +16,15 @@ use super::{ApplyContext, OwnerFence, POLL_MESSAGES_CODE, PartitionOp, Partition
 use crate::vsr::StateMachine;
 use crate::wire::Header;
 
+/// The refusal `op` gets whatever the state, if any (see
+/// [`StateMachine::refuse_before_prepare`]).
+fn refusal_whatever_the_state(op: &PartitionOp) -> Option<super::PartitionReply> {
+    match op {
+        PartitionOp::SendMessages { messages } => super::state::batch_refusal(messages),
+        _ => None,
+    }
+}
+
 /// The partition state machine of one replica.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PartitionMachine {
@@ -78,6 +87,18 @@ impl StateMachine for PartitionMachine {
 
     fn validate_request(&self, operation: u8, body: &[u8]) -> bool {
         Self::validate(operation, body)
+    }
+
+    fn refuse_before_prepare(&self, operation: u8, body: &[u8]) -> Option<Vec<u8>> {
+        // Empty and oversized batches are refused by every state: replicating one (an
+        // oversized batch is over half a megabyte) would fill rings and WALs with ops
+        // that append nothing.
+        let op = PartitionOp::decode(body).ok()?;
+        if op.operation_code() != operation {
+            return None;
+        }
+        let refusal = refusal_whatever_the_state(&op)?;
+        Some(refusal.encode())
     }
 
     fn is_query(&self, operation: u8) -> bool {

@@ -97,6 +97,18 @@ pub enum OwnerFence {
     DisabledForTest,
 }
 
+/// The refusal a batch gets whatever the state: empty, or over the batch bounds. The
+/// primary answers such a request without preparing it; applying one (an op prepared
+/// by a primary that did not) refuses it the same way.
+pub(super) fn batch_refusal(messages: &[Message]) -> Option<PartitionReply> {
+    if messages.is_empty() {
+        return Some(PartitionReply::EmptyBatch);
+    }
+    let payload_bytes: usize = messages.iter().map(|m| m.payload.len()).sum();
+    (messages.len() > MESSAGES_PER_BATCH_MAX || payload_bytes > BATCH_BYTES_MAX)
+        .then_some(PartitionReply::BatchTooLarge)
+}
+
 /// One partition's replicated state.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PartitionState {
@@ -223,12 +235,8 @@ impl PartitionState {
     }
 
     fn send_messages(&mut self, messages: &[Message], context: &ApplyContext) -> PartitionReply {
-        if messages.is_empty() {
-            return PartitionReply::EmptyBatch;
-        }
-        let payload_bytes: usize = messages.iter().map(|m| m.payload.len()).sum();
-        if messages.len() > MESSAGES_PER_BATCH_MAX || payload_bytes > BATCH_BYTES_MAX {
-            return PartitionReply::BatchTooLarge;
+        if let Some(refusal) = batch_refusal(messages) {
+            return refusal;
         }
         let base_offset = self.log.next_offset();
         let mut last_offset = base_offset;

@@ -62,6 +62,14 @@ pub trait StateMachine {
         true
     }
 
+    /// The reply a request gets whatever the state, when applying it would change
+    /// nothing but retention (a batch too large or empty): the primary answers it at
+    /// once instead of replicating an op that is refused on apply. The reply header
+    /// says op 0: nothing was prepared. `None` for every other request.
+    fn refuse_before_prepare(&self, _operation: u8, _body: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+
     /// Whether `operation` is a query: answered by the primary from its applied state,
     /// with no consensus round, never journaled and never deduplicated.
     fn is_query(&self, _operation: u8) -> bool {

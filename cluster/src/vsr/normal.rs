@@ -125,6 +125,18 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             }
             Dedup::New => {}
         }
+        if let Some(reply_body) = self.state_machine.refuse_before_prepare(header.operation, body) {
+            // Refused whatever the state: no op, nothing in the client table (a resend
+            // is refused again, identically).
+            let mut reply = self.header(Command::Reply);
+            reply.client = header.client;
+            reply.request = header.request;
+            reply.operation = header.operation;
+            reply.commit = self.commit_max;
+            self.send(from, reply, &reply_body);
+            self.stats.requests_refused_before_prepare += 1;
+            return;
+        }
         self.pending_addresses.insert(header.client, from);
         let in_flight = self.pipeline.iter().any(|entry| {
             self.journal

@@ -88,6 +88,9 @@ pub struct ReplicaStats {
     pub requests_refused: u64,
     /// Queries answered from applied state.
     pub queries_answered: u64,
+    /// Requests answered without an op: refused whatever the state (see
+    /// [`StateMachine::refuse_before_prepare`]).
+    pub requests_refused_before_prepare: u64,
     /// Prepares the store failed to make durable (not journaled, so never acknowledged).
     pub prepare_write_failures: u64,
     /// DoViewChanges offered with an incomplete log (counted only with every replica's).

@@ -536,8 +536,11 @@ impl MetadataWorkload {
                 reply.describe()
             ));
         }
-        // An applied partition op ran retention first, whatever it answered.
+        // An applied partition op ran retention first, whatever it answered. A reply
+        // naming op 0 was refused before any op was prepared (a batch refused whatever
+        // the state): nothing ran.
         if let Request::Partition { at, .. } = request
+            && header.op != 0
             && let Some(partition) = self.shadow.partition_mut(at)
         {
             let expiry = partition.message_expiry_micros;
