@@ -203,7 +203,15 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     fn take_checkpoint(&mut self) {
         let op = self.commit_min;
         let bytes: Rc<[u8]> = Rc::from(self.encode_checkpoint_now());
-        match self.store.write_checkpoint(op, &bytes) {
+        // On failure nothing is evicted: the journal keeps every op above the last
+        // durable checkpoint, and new ops wait (the bound on the journal holds).
+        self.make_checkpoint_durable(op, &bytes);
+    }
+
+    /// Make checkpoint `bytes` at `op` this replica's durable checkpoint and let the
+    /// store forget what it covers; false (counted) if the store refused it.
+    pub(crate) fn make_checkpoint_durable(&mut self, op: u64, bytes: &Rc<[u8]>) -> bool {
+        match self.store.write_checkpoint(op, bytes) {
             Ok(()) => {
                 tracing::debug!(
                     replica = self.config.replica,
@@ -215,12 +223,12 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 self.checkpoint_op = op;
                 self.stats.checkpoints_written += 1;
                 self.store.discard_through(op);
+                true
             }
             Err(error) => {
-                // Nothing is evicted: the journal keeps every op above the last durable
-                // checkpoint, and new ops wait (the bound on the journal holds).
                 tracing::warn!(replica = self.config.replica, group = self.config.group, op, %error, "checkpoint write failed");
                 self.stats.checkpoint_write_failures += 1;
+                false
             }
         }
     }

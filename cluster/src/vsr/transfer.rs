@@ -320,19 +320,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             }
         };
         let bytes: Rc<[u8]> = Rc::from(transfer.bytes);
-        match self.store.write_checkpoint(op, &bytes) {
-            Ok(()) => {
-                self.checkpoint_op = op;
-                self.stats.checkpoints_written += 1;
-                self.store.discard_through(op);
-            }
-            Err(error) => {
-                // The state is installed in memory; the next checkpoint (due at once)
-                // tries again. A crash before then restarts from the older checkpoint.
-                tracing::warn!(replica = self.config.replica, group = self.config.group, op, %error, "installed checkpoint not made durable");
-                self.stats.checkpoint_write_failures += 1;
-            }
-        }
+        // If the store refuses, the state is installed in memory all the same; the next
+        // checkpoint (due at once) tries again, and a crash before then restarts from
+        // the older checkpoint.
+        self.make_checkpoint_durable(op, &bytes);
         self.stats.transfers_installed += 1;
         self.installed_awaiting_connect = Some(op);
         tracing::info!(
