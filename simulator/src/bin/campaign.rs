@@ -108,6 +108,15 @@ fn summarize(report: &CampaignReport, dir: &std::path::Path, known: Option<&[Str
         totals.invalid,
         report.not_started
     );
+    let (checkpoints, transfers) = report.runs.iter().fold((0, 0), |(checkpoints, transfers), run| {
+        (checkpoints + run.checkpoints, transfers + run.transfers_installed)
+    });
+    let exercised = report.runs.iter().filter(|run| run.transfers_installed > 0).count();
+    println!(
+        "catch-up: {checkpoints} checkpoints and {transfers} state transfers installed over all runs; \
+         {exercised} of {} runs installed at least one",
+        report.runs.len()
+    );
     let mut new_signatures = 0;
     for group in report.failure_groups() {
         let seeds: Vec<String> = group.runs.iter().take(10).map(|run| run.seed.to_string()).collect();

@@ -61,6 +61,12 @@ pub struct RunRecord {
     pub commits: u64,
     /// Committed ops checked against the canonical chain, over all replicas.
     pub ops_compared: u64,
+    /// Checkpoints made durable (absent from reports written before they were counted).
+    #[serde(default)]
+    pub checkpoints: u64,
+    /// State transfers installed (absent from older reports).
+    #[serde(default)]
+    pub transfers_installed: u64,
     /// Wall time of the run, milliseconds.
     pub wall_ms: f64,
     /// The executor's schedule hash, hex.

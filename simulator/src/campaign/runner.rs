@@ -53,6 +53,8 @@ pub fn execute(run: &PlannedRun) -> RunRecord {
         ticks: 0,
         commits: 0,
         ops_compared: 0,
+        checkpoints: 0,
+        transfers_installed: 0,
         wall_ms,
         schedule_hash: String::new(),
     };
@@ -61,6 +63,8 @@ pub fn execute(run: &PlannedRun) -> RunRecord {
             record.ticks = report.ticks;
             record.commits = report.commits;
             record.ops_compared = report.ops_compared;
+            record.checkpoints = report.checkpoints;
+            record.transfers_installed = report.transfers_installed;
             record.schedule_hash = format!("{:#018x}", report.schedule_hash);
             match report.verdict {
                 Verdict::Pass => {}

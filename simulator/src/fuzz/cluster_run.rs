@@ -191,6 +191,8 @@ pub(super) fn run(
     )?;
     print_packets(harness.simulation(), out)?;
     let catch_up = harness.catch_up();
+    report.checkpoints = catch_up.checkpoints;
+    report.transfers_installed = catch_up.transfers_installed;
     let (peak_entries, peak_bytes) = harness.journal_peak();
     writeln!(
         out,

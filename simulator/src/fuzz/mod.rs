@@ -57,6 +57,10 @@ pub struct RunReport {
     pub commits: u64,
     /// Committed ops checked against the canonical chain (consensus planes).
     pub ops_compared: u64,
+    /// Checkpoints made durable, over every replica and incarnation.
+    pub checkpoints: u64,
+    /// State transfers installed, over every replica and incarnation.
+    pub transfers_installed: u64,
 }
 
 /// Run the workload described by `args` with `seed`, printing the banner, the figures
@@ -70,6 +74,8 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
         schedule_hash: 0,
         commits: 0,
         ops_compared: 0,
+        checkpoints: 0,
+        transfers_installed: 0,
     };
     let (config, resolved) = match configure(args, seed) {
         Ok(configured) => configured,

@@ -88,6 +88,8 @@ fn run(profile: &str, plane: &str, seed: u64, verdict: RunVerdict, signature: Op
         ticks: 6000 + seed,
         commits: 100 + seed * 3,
         ops_compared: 300 + seed,
+        checkpoints: seed % 3,
+        transfers_installed: seed % 2,
         wall_ms: 10.0 + seed as f64 * 1.5,
         schedule_hash: format!("{seed:016x}"),
     }
