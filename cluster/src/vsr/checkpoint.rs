@@ -21,6 +21,12 @@
 //! `transfer`), so the transfer connects when it lands; a pin never lets the ring grow
 //! past twice its entry cap.
 //!
+//! Known limit: a partition's state is its retained log, so its checkpoint (and what a
+//! transfer ships) is every retained message, written whole at each checkpoint. That
+//! suits the simulator's partitions; a production node with large partitions should
+//! checkpoint its segment files instead (`storage::segment`, `storage::install`), which
+//! is not wired in yet.
+//!
 //! Encoding (little-endian, the codec of `crate::codec`):
 //! `[magic "VCKP": u32][group: u64][op: u64][header: 256 bytes][state digest: u128]
 //! [client table: bytes][state: bytes]`. The store and the transfer protect it with
