@@ -332,14 +332,16 @@ impl<S: DurableStorage> PartitionWal<S> {
         let last_valid = scanned.slots.keys().next_back().copied();
         let before_op = frontier.map(|published| published.last_op.saturating_add(1));
         log.adopt(scanned.slots);
+        // Damage from `offset` up to the published frontier.
+        let damage_to_frontier = |offset: u64, reason: String| DamagedRange {
+            offset,
+            bytes: trusted - offset,
+            after_op: last_valid,
+            before_op,
+            reason,
+        };
         if let Some((offset, reason)) = scanned.tail {
-            damaged.push(DamagedRange {
-                offset,
-                bytes: trusted - offset,
-                after_op: last_valid,
-                before_op,
-                reason,
-            });
+            damaged.push(damage_to_frontier(offset, reason));
             log.cut(offset).await?;
             republish = true;
         } else if (bytes.len() as u64) < trusted {
@@ -358,13 +360,7 @@ impl<S: DurableStorage> PartitionWal<S> {
                 interrupted_prefix_drop = true;
             } else {
                 let reason = format!("the file ends {} bytes before the published frontier", trusted - offset);
-                damaged.push(DamagedRange {
-                    offset,
-                    bytes: trusted - offset,
-                    after_op: last_valid,
-                    before_op,
-                    reason,
-                });
+                damaged.push(damage_to_frontier(offset, reason));
             }
             republish = true;
         }

@@ -215,8 +215,8 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     }
 
     /// Make checkpoint `bytes` at `op` this replica's durable checkpoint and let the
-    /// store forget what it covers; false (counted) if the store refused it.
-    pub(crate) fn make_checkpoint_durable(&mut self, op: u64, bytes: &Rc<[u8]>) -> bool {
+    /// store forget what it covers; a refusal is counted and changes nothing.
+    pub(crate) fn make_checkpoint_durable(&mut self, op: u64, bytes: &Rc<[u8]>) {
         match self.store.write_checkpoint(op, bytes) {
             Ok(()) => {
                 tracing::debug!(
@@ -229,12 +229,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 self.checkpoint_op = op;
                 self.stats.checkpoints_written += 1;
                 self.store.discard_through(op);
-                true
             }
             Err(error) => {
                 tracing::warn!(replica = self.config.replica, group = self.config.group, op, %error, "checkpoint write failed");
                 self.stats.checkpoint_write_failures += 1;
-                false
             }
         }
     }
@@ -244,10 +242,8 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// twice its entry cap: then the oldest pin goes and that transfer will be stale).
     pub(crate) fn enforce_journal_bounds(&mut self) {
         let entries_max = usize::try_from(self.config.journal_ops_max).unwrap_or(usize::MAX);
-        let over = |journal: &super::journal::Journal, config: &super::replica::ReplicaConfig| {
-            journal.len() > entries_max || journal.frame_bytes() > config.journal_bytes_max / 2
-        };
-        if !over(&self.journal, &self.config) || self.journal.floor() >= self.checkpoint_op {
+        let over_bytes = self.journal.frame_bytes() > self.config.journal_bytes_max / 2;
+        if !(self.journal.len() > entries_max || over_bytes) || self.journal.floor() >= self.checkpoint_op {
             return;
         }
         while self.journal.len() > 2 * entries_max && self.release_oldest_pin() {}
@@ -258,7 +254,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if excess_entries > 0 {
             target = target.max(self.journal.floor() + excess_entries);
         }
-        if self.journal.frame_bytes() > self.config.journal_bytes_max / 2 {
+        if over_bytes {
             // Bytes: drop everything the checkpoint covers (frames are not indexed by
             // size, and the byte bound is a safety net rather than the usual limit).
             target = limit;

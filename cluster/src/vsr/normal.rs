@@ -149,7 +149,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if in_flight {
             return;
         }
-        if self.pipeline.len() < PIPELINE_PREPARES_MAX && self.journal_has_room_for_new_op(self.journal.head() + 1) {
+        if self.can_prepare_next() {
             self.prepare(header, body);
         } else if self.request_queue.len() < REQUEST_QUEUE_MAX {
             self.request_queue.push_back((from, header, body.to_vec()));
@@ -239,6 +239,12 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             });
         }
         self.commit_pipeline();
+    }
+
+    /// Primary: whether the next op may be prepared now (room in the pipeline and in
+    /// the journal above the checkpoint).
+    fn can_prepare_next(&self) -> bool {
+        self.pipeline.len() < PIPELINE_PREPARES_MAX && self.journal_has_room_for_new_op(self.journal.head() + 1)
     }
 
     /// The next replica in this view's prepare chain after this one, if any.
@@ -406,7 +412,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
         self.pipeline_inherited = self.pipeline_inherited.min(self.pipeline.len());
         self.apply_committed();
-        while self.pipeline.len() < PIPELINE_PREPARES_MAX && self.journal_has_room_for_new_op(self.journal.head() + 1) {
+        while self.can_prepare_next() {
             let Some((from, header, body)) = self.request_queue.pop_front() else {
                 break;
             };

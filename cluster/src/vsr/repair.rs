@@ -105,7 +105,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             return;
         };
         if !self.repair_session {
-            if !self.budget.try_start_repair_session() {
+            if self
+                .budget
+                .as_ref()
+                .is_some_and(|budget| !budget.try_start_repair_session())
+            {
                 self.repair_deferred = true;
                 self.stats.repair_sessions_deferred += 1;
                 return;
@@ -138,7 +142,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.repair_deferred = false;
         if self.repair_session {
             self.repair_session = false;
-            self.budget.end_repair_session();
+            if let Some(budget) = &self.budget {
+                budget.end_repair_session();
+            }
         }
     }
 
@@ -156,12 +162,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if self.status == Status::Recovering || header.commit < header.op {
             return;
         }
-        // A peer asking for ops above the state it was sent has installed it: its pin
-        // has done its job (and frees the shard's place for the next transfer).
-        let before = self.served.len();
-        self.served
-            .retain(|served| served.peer() != sender || header.op <= served.op());
-        self.stats.transfers_connected += (before - self.served.len()) as u64;
+        self.release_pins_of_installed_transfers(sender, header.op);
         let floor = self.journal.floor();
         let mut first = header.op.max(1);
         if first <= floor {

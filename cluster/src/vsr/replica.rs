@@ -218,7 +218,10 @@ pub struct Replica<S, T> {
     /// The op of the last installed transfer until the op above it is applied.
     pub(crate) installed_awaiting_connect: Option<u64>,
     /// The catch-up allowance of the shard hosting this replica (its own, alone).
-    pub(crate) budget: Rc<CatchUpBudget>,
+    /// `None` for a replica outside a shard: nothing to share, nothing rationed. (A
+    /// private budget would never be recounted, and would refuse for good after its
+    /// first three sessions.)
+    pub(crate) budget: Option<Rc<CatchUpBudget>>,
     /// A repair session holds a place in the budget.
     pub(crate) repair_session: bool,
     /// A repair was refused a place: try again next tick.
@@ -351,7 +354,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             transfer: None,
             served: Vec::new(),
             installed_awaiting_connect: None,
-            budget: Rc::new(CatchUpBudget::default()),
+            budget: None,
             repair_session: false,
             repair_deferred: false,
         };
@@ -483,7 +486,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
 
     /// Share the catch-up allowance of the shard hosting this replica.
     pub fn set_catch_up_budget(&mut self, budget: Rc<CatchUpBudget>) {
-        self.budget = budget;
+        self.budget = Some(budget);
     }
 
     /// Whether a repair session holds a place in the budget.

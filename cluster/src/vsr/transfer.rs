@@ -61,18 +61,6 @@ pub(crate) struct Served {
     idle_ticks: u64,
 }
 
-impl Served {
-    /// The peer receiving it.
-    pub(crate) fn peer(&self) -> u8 {
-        self.peer
-    }
-
-    /// The op the served state was taken at (the ring is pinned above it).
-    pub(crate) fn op(&self) -> u64 {
-        self.op
-    }
-}
-
 fn checksum(bytes: &[u8]) -> u128 {
     xxhash_rust::xxh3::xxh3_128(bytes)
 }
@@ -86,6 +74,15 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// The lowest op a served transfer pins in the ring.
     pub(crate) fn pinned_op(&self) -> Option<u64> {
         self.served.iter().map(|served| served.op).min()
+    }
+
+    /// `peer` asks for ops from `first` on: a transfer served to it below that op was
+    /// installed, so its pin has done its job (and the shard's place is free for the
+    /// next transfer).
+    pub(crate) fn release_pins_of_installed_transfers(&mut self, peer: u8, first: u64) {
+        let before = self.served.len();
+        self.served.retain(|served| served.peer != peer || first <= served.op);
+        self.stats.transfers_connected += (before - self.served.len()) as u64;
     }
 
     /// Release the pin of the oldest served transfer; false if none.
@@ -214,7 +211,8 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 // A new transfer (or one whose pin was released): ship the state now.
                 // A receiver that asked for an older op sees a new op and restarts.
                 self.served.retain(|served| served.peer != sender);
-                if self.served.len() >= TRANSFERS_SERVED_MAX || !self.budget.try_serve_transfer() {
+                let shard_refuses = self.budget.as_ref().is_some_and(|budget| !budget.try_serve_transfer());
+                if self.served.len() >= TRANSFERS_SERVED_MAX || shard_refuses {
                     // The receiver asks again after its retry timeout.
                     self.stats.transfers_refused += 1;
                     return;
