@@ -97,7 +97,11 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 /// - 2026-11-29: re-locked (issue #8): the report prints a `catch-up:` line (repair sessions, journal peaks,
 ///   checkpoints, transfers); the schedule and reply hashes (0x038f49b6e94464ca,
 ///   0x8754748a9349e99d) are unchanged, checked against the previous build.
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xa49c_8903_242e_8838;
+/// - 2026-11-29: re-locked (issue #4, sessions): every client logs in first, requests
+///   carry the newest metadata op their client saw, nodes bind senders to sessions
+///   (binds and `Unbound` refusals are new packets), `RequestAsUser` was appended, and
+///   the report prints a `sessions:` line. The schedule and replies move with them.
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xb0a0_4aa2_50e0_8062;
 
 #[test]
 fn workload_replay_is_deterministic() {
@@ -146,7 +150,9 @@ fn workload_replay_is_deterministic() {
 /// - 2026-11-29: re-locked (issue #8): the report prints a `catch-up:` line; the
 ///   schedule and reply hashes (0xcc3921603882cef9, 0xf124bf4ff2be371e) are unchanged,
 ///   checked against the previous build.
-const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x8c91_5590_b48b_e9b2;
+/// - 2026-11-29: re-locked (issue #4, sessions): as the metadata lock says (logins,
+///   binds, `Unbound` refusals and the `sessions:` line move the schedule and output).
+const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0xfa06_a5b8_27eb_22e6;
 
 #[test]
 fn multi_shard_replay_is_deterministic() {

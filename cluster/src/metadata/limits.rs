@@ -36,6 +36,12 @@ pub const CONSUMER_GROUPS_PER_TOPIC_MAX: usize = 256;
 /// keeping a group's snapshot entry and each membership check small.
 pub const MEMBERS_PER_GROUP_MAX: usize = 64;
 
+/// Most open sessions (one per client id that logged in). Every replica holds them in
+/// its metadata state and snapshot, so they are bounded like any entity; 4,096 is far
+/// above the clients a cluster like this serves at once. When full, a new client's
+/// login closes the oldest session, whose client must log in again.
+pub const SESSIONS_MAX: usize = 4_096;
+
 /// Most users, root included. Logins scan users by name, and the bound keeps that scan
 /// and the snapshot small.
 pub const USERS_MAX: usize = 1_024;

@@ -19,6 +19,11 @@ pub const DEFAULT_ROOT_PASSWORD: &str = "secret";
 #[derive(Clone, Debug)]
 pub struct MetadataMachine {
     state: MetadataState,
+    /// Counts applied ops that may have changed who may do what (logins, user and
+    /// permission changes, stream deletions) and restores: a node rebuilds the access
+    /// view it admits requests by only when this moves. Local to this replica, not
+    /// replicated state.
+    access_version: u64,
 }
 
 impl MetadataMachine {
@@ -27,12 +32,18 @@ impl MetadataMachine {
     pub fn new(cluster: u64, root_password: &str) -> Self {
         Self {
             state: MetadataState::new(root_password, cluster),
+            access_version: 0,
         }
     }
 
     /// The state.
     pub fn state(&self) -> &MetadataState {
         &self.state
+    }
+
+    /// See the field: moves whenever sessions or permissions may have changed.
+    pub fn access_version(&self) -> u64 {
+        self.access_version
     }
 
     /// Whether a request body decodes to the operation its header names.
@@ -54,8 +65,13 @@ impl StateMachine for MetadataMachine {
             op_number: header.op,
             view: header.view,
             entropy: header.nonce,
+            client: header.client,
         };
-        self.state.apply(&op, &context).encode()
+        let reply = self.state.apply_request(&op, &context);
+        if reply.is_ok() && changes_access(&op) {
+            self.access_version += 1;
+        }
+        reply.encode()
     }
 
     fn digest(&self) -> u128 {
@@ -70,10 +86,24 @@ impl StateMachine for MetadataMachine {
     /// invariant check of [`MetadataState::decode_state`].
     fn restore(&mut self, bytes: &[u8]) -> Result<(), crate::codec::DecodeError> {
         self.state = MetadataState::decode_state(bytes)?;
+        self.access_version += 1;
         Ok(())
     }
 
     fn validate_request(&self, operation: u8, body: &[u8]) -> bool {
         Self::validate(operation, body)
     }
+}
+
+/// Whether `op`, applied successfully, may change a session or what it may do.
+fn changes_access(op: &MetadataOp) -> bool {
+    matches!(
+        op,
+        MetadataOp::LoginUser { .. }
+            | MetadataOp::LoginWithPersonalAccessToken { .. }
+            | MetadataOp::UpdateUser { .. }
+            | MetadataOp::DeleteUser { .. }
+            | MetadataOp::UpdatePermissions { .. }
+            | MetadataOp::DeleteStream { .. }
+    )
 }

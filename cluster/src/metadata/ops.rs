@@ -287,6 +287,12 @@ impl MetadataOp {
         }
     }
 
+    /// Whether `operation` is a login's code: a login needs no session (it opens one),
+    /// so a node admits it from any sender.
+    pub fn is_login_operation(operation: u8) -> bool {
+        operation == code::LOGIN_USER || operation == code::LOGIN_WITH_PERSONAL_ACCESS_TOKEN
+    }
+
     /// True for the ops that only read committed state (the logins). They are still
     /// replicated: a session begins at a committed point of the log.
     pub fn is_login(&self) -> bool {

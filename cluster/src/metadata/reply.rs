@@ -5,6 +5,9 @@
 //! reached). Replies are what the client table caches and replays for a duplicate
 //! request, so they encode compactly: `[reply code: u8][fields]`.
 //!
+//! The session replies (`SessionBound`, `SessionRefused`) answer a `BindSession`, which
+//! a node answers from its applied metadata without applying an op.
+//!
 //! Does not model: transport-level outcomes (`TransientNotAccepted`,
 //! `TransientNotCommitted`, redirects to the primary) which the request path produces
 //! without ever applying an op, or malformed requests, which never become ops.
@@ -41,10 +44,15 @@ pub enum MetadataReply {
         /// The token to present to `LoginWithPersonalAccessToken`.
         token: String,
     },
-    /// A login succeeded.
+    /// A login succeeded and opened a session for the client that sent it.
     LoggedIn {
-        /// Who the session belongs to.
+        /// Who the session acts as.
         user_id: u32,
+        /// The session's id (the login's op number).
+        session: u64,
+        /// What the client presents to bind the session on another node (a credential:
+        /// never logged).
+        secret: u128,
     },
     /// `CreateConsumerGroup` succeeded.
     GroupCreated {
@@ -105,6 +113,20 @@ pub enum MetadataReply {
     AlreadyMember,
     /// `LeaveConsumerGroup` named a member the group does not have.
     MemberNotFound,
+    /// A `BindSession` succeeded: the node now knows its sender as the session's client.
+    /// Answered by a node from its applied metadata, never an applied op.
+    SessionBound {
+        /// Who the session acts as.
+        user_id: u32,
+    },
+    /// The client has no session (never logged in, or it closed), or its user was
+    /// deleted or deactivated since: log in.
+    Unauthenticated,
+    /// The session's user lacks the permission the op needs.
+    PermissionDenied,
+    /// A `BindSession` named a session the node's applied metadata does not hold for
+    /// that client, or with another secret: log in again.
+    SessionRefused,
 }
 
 /// A reply's class without its fields, for workloads and metrics to count by.
@@ -144,11 +166,17 @@ pub enum Outcome {
     AlreadyMember,
     /// [`MetadataReply::MemberNotFound`].
     MemberNotFound,
+    /// [`MetadataReply::Unauthenticated`].
+    Unauthenticated,
+    /// [`MetadataReply::PermissionDenied`].
+    PermissionDenied,
+    /// [`MetadataReply::SessionRefused`].
+    SessionRefused,
 }
 
 impl Outcome {
     /// Every outcome, in declaration order (for tables of counters).
-    pub const ALL: [Outcome; 17] = [
+    pub const ALL: [Outcome; 20] = [
         Outcome::Ok,
         Outcome::NameAlreadyExists,
         Outcome::StreamNotFound,
@@ -166,6 +194,9 @@ impl Outcome {
         Outcome::LimitReached,
         Outcome::AlreadyMember,
         Outcome::MemberNotFound,
+        Outcome::Unauthenticated,
+        Outcome::PermissionDenied,
+        Outcome::SessionRefused,
     ];
 }
 
@@ -183,6 +214,7 @@ mod code {
     pub const PARTITIONS_CREATED: u8 = 7;
     pub const JOINED: u8 = 8;
     pub const LEFT: u8 = 9;
+    pub const SESSION_BOUND: u8 = 10;
     pub const NAME_ALREADY_EXISTS: u8 = 64;
     pub const STREAM_NOT_FOUND: u8 = 65;
     pub const TOPIC_NOT_FOUND: u8 = 66;
@@ -199,6 +231,9 @@ mod code {
     pub const LIMIT_REACHED: u8 = 77;
     pub const ALREADY_MEMBER: u8 = 78;
     pub const MEMBER_NOT_FOUND: u8 = 79;
+    pub const UNAUTHENTICATED: u8 = 80;
+    pub const PERMISSION_DENIED: u8 = 81;
+    pub const SESSION_REFUSED: u8 = 82;
 }
 
 /// First reply code that is an error.
@@ -217,7 +252,8 @@ impl MetadataReply {
             | MetadataReply::GroupCreated { .. }
             | MetadataReply::PartitionsCreated { .. }
             | MetadataReply::Joined { .. }
-            | MetadataReply::Left { .. } => Outcome::Ok,
+            | MetadataReply::Left { .. }
+            | MetadataReply::SessionBound { .. } => Outcome::Ok,
             MetadataReply::NameAlreadyExists => Outcome::NameAlreadyExists,
             MetadataReply::StreamNotFound => Outcome::StreamNotFound,
             MetadataReply::TopicNotFound => Outcome::TopicNotFound,
@@ -234,6 +270,9 @@ impl MetadataReply {
             MetadataReply::LimitReached { .. } => Outcome::LimitReached,
             MetadataReply::AlreadyMember => Outcome::AlreadyMember,
             MetadataReply::MemberNotFound => Outcome::MemberNotFound,
+            MetadataReply::Unauthenticated => Outcome::Unauthenticated,
+            MetadataReply::PermissionDenied => Outcome::PermissionDenied,
+            MetadataReply::SessionRefused => Outcome::SessionRefused,
         }
     }
 
@@ -271,6 +310,10 @@ impl MetadataReply {
             MetadataReply::LimitReached { .. } => code::LIMIT_REACHED,
             MetadataReply::AlreadyMember => code::ALREADY_MEMBER,
             MetadataReply::MemberNotFound => code::MEMBER_NOT_FOUND,
+            MetadataReply::SessionBound { .. } => code::SESSION_BOUND,
+            MetadataReply::Unauthenticated => code::UNAUTHENTICATED,
+            MetadataReply::PermissionDenied => code::PERMISSION_DENIED,
+            MetadataReply::SessionRefused => code::SESSION_REFUSED,
         }
     }
 
@@ -281,7 +324,16 @@ impl MetadataReply {
         match self {
             MetadataReply::StreamCreated { stream_id } => w.u32(*stream_id),
             MetadataReply::TopicCreated { topic_id } => w.u32(*topic_id),
-            MetadataReply::UserCreated { user_id } | MetadataReply::LoggedIn { user_id } => w.u32(*user_id),
+            MetadataReply::UserCreated { user_id } | MetadataReply::SessionBound { user_id } => w.u32(*user_id),
+            MetadataReply::LoggedIn {
+                user_id,
+                session,
+                secret,
+            } => {
+                w.u32(*user_id);
+                w.u64(*session);
+                w.u128(*secret);
+            }
             MetadataReply::TokenCreated { token } => w.str(token),
             MetadataReply::GroupCreated { group_id } => w.u32(*group_id),
             MetadataReply::PartitionsCreated { first_partition_id } => w.u32(*first_partition_id),
@@ -302,7 +354,10 @@ impl MetadataReply {
             | MetadataReply::UserInactive
             | MetadataReply::CannotModifyRoot
             | MetadataReply::AlreadyMember
-            | MetadataReply::MemberNotFound => {}
+            | MetadataReply::MemberNotFound
+            | MetadataReply::Unauthenticated
+            | MetadataReply::PermissionDenied
+            | MetadataReply::SessionRefused => {}
         }
         w.finish()
     }
@@ -325,6 +380,11 @@ impl MetadataReply {
                 token: r.string("token")?,
             },
             code::LOGGED_IN => MetadataReply::LoggedIn {
+                user_id: r.u32("user id")?,
+                session: r.u64("session id")?,
+                secret: r.u128("session secret")?,
+            },
+            code::SESSION_BOUND => MetadataReply::SessionBound {
                 user_id: r.u32("user id")?,
             },
             code::GROUP_CREATED => MetadataReply::GroupCreated {
@@ -359,6 +419,9 @@ impl MetadataReply {
             }
             code::ALREADY_MEMBER => MetadataReply::AlreadyMember,
             code::MEMBER_NOT_FOUND => MetadataReply::MemberNotFound,
+            code::UNAUTHENTICATED => MetadataReply::Unauthenticated,
+            code::PERMISSION_DENIED => MetadataReply::PermissionDenied,
+            code::SESSION_REFUSED => MetadataReply::SessionRefused,
             code => {
                 return Err(DecodeError::UnknownCode {
                     field: "reply code",
@@ -379,7 +442,14 @@ impl fmt::Debug for MetadataReply {
             MetadataReply::UserCreated { user_id } => write!(f, "UserCreated {{ user_id: {user_id} }}"),
             // The token is a credential: keep it out of logs.
             MetadataReply::TokenCreated { .. } => write!(f, "TokenCreated {{ token: <redacted> }}"),
-            MetadataReply::LoggedIn { user_id } => write!(f, "LoggedIn {{ user_id: {user_id} }}"),
+            // The secret is a credential: keep it out of logs.
+            MetadataReply::LoggedIn { user_id, session, .. } => {
+                write!(
+                    f,
+                    "LoggedIn {{ user_id: {user_id}, session: {session}, secret: <redacted> }}"
+                )
+            }
+            MetadataReply::SessionBound { user_id } => write!(f, "SessionBound {{ user_id: {user_id} }}"),
             MetadataReply::GroupCreated { group_id } => write!(f, "GroupCreated {{ group_id: {group_id} }}"),
             MetadataReply::PartitionsCreated { first_partition_id } => {
                 write!(f, "PartitionsCreated {{ first_partition_id: {first_partition_id} }}")
@@ -408,7 +478,15 @@ mod tests {
             MetadataReply::TokenCreated {
                 token: "a1b2c3d4e5f60718293a4b5c6d7e8f90".into(),
             },
-            MetadataReply::LoggedIn { user_id: 0 },
+            MetadataReply::LoggedIn {
+                user_id: 0,
+                session: 9,
+                secret: u128::MAX,
+            },
+            MetadataReply::SessionBound { user_id: 4 },
+            MetadataReply::Unauthenticated,
+            MetadataReply::PermissionDenied,
+            MetadataReply::SessionRefused,
             MetadataReply::GroupCreated { group_id: u32::MAX },
             MetadataReply::NameAlreadyExists,
             MetadataReply::StreamNotFound,
@@ -449,7 +527,7 @@ mod tests {
         let outcomes: BTreeSet<Outcome> = replies.iter().map(MetadataReply::outcome).collect();
         assert_eq!(outcomes, Outcome::ALL.into_iter().collect());
         let codes: BTreeSet<u8> = replies.iter().map(MetadataReply::reply_code).collect();
-        assert_eq!(codes.len(), 26);
+        assert_eq!(codes.len(), 30);
         // Pinned: cached reply bytes outlive a binary upgrade.
         assert_eq!(
             MetadataReply::StreamCreated { stream_id: 9 }.encode(),
@@ -491,10 +569,10 @@ mod tests {
             );
         }
         assert_eq!(
-            MetadataReply::decode(&[10]),
+            MetadataReply::decode(&[11]),
             Err(DecodeError::UnknownCode {
                 field: "reply code",
-                code: 10
+                code: 11
             })
         );
         assert_eq!(

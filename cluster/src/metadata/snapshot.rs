@@ -12,6 +12,9 @@
 //! therefore gives a state that `apply` could have produced, as far as these
 //! invariants can tell.
 //!
+//! Sessions are decoded as `sessions.rs` says (a session whose user is gone is kept:
+//! it stops authorising, which `authorize.rs` checks at each use).
+//!
 //! Does not model: snapshot scheduling, chunking or transfer (consensus does that), a
 //! format version (the layout is fixed; change it only with a migration), or the
 //! client table, which is snapshotted separately.
@@ -27,6 +30,7 @@ use super::limits::{
 use super::name::is_valid_name;
 use super::ops::Durability;
 use super::permissions::Permissions;
+use super::sessions::Sessions;
 use super::state::{MetadataState, ROOT_USER_ID};
 use crate::codec::{DecodeError, Reader, Writer};
 
@@ -36,7 +40,8 @@ impl MetadataState {
     /// [next user id: u32]`, then streams (each with its topics, each with its
     /// partitions as `[group id: u64][created in view: u64]` in id order, the id being
     /// the position, then its consumer groups with their members), then users (each with
-    /// permissions and tokens), every map in ascending key order.
+    /// permissions and tokens), then the open sessions (`Sessions::encode_into`), every
+    /// map in ascending key order.
     pub fn encode_state(&self) -> Vec<u8> {
         let mut w = Writer::new();
         w.u64(self.op_number_applied);
@@ -93,6 +98,7 @@ impl MetadataState {
                 w.opt_u64(token.expires_at_micros);
             }
         }
+        self.sessions.encode_into(&mut w);
         w.finish()
     }
 
@@ -170,6 +176,7 @@ impl MetadataState {
                 });
             }
         }
+        let sessions = Sessions::decode_from(&mut r, op_number_applied)?;
         r.finish()?;
         Ok(MetadataState {
             streams,
@@ -178,6 +185,7 @@ impl MetadataState {
             next_user_id,
             op_number_applied,
             partitions_changed_at,
+            sessions,
         })
     }
 }

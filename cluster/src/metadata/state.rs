@@ -9,9 +9,11 @@
 //! randomness come from the context, assigned once by the primary and replicated in
 //! the prepare. A failed op changes nothing except the applied op number.
 //!
-//! Does not model: authorisation (whether the session that sent an op may perform it
-//! is checked on the request path; the state only offers the permissions to check
-//! against), sessions and request deduplication (the client table), partition data
+//! Sessions are part of the state: a login opens one for the client that sent it
+//! (`sessions.rs`), and [`MetadataState::apply_request`] authorises every other op
+//! against its client's session before applying it (`authorize.rs`).
+//!
+//! Does not model: request deduplication (the client table), partition data
 //! (messages, offsets: the partition plane), placement of partition groups on
 //! replicas, or the consensus that orders ops.
 
@@ -28,6 +30,7 @@ use super::name::{is_valid_name, is_valid_password};
 use super::ops::{Durability, MetadataOp};
 use super::permissions::Permissions;
 use super::reply::MetadataReply;
+use super::sessions::{Session, Sessions, derive_session_secret};
 
 /// The root user's id. Root exists from genesis, holds every permission, and can be
 /// neither deleted, deactivated, nor have its permissions changed.
@@ -50,8 +53,12 @@ pub struct ApplyContext {
     /// The view of the prepare header that carried the op. Partitions an op creates
     /// record it as `created_in_view`: their groups start in that view.
     pub view: u64,
-    /// Seeded randomness drawn by the primary for this op (salts, tokens).
+    /// Seeded randomness drawn by the primary for this op (salts, tokens, session
+    /// secrets).
     pub entropy: u64,
+    /// The client id that sent the op (the prepare header's `client`): a login opens
+    /// its session for this client.
+    pub client: u128,
 }
 
 /// Internal result: `Err` carries the error reply, and nothing has been changed.
@@ -68,6 +75,8 @@ pub struct MetadataState {
     /// The number of the latest applied op that created or removed a partition; 0 at
     /// genesis. See [`MetadataState::partitions_changed_at`].
     pub(super) partitions_changed_at: u64,
+    /// Open sessions by client id (see `sessions.rs`).
+    pub(super) sessions: Sessions,
 }
 
 impl MetadataState {
@@ -100,10 +109,31 @@ impl MetadataState {
             next_user_id: ROOT_USER_ID + 1,
             op_number_applied: 0,
             partitions_changed_at: 0,
+            sessions: Sessions::default(),
         }
     }
 
-    /// Apply one committed op and say how it went.
+    /// Apply one committed op sent by `ctx.client`, if that client may: the entry point
+    /// of the state machine. A refused op (see [`MetadataState::authorize`]) changes
+    /// nothing but the applied op number and answers `Unauthenticated` or
+    /// `PermissionDenied`.
+    ///
+    /// Panics like [`MetadataState::apply`].
+    pub fn apply_request(&mut self, op: &MetadataOp, ctx: &ApplyContext) -> MetadataReply {
+        if let Err(refused) = self.authorize(ctx.client, op) {
+            assert!(
+                ctx.op_number > self.op_number_applied,
+                "metadata op {} applied twice",
+                ctx.op_number
+            );
+            self.op_number_applied = ctx.op_number;
+            return refused;
+        }
+        self.apply(op, ctx)
+    }
+
+    /// Apply one committed op and say how it went, without authorising it (see
+    /// [`MetadataState::apply_request`]).
     ///
     /// Panics if `ctx.op_number` is not above the last applied op number: applying ops
     /// out of order or twice is a bug in the caller, and continuing would fork replicas.
@@ -167,8 +197,14 @@ impl MetadataState {
                 topic_id,
                 group_id,
             } => self.delete_group(*stream_id, *topic_id, *group_id),
-            MetadataOp::LoginUser { username, password } => self.login_user(username, password),
-            MetadataOp::LoginWithPersonalAccessToken { token } => self.login_with_token(token, ctx),
+            MetadataOp::LoginUser { username, password } => {
+                let user_id = self.login_user(username, password);
+                user_id.map(|user_id| self.open_session(user_id, ctx))
+            }
+            MetadataOp::LoginWithPersonalAccessToken { token } => {
+                let user_id = self.login_with_token(token, ctx);
+                user_id.map(|user_id| self.open_session(user_id, ctx))
+            }
             MetadataOp::CreatePartitions {
                 stream_id,
                 topic_id,
@@ -536,12 +572,12 @@ impl MetadataState {
         Ok(MetadataReply::Ok)
     }
 
-    // ---- logins (read-only) ----
+    // ---- logins (they open a session) ----
 
     /// An unknown username and a wrong password give the same answer, so a login does
     /// not reveal which usernames exist. Inactivity is reported only to someone who
     /// knows the password.
-    fn login_user(&self, username: &str, password: &str) -> Applied {
+    fn login_user(&self, username: &str, password: &str) -> Result<u32, MetadataReply> {
         let user = self.user_by_name(username).ok_or(MetadataReply::InvalidCredentials)?;
         if hash_password(user.salt, password) != user.password_hash {
             return Err(MetadataReply::InvalidCredentials);
@@ -549,12 +585,12 @@ impl MetadataState {
         if !user.active {
             return Err(MetadataReply::UserInactive);
         }
-        Ok(MetadataReply::LoggedIn { user_id: user.id })
+        Ok(user.id)
     }
 
     /// Scans every user's tokens (bounded by `USERS_MAX` x `TOKENS_PER_USER_MAX`) in id
     /// then name order; an unknown token is `InvalidCredentials`.
-    fn login_with_token(&self, token: &str, ctx: &ApplyContext) -> Applied {
+    fn login_with_token(&self, token: &str, ctx: &ApplyContext) -> Result<u32, MetadataReply> {
         let token_hash = hash_token(token);
         let (user, pat) = self
             .users
@@ -572,7 +608,22 @@ impl MetadataState {
         if !user.active {
             return Err(MetadataReply::UserInactive);
         }
-        Ok(MetadataReply::LoggedIn { user_id: user.id })
+        Ok(user.id)
+    }
+
+    /// Open the session of a login that succeeded as `user_id` (see `sessions.rs`).
+    fn open_session(&mut self, user_id: u32, ctx: &ApplyContext) -> MetadataReply {
+        let session = Session {
+            id: ctx.op_number,
+            user_id,
+            secret: derive_session_secret(ctx.entropy, ctx.op_number, ctx.client),
+        };
+        self.sessions.open(ctx.client, session);
+        MetadataReply::LoggedIn {
+            user_id,
+            session: session.id,
+            secret: session.secret,
+        }
     }
 
     // ---- lookups ----

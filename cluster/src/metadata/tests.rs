@@ -7,6 +7,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::*;
 
 /// A state plus the op counter, view and clock a primary would supply.
+/// The client id the test replica's ops come from.
+const TEST_CLIENT: u128 = 0x7E57;
+
+/// The user a reply says a login opened a session for.
+fn logged_in(reply: &MetadataReply) -> Option<u32> {
+    match reply {
+        MetadataReply::LoggedIn { user_id, .. } => Some(*user_id),
+        _ => None,
+    }
+}
+
 struct Replica {
     state: MetadataState,
     op_number: u64,
@@ -39,6 +50,7 @@ impl Replica {
             op_number: self.op_number,
             view: self.view,
             entropy: self.entropy_seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ self.op_number,
+            client: TEST_CLIENT,
         }
     }
 
@@ -116,10 +128,7 @@ fn genesis_holds_only_the_root_user_with_full_permissions() {
 #[test]
 fn root_logs_in_with_the_configured_password() {
     let mut replica = Replica::new();
-    assert_eq!(
-        replica.login("root", "root-password"),
-        MetadataReply::LoggedIn { user_id: ROOT_USER_ID }
-    );
+    assert_eq!(logged_in(&replica.login("root", "root-password")), Some(ROOT_USER_ID));
     assert_eq!(replica.login("root", "guess"), MetadataReply::InvalidCredentials);
 }
 
@@ -572,9 +581,15 @@ fn the_machine_takes_the_view_and_op_from_the_prepare_header() {
         header.op = op_number;
         header.view = view;
         header.timestamp = op_number * 1_000;
+        header.client = TEST_CLIENT;
         MetadataReply::decode(&machine.apply(&header, &op.encode())).expect("a reply")
     };
-    apply(MetadataOp::CreateStream { name: "s".into() }, 1, 2);
+    let login = MetadataOp::LoginUser {
+        username: ROOT_USERNAME.into(),
+        password: DEFAULT_ROOT_PASSWORD.into(),
+    };
+    assert_eq!(logged_in(&apply(login, 1, 2)), Some(ROOT_USER_ID));
+    apply(MetadataOp::CreateStream { name: "s".into() }, 2, 2);
     let reply = apply(
         MetadataOp::CreateTopic {
             stream_id: 0,
@@ -788,7 +803,7 @@ fn update_user_renames_and_deactivates() {
     assert_eq!(replica.login("alicia", "pw"), MetadataReply::UserInactive);
     assert_eq!(replica.login("alice", "pw"), MetadataReply::InvalidCredentials);
     assert_eq!(replica.apply(update(None, Some(true))), MetadataReply::Ok);
-    assert_eq!(replica.login("alicia", "pw"), MetadataReply::LoggedIn { user_id });
+    assert_eq!(logged_in(&replica.login("alicia", "pw")), Some(user_id));
     assert_eq!(
         replica.apply(MetadataOp::UpdateUser {
             user_id: 77,
@@ -862,7 +877,7 @@ fn change_password_with_a_wrong_current_password_is_invalid_credentials() {
         "a new password gets a new salt"
     );
     assert_eq!(replica.login("alice", "old"), MetadataReply::InvalidCredentials);
-    assert_eq!(replica.login("alice", "new"), MetadataReply::LoggedIn { user_id });
+    assert_eq!(logged_in(&replica.login("alice", "new")), Some(user_id));
     assert_eq!(
         replica.apply(MetadataOp::ChangePassword {
             user_id: 50,
@@ -938,7 +953,7 @@ fn a_token_is_valid_before_its_expiry_and_expired_from_it_on() {
     let login = MetadataOp::LoginWithPersonalAccessToken { token: token.clone() };
     // Each op advances the clock by 1 ms; the token lives 5 ms.
     for _ in 0..4 {
-        assert_eq!(replica.apply(login.clone()), MetadataReply::LoggedIn { user_id });
+        assert_eq!(logged_in(&replica.apply(login.clone())), Some(user_id));
     }
     assert_eq!(replica.now_micros, created_at + 4_000);
     assert_eq!(
@@ -956,7 +971,7 @@ fn a_token_with_zero_expiry_never_expires_and_can_be_deleted() {
     let token = replica.create_token(user_id, "forever", 0);
     replica.now_micros = u64::MAX / 2;
     let login = MetadataOp::LoginWithPersonalAccessToken { token };
-    assert_eq!(replica.apply(login.clone()), MetadataReply::LoggedIn { user_id });
+    assert_eq!(logged_in(&replica.apply(login.clone())), Some(user_id));
     let delete = MetadataOp::DeletePersonalAccessToken {
         user_id,
         name: "forever".into(),
@@ -1197,6 +1212,7 @@ fn applying_an_op_number_twice_is_a_bug() {
         op_number: 1,
         view: 0,
         entropy: 0,
+        client: TEST_CLIENT,
     };
     state.apply(&MetadataOp::CreateStream { name: "a".into() }, &ctx);
     state.apply(&MetadataOp::CreateStream { name: "b".into() }, &ctx);
@@ -1393,4 +1409,141 @@ fn restoring_bytes_that_are_not_a_snapshot_leaves_the_machine_unchanged() {
         assert!(machine.restore(&bytes).is_err(), "{bytes:?} restored");
         assert_eq!(machine.state(), &before);
     }
+}
+
+// ---- sessions and authorisation ----
+
+/// Apply `op` as sent by `client`, authorised (as the state machine does).
+fn apply_as(replica: &mut Replica, client: u128, op: MetadataOp) -> MetadataReply {
+    let mut ctx = replica.context();
+    ctx.client = client;
+    replica.state.apply_request(&op, &ctx)
+}
+
+fn login(username: &str, password: &str) -> MetadataOp {
+    MetadataOp::LoginUser {
+        username: username.into(),
+        password: password.into(),
+    }
+}
+
+#[test]
+fn a_client_without_a_session_is_unauthenticated_and_changes_nothing() {
+    let mut replica = Replica::new();
+    let before = replica.state.digest();
+    let reply = apply_as(&mut replica, 42, MetadataOp::CreateStream { name: "s".into() });
+    assert_eq!(reply, MetadataReply::Unauthenticated);
+    let after = replica.state.clone();
+    assert!(after.streams().is_empty());
+    assert_ne!(after.digest(), before, "only the applied op number moved");
+}
+
+#[test]
+fn a_login_opens_a_session_for_its_client_and_a_second_login_replaces_it() {
+    let mut replica = Replica::new();
+    let reply = apply_as(&mut replica, 42, login(ROOT_USERNAME, "root-password"));
+    let MetadataReply::LoggedIn {
+        user_id,
+        session,
+        secret,
+    } = reply
+    else {
+        panic!("root logs in: {reply:?}");
+    };
+    assert_eq!(user_id, ROOT_USER_ID);
+    let opened = *replica.state.sessions().get(42).expect("a session for client 42");
+    assert_eq!(
+        (opened.id, opened.secret, opened.user_id),
+        (session, secret, ROOT_USER_ID)
+    );
+    assert!(replica.state.sessions().get(43).is_none(), "only the sender's");
+    // A failed login leaves the session as it was.
+    assert_eq!(
+        apply_as(&mut replica, 42, login(ROOT_USERNAME, "guess")),
+        MetadataReply::InvalidCredentials
+    );
+    assert_eq!(replica.state.sessions().get(42).map(|s| s.id), Some(session));
+    assert!(matches!(
+        apply_as(&mut replica, 42, MetadataOp::CreateStream { name: "s".into() }),
+        MetadataReply::StreamCreated { .. }
+    ));
+    // Sessions survive a snapshot round trip.
+    let decoded = MetadataState::decode_state(&replica.state.encode_state()).expect("decodes");
+    assert_eq!(decoded, replica.state);
+}
+
+#[test]
+fn a_users_permissions_decide_what_its_session_may_do() {
+    let mut replica = Replica::new();
+    apply_as(&mut replica, 42, login(ROOT_USERNAME, "root-password"));
+    let stream_id = match apply_as(&mut replica, 42, MetadataOp::CreateStream { name: "s".into() }) {
+        MetadataReply::StreamCreated { stream_id } => stream_id,
+        other => panic!("{other:?}"),
+    };
+    let user_id = match apply_as(
+        &mut replica,
+        42,
+        MetadataOp::CreateUser {
+            username: "bob".into(),
+            password: "pw".into(),
+            active: true,
+        },
+    ) {
+        MetadataReply::UserCreated { user_id } => user_id,
+        other => panic!("{other:?}"),
+    };
+    // Client 7 logs in as bob, who may do nothing yet but manage his own credentials.
+    assert_eq!(logged_in(&apply_as(&mut replica, 7, login("bob", "pw"))), Some(user_id));
+    let topic = || MetadataOp::CreateTopic {
+        stream_id,
+        name: "t".into(),
+        partitions: 1,
+        durability: Durability::Replicated,
+        message_expiry_micros: 0,
+    };
+    assert_eq!(apply_as(&mut replica, 7, topic()), MetadataReply::PermissionDenied);
+    assert_eq!(
+        apply_as(&mut replica, 7, MetadataOp::DeleteUser { user_id: ROOT_USER_ID }),
+        MetadataReply::PermissionDenied
+    );
+    let own_password = MetadataOp::ChangePassword {
+        user_id,
+        current_password: "pw".into(),
+        new_password: "pw2".into(),
+    };
+    assert_eq!(apply_as(&mut replica, 7, own_password), MetadataReply::Ok);
+    // Root grants bob the stream's topics: now he may.
+    let mut permissions = Permissions::default();
+    permissions.streams.insert(
+        stream_id,
+        StreamPermissions {
+            manage_topics: true,
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        apply_as(&mut replica, 42, MetadataOp::UpdatePermissions { user_id, permissions }),
+        MetadataReply::Ok
+    );
+    assert_eq!(
+        apply_as(&mut replica, 7, topic()),
+        MetadataReply::TopicCreated { topic_id: 0 }
+    );
+    // Deactivated: his session authorises nothing any more.
+    assert_eq!(
+        apply_as(
+            &mut replica,
+            42,
+            MetadataOp::UpdateUser {
+                user_id,
+                username: None,
+                active: Some(false),
+            }
+        ),
+        MetadataReply::Ok
+    );
+    assert_eq!(
+        apply_as(&mut replica, 7, MetadataOp::DeleteTopic { stream_id, topic_id: 0 }),
+        MetadataReply::Unauthenticated
+    );
 }

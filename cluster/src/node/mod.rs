@@ -10,10 +10,13 @@
 //! | file | what it holds |
 //! |---|---|
 //! | `shard.rs` | [`Shard`]: owned groups, routing, reconciliation with the directory |
+//! | `shard/admission.rs` | admission of client requests: bound senders, sessions, permissions, a bounded wait for metadata the client has seen; `BindSession` |
 //! | `directory.rs` | [`Directory`]: the partition groups in the applied metadata |
+//! | `access.rs` | [`AccessView`] (sessions and permissions of the applied metadata) and [`Bindings`] (which sender is which client) |
 //! | `stores.rs` | [`StoreProvider`], [`MemoryStores`]: one store per group |
 //! | `durable_stores.rs` | [`DurableStores`]: the stores on the production formats over the storage seam |
 
+pub mod access;
 pub mod directory;
 pub mod durable_stores;
 pub mod shard;
@@ -24,9 +27,10 @@ use std::rc::Rc;
 
 use futures::{FutureExt, select_biased};
 
+pub use access::{AccessView, BINDINGS_MAX, Bindings, Grant};
 pub use directory::{Directory, PartitionSpec};
 pub use durable_stores::{DurableReplicaStore, DurableStores, NodeIdentity, StoresOpenError};
-pub use shard::{Forward, METADATA_GROUP, Shard, ShardStats};
+pub use shard::{Forward, METADATA_GROUP, NodeShared, PARK_WAIT_TICKS, PARKED_REQUESTS_MAX, Shard, ShardStats};
 pub use stores::{MemoryStores, StoreProvider};
 
 use crate::partition::OwnerFence;
@@ -108,6 +112,13 @@ impl std::ops::AddAssign for NodeStats {
         mine.groups_closed += theirs.groups_closed;
         mine.groups_deleted_skipped += theirs.groups_deleted_skipped;
         mine.groups_open_failed += theirs.groups_open_failed;
+        mine.requests_parked += theirs.requests_parked;
+        mine.requests_parked_expired += theirs.requests_parked_expired;
+        mine.requests_parked_full += theirs.requests_parked_full;
+        mine.requests_unbound += theirs.requests_unbound;
+        mine.requests_denied += theirs.requests_denied;
+        mine.binds += theirs.binds;
+        mine.binds_refused += theirs.binds_refused;
         self.forwards_dropped_full += other.forwards_dropped_full;
     }
 }
@@ -126,7 +137,7 @@ impl<P: StoreProvider + Clone> Node<P> {
             "a node has 1 to {SHARDS_MAX} shards, not {}",
             config.shards
         );
-        let directory = Rc::new(RefCell::new(Directory::default()));
+        let shared = NodeShared::default();
         let shards = (0..config.shards)
             .map(|index| {
                 Rc::new(RefCell::new(Shard::open(
@@ -134,7 +145,7 @@ impl<P: StoreProvider + Clone> Node<P> {
                     config.clone(),
                     stores.clone(),
                     incarnation,
-                    directory.clone(),
+                    &shared,
                 )))
             })
             .collect();

@@ -8,13 +8,17 @@
 //! (not created here yet, or already deleted) is dropped and counted: it is not an
 //! error, VSR resends it. A frame whose header does not verify is dropped and counted.
 //!
+//! Client requests pass admission first (`admission.rs`: bindings, sessions,
+//! permissions, and a bounded wait for metadata the client has seen).
+//!
 //! Does not model: cross-thread shards (every shard of a node runs on one thread and
 //! the directory is shared by reference; production threads would pass it as a message).
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 
+use super::access::{AccessView, Bindings};
 use super::directory::Directory;
 use super::stores::StoreProvider;
 use super::{NodeConfig, owner_shard};
@@ -47,6 +51,21 @@ pub struct ShardStats {
     /// Groups whose store refused to open (damaged superblock, another cluster's or
     /// replica's data): they do not run here, and frames for them count as unknown.
     pub groups_open_failed: u64,
+    /// Client requests held while this node's metadata caught up with the client's.
+    pub requests_parked: u64,
+    /// Of those, refused after waiting `PARK_WAIT_TICKS`.
+    pub requests_parked_expired: u64,
+    /// Client requests refused at once because `PARKED_REQUESTS_MAX` were waiting.
+    pub requests_parked_full: u64,
+    /// Client requests from a sender not bound to the client's current session.
+    pub requests_unbound: u64,
+    /// Partition requests refused for the session's user (`PermissionDenied` or
+    /// `Unauthenticated`).
+    pub requests_denied: u64,
+    /// Sessions bound (`BindSession` answered `SessionBound`).
+    pub binds: u64,
+    /// `BindSession` answered `SessionRefused`.
+    pub binds_refused: u64,
 }
 
 /// A frame to hand to another shard of this node.
@@ -58,6 +77,21 @@ pub struct Forward {
     pub from: ProcessId,
     /// The frame, unopened.
     pub frame: Vec<u8>,
+}
+
+mod admission;
+pub use admission::{PARK_WAIT_TICKS, PARKED_REQUESTS_MAX};
+
+/// What every shard of one node shares: the directory and access view shard 0
+/// publishes, and the node's bindings.
+#[derive(Clone, Debug, Default)]
+pub struct NodeShared {
+    /// The partition directory.
+    pub directory: Rc<RefCell<Directory>>,
+    /// The access view.
+    pub access: Rc<RefCell<AccessView>>,
+    /// The bindings.
+    pub bindings: Rc<RefCell<Bindings>>,
 }
 
 type PartitionReplica<P> = Replica<PartitionMachine, <P as StoreProvider>::Store>;
@@ -72,6 +106,14 @@ pub struct Shard<P: StoreProvider> {
     metadata: Option<MetadataReplica<P>>,
     partitions: BTreeMap<u64, PartitionReplica<P>>,
     directory: Rc<RefCell<Directory>>,
+    /// Sessions and permissions of the applied metadata, shared by the node's shards.
+    access: Rc<RefCell<AccessView>>,
+    /// Which sender the node knows as which client, shared by the node's shards.
+    bindings: Rc<RefCell<Bindings>>,
+    /// Requests waiting for the node's metadata (see `admission.rs`).
+    parked: VecDeque<admission::Parked>,
+    /// Ticks since this shard opened.
+    ticks: u64,
     /// The directory version this shard last reconciled with.
     reconciled: Option<u64>,
     stats: ShardStats,
@@ -83,7 +125,7 @@ pub struct Shard<P: StoreProvider> {
 
 impl<P: StoreProvider> Shard<P> {
     /// Shard `index` of a node; shard 0 also hosts the metadata group.
-    pub fn open(index: u8, config: NodeConfig, stores: P, incarnation: u64, directory: Rc<RefCell<Directory>>) -> Self {
+    pub fn open(index: u8, config: NodeConfig, stores: P, incarnation: u64, shared: &NodeShared) -> Self {
         assert!(index < config.shards, "shard {index} of {}", config.shards);
         let mut stats = ShardStats::default();
         let budget = Rc::new(CatchUpBudget::default());
@@ -121,7 +163,11 @@ impl<P: StoreProvider> Shard<P> {
             stores,
             metadata,
             partitions: BTreeMap::new(),
-            directory,
+            directory: shared.directory.clone(),
+            access: shared.access.clone(),
+            bindings: shared.bindings.clone(),
+            parked: VecDeque::new(),
+            ticks: 0,
             reconciled: None,
             stats,
             budget,
@@ -129,6 +175,7 @@ impl<P: StoreProvider> Shard<P> {
             forwards: Vec::new(),
         };
         shard.publish_directory();
+        shard.publish_access();
         shard
     }
 
@@ -184,13 +231,28 @@ impl<P: StoreProvider> Shard<P> {
             });
             return;
         }
+        if header.command == Command::Request && header.client != 0 {
+            tracing::trace!(
+                replica = self.config.replica,
+                shard = self.index,
+                group = header.group,
+                client = header.client,
+                request = header.request,
+                operation = header.operation,
+                "client request"
+            );
+            if !self.admit(from, &header, &frame) {
+                return;
+            }
+        }
         if header.group == METADATA_GROUP {
             let Some(metadata) = self.metadata.as_mut() else {
                 unreachable!("group 0 is owned by shard 0, which hosts the metadata replica");
             };
             metadata.on_frame(from, &frame, realtime_micros);
-            self.outbox.extend(metadata.drain_outbox());
+            self.drain_metadata_outbox();
             self.publish_directory();
+            self.publish_access();
         } else if let Some(replica) = self.partitions.get_mut(&header.group) {
             replica.on_frame(from, &frame, realtime_micros);
             self.outbox.extend(replica.drain_outbox());
@@ -233,14 +295,17 @@ impl<P: StoreProvider> Shard<P> {
         self.budget.new_tick(sessions, served);
         if let Some(metadata) = self.metadata.as_mut() {
             metadata.tick(realtime_micros);
-            self.outbox.extend(metadata.drain_outbox());
+            self.drain_metadata_outbox();
         }
         for replica in self.partitions.values_mut() {
             replica.tick(realtime_micros);
             self.outbox.extend(replica.drain_outbox());
         }
         self.publish_directory();
+        self.publish_access();
         self.reconcile();
+        self.ticks += 1;
+        self.unpark(realtime_micros);
     }
 
     /// Shard 0: publish the partition set of the applied metadata if it changed, once

@@ -6,6 +6,9 @@ use crate::metadata::{DEFAULT_ROOT_PASSWORD, Durability, MetadataOp};
 use crate::seam::ProcessId;
 use crate::wire::{self, Command, Header};
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 const CLUSTER: u64 = 0xC1;
 
 fn config(shards: u8) -> NodeConfig {
@@ -31,6 +34,68 @@ fn request(group: u64, request: u64, operation: u8, body: &[u8]) -> Vec<u8> {
     wire::seal_header(header, body)
 }
 
+/// Log client 0x5EED in as root (request 1) from `ProcessId(9)` and bind that sender to
+/// the session on `shard` (shard 0 of a one-replica node): what every test client does
+/// before its first request.
+fn log_in<P: StoreProvider>(shard: &Rc<RefCell<Shard<P>>>) -> (u64, u128) {
+    let login = MetadataOp::LoginUser {
+        username: crate::metadata::ROOT_USERNAME.into(),
+        password: DEFAULT_ROOT_PASSWORD.into(),
+    };
+    shard.borrow_mut().on_frame(
+        ProcessId(9),
+        request(METADATA_GROUP, 1, login.operation_code(), &login.encode()),
+        0,
+    );
+    let (outgoing, _) = shard.borrow_mut().drain();
+    let (session, secret) = outgoing
+        .iter()
+        .find_map(|out| {
+            let (_, body) = wire::open(&out.frame).ok()?;
+            match crate::metadata::MetadataReply::decode(body).ok()? {
+                crate::metadata::MetadataReply::LoggedIn { session, secret, .. } => Some((session, secret)),
+                _ => None,
+            }
+        })
+        .expect("root logs in");
+    let bind = bind_frame(1, session, secret);
+    shard.borrow_mut().on_frame(ProcessId(9), bind, 0);
+    let (outgoing, _) = shard.borrow_mut().drain();
+    assert_eq!(
+        bind_answer(&outgoing),
+        crate::metadata::MetadataReply::SessionBound { user_id: 0 }
+    );
+    (session, secret)
+}
+
+fn bind_frame(request_number: u64, session: u64, secret: u128) -> Vec<u8> {
+    let body = crate::metadata::BindSession { session, secret }.encode();
+    request(
+        METADATA_GROUP,
+        request_number,
+        crate::metadata::BIND_SESSION_CODE,
+        &body,
+    )
+}
+
+fn bind_answer(outgoing: &[crate::vsr::replica::Outgoing]) -> crate::metadata::MetadataReply {
+    assert_eq!(outgoing.len(), 1, "one answer to a bind");
+    let (header, body) = wire::open(&outgoing[0].frame).expect("a sealed frame");
+    assert_eq!(
+        (header.command, header.operation),
+        (Command::Reply, crate::metadata::BIND_SESSION_CODE)
+    );
+    crate::metadata::MetadataReply::decode(body).expect("a metadata reply")
+}
+
+fn refusal(outgoing: &[crate::vsr::replica::Outgoing]) -> Option<crate::vsr::ClientError> {
+    assert_eq!(outgoing.len(), 1, "one answer");
+    let (header, body) = wire::open(&outgoing[0].frame).expect("a sealed frame");
+    assert_eq!(header.command, Command::Refused);
+    crate::vsr::ClientError::decode(body)
+}
+
+/// Request numbers of the two ops: 2 and 3 (the login is 1).
 fn create_topic(request_number: u64, partitions: u32) -> Vec<u8> {
     let ops = [
         MetadataOp::CreateStream { name: "s".into() },
@@ -43,7 +108,7 @@ fn create_topic(request_number: u64, partitions: u32) -> Vec<u8> {
         },
     ];
     let op = &ops[usize::from(request_number > 1)];
-    request(METADATA_GROUP, request_number, op.operation_code(), &op.encode())
+    request(METADATA_GROUP, request_number + 1, op.operation_code(), &op.encode())
 }
 
 #[test]
@@ -66,6 +131,7 @@ fn the_metadata_group_lives_on_shard_0_and_partitions_spread_over_every_shard() 
 fn a_committed_create_topic_opens_one_group_per_partition_on_its_owner_shard() {
     let node = Node::open(&config(3), MemoryStores::new(), 0);
     let shard0 = node.shards()[0].clone();
+    log_in(&shard0);
     for number in 1..=2 {
         shard0
             .borrow_mut()
@@ -143,6 +209,7 @@ fn deleting_a_topic_closes_its_groups_and_removes_their_stores() {
     let stores = MemoryStores::new();
     let node = Node::open(&config(1), stores.clone(), 0);
     let shard = node.shards()[0].clone();
+    log_in(&shard);
     for number in 1..=2 {
         shard.borrow_mut().on_frame(ProcessId(9), create_topic(number, 2), 0);
     }
@@ -155,7 +222,7 @@ fn deleting_a_topic_closes_its_groups_and_removes_their_stores() {
     };
     shard.borrow_mut().on_frame(
         ProcessId(9),
-        request(METADATA_GROUP, 3, delete.operation_code(), &delete.encode()),
+        request(METADATA_GROUP, 4, delete.operation_code(), &delete.encode()),
         0,
     );
     assert!(shard.borrow().partitions().is_empty());
@@ -172,6 +239,7 @@ fn a_restarted_node_never_reopens_a_partition_it_deleted() {
     let stores = MemoryStores::new();
     let node = Node::open(&config(1), stores.clone(), 0);
     let shard = node.shards()[0].clone();
+    log_in(&shard);
     for number in 1..=2 {
         shard.borrow_mut().on_frame(ProcessId(9), create_topic(number, 2), 0);
     }
@@ -181,7 +249,7 @@ fn a_restarted_node_never_reopens_a_partition_it_deleted() {
     };
     shard.borrow_mut().on_frame(
         ProcessId(9),
-        request(METADATA_GROUP, 3, delete.operation_code(), &delete.encode()),
+        request(METADATA_GROUP, 4, delete.operation_code(), &delete.encode()),
         0,
     );
     drop((shard, node));
@@ -194,7 +262,7 @@ fn a_restarted_node_never_reopens_a_partition_it_deleted() {
         shard.borrow_mut().drain();
     }
     let metadata = shard.borrow().metadata().map(|replica| replica.commit_min());
-    assert_eq!(metadata, Some(3), "the metadata log was replayed");
+    assert_eq!(metadata, Some(4), "the metadata log was replayed");
     assert!(shard.borrow().partitions().is_empty());
     assert_eq!(
         node.stats().shard.groups_opened,
@@ -223,11 +291,12 @@ fn a_directory_listing_a_deleted_group_does_not_reopen_it() {
         message_expiry_micros: 0,
         durability: crate::metadata::Durability::Replicated,
     };
-    let directory = Rc::new(RefCell::new(Directory {
+    let shared = NodeShared::default();
+    *shared.directory.borrow_mut() = Directory {
         version: 2,
         partitions: [(group, spec)].into(),
-    }));
-    let mut shard = Shard::open(1, config(2), stores.clone(), 1, directory);
+    };
+    let mut shard = Shard::open(1, config(2), stores.clone(), 1, &shared);
     shard.tick(0);
     assert!(shard.partitions().is_empty());
     assert_eq!(shard.stats().groups_deleted_skipped, 1);
@@ -241,6 +310,7 @@ fn an_oversized_batch_is_refused_by_the_primary_without_preparing_an_op() {
     // replicated into three rings and WALs only to be refused on apply.
     let node = Node::open(&config(1), MemoryStores::new(), 0);
     let shard = node.shards()[0].clone();
+    log_in(&shard);
     for number in 1..=2 {
         shard
             .borrow_mut()
@@ -264,7 +334,7 @@ fn an_oversized_batch_is_refused_by_the_primary_without_preparing_an_op() {
     };
     shard.borrow_mut().on_frame(
         ProcessId(9),
-        request(group, 3, oversized.operation_code(), &oversized.encode()),
+        request(group, 4, oversized.operation_code(), &oversized.encode()),
         3_000,
     );
     let (outgoing, _) = shard.borrow_mut().drain();
@@ -279,4 +349,210 @@ fn an_oversized_batch_is_refused_by_the_primary_without_preparing_an_op() {
     let replica = &shard.partitions()[&group];
     assert_eq!(replica.head(), 0, "nothing was prepared");
     assert_eq!(replica.stats().requests_refused_before_prepare, 1);
+}
+
+/// A one-shard node with client 0x5EED logged in as root and a topic of one partition;
+/// returns the partition's group.
+fn node_with_a_partition() -> (Node<MemoryStores>, Rc<RefCell<Shard<MemoryStores>>>, u64) {
+    let node = Node::open(&config(1), MemoryStores::new(), 0);
+    let shard = node.shards()[0].clone();
+    log_in(&shard);
+    for number in 1..=2 {
+        shard
+            .borrow_mut()
+            .on_frame(ProcessId(9), create_topic(number, 1), 1_000);
+        shard.borrow_mut().drain();
+    }
+    shard.borrow_mut().tick(2_000);
+    shard.borrow_mut().drain();
+    let group = *shard
+        .borrow()
+        .partitions()
+        .keys()
+        .next()
+        .expect("the partition's group");
+    (node, shard, group)
+}
+
+fn send_one(group: u64, request_number: u64) -> Vec<u8> {
+    let send = crate::partition::PartitionOp::SendMessages {
+        messages: vec![crate::partition::Message {
+            id: 1,
+            payload: vec![1, 2, 3],
+        }],
+    };
+    request(group, request_number, send.operation_code(), &send.encode())
+}
+
+#[test]
+fn a_request_from_an_unbound_sender_is_refused_unbound_and_served_once_it_binds() {
+    let (_node, shard, group) = node_with_a_partition();
+    // Same client id, another sender (a reconnect): not bound here.
+    shard.borrow_mut().on_frame(ProcessId(10), send_one(group, 4), 3_000);
+    let (outgoing, _) = shard.borrow_mut().drain();
+    assert_eq!(refusal(&outgoing), Some(crate::vsr::ClientError::Unbound));
+    assert_eq!(shard.borrow().partitions()[&group].head(), 0, "nothing prepared");
+    assert_eq!(shard.borrow().stats().requests_unbound, 1);
+    // It binds the session it logged in with, then resends: served.
+    let session = shard
+        .borrow()
+        .metadata()
+        .expect("shard 0")
+        .state_machine()
+        .state()
+        .sessions()
+        .get(0x5EED)
+        .copied();
+    let session = session.expect("the login opened a session");
+    shard
+        .borrow_mut()
+        .on_frame(ProcessId(10), bind_frame(4, session.id, session.secret), 3_000);
+    let (outgoing, _) = shard.borrow_mut().drain();
+    assert_eq!(
+        bind_answer(&outgoing),
+        crate::metadata::MetadataReply::SessionBound { user_id: 0 }
+    );
+    shard.borrow_mut().on_frame(ProcessId(10), send_one(group, 4), 3_000);
+    let (outgoing, _) = shard.borrow_mut().drain();
+    let (reply, _) = wire::open(&outgoing[0].frame).expect("a sealed frame");
+    assert_eq!(
+        (reply.command, reply.op),
+        (Command::Reply, 1),
+        "prepared and committed as op 1"
+    );
+}
+
+#[test]
+fn a_bind_with_a_wrong_secret_or_session_is_refused_and_a_corrupted_one_is_dropped() {
+    let (_node, shard, group) = node_with_a_partition();
+    let session = shard
+        .borrow()
+        .metadata()
+        .expect("shard 0")
+        .state_machine()
+        .state()
+        .sessions()
+        .get(0x5EED)
+        .copied();
+    let session = session.expect("the login opened a session");
+    for (id, secret) in [(session.id, session.secret ^ 1), (session.id + 1, session.secret)] {
+        shard
+            .borrow_mut()
+            .on_frame(ProcessId(10), bind_frame(4, id, secret), 3_000);
+        let (outgoing, _) = shard.borrow_mut().drain();
+        assert_eq!(bind_answer(&outgoing), crate::metadata::MetadataReply::SessionRefused);
+    }
+    assert_eq!(shard.borrow().stats().binds_refused, 2);
+    shard.borrow_mut().on_frame(ProcessId(10), send_one(group, 4), 3_000);
+    let (outgoing, _) = shard.borrow_mut().drain();
+    assert_eq!(refusal(&outgoing), Some(crate::vsr::ClientError::Unbound));
+    // A malformed bind body is dropped and counted, never a panic.
+    let rejected = shard.borrow().stats().frames_rejected;
+    shard.borrow_mut().on_frame(
+        ProcessId(10),
+        request(METADATA_GROUP, 5, crate::metadata::BIND_SESSION_CODE, &[1, 2, 3]),
+        3_000,
+    );
+    assert!(shard.borrow_mut().drain().0.is_empty());
+    assert_eq!(shard.borrow().stats().frames_rejected, rejected + 1);
+    // A bind whose body the network flipped a bit of (the header still verifies) is
+    // dropped like any corrupted frame, never refused as a wrong secret: found by
+    // `--plane uniform --faults swarm --crash-prob 0.01 --restart-prob 0.05 --seed 13`,
+    // where the refusal made the client give up its session.
+    let mut corrupted = bind_frame(6, session.id, session.secret);
+    let last = corrupted.len() - 1;
+    corrupted[last] ^= 0x08;
+    shard.borrow_mut().on_frame(ProcessId(10), corrupted, 3_000);
+    assert!(shard.borrow_mut().drain().0.is_empty(), "no answer to a corrupted bind");
+    assert_eq!(shard.borrow().stats().frames_rejected, rejected + 2);
+    assert_eq!(shard.borrow().stats().binds_refused, 2, "not counted as a refused bind");
+}
+
+#[test]
+fn a_partition_request_without_its_permission_is_denied_before_anything_is_prepared() {
+    let (_node, shard, group) = node_with_a_partition();
+    // Root creates a user with no permissions; the client logs in as that user.
+    let ops = [
+        MetadataOp::CreateUser {
+            username: "reader".into(),
+            password: "pw".into(),
+            active: true,
+        },
+        MetadataOp::LoginUser {
+            username: "reader".into(),
+            password: "pw".into(),
+        },
+    ];
+    for (number, op) in ops.iter().enumerate() {
+        shard.borrow_mut().on_frame(
+            ProcessId(9),
+            request(METADATA_GROUP, 4 + number as u64, op.operation_code(), &op.encode()),
+            3_000,
+        );
+        shard.borrow_mut().drain();
+    }
+    let session = shard
+        .borrow()
+        .metadata()
+        .expect("shard 0")
+        .state_machine()
+        .state()
+        .sessions()
+        .get(0x5EED)
+        .copied();
+    let session = session.expect("the second login replaced the session");
+    assert_eq!(session.user_id, 1);
+    // The login's reply bound its sender to the new session on this node: no rebind.
+    shard.borrow_mut().on_frame(ProcessId(9), send_one(group, 6), 3_000);
+    let (outgoing, _) = shard.borrow_mut().drain();
+    assert_eq!(refusal(&outgoing), Some(crate::vsr::ClientError::PermissionDenied));
+    assert_eq!(shard.borrow().partitions()[&group].head(), 0, "nothing prepared");
+    assert_eq!(shard.borrow().stats().requests_denied, 1);
+    // A metadata op the user may not do is refused when applied (a committed op).
+    let create = MetadataOp::CreateStream { name: "x".into() };
+    shard.borrow_mut().on_frame(
+        ProcessId(9),
+        request(METADATA_GROUP, 7, create.operation_code(), &create.encode()),
+        3_000,
+    );
+    let (outgoing, _) = shard.borrow_mut().drain();
+    let (reply, body) = wire::open(&outgoing[0].frame).expect("a sealed frame");
+    assert_eq!(reply.command, Command::Reply);
+    assert_eq!(
+        crate::metadata::MetadataReply::decode(body),
+        Ok(crate::metadata::MetadataReply::PermissionDenied)
+    );
+}
+
+#[test]
+fn a_request_whose_client_saw_newer_metadata_waits_then_is_refused_not_accepted() {
+    let (_node, shard, group) = node_with_a_partition();
+    let applied = shard.borrow().metadata().expect("shard 0").commit_min();
+    let mut frame = send_one(group, 4);
+    let (mut header, body) = wire::open(&frame).map(|(h, b)| (h, b.to_vec())).expect("sealed");
+    header.commit = applied + 1;
+    frame = wire::seal_header(header, &body);
+    shard.borrow_mut().on_frame(ProcessId(9), frame, 3_000);
+    assert!(shard.borrow_mut().drain().0.is_empty(), "held, not answered");
+    assert_eq!(shard.borrow().stats().requests_parked, 1);
+    for tick in 0..PARK_WAIT_TICKS {
+        shard.borrow_mut().tick(4_000 + tick);
+        let (outgoing, _) = shard.borrow_mut().drain();
+        let refused: Vec<_> = outgoing
+            .iter()
+            .filter(|out| wire::open(&out.frame).is_ok_and(|(h, _)| h.command == Command::Refused))
+            .collect();
+        if tick + 1 < PARK_WAIT_TICKS {
+            assert!(refused.is_empty(), "still waiting at tick {tick}");
+        } else {
+            assert_eq!(refused.len(), 1, "refused once the wait is over");
+            let (_, body) = wire::open(&refused[0].frame).expect("sealed");
+            assert_eq!(
+                crate::vsr::ClientError::decode(body),
+                Some(crate::vsr::ClientError::TransientNotAccepted)
+            );
+        }
+    }
+    assert_eq!(shard.borrow().stats().requests_parked_expired, 1);
+    assert_eq!(shard.borrow().partitions()[&group].head(), 0, "nothing prepared");
 }

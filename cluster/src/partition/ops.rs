@@ -258,3 +258,18 @@ impl PartitionOp {
         Ok(op)
     }
 }
+
+/// What a partition request with header `operation` needs on its stream `stream_id`
+/// (see `metadata::authorize`): sends write; polls, offsets and owner hand-offs read;
+/// purges and segment deletion manage the stream's topics. `None` for a code that is
+/// no partition request (the replica refuses it as malformed).
+pub fn need_of_operation(operation: u8, stream_id: u32) -> Option<crate::metadata::Need> {
+    use crate::metadata::Need;
+    match operation {
+        CODE_SEND_MESSAGES => Some(Need::Write(stream_id)),
+        CODE_STORE_CONSUMER_OFFSET | CODE_DELETE_CONSUMER_OFFSET | CODE_SET_GROUP_OWNER => Some(Need::Read(stream_id)),
+        super::poll::POLL_MESSAGES_CODE => Some(Need::Read(stream_id)),
+        CODE_PURGE | CODE_DELETE_SEGMENTS => Some(Need::ManageTopics(stream_id)),
+        _ => None,
+    }
+}

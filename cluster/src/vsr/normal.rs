@@ -25,6 +25,15 @@ pub enum ClientError {
     /// outcome is unknown (the next view may still commit it). Resending the same
     /// request is safe (the client table or watermark answers it if it did commit).
     TransientNotCommitted = 2,
+    /// The node that refused does not know the sender as this client id (it never bound
+    /// the client's session, restarted since, or the client logged in again): send
+    /// `BindSession` to that node, then the same request again. Never taken.
+    Unbound = 3,
+    /// The session's user lacks the permission the request needs (decided by the node
+    /// from its applied metadata, before anything was prepared). Final.
+    PermissionDenied = 4,
+    /// The session's user was deleted or deactivated: log in again. Never taken.
+    Unauthenticated = 5,
 }
 
 impl ClientError {
@@ -38,6 +47,9 @@ impl ClientError {
         match body {
             [1] => Some(ClientError::TransientNotAccepted),
             [2] => Some(ClientError::TransientNotCommitted),
+            [3] => Some(ClientError::Unbound),
+            [4] => Some(ClientError::PermissionDenied),
+            [5] => Some(ClientError::Unauthenticated),
             _ => None,
         }
     }

@@ -214,6 +214,22 @@ pub(super) fn run(
         nodes.shard.groups_closed,
         nodes.forwards_dropped_full
     )?;
+    writeln!(
+        out,
+        "sessions: binds_sent={} binds_refused={} unbound_refusals={} denied={} (nodes, this incarnation: binds={} \
+         binds_refused={} unbound={} denied={} parked={} parked_expired={} parked_full={})",
+        sum(|c| c.binds),
+        sum(|c| c.binds_refused),
+        sum(|c| c.unbound),
+        sum(|c| c.denied),
+        nodes.shard.binds,
+        nodes.shard.binds_refused,
+        nodes.shard.requests_unbound,
+        nodes.shard.requests_denied,
+        nodes.shard.requests_parked,
+        nodes.shard.requests_parked_expired,
+        nodes.shard.requests_parked_full
+    )?;
 
     let oracle = if failure.is_none() {
         oracle(&harness, &workload.borrow())

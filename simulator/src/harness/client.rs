@@ -3,6 +3,16 @@
 //! (`TransientNotAccepted`: never taken), and otherwise after [`CLIENT_RESEND_TICKS`]
 //! to the next replica in turn or the one a refusal named.
 //!
+//! Sessions: the client remembers the session its last successful login opened (the
+//! `LoggedIn` reply's id and secret) and the newest metadata op it has seen (every
+//! metadata reply's `op`), which it puts in each request's `commit` so no node judges
+//! it against older metadata. A node that does not know the sender as this client's
+//! session refuses `Unbound`; the client then sends `BindSession` to that node and, once
+//! bound, the same request again (same bytes, same request number: a request that had
+//! already committed is answered from the client table). `PermissionDenied` and
+//! `Unauthenticated` refusals are final answers and go to the driver; so does a refused
+//! bind, as `Unauthenticated` (the session is gone: the driver must log in again).
+//!
 //! What to ask for and how to judge the answer is the [`ClientDriver`]'s business (the
 //! workload); this module is only the transport discipline.
 
@@ -12,6 +22,7 @@ use std::rc::Rc;
 
 use futures::{FutureExt, select_biased};
 
+use cluster::metadata::{BIND_SESSION_CODE, BindSession, MetadataOp, MetadataReply};
 use cluster::seam::{Bus, Inbox, ProcessId, TICK};
 use cluster::vsr::ClientError;
 use cluster::wire::{self, Command, HEADER_BYTES, Header};
@@ -48,6 +59,27 @@ pub trait ClientDriver {
     fn next_request(&mut self, client: usize) -> Option<ClientRequest>;
     /// The reply to `client`'s outstanding request.
     fn on_reply(&mut self, client: usize, reply: &Header, body: &[u8]);
+    /// Whether the driver sends its clients' logins itself. If not (the default), the
+    /// client logs in as root before the driver's first request, and the driver never
+    /// sees that login: every request acts as its client's session's user, so a
+    /// driver that is not about sessions still needs one.
+    fn logs_in_itself(&self) -> bool {
+        false
+    }
+}
+
+/// The login a client sends first when its driver does not log in itself: root, with
+/// the simulated cluster's root password.
+pub fn root_login() -> ClientRequest {
+    let op = MetadataOp::LoginUser {
+        username: cluster::metadata::ROOT_USERNAME.to_owned(),
+        password: cluster::metadata::DEFAULT_ROOT_PASSWORD.to_owned(),
+    };
+    ClientRequest {
+        group: 0,
+        operation: op.operation_code(),
+        body: op.encode(),
+    }
 }
 
 /// A client's transport counters.
@@ -68,6 +100,14 @@ pub struct ClientStats {
     pub not_committed: u64,
     /// Frames that failed to open.
     pub frames_rejected: u64,
+    /// `Unbound` refusals (the node did not know this sender as the client's session).
+    pub unbound: u64,
+    /// `BindSession` requests sent.
+    pub binds: u64,
+    /// Binds answered `SessionRefused`.
+    pub binds_refused: u64,
+    /// Final refusals handed to the driver (`PermissionDenied`, `Unauthenticated`).
+    pub denied: u64,
     /// Replies to an older request (duplicates, late answers).
     pub replies_stale: u64,
     /// Whether a request is outstanding now.
@@ -80,6 +120,43 @@ pub struct ClientStats {
 /// The id a client puts in its requests: never 0 (0 marks replica-originated frames).
 pub fn client_id(client: usize) -> u128 {
     0x5EED_0000_0000 + client as u128
+}
+
+/// A client's session as its transport knows it.
+#[derive(Clone, Copy, Debug, Default)]
+struct SessionState {
+    /// The session the last successful login opened: its id and bind secret.
+    session: Option<(u64, u128)>,
+    /// The newest metadata op any reply named.
+    newest_metadata_op: u64,
+}
+
+impl SessionState {
+    /// Learn from a reply to one of this client's requests.
+    fn observe(&mut self, reply: &Header, body: &[u8]) {
+        if reply.group != 0 {
+            return;
+        }
+        self.newest_metadata_op = self.newest_metadata_op.max(reply.op);
+        if MetadataOp::is_login_operation(reply.operation)
+            && let Ok(MetadataReply::LoggedIn { session, secret, .. }) = MetadataReply::decode(body)
+        {
+            self.session = Some((session, secret));
+        }
+    }
+}
+
+/// A `Refused` frame the transport hands its driver in place of a reply: `error` for
+/// the outstanding request, as if `replica` had said it.
+fn refusal_for(request: &Header, replica: u8, error: ClientError) -> (Header, [u8; 1]) {
+    let mut header = Header::new(Command::Refused);
+    header.cluster = request.cluster;
+    header.group = request.group;
+    header.client = request.client;
+    header.request = request.request;
+    header.operation = request.operation;
+    header.replica = replica;
+    (header, error.encode())
 }
 
 /// Run client `client` until its process stops.
@@ -96,8 +173,14 @@ pub async fn run_client<B: Bus>(
     let mut request_number: u64 = 0;
     let mut target: u32 = 0;
     let mut leaders: BTreeMap<u64, u32> = BTreeMap::new();
+    let mut sessions = SessionState::default();
+    let mut own_login = !driver.borrow().logs_in_itself();
     loop {
-        let next = driver.borrow_mut().next_request(client);
+        let next = if own_login {
+            Some(root_login())
+        } else {
+            driver.borrow_mut().next_request(client)
+        };
         let Some(ClientRequest { group, operation, body }) = next else {
             // Idle, but still reading: a late answer to an earlier request may arrive.
             let mut idle = bus.sleep(TICK * CLIENT_IDLE_TICKS as u32);
@@ -116,6 +199,7 @@ pub async fn run_client<B: Bus>(
         header.client = id;
         header.request = request_number;
         header.operation = operation;
+        header.commit = sessions.newest_metadata_op;
         let request = wire::seal_header(header, &body);
         {
             let mut stats = stats.borrow_mut();
@@ -125,12 +209,15 @@ pub async fn run_client<B: Bus>(
         if let Some(leader) = leaders.get(&group) {
             target = *leader;
         }
+        tracing::debug!(client, request = request_number, group, operation, target, "send");
         bus.send(ProcessId(target), request.clone());
         let mut deadline = bus.sleep(TICK * CLIENT_RESEND_TICKS as u32);
         let mut hinted: Option<u32> = None;
         // Immediate redirects to a refusal's hint, at most one per replica per request,
         // so two replicas that name each other cannot bounce a request forever.
         let mut redirects: u32 = 0;
+        // What goes to the driver: the reply, or a final refusal.
+        let answer: (Header, Vec<u8>);
         loop {
             select_biased! {
                 (_, frame) = inbox.recv().fuse() => {
@@ -147,6 +234,27 @@ pub async fn run_client<B: Bus>(
                         continue;
                     }
                     match reply.command {
+                        Command::Reply if reply.operation == BIND_SESSION_CODE && operation != BIND_SESSION_CODE => {
+                            sessions.newest_metadata_op = sessions.newest_metadata_op.max(reply.commit);
+                            match MetadataReply::decode(reply_body) {
+                                Ok(MetadataReply::SessionBound { .. }) => {
+                                    tracing::debug!(client, request = request_number, replica = reply.replica, "bound");
+                                    // Bound there: the same request again, at once.
+                                    target = u32::from(reply.replica) % replicas;
+                                    bus.send(ProcessId(target), request.clone());
+                                    deadline = bus.sleep(TICK * CLIENT_RESEND_TICKS as u32);
+                                }
+                                Ok(MetadataReply::SessionRefused) => {
+                                    stats.borrow_mut().binds_refused += 1;
+                                    sessions.session = None;
+                                    let (refused, refused_body) =
+                                        refusal_for(&header, reply.replica, ClientError::Unauthenticated);
+                                    answer = (refused, refused_body.to_vec());
+                                    break;
+                                }
+                                _ => stats.borrow_mut().frames_rejected += 1,
+                            }
+                        }
                         Command::Reply => {
                             if leaders.len() >= CLIENT_LEADERS_MAX {
                                 leaders.clear();
@@ -155,25 +263,56 @@ pub async fn run_client<B: Bus>(
                             {
                                 let mut stats = stats.borrow_mut();
                                 stats.replies += 1;
-                                stats.outstanding = false;
                                 let mut hash = Fnv1a64::from_state(stats.reply_hash);
                                 hash.write(&frame[..HEADER_BYTES]);
                                 stats.reply_hash = hash.finish();
                             }
-                            driver.borrow_mut().on_reply(client, &reply, reply_body);
+                            sessions.observe(&reply, reply_body);
+                            answer = (reply, reply_body.to_vec());
                             break;
                         }
                         Command::Refused => {
                             let error = ClientError::decode(reply_body);
-                            {
-                                let mut stats = stats.borrow_mut();
-                                match error {
-                                    Some(ClientError::TransientNotAccepted) => stats.refusals += 1,
-                                    Some(ClientError::TransientNotCommitted) => stats.not_committed += 1,
-                                    None => {
-                                        stats.frames_rejected += 1;
-                                        continue;
-                                    }
+                            tracing::debug!(client, request = request_number, replica = reply.replica, ?error, hint = reply.flags, "refused");
+                            match error {
+                                Some(ClientError::TransientNotAccepted) => stats.borrow_mut().refusals += 1,
+                                Some(ClientError::TransientNotCommitted) => stats.borrow_mut().not_committed += 1,
+                                Some(ClientError::Unbound) => {
+                                    stats.borrow_mut().unbound += 1;
+                                    let Some((session, secret)) = sessions.session else {
+                                        // Never logged in (or the session is gone):
+                                        // nothing to bind, the driver must log in.
+                                        let (refused, refused_body) =
+                                            refusal_for(&header, reply.replica, ClientError::Unauthenticated);
+                                        answer = (refused, refused_body.to_vec());
+                                        break;
+                                    };
+                                    let mut bind = Header::new(Command::Request);
+                                    bind.cluster = cluster;
+                                    bind.group = 0;
+                                    bind.client = id;
+                                    bind.request = request_number;
+                                    bind.operation = BIND_SESSION_CODE;
+                                    bind.commit = sessions.newest_metadata_op;
+                                    let bind = wire::seal_header(bind, &BindSession { session, secret }.encode());
+                                    stats.borrow_mut().binds += 1;
+                                    tracing::debug!(client, request = request_number, replica = reply.replica, "unbound: binding");
+                                    bus.send(ProcessId(u32::from(reply.replica) % replicas), bind);
+                                    continue;
+                                }
+                                Some(ClientError::PermissionDenied | ClientError::Unauthenticated) => {
+                                    let mut stats = stats.borrow_mut();
+                                    stats.denied += 1;
+                                    let mut hash = Fnv1a64::from_state(stats.reply_hash);
+                                    hash.write(&frame[..HEADER_BYTES]);
+                                    stats.reply_hash = hash.finish();
+                                    drop(stats);
+                                    answer = (reply, reply_body.to_vec());
+                                    break;
+                                }
+                                None => {
+                                    stats.borrow_mut().frames_rejected += 1;
+                                    continue;
                                 }
                             }
                             let hint = u32::from(reply.flags) % replicas;
@@ -197,6 +336,7 @@ pub async fn run_client<B: Bus>(
                     }
                 }
                 () = (&mut deadline).fuse() => {
+                    tracing::debug!(client, request = request_number, target, "resend after timeout");
                     stats.borrow_mut().resends += 1;
                     target = match hinted.take() {
                         Some(hint) if hint != target => hint,
@@ -207,5 +347,12 @@ pub async fn run_client<B: Bus>(
                 }
             }
         }
+        stats.borrow_mut().outstanding = false;
+        if own_login {
+            // Ours, not the driver's: done once it opened a session.
+            own_login = sessions.session.is_none();
+            continue;
+        }
+        driver.borrow_mut().on_reply(client, &answer.0, &answer.1);
     }
 }

@@ -68,7 +68,8 @@ use std::fmt;
 
 use cluster::metadata::MetadataState;
 use cluster::partition::PartitionState;
-use cluster::wire::Header;
+use cluster::vsr::ClientError;
+use cluster::wire::{Command, Header};
 
 use crate::harness::client::{ClientDriver, ClientRequest};
 use crate::rng::SimRng;
@@ -96,6 +97,8 @@ pub const FAILURES_KEPT_MAX: usize = 100;
 struct Step {
     action: Action,
     aim: Outcome,
+    /// Whether this step is the one the aim is about (see `Plan::aimed`).
+    aimed: bool,
     request: Request,
     /// Its place in the plan (1-based) and the plan's length, for failures.
     step: usize,
@@ -119,6 +122,7 @@ impl Pending {
             step,
             steps,
             request,
+            ..
         } = &self.step;
         let plan = if *steps > 1 {
             format!(", step {step}/{steps}")
@@ -471,8 +475,20 @@ impl MetadataWorkload {
         if let Some(step) = self.clients[client].queued.pop_front() {
             return Some(step);
         }
+        if !self.shadow.sessions.contains_key(&client) {
+            // Not logged in yet: log in as root first, outside any draw.
+            return Some(Step {
+                action: Action::LoginUser,
+                aim: Outcome::Ok,
+                aimed: true,
+                request: actions::login_user::as_root(&self.shadow),
+                step: 1,
+                steps: 1,
+            });
+        }
         let (action, aim, plan) = self.draw(client)?;
         let steps = plan.steps.len();
+        let aimed: Vec<bool> = (0..steps).map(|index| plan.is_aimed(index)).collect();
         let mut queued: VecDeque<Step> = plan
             .steps
             .into_iter()
@@ -480,6 +496,7 @@ impl MetadataWorkload {
             .map(|(index, request)| Step {
                 action,
                 aim,
+                aimed: aimed[index],
                 request,
                 step: index + 1,
                 steps,
@@ -509,7 +526,15 @@ impl MetadataWorkload {
                 request.group()
             ));
         }
-        let reply = match request.decode_reply(body) {
+        let decoded = if header.command == Command::Refused {
+            // The transport hands over only the final refusals about the session.
+            ClientError::decode(body)
+                .map(Reply::Refused)
+                .ok_or_else(|| "not a refusal code".to_owned())
+        } else {
+            request.decode_reply(body).map_err(|error| error.to_string())
+        };
+        let reply = match decoded {
             Ok(reply) => reply,
             Err(error) => {
                 self.fail(format!("malformed reply to {context} ({} bytes): {error}", body.len()));
@@ -526,7 +551,7 @@ impl MetadataWorkload {
                 reply.describe()
             ));
         }
-        if outcome != aim {
+        if step.aimed && outcome != aim {
             *self.aims_missed.entry((action, aim)).or_default() += 1;
         }
         if !predicted.contains(outcome) {
@@ -545,6 +570,10 @@ impl MetadataWorkload {
         {
             let expiry = partition.message_expiry_micros;
             partition.log.applied(expiry);
+        }
+        if let Reply::Refused(_) = reply {
+            // Refused before anything was prepared: nothing to fold in.
+            return;
         }
         let answered = Answered {
             client,
@@ -640,7 +669,7 @@ impl ClientDriver for MetadataWorkload {
         let pending = Pending { step, predicted };
         // The client's namespace is exact with any number of clients, so the aim must
         // be among the predicted outcomes (a global limit only widens the prediction).
-        if !predicted.contains(pending.step.aim) {
+        if pending.step.aimed && !predicted.contains(pending.step.aim) {
             let context = pending.context(client);
             self.fail(format!("workload bug: {context} but the shadow predicts {predicted:?}"));
         }
@@ -650,5 +679,10 @@ impl ClientDriver for MetadataWorkload {
 
     fn on_reply(&mut self, client: usize, reply: &Header, body: &[u8]) {
         self.judge_reply(client, reply, body);
+    }
+
+    /// Its logins are actions the shadow judges (the first request of every client).
+    fn logs_in_itself(&self) -> bool {
+        true
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! Models: the metadata plane's outcomes ([`cluster::metadata::Outcome`]), the partition
 //! plane's ([`PartitionOutcome`]; its `Ok` is the same `Ok`), and the two answers a poll
-//! can give (messages or none), flattened into one enum so that actions declare, aim at
+//! can give (messages or none), and the refusals a node answers for the client's
+//! session (`PermissionDenied`, `Unauthenticated`), flattened into one enum so that actions declare, aim at
 //! and count outcomes alike. A prediction is a set: exactly one outcome where the shadow
 //! knows everything the answer depends on, several where another client can change it
 //! between the send and the commit (a global limit).
@@ -72,11 +73,19 @@ pub enum Outcome {
     Polled,
     /// Poll: no message came back.
     PolledNothing,
+    /// Either plane: the client's session acts as a user that lacks the permission
+    /// (metadata: a committed op refused on apply; partition: refused by the node
+    /// before anything was prepared).
+    PermissionDenied,
+    /// Either plane: the client has no session, or its user is gone or inactive.
+    Unauthenticated,
+    /// A session bind refused (answered by a node, never an applied op).
+    SessionRefused,
 }
 
 impl Outcome {
     /// Every outcome, in declaration order.
-    pub const ALL: [Outcome; 26] = [
+    pub const ALL: [Outcome; 29] = [
         Outcome::Ok,
         Outcome::NameAlreadyExists,
         Outcome::StreamNotFound,
@@ -103,6 +112,9 @@ impl Outcome {
         Outcome::StaleGeneration,
         Outcome::Polled,
         Outcome::PolledNothing,
+        Outcome::PermissionDenied,
+        Outcome::Unauthenticated,
+        Outcome::SessionRefused,
     ];
 
     /// Its bit in an [`OutcomeSet`].
@@ -135,6 +147,9 @@ impl From<metadata::Outcome> for Outcome {
             metadata::Outcome::LimitReached => Outcome::LimitReached,
             metadata::Outcome::AlreadyMember => Outcome::AlreadyMember,
             metadata::Outcome::MemberNotFound => Outcome::MemberNotFound,
+            metadata::Outcome::Unauthenticated => Outcome::Unauthenticated,
+            metadata::Outcome::PermissionDenied => Outcome::PermissionDenied,
+            metadata::Outcome::SessionRefused => Outcome::SessionRefused,
         }
     }
 }

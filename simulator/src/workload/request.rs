@@ -12,6 +12,7 @@
 
 use cluster::metadata::{DecodeError, MetadataOp, MetadataReply};
 use cluster::partition::{PartitionOp, PartitionReply, PollReply, PollRequest};
+use cluster::vsr::ClientError;
 use cluster::wire::Header;
 
 use super::outcome::Outcome;
@@ -129,6 +130,9 @@ pub enum Reply {
     Partition(PartitionReply),
     /// A partition primary's answer to a poll.
     Poll(PollReply),
+    /// A final refusal from the node the request reached, about the client's session
+    /// (`PermissionDenied`, `Unauthenticated`): nothing was prepared.
+    Refused(ClientError),
 }
 
 impl Reply {
@@ -144,6 +148,7 @@ impl Reply {
                 ),
                 _ => format!("PollReply {{ next_offset: {}, no messages }}", reply.next_offset),
             },
+            Reply::Refused(error) => format!("Refused({error:?})"),
         }
     }
 
@@ -154,6 +159,9 @@ impl Reply {
             Reply::Partition(reply) => reply.outcome().into(),
             Reply::Poll(reply) if reply.messages.is_empty() => Outcome::PolledNothing,
             Reply::Poll(_) => Outcome::Polled,
+            Reply::Refused(ClientError::PermissionDenied) => Outcome::PermissionDenied,
+            // The transport hands the driver no other refusal than these two.
+            Reply::Refused(_) => Outcome::Unauthenticated,
         }
     }
 }
@@ -166,11 +174,40 @@ impl Reply {
 pub struct Plan {
     /// At least one request.
     pub steps: Vec<Request>,
+    /// The step the action's aim is about (its index), or `None` when every step aims at
+    /// it. The other steps set the stage (a login before a request as that user) and
+    /// are judged by their own predictions only.
+    pub aimed: Option<usize>,
+}
+
+impl Plan {
+    /// A plan whose every step aims at the action's aim.
+    pub fn new(steps: Vec<Request>) -> Self {
+        Plan { steps, aimed: None }
+    }
+
+    /// A plan whose step `index` alone aims at the action's aim.
+    pub fn aimed_at(steps: Vec<Request>, index: usize) -> Self {
+        assert!(
+            index < steps.len(),
+            "the aimed step {index} is in the plan of {}",
+            steps.len()
+        );
+        Plan {
+            steps,
+            aimed: Some(index),
+        }
+    }
+
+    /// Whether step `index` aims at the action's aim.
+    pub fn is_aimed(&self, index: usize) -> bool {
+        self.aimed.is_none_or(|aimed| aimed == index)
+    }
 }
 
 impl From<Request> for Plan {
     fn from(request: Request) -> Self {
-        Plan { steps: vec![request] }
+        Plan::new(vec![request])
     }
 }
 

@@ -7,7 +7,12 @@
 //! with its VSR group id and a [`ShadowPartition`]: messages, offsets, owners), consumer
 //! groups (id, name, members, generation), users (id, username, active, the password
 //! in plain text, permissions, token names with the token a creation revealed, the
-//! client that created it; root has none), and the stream and user id counters.
+//! client that created it; root has none), the stream and user id counters, and the
+//! user each client's session acts as (its last successful login; none before it).
+//!
+//! Permissions are judged by [`ShadowAccess`], the shadow's own statement of the rules
+//! (written from the documented rules, not by calling the cluster's check), so a
+//! cluster that authorises the wrong request contradicts a prediction.
 //!
 //! A partition's group id comes from the reply header's `op` of the op that created it
 //! (`partition_group_id(op, id)`); the shadow never guesses one.
@@ -178,6 +183,8 @@ pub struct Shadow {
     pub next_stream_id: u32,
     /// The id the next user gets (with several clients, a lower bound).
     pub next_user_id: u32,
+    /// The user each client's session acts as: set by its successful logins.
+    pub sessions: BTreeMap<usize, u32>,
     /// Replies that contradict the shadow under any interleaving of clients: ids and
     /// offsets in a client's own namespace, reply shapes, polled messages.
     mismatches: Vec<String>,
@@ -209,12 +216,33 @@ impl Shadow {
             users: BTreeMap::from([(ROOT_USER_ID, root)]),
             next_stream_id: 0,
             next_user_id: ROOT_USER_ID + 1,
+            sessions: BTreeMap::new(),
             mismatches: Vec::new(),
             global_id_mismatches: Vec::new(),
         }
     }
 
     // ---- queries ----
+
+    /// Whether `client`'s session may do what `need` says: its user must exist, be
+    /// active and hold the permission (see [`ShadowAccess`]). False without a session.
+    pub fn session_may(&self, client: usize, need: ShadowAccess) -> bool {
+        let Some(user_id) = self.sessions.get(&client) else {
+            return false;
+        };
+        let Some(user) = self.users.get(user_id).filter(|user| user.active) else {
+            return false;
+        };
+        need.granted_by(*user_id, &user.permissions)
+    }
+
+    /// Whether `client` has a session whose user exists and is active.
+    pub fn session_active(&self, client: usize) -> bool {
+        self.sessions
+            .get(&client)
+            .and_then(|user_id| self.users.get(user_id))
+            .is_some_and(|user| user.active)
+    }
 
     /// True if some stream is named `name`.
     pub fn stream_name_taken(&self, name: &str) -> bool {
@@ -419,4 +447,32 @@ pub fn expiry(rng: &mut SimRng) -> u64 {
 /// A fair coin.
 pub fn coin(rng: &mut SimRng) -> bool {
     rng.below(2) == 0
+}
+
+/// What a request needs of its session's user, as the shadow models it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShadowAccess {
+    /// Create, rename or delete streams.
+    ManageStreams,
+    /// Send to one stream's partitions.
+    WriteStream(u32),
+    /// Poll one stream's partitions.
+    ReadStream(u32),
+}
+
+impl ShadowAccess {
+    /// The rules, restated: managing streams covers everything on streams; a stream's
+    /// `write` covers sends to it; reading covers polls (global `read_streams`, or the
+    /// stream's `read` or `manage_topics`).
+    pub fn granted_by(self, _user_id: u32, permissions: &Permissions) -> bool {
+        let global = permissions.global;
+        let stream = |id: u32| permissions.streams.get(&id).copied().unwrap_or_default();
+        match self {
+            ShadowAccess::ManageStreams => global.manage_streams,
+            ShadowAccess::WriteStream(id) => global.manage_streams || stream(id).write,
+            ShadowAccess::ReadStream(id) => {
+                global.manage_streams || global.read_streams || stream(id).read || stream(id).manage_topics
+            }
+        }
+    }
 }

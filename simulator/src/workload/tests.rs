@@ -12,10 +12,12 @@ use cluster::partition::{
     self, Consumer, Message, OwnerFence, POLL_MESSAGES_CODE, PartitionOp, PartitionReply, PartitionState, PollReply,
     PollRequest, PolledMessage,
 };
+use cluster::vsr::ClientError;
 use cluster::wire::{Command, Header};
 
 use super::*;
 use crate::executor::Fnv1a64;
+use crate::harness::client::client_id;
 
 /// Simulated time per request, in microseconds: 50 ms, so a topic whose messages
 /// expire after a second sees retention within twenty requests.
@@ -29,6 +31,9 @@ struct Cluster {
     partitions: BTreeMap<u64, (PartitionState, u64)>,
     fence: OwnerFence,
     now_micros: u64,
+    /// Test-only: answer partition requests without checking the session's permission
+    /// (a node with the check removed).
+    skip_partition_permissions: bool,
 }
 
 impl Cluster {
@@ -43,20 +48,55 @@ impl Cluster {
             partitions: BTreeMap::new(),
             fence,
             now_micros: 1_767_225_600_000_000,
+            skip_partition_permissions: false,
         }
     }
 
-    /// Apply one metadata op (ops numbered 1, 2, 3, ..., counter entropy), then open
-    /// and close partition groups as the metadata says.
+    /// Why a node would refuse `client`'s partition request, if it would.
+    fn refusal(&self, client: usize, request: &ClientRequest) -> Option<ClientError> {
+        let stream_id = self
+            .metadata
+            .partitions()
+            .find(|(_, _, _, partition)| partition.group_id == request.group)
+            .map(|(stream_id, ..)| stream_id)?;
+        let need = cluster::partition::need_of_operation(request.operation, stream_id)?;
+        if self.skip_partition_permissions {
+            return None;
+        }
+        match self.metadata.session_user(client_id(client)) {
+            Err(_) => Some(ClientError::Unauthenticated),
+            Ok((user_id, permissions)) if !permissions.allows(user_id, need) => Some(ClientError::PermissionDenied),
+            Ok(_) => None,
+        }
+    }
+
+    /// Apply one metadata op sent by `client`, authorised as the state machine does.
+    fn apply_as(&mut self, client: usize, op: &MetadataOp) -> MetadataReply {
+        self.apply_with(client_id(client), op)
+    }
+
+    /// Apply one metadata op as the cluster's own test client (no session needed:
+    /// unauthorised), then open and close partition groups as the metadata says.
     fn apply(&mut self, op: &MetadataOp) -> MetadataReply {
+        self.apply_with(0, op)
+    }
+
+    /// Apply one metadata op (ops numbered 1, 2, 3, ..., counter entropy) from `client`
+    /// (0: unauthorised), then open and close partition groups as the metadata says.
+    fn apply_with(&mut self, client: u128, op: &MetadataOp) -> MetadataReply {
         self.op_number += 1;
         let context = ApplyContext {
             timestamp_micros: self.now_micros,
             op_number: self.op_number,
             view: 0,
             entropy: self.op_number.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            client,
         };
-        let reply = self.metadata.apply(op, &context);
+        let reply = if client == 0 {
+            self.metadata.apply(op, &context)
+        } else {
+            self.metadata.apply_request(op, &context)
+        };
         let live: BTreeMap<u64, u64> = self
             .metadata
             .partitions()
@@ -71,9 +111,11 @@ impl Cluster {
         reply
     }
 
-    /// Answer one request as a replica would: the reply header names its operation,
-    /// group, op number and (for committed ops) the prepare's timestamp.
-    fn answer(&mut self, request: &ClientRequest) -> (Header, Vec<u8>) {
+    /// Answer one request of `client` as a node would: the reply header names its
+    /// operation, group, op number and (for committed ops) the prepare's timestamp. A
+    /// metadata op is authorised when applied, a partition request before it is
+    /// answered (refused `PermissionDenied` or `Unauthenticated` as a node does).
+    fn answer(&mut self, client: usize, request: &ClientRequest) -> (Header, Vec<u8>) {
         self.now_micros += TICK_MICROS;
         let mut header = Header::new(Command::Reply);
         header.operation = request.operation;
@@ -81,9 +123,15 @@ impl Cluster {
         header.timestamp = self.now_micros;
         if request.group == request::METADATA_GROUP {
             let op = MetadataOp::decode(&request.body).expect("the workload sends metadata ops that decode");
-            let reply = self.apply(&op);
+            let reply = self.apply_as(client, &op);
             header.op = self.op_number;
             return (header, reply.encode());
+        }
+        if let Some(refused) = self.refusal(client, request) {
+            let mut header = Header::new(Command::Refused);
+            header.operation = request.operation;
+            header.group = request.group;
+            return (header, refused.encode().to_vec());
         }
         let (state, op_number) = self
             .partitions
@@ -113,9 +161,24 @@ impl Cluster {
 /// One request of `client`, answered and judged.
 fn step(workload: &mut MetadataWorkload, cluster: &mut Cluster, client: usize) -> Option<(ClientRequest, Header)> {
     let request = workload.next_request(client)?;
-    let (header, body) = cluster.answer(&request);
+    let (header, body) = cluster.answer(client, &request);
     workload.on_reply(client, &header, &body);
     Some((request, header))
+}
+
+/// Let `client` send its first request, a login as root, if it has not yet.
+fn log_in(workload: &mut MetadataWorkload, cluster: &mut Cluster, client: usize) {
+    if !workload.shadow.sessions.contains_key(&client) {
+        let (request, _) = step(workload, cluster, client).expect("a login");
+        assert_eq!(
+            request.operation,
+            MetadataOp::LoginUser {
+                username: String::new(),
+                password: String::new(),
+            }
+            .operation_code()
+        );
+    }
 }
 
 /// Put `request` first in `client`'s queue, as if `action` had drawn it aiming at `aim`.
@@ -123,6 +186,7 @@ fn script(workload: &mut MetadataWorkload, client: usize, action: Action, aim: O
     workload.clients[client].queued.push_front(Step {
         action,
         aim,
+        aimed: true,
         request,
         step: 1,
         steps: 1,
@@ -138,9 +202,10 @@ fn send(
     request: Request,
 ) -> (Reply, Header) {
     let decoder = request.clone();
+    log_in(workload, cluster, 0);
     script(workload, 0, action, aim, request);
     let sent = workload.next_request(0).expect("a scripted request is sent");
-    let (header, body) = cluster.answer(&sent);
+    let (header, body) = cluster.answer(0, &sent);
     workload.on_reply(0, &header, &body);
     (
         decoder.decode_reply(&body).expect("the cluster's replies decode"),
@@ -237,10 +302,11 @@ fn group_ids_come_from_the_op_in_the_create_topic_reply_header() {
     let mut workload = MetadataWorkload::new(1, 1);
     let mut cluster = Cluster::new();
     let partitions = stream_with_topic(&mut workload, &mut cluster, 3, 0);
-    // CreateStream was op 1, CreateTopic op 2: partition p is group (2 << 10) | p.
-    assert_eq!(workload.partition_groups(), vec![2 << 10, (2 << 10) | 1, (2 << 10) | 2]);
-    assert_eq!(partitions[2].group, partition_group_id(2, 2));
-    // CreatePartitions continues the ids, with groups from its own op (3).
+    // The login was op 1, CreateStream op 2, CreateTopic op 3: partition p is group
+    // (3 << 10) | p.
+    assert_eq!(workload.partition_groups(), vec![3 << 10, (3 << 10) | 1, (3 << 10) | 2]);
+    assert_eq!(partitions[2].group, partition_group_id(3, 2));
+    // CreatePartitions continues the ids, with groups from its own op (4).
     let (reply, header) = send(
         &mut workload,
         &mut cluster,
@@ -256,9 +322,9 @@ fn group_ids_come_from_the_op_in_the_create_topic_reply_header() {
         reply,
         Reply::Metadata(MetadataReply::PartitionsCreated { first_partition_id: 3 })
     );
-    assert_eq!(header.op, 3);
+    assert_eq!(header.op, 4);
     let groups = workload.partition_groups();
-    assert!(groups.contains(&partition_group_id(3, 3)) && groups.contains(&partition_group_id(3, 4)));
+    assert!(groups.contains(&partition_group_id(4, 3)) && groups.contains(&partition_group_id(4, 4)));
     no_failures(&workload);
     compare_all(&workload, &cluster);
 
@@ -279,7 +345,7 @@ fn group_ids_come_from_the_op_in_the_create_topic_reply_header() {
         }),
     );
     let request = workload.next_request(0).expect("scripted");
-    let (mut header, body) = cluster.answer(&request);
+    let (mut header, body) = cluster.answer(0, &request);
     header.op += 7;
     workload.on_reply(0, &header, &body);
     let error = workload.compare_with(&cluster.metadata).expect_err("wrong group id");
@@ -784,8 +850,10 @@ fn one_client_predicts_every_metadata_reply_and_matches_the_state() {
 /// - first locked before the partition actions were appended, and kept through it;
 /// - re-locked when the metadata plane began warming up with a successful create
 ///   (`WarmUp::MetadataCreate`): under heavy faults and crashes a run may get only a
-///   handful of requests through, and a third of its runs never created anything.
-const METADATA_PLANE_OPS_FINGERPRINT: u64 = 0x574a_4519_c109_4f10;
+///   handful of requests through, and a third of its runs never created anything;
+/// - re-locked when every client began with a login as root (requests act as their
+///   session's user) and `RequestAsUser` was appended (weight 2 on this plane).
+const METADATA_PLANE_OPS_FINGERPRINT: u64 = 0xf8d3_dca6_d0d6_bac9;
 
 #[test]
 fn the_metadata_plane_draws_the_ops_it_drew_before_the_partition_actions() {
@@ -865,7 +933,7 @@ fn several_clients_interleaved_never_false_fail_and_still_match_the_cluster() {
             let mut replies = Vec::new();
             for index in 0..sent.len() {
                 let (client, request) = &sent[(index + round) % sent.len()];
-                replies.push((*client, cluster.answer(request)));
+                replies.push((*client, cluster.answer(*client, request)));
             }
             for (client, (header, body)) in replies.into_iter().rev() {
                 workload.on_reply(client, &header, &body);
@@ -922,7 +990,7 @@ fn a_wrong_reply_is_reported_as_a_failed_prediction() {
     let mut cluster = Cluster::new();
     for _ in 0..2_000 {
         let request = workload.next_request(0).expect("a request");
-        let (header, body) = cluster.answer(&request);
+        let (header, body) = cluster.answer(0, &request);
         if let Ok(MetadataReply::StreamCreated { .. }) = MetadataReply::decode(&body)
             && request.group == request::METADATA_GROUP
         {
@@ -953,7 +1021,7 @@ fn a_wrong_id_is_reported() {
     let mut cluster = Cluster::new();
     loop {
         let request = workload.next_request(0).expect("a request");
-        let (header, body) = cluster.answer(&request);
+        let (header, body) = cluster.answer(0, &request);
         if request.group == request::METADATA_GROUP
             && let Ok(MetadataReply::StreamCreated { stream_id }) = MetadataReply::decode(&body)
         {
@@ -1067,7 +1135,7 @@ fn malformed_undeclared_and_misnamed_replies_are_failures() {
     let mut workload = MetadataWorkload::new(5, 1);
     let mut cluster = Cluster::new();
     let request = workload.next_request(0).expect("a request");
-    let (mut header, body) = cluster.answer(&request);
+    let (mut header, body) = cluster.answer(0, &request);
     header.group = 3;
     workload.on_reply(0, &header, &body);
     assert_eq!(workload.failures().len(), 1, "{:?}", workload.failures());
@@ -1125,20 +1193,25 @@ fn weights_select_actions_and_planes_name_their_tables() {
     let weights = ActionWeights::from_fn(|action| u32::from(action == Action::DeleteStream));
     let mut workload = MetadataWorkload::with_weights(13, 1, weights);
     let mut cluster = Cluster::new();
+    // The first request is the login, outside any draw.
+    log_in(&mut workload, &mut cluster, 0);
     for _ in 0..50 {
         step(&mut workload, &mut cluster, 0);
     }
     let report = workload.report();
-    assert_eq!((report.requests["DeleteStream"], report.requests_total()), (50, 50));
+    assert_eq!((report.requests["DeleteStream"], report.requests_total()), (50, 51));
     // Nothing to delete: every aim at Ok was unreachable.
     assert!(report.aims_unreachable[&("DeleteStream", Outcome::Ok)] > 0);
     no_failures(&workload);
 
+    // Logged in, then idle.
     let mut idle = MetadataWorkload::with_weights(13, 1, ActionWeights::from_fn(|_| 0));
+    log_in(&mut idle, &mut Cluster::new(), 0);
     assert!(idle.next_request(0).is_none());
     // Partition actions with no partition to aim at: idle, not failing.
     let sends = ActionWeights::from_fn(|action| u32::from(action == Action::SendMessages));
     let mut waiting = MetadataWorkload::with_weights(13, 1, sends);
+    log_in(&mut waiting, &mut Cluster::new(), 0);
     assert!(waiting.next_request(0).is_none());
     no_failures(&waiting);
 
@@ -1166,11 +1239,14 @@ fn weights_select_actions_and_planes_name_their_tables() {
         "the metadata plane's aims stay uniform"
     );
     let metadata = Plane::Metadata.weights();
+    // The partition actions weigh nothing on the metadata plane; `RequestAsUser`, appended
+    // after them, makes metadata requests there (a stream create) and does weigh.
     assert!(
-        Action::ALL[Action::SendMessages as usize..]
+        Action::ALL[Action::SendMessages as usize..Action::RequestAsUser as usize]
             .iter()
             .all(|a| metadata.weight(*a) == 0)
     );
+    assert!(metadata.weight(Action::RequestAsUser) > 0);
     let lifecycle = Plane::Lifecycle.weights();
     for action in [
         Action::CreateTopic,
@@ -1240,6 +1316,7 @@ fn an_actions_first_declared_outcome_is_its_success() {
             Action::StoreStaleOwnerOffset => Outcome::StaleOwner,
             Action::DeleteSegments => Outcome::SegmentsDeleted,
             Action::SendOversizedBatch => Outcome::BatchTooLarge,
+            Action::RequestAsUser => Outcome::PermissionDenied,
             _ => Outcome::Ok,
         };
         assert_eq!(first, expected, "{action:?}");
@@ -1253,4 +1330,47 @@ fn an_actions_first_declared_outcome_is_its_success() {
         .count();
     // 4 / (4 + 5) of the draws, give or take.
     assert!((380..520).contains(&firsts), "{firsts}");
+}
+
+// ---- sessions and permissions ----
+
+#[test]
+fn a_node_that_skips_the_partition_permission_check_is_caught() {
+    // Load-bearing: `RequestAsUser` predicts a send or poll by a user without the
+    // permission is refused; a cluster that lets it through contradicts the shadow.
+    let weights = ActionWeights::from_fn(|action| match action {
+        Action::CreateStream | Action::CreateTopic | Action::CreateUser => 2,
+        Action::SendMessages | Action::RequestAsUser => 3,
+        _ => 0,
+    });
+    let run = |skip: bool| {
+        let mut workload = MetadataWorkload::with_weights(21, 1, weights.clone());
+        let mut cluster = Cluster::new();
+        cluster.skip_partition_permissions = skip;
+        for _ in 0..400 {
+            step(&mut workload, &mut cluster, 0);
+        }
+        workload
+    };
+    let checked = run(false);
+    no_failures(&checked);
+    let denied = checked
+        .report()
+        .outcomes
+        .get(&("RequestAsUser", Outcome::PermissionDenied))
+        .copied();
+    assert!(
+        denied.unwrap_or(0) > 0,
+        "denials were predicted and seen: {:?}",
+        checked.report().outcomes
+    );
+    let unchecked = run(true);
+    assert!(
+        unchecked
+            .failures()
+            .iter()
+            .any(|failure| failure.contains("RequestAsUser predicted PermissionDenied")),
+        "{:?}",
+        unchecked.failures()
+    );
 }

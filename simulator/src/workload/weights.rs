@@ -271,7 +271,8 @@ fn metadata_weight(action: Action) -> u32 {
         | Action::UpdatePermissions
         | Action::DeletePersonalAccessToken
         | Action::DeleteConsumerGroup
-        | Action::LoginUser => 2,
+        | Action::LoginUser
+        | Action::RequestAsUser => 2,
         Action::SendMessages
         | Action::PollMessages
         | Action::StoreConsumerOffset
@@ -310,12 +311,13 @@ fn partition_weight(action: Action) -> u32 {
         | Action::CreateConsumerGroup
         | Action::JoinConsumerGroup
         | Action::SetGroupOwner
-        | Action::DeleteSegments => 1,
+        | Action::DeleteSegments
+        | Action::CreateUser
+        | Action::RequestAsUser => 1,
         Action::UpdateStream
         | Action::DeleteStream
         | Action::UpdateTopic
         | Action::DeleteTopic
-        | Action::CreateUser
         | Action::UpdateUser
         | Action::DeleteUser
         | Action::ChangePassword
@@ -362,7 +364,8 @@ fn mixed_weight(action: Action) -> u32 {
         | Action::DeletePersonalAccessToken
         | Action::CreateConsumerGroup
         | Action::DeleteConsumerGroup
-        | Action::LoginUser => metadata_weight(action),
+        | Action::LoginUser
+        | Action::RequestAsUser => metadata_weight(action),
     }
 }
 
@@ -394,6 +397,7 @@ fn lifecycle_weight(action: Action) -> u32 {
         | Action::PurgeStream
         | Action::PurgeTopic
         | Action::DeleteSegments
-        | Action::SendOversizedBatch => 0,
+        | Action::SendOversizedBatch
+        | Action::RequestAsUser => 0,
     }
 }

@@ -1,5 +1,7 @@
 //! `LoginUser`: log in with a username and password (a replicated op: the session it
-//! opens must be the same on every replica).
+//! opens must be the same on every replica). A successful login as one of the client's
+//! users is followed by a login as root, so the client's other actions keep acting as
+//! root (the session is the client's, and the next login replaces it).
 
 use cluster::metadata::{MetadataOp, MetadataReply};
 
@@ -47,7 +49,22 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         }
         _ => return None,
     };
-    Some(MetadataOp::LoginUser { username, password }.into())
+    let login = MetadataOp::LoginUser { username, password }.into();
+    if aim == Outcome::Ok {
+        return Some(Plan::new(vec![login, as_root(shadow)]));
+    }
+    Some(login.into())
+}
+
+/// A login as root with its password: every client's first request, and how a plan
+/// that logged in as someone else hands the client back to root.
+pub fn as_root(shadow: &Shadow) -> Request {
+    let root = &shadow.users[&cluster::metadata::ROOT_USER_ID];
+    MetadataOp::LoginUser {
+        username: root.username.clone(),
+        password: root.password.clone(),
+    }
+    .into()
 }
 
 /// In the state machine's order: the user, the password, then whether it is active.
@@ -65,14 +82,15 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
     outcome.into()
 }
 
-/// `LoggedIn`: the id must be the user's (the user is in the client's namespace).
+/// `LoggedIn`: the id must be the user's (the user is in the client's namespace, or
+/// root); the client's session now acts as that user.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
     let (op, reply) = super::metadata_answer(NAME, answered);
     let MetadataOp::LoginUser { username, .. } = op else {
         super::wrong_op(NAME, answered.request)
     };
     match reply {
-        MetadataReply::LoggedIn { user_id } => {
+        MetadataReply::LoggedIn { user_id, .. } => {
             if let Some(expected) = shadow.user_by_name(username)
                 && expected != *user_id
             {
@@ -80,6 +98,7 @@ pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
                     "{NAME} {username:?} logged in as user {user_id}, the shadow holds {expected}"
                 ));
             }
+            shadow.sessions.insert(answered.client, *user_id);
         }
         other => super::unexpected_reply(shadow, NAME, other),
     }

@@ -167,6 +167,9 @@ actions! {
     /// Send a batch over the payload budget (refused; a separate action so a plane can
     /// weight these half-megabyte requests apart from ordinary sends).
     SendOversizedBatch => send_oversized_batch,
+    /// Log in as one of the client's users, make one request as that user (allowed or
+    /// denied by its permissions), log back in as root.
+    RequestAsUser => request_as_user,
 }
 
 // Pins the start of the order and the first action appended after the metadata plane's:

@@ -26,7 +26,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         .keys()
         .flat_map(|topic_id| super::purge_topic::purge_steps(scope, stream_id, *topic_id))
         .collect();
-    (!steps.is_empty()).then_some(Plan { steps })
+    (!steps.is_empty()).then(|| Plan::new(steps))
 }
 
 /// Always `Ok`.

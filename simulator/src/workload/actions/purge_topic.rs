@@ -41,9 +41,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         return None;
     }
     let (stream_id, topic_id) = scope.pick_topic_where(rng, |topic| !topic.partitions.is_empty())?;
-    Some(Plan {
-        steps: purge_steps(scope, stream_id, topic_id),
-    })
+    Some(Plan::new(purge_steps(scope, stream_id, topic_id)))
 }
 
 /// Always `Ok`.

@@ -1,0 +1,280 @@
+//! Admission: what a shard checks before a client's request reaches its group, and
+//! `BindSession`, which it answers itself.
+//!
+//! In order, for a request to a group whose replica here is a primary in a started
+//! view (a backup refuses on its own, naming the primary):
+//! 1. Logins pass: they need no session, and the metadata group authorises nothing
+//!    else without one.
+//! 2. If the node's applied metadata is older than the newest metadata op the client
+//!    has seen (the request's `commit`), the request waits here, at most
+//!    [`PARK_WAIT_TICKS`], and is then refused `TransientNotAccepted`: it is never
+//!    judged against metadata the client knows to be stale.
+//! 3. The sender must be bound to the client's current session (`Unbound` otherwise).
+//! 4. A partition request needs its permission on the partition's stream
+//!    (`PermissionDenied`, or `Unauthenticated` for a deleted or deactivated user). A
+//!    metadata op is authorised when it is applied instead (`metadata::authorize`).
+//!
+//! A `BindSession` (group 0) is answered by shard 0 from the applied metadata, after
+//! the same wait: `SessionBound` (and the sender is bound) or `SessionRefused`. A
+//! login's `LoggedIn` reply binds the sender it is sent to on the node that answers it,
+//! as a login on a connection authenticates that connection.
+
+use super::*;
+use crate::metadata::{BIND_SESSION_CODE, BindSession, MetadataOp, MetadataReply};
+use crate::node::access::Denied;
+use crate::partition::need_of_operation;
+
+/// Most requests one shard holds while its node's metadata catches up. A client keeps
+/// one request in flight, so this is a burst of clients that all saw a newer op than
+/// this node; past it they are refused at once and resend later.
+pub const PARKED_REQUESTS_MAX: usize = 64;
+
+/// Ticks a request waits for the node's metadata to reach what its client has seen:
+/// 300 ticks (3 s), the reference's bound. Metadata that far behind is repairing or
+/// transferring state; the client does better trying again later or elsewhere.
+pub const PARK_WAIT_TICKS: u64 = 300;
+
+/// A request waiting for this node's metadata.
+#[derive(Debug)]
+pub(super) struct Parked {
+    from: ProcessId,
+    frame: Vec<u8>,
+    /// The shard tick at which it is refused if still waiting.
+    until_tick: u64,
+}
+
+/// What admission decided.
+enum Admit {
+    /// Hand it to its group.
+    Pass,
+    /// Answered or parked here.
+    Held,
+}
+
+impl<P: StoreProvider> Shard<P> {
+    /// Check a client request that landed on its owner shard; true if it may go on to
+    /// its group (otherwise it was answered, or parked with a copy of `frame`).
+    pub(super) fn admit(&mut self, from: ProcessId, header: &Header, frame: &[u8]) -> bool {
+        matches!(self.decide(from, header, frame), Admit::Pass)
+    }
+
+    fn decide(&mut self, from: ProcessId, header: &Header, frame: &[u8]) -> Admit {
+        let metadata_group = header.group == METADATA_GROUP;
+        if metadata_group && header.operation == BIND_SESSION_CODE {
+            return self.on_bind(from, header, frame);
+        }
+        if metadata_group && MetadataOp::is_login_operation(header.operation) {
+            return Admit::Pass;
+        }
+        let leads = if metadata_group {
+            self.metadata
+                .as_ref()
+                .is_some_and(|replica| replica.is_primary() && replica.status() == Status::Normal)
+        } else {
+            self.partitions
+                .get(&header.group)
+                .is_some_and(|replica| replica.is_primary() && replica.status() == Status::Normal)
+        };
+        if !leads {
+            return Admit::Pass;
+        }
+        if self.behind(header) {
+            return self.park(from, header, frame);
+        }
+        let Some(session) = self.bindings.borrow().session_of(from, header.client) else {
+            self.deny(from, header, Denied::Unbound);
+            return Admit::Held;
+        };
+        let need = if metadata_group {
+            None
+        } else {
+            let stream_id = self
+                .directory
+                .borrow()
+                .partitions
+                .get(&header.group)
+                .map(|spec| spec.stream_id);
+            stream_id.and_then(|stream_id| need_of_operation(header.operation, stream_id))
+        };
+        let verdict = self.access.borrow().authorize(header.client, session, need);
+        match verdict {
+            Ok(()) => Admit::Pass,
+            Err(denied) => {
+                self.deny(from, header, denied);
+                Admit::Held
+            }
+        }
+    }
+
+    /// Whether the node's applied metadata is older than what the client has seen.
+    fn behind(&self, header: &Header) -> bool {
+        header.commit > self.access.borrow().applied_op
+    }
+
+    fn park(&mut self, from: ProcessId, header: &Header, frame: &[u8]) -> Admit {
+        if self.parked.len() >= PARKED_REQUESTS_MAX {
+            self.stats.requests_parked_full += 1;
+            self.refuse_request(from, header, ClientError::TransientNotAccepted);
+            return Admit::Held;
+        }
+        self.stats.requests_parked += 1;
+        self.parked.push_back(Parked {
+            from,
+            frame: frame.to_vec(),
+            until_tick: self.ticks + PARK_WAIT_TICKS,
+        });
+        Admit::Held
+    }
+
+    /// Each tick: retry the parked requests the metadata has caught up for, refuse the
+    /// ones that waited too long, keep the rest (in arrival order).
+    pub(super) fn unpark(&mut self, realtime_micros: u64) {
+        if self.parked.is_empty() {
+            return;
+        }
+        let parked = std::mem::take(&mut self.parked);
+        for request in parked {
+            let Some(header) = request
+                .frame
+                .get(..HEADER_BYTES)
+                .and_then(|bytes| Header::decode_verified(bytes).ok())
+            else {
+                unreachable!("a parked frame was verified when it arrived");
+            };
+            if !self.behind(&header) {
+                self.on_frame(request.from, request.frame, realtime_micros);
+            } else if self.ticks >= request.until_tick {
+                self.stats.requests_parked_expired += 1;
+                self.refuse_request(request.from, &header, ClientError::TransientNotAccepted);
+            } else {
+                self.parked.push_back(request);
+            }
+        }
+    }
+
+    fn deny(&mut self, from: ProcessId, header: &Header, denied: Denied) {
+        let error = match denied {
+            Denied::Unbound => {
+                self.stats.requests_unbound += 1;
+                ClientError::Unbound
+            }
+            Denied::Unauthenticated => {
+                self.stats.requests_denied += 1;
+                ClientError::Unauthenticated
+            }
+            Denied::PermissionDenied => {
+                self.stats.requests_denied += 1;
+                ClientError::PermissionDenied
+            }
+        };
+        self.refuse_request(from, header, error);
+    }
+
+    /// A `Refused` frame from this node for `request`, naming this replica as the one
+    /// to try again (the refusal is about the client, not about who leads).
+    fn refuse_request(&mut self, to: ProcessId, request: &Header, error: ClientError) {
+        let mut sender = Header::new(Command::Refused);
+        sender.cluster = self.config.cluster;
+        sender.group = request.group;
+        sender.replica = self.config.replica;
+        let frame = seal_refusal(sender, request, self.config.replica, error);
+        self.outbox.push(Outgoing { to, frame });
+    }
+
+    /// Shard 0: bind the sender to the session it presents, from the applied metadata.
+    fn on_bind(&mut self, from: ProcessId, header: &Header, frame: &[u8]) -> Admit {
+        // Routing verified the header only; the body is read here, so verify it too (a
+        // corrupted bind must be dropped and resent, not refused as a wrong secret).
+        let Ok(bind) = crate::wire::open(frame)
+            .map_err(|_| ())
+            .and_then(|(_, body)| BindSession::decode(body).map_err(|_| ()))
+        else {
+            self.stats.frames_rejected += 1;
+            return Admit::Held;
+        };
+        if self.behind(header) {
+            return self.park(from, header, frame);
+        }
+        let grant = self
+            .access
+            .borrow()
+            .grants
+            .get(&header.client)
+            .filter(|grant| grant.session == bind.session && grant.secret == bind.secret)
+            .map(|grant| grant.user_id);
+        let reply = match grant {
+            Some(user_id) => {
+                self.bindings.borrow_mut().bind(from, header.client, bind.session);
+                self.stats.binds += 1;
+                MetadataReply::SessionBound { user_id }
+            }
+            None => {
+                self.stats.binds_refused += 1;
+                let access = self.access.borrow();
+                let known = access.grants.get(&header.client).map(|grant| grant.session);
+                tracing::debug!(
+                    replica = self.config.replica,
+                    client = header.client,
+                    session = bind.session,
+                    known,
+                    applied = access.applied_op,
+                    seen = header.commit,
+                    "bind refused"
+                );
+                MetadataReply::SessionRefused
+            }
+        };
+        let mut answer = Header::new(Command::Reply);
+        answer.cluster = self.config.cluster;
+        answer.group = METADATA_GROUP;
+        answer.replica = self.config.replica;
+        answer.client = header.client;
+        answer.request = header.request;
+        answer.operation = BIND_SESSION_CODE;
+        answer.commit = self.access.borrow().applied_op;
+        let frame = crate::wire::seal_header(answer, &reply.encode());
+        self.outbox.push(Outgoing { to: from, frame });
+        Admit::Held
+    }
+
+    /// Shard 0: take the metadata replica's frames to send. A login's `LoggedIn` reply
+    /// binds the sender it goes to: the session was opened for that sender, so it need
+    /// not bind here again (it binds on the other nodes it reaches, and here after a
+    /// restart).
+    pub(super) fn drain_metadata_outbox(&mut self) {
+        let Some(metadata) = self.metadata.as_mut() else { return };
+        for out in metadata.drain_outbox() {
+            if let Some((client, session)) = logged_in(&out.frame) {
+                self.bindings.borrow_mut().bind(out.to, client, session);
+            }
+            self.outbox.push(out);
+        }
+    }
+
+    /// Shard 0: bring the access view up to the applied metadata (the op number always;
+    /// the grants when the machine says access may have changed).
+    pub(super) fn publish_access(&mut self) {
+        let Some(metadata) = self.metadata.as_ref() else { return };
+        let machine = metadata.state_machine();
+        let mut access = self.access.borrow_mut();
+        access.applied_op = metadata.commit_min();
+        if access.version != Some(machine.access_version()) {
+            access.rebuild(machine.state(), machine.access_version());
+        }
+    }
+}
+
+/// The client and session of a `LoggedIn` reply frame; `None` for any other frame.
+fn logged_in(frame: &[u8]) -> Option<(u128, u64)> {
+    let header = Header::decode_verified(frame.get(..HEADER_BYTES)?).ok()?;
+    if header.command != Command::Reply || header.group != METADATA_GROUP {
+        return None;
+    }
+    if !MetadataOp::is_login_operation(header.operation) {
+        return None;
+    }
+    match MetadataReply::decode(frame.get(HEADER_BYTES..)?) {
+        Ok(MetadataReply::LoggedIn { session, .. }) => Some((header.client, session)),
+        _ => None,
+    }
+}
