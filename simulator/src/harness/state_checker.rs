@@ -33,6 +33,12 @@ impl From<&Header> for CommittedOp {
     }
 }
 
+impl From<Header> for CommittedOp {
+    fn from(header: Header) -> Self {
+        Self::from(&header)
+    }
+}
+
 /// The canonical chain and who committed what.
 #[derive(Debug, Default)]
 pub struct StateChecker {
