@@ -18,10 +18,11 @@
 //! the frame starts with the header's 256 bytes (verified when the frame was opened);
 //! [`Entry::header`] decodes them on access. Only an entry without a frame (a header
 //! learned from a view change, the floor) and the root (whose frame is empty) keep a
-//! decoded header. Entries live in fixed pages of [`PAGE_OPS`] consecutive ops, a page
-//! allocated while it holds any entry: the ops held are mostly contiguous, so this
-//! costs one slot per op instead of a tree node's share, and a few far ops (a StartView's
-//! headers high above a lagging replica's floor) cost a page each, never the gap.
+//! decoded header. Entries live in an [`OpTable`]: fixed pages of `PAGE_OPS`
+//! consecutive ops, a page allocated while it holds any entry. The ops held are mostly
+//! contiguous, so this costs one slot per op instead of a tree node's share, and a few
+//! far ops (a StartView's headers high above a lagging replica's floor) cost a page
+//! each, never the gap. The in-memory store keeps its records in one too.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -29,9 +30,9 @@ use std::rc::Rc;
 
 use crate::wire::{Command, HEADER_BYTES, Header};
 
-/// Consecutive ops per page of the journal's table. A slot is 32 bytes, so a page is
-/// 2 KiB: small enough that an op far from the others costs little, large enough that
-/// the page's share of the table's tree is small next to its slots.
+/// Consecutive ops per page of an [`OpTable`]. A journal's slot is 32 bytes, so its page
+/// is 2 KiB: small enough that an op far from the others costs little, large enough
+/// that the page's share of the table's tree is small next to its slots.
 const PAGE_OPS: u64 = 64;
 
 /// Where the header fields the journal reads on every walk lie in a frame: the layout
@@ -153,8 +154,16 @@ impl fmt::Debug for Entry {
     }
 }
 
-/// `PAGE_OPS` slots, each holding the entry of one op or nothing.
-type Page = [Option<Entry>; PAGE_OPS as usize];
+/// A map from op to `T` for ops that are mostly consecutive, as a journal's and a
+/// store's are: fixed pages of `PAGE_OPS` slots, a page held while any of its slots is.
+/// A run of ops costs one slot each; an op far from the others costs a page.
+#[derive(Clone)]
+pub struct OpTable<T> {
+    /// Pages by number (`op / PAGE_OPS`).
+    pages: BTreeMap<u64, Box<[Option<T>; PAGE_OPS as usize]>>,
+    /// Values held.
+    len: usize,
+}
 
 /// The page holding `op`.
 fn page_of(op: u64) -> u64 {
@@ -167,27 +176,176 @@ fn slot_of(op: u64) -> usize {
     (op % PAGE_OPS) as usize
 }
 
-/// Entries and frame bytes in `slots`, emptying them.
-fn clear(slots: &mut [Option<Entry>]) -> (usize, u64) {
-    slots
-        .iter_mut()
-        .filter_map(Option::take)
-        .fold((0, 0), |(entries, bytes), entry| {
-            (entries + 1, bytes + entry.frame_len())
+impl<T> Default for OpTable<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> OpTable<T> {
+    /// An empty table.
+    pub fn new() -> Self {
+        Self {
+            pages: BTreeMap::new(),
+            len: 0,
+        }
+    }
+
+    /// Values held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no value is held.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The value at `op`.
+    pub fn get(&self, op: u64) -> Option<&T> {
+        self.pages.get(&page_of(op)).and_then(|page| page[slot_of(op)].as_ref())
+    }
+
+    /// The value at `op`, mutably.
+    pub fn get_mut(&mut self, op: u64) -> Option<&mut T> {
+        self.pages
+            .get_mut(&page_of(op))
+            .and_then(|page| page[slot_of(op)].as_mut())
+    }
+
+    /// Put `value` at `op`; returns what was there.
+    pub fn insert(&mut self, op: u64, value: T) -> Option<T> {
+        let page = self
+            .pages
+            .entry(page_of(op))
+            .or_insert_with(|| Box::new(std::array::from_fn(|_| None)));
+        let old = page[slot_of(op)].replace(value);
+        if old.is_none() {
+            self.len += 1;
+        }
+        old
+    }
+
+    /// Take the value at `op`.
+    pub fn remove(&mut self, op: u64) -> Option<T> {
+        let page = self.pages.get_mut(&page_of(op))?;
+        let old = page[slot_of(op)].take()?;
+        self.len -= 1;
+        self.release_if_empty(page_of(op));
+        Some(old)
+    }
+
+    /// The highest op held.
+    pub fn last_op(&self) -> Option<u64> {
+        let (&page, slots) = self.pages.last_key_value()?;
+        let slot = slots
+            .iter()
+            .rposition(Option::is_some)
+            .expect("a held page holds a value");
+        Some(page * PAGE_OPS + slot as u64)
+    }
+
+    /// Ops held from `from` to `to` inclusive, with their values, in op order.
+    pub fn range(&self, from: u64, to: u64) -> impl DoubleEndedIterator<Item = (u64, &T)> {
+        assert!(from <= to, "range from op {from} to op {to}");
+        self.pages
+            .range(page_of(from)..=page_of(to))
+            .flat_map(move |(&page, slots)| {
+                slots.iter().enumerate().filter_map(move |(slot, value)| {
+                    let op = page * PAGE_OPS + slot as u64;
+                    value
+                        .as_ref()
+                        .filter(|_| (from..=to).contains(&op))
+                        .map(|value| (op, value))
+                })
+            })
+    }
+
+    /// Every op held with its value, in op order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (u64, &T)> {
+        self.range(0, u64::MAX)
+    }
+
+    /// Ops held above `op`, with their values mutably, in op order.
+    pub fn iter_mut_above(&mut self, op: u64) -> impl Iterator<Item = (u64, &mut T)> {
+        self.pages.range_mut(page_of(op)..).flat_map(move |(&page, slots)| {
+            slots.iter_mut().enumerate().filter_map(move |(slot, value)| {
+                let held = page * PAGE_OPS + slot as u64;
+                value.as_mut().filter(|_| held > op).map(|value| (held, value))
+            })
         })
+    }
+
+    /// Take every value below `op`, in op order.
+    pub fn remove_below(&mut self, op: u64) -> Vec<T> {
+        let kept = self.pages.split_off(&page_of(op));
+        let mut removed: Vec<T> = std::mem::replace(&mut self.pages, kept)
+            .into_values()
+            .flat_map(|slots| slots.into_iter().flatten())
+            .collect();
+        if let Some(page) = self.pages.get_mut(&page_of(op)) {
+            removed.extend(page[..slot_of(op)].iter_mut().filter_map(Option::take));
+        }
+        self.len -= removed.len();
+        self.release_if_empty(page_of(op));
+        removed
+    }
+
+    /// Take every value above `op`, in op order.
+    pub fn remove_above(&mut self, op: u64) -> Vec<T> {
+        let above = self.pages.split_off(&(page_of(op) + 1));
+        let mut removed = Vec::new();
+        if let Some(page) = self.pages.get_mut(&page_of(op)) {
+            removed.extend(page[slot_of(op) + 1..].iter_mut().filter_map(Option::take));
+        }
+        removed.extend(above.into_values().flat_map(|slots| slots.into_iter().flatten()));
+        self.len -= removed.len();
+        self.release_if_empty(page_of(op));
+        removed
+    }
+
+    /// Release page `page` if none of its slots holds a value.
+    fn release_if_empty(&mut self, page: u64) {
+        if self
+            .pages
+            .get(&page)
+            .is_some_and(|slots| slots.iter().all(Option::is_none))
+        {
+            self.pages.remove(&page);
+        }
+    }
+
+    /// The count agrees with the pages, and no page is held empty (for debug checks).
+    fn check(&self) {
+        let mut held = 0;
+        for slots in self.pages.values() {
+            let in_page = slots.iter().flatten().count();
+            assert!(in_page > 0, "an empty page is released");
+            held += in_page;
+        }
+        assert_eq!(held, self.len, "the table's count");
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for OpTable<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
 }
 
 /// Headers and frames by op.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Journal {
-    /// Pages by number (`op / PAGE_OPS`); a page is held while any of its slots is.
-    pages: BTreeMap<u64, Box<Page>>,
-    /// Entries held, the floor included.
-    len: usize,
+    entries: OpTable<Entry>,
     /// The lowest op held: the root or the last checkpoint evicted down to.
     floor: u64,
     /// Bytes of every frame held.
     frame_bytes: u64,
+}
+
+/// Bytes of the frames of `entries`.
+fn frame_bytes_of(entries: &[Entry]) -> u64 {
+    entries.iter().map(Entry::frame_len).sum()
 }
 
 /// The root header of a group: op 0, view 0, identical on every replica.
@@ -204,17 +362,16 @@ pub fn root_header(cluster: u64, group: u64) -> Header {
 impl Journal {
     /// A journal holding only the root.
     pub fn new(cluster: u64, group: u64) -> Self {
-        let mut journal = Self {
-            pages: BTreeMap::new(),
-            len: 0,
-            floor: 0,
-            frame_bytes: 0,
-        };
-        journal.insert(
+        let mut entries = OpTable::new();
+        entries.insert(
             0,
             Entry::new(root_header(cluster, group), Some(Rc::from(Vec::new())), true),
         );
-        journal
+        Self {
+            entries,
+            floor: 0,
+            frame_bytes: 0,
+        }
     }
 
     /// The lowest op held (see the module docs).
@@ -224,12 +381,12 @@ impl Journal {
 
     /// Entries held, the floor included.
     pub fn len(&self) -> usize {
-        self.len
+        self.entries.len()
     }
 
     /// Whether only the floor is held.
     pub fn is_empty(&self) -> bool {
-        self.len <= 1
+        self.entries.len() <= 1
     }
 
     /// Bytes of the frames held.
@@ -241,19 +398,13 @@ impl Journal {
     /// `op` must be held (an applied op covered by a durable checkpoint).
     pub fn evict_below(&mut self, op: u64) {
         assert!(op >= self.floor, "the floor never moves down");
-        self.forget_below(op);
-        let floor = self.get_mut(op).expect("the new floor is held");
+        self.frame_bytes -= frame_bytes_of(&self.entries.remove_below(op));
+        let floor = self.entries.get_mut(op).expect("the new floor is held");
         let bytes = floor.frame_len();
         floor.drop_frame();
         floor.trusted = true;
         self.frame_bytes -= bytes;
         self.floor = op;
-        // Not the full `debug_check`: this runs on every eviction, often one op at a time.
-        debug_assert_eq!(
-            self.pages.first_key_value().map(|(&page, _)| page),
-            Some(page_of(op)),
-            "the floor's page is the lowest"
-        );
     }
 
     /// Replace everything at or below `header.op` with `header` as the floor: a
@@ -262,43 +413,30 @@ impl Journal {
     pub fn reset_floor(&mut self, header: Header) {
         assert!(header.op > self.floor, "a checkpoint installs above the floor");
         let op = header.op;
-        self.forget_below(op);
-        if let Some(page) = self.pages.get_mut(&page_of(op)) {
-            let (entries, bytes) = clear(&mut page[slot_of(op)..=slot_of(op)]);
-            self.len -= entries;
-            self.frame_bytes -= bytes;
-        }
-        self.insert(op, Entry::new(header, None, true));
+        self.frame_bytes -= frame_bytes_of(&self.entries.remove_below(op + 1));
+        self.entries.insert(op, Entry::new(header, None, true));
         self.floor = op;
         self.debug_check();
     }
 
     /// The highest op with an entry (0 if only the root).
     pub fn head(&self) -> u64 {
-        self.pages.last_key_value().map_or(0, |(&page, slots)| {
-            let slot = slots
-                .iter()
-                .rposition(Option::is_some)
-                .expect("a held page holds an entry");
-            page * PAGE_OPS + slot as u64
-        })
+        self.entries.last_op().unwrap_or(0)
     }
 
     /// The entry at `op`.
     pub fn get(&self, op: u64) -> Option<&Entry> {
-        self.pages.get(&page_of(op)).and_then(|page| page[slot_of(op)].as_ref())
+        self.entries.get(op)
     }
 
     /// The entry at `op`, mutably.
     pub fn get_mut(&mut self, op: u64) -> Option<&mut Entry> {
-        self.pages
-            .get_mut(&page_of(op))
-            .and_then(|page| page[slot_of(op)].as_mut())
+        self.entries.get_mut(op)
     }
 
     /// The header checksum at `op`, if any.
     pub fn checksum(&self, op: u64) -> Option<u128> {
-        self.get(op).map(Entry::checksum)
+        self.entries.get(op).map(Entry::checksum)
     }
 
     /// Whether `op` holds a trusted entry with its frame (or is the floor, whose state
@@ -306,6 +444,7 @@ impl Journal {
     pub fn ready(&self, op: u64) -> bool {
         op == self.floor
             || self
+                .entries
                 .get(op)
                 .is_some_and(|entry| entry.trusted && entry.frame().is_some())
     }
@@ -314,7 +453,10 @@ impl Journal {
     pub fn put(&mut self, entry: Entry) {
         let op = entry.op();
         assert!(op > self.floor, "the floor is never replaced");
-        self.insert(op, entry);
+        self.frame_bytes += entry.frame_len();
+        if let Some(old) = self.entries.insert(op, entry) {
+            self.frame_bytes -= old.frame_len();
+        }
     }
 
     /// Forget which entries above `op` are trusted: a new view's log is about to be
@@ -322,43 +464,24 @@ impl Journal {
     /// primary's own uncommitted ops, say). The chain walk from the new view's headers
     /// restores trust to every entry that belongs.
     pub fn distrust_above(&mut self, op: u64) {
-        for (&page, slots) in self.pages.range_mut(page_of(op)..) {
-            for (slot, entry) in slots.iter_mut().enumerate() {
-                if let Some(entry) = entry
-                    && page * PAGE_OPS + slot as u64 > op
-                {
-                    entry.trusted = false;
-                }
-            }
+        for (_, entry) in self.entries.iter_mut_above(op) {
+            entry.trusted = false;
         }
     }
 
     /// Remove every entry above `op`.
     pub fn truncate_after(&mut self, op: u64) {
         assert!(op >= self.floor, "truncating below the floor");
-        for slots in self.pages.split_off(&(page_of(op) + 1)).values_mut() {
-            let (entries, bytes) = clear(&mut slots[..]);
-            self.len -= entries;
-            self.frame_bytes -= bytes;
-        }
-        if let Some(page) = self.pages.get_mut(&page_of(op)) {
-            let (entries, bytes) = clear(&mut page[slot_of(op) + 1..]);
-            self.len -= entries;
-            self.frame_bytes -= bytes;
-        }
-        self.drop_page_if_empty(page_of(op));
+        self.frame_bytes -= frame_bytes_of(&self.entries.remove_above(op));
         self.debug_check();
     }
 
     /// Remove the entry at `op` (a stale op found by the chain walk).
     pub fn remove(&mut self, op: u64) {
         assert!(op > self.floor, "the floor is never removed");
-        if let Some(page) = self.pages.get_mut(&page_of(op)) {
-            let (entries, bytes) = clear(&mut page[slot_of(op)..=slot_of(op)]);
-            self.len -= entries;
-            self.frame_bytes -= bytes;
+        if let Some(old) = self.entries.remove(op) {
+            self.frame_bytes -= old.frame_len();
         }
-        self.drop_page_if_empty(page_of(op));
     }
 
     /// Walk parent checksums down from every trusted entry above `floor`, trusting
@@ -375,15 +498,15 @@ impl Journal {
         if head <= floor {
             return Ok(removed);
         }
-        let ops: Vec<u64> = self.ops(floor + 1, head).rev().map(|(op, _)| op).collect();
+        let ops: Vec<u64> = self.entries.range(floor + 1, head).rev().map(|(op, _)| op).collect();
         for op in ops {
-            let Some(entry) = self.get(op) else { continue };
+            let Some(entry) = self.entries.get(op) else { continue };
             if !entry.trusted {
                 continue;
             }
             let parent = entry.parent();
             let below = op - 1;
-            match self.get_mut(below) {
+            match self.entries.get_mut(below) {
                 Some(lower) if lower.checksum() == parent => lower.trusted = true,
                 Some(lower) if below <= floor => return Err((below, parent, lower.checksum())),
                 Some(_) => {
@@ -398,97 +521,18 @@ impl Journal {
 
     /// Entries from `from` to `to` inclusive.
     pub fn range(&self, from: u64, to: u64) -> impl DoubleEndedIterator<Item = &Entry> {
-        self.ops(from, to).map(|(_, entry)| entry)
+        self.entries.range(from, to).map(|(_, entry)| entry)
     }
 
-    /// Ops held from `from` to `to` inclusive, with their entries.
-    fn ops(&self, from: u64, to: u64) -> impl DoubleEndedIterator<Item = (u64, &Entry)> {
-        assert!(from <= to, "range from op {from} to op {to}");
-        self.pages
-            .range(page_of(from)..=page_of(to))
-            .flat_map(move |(&page, slots)| {
-                slots.iter().enumerate().filter_map(move |(slot, entry)| {
-                    let op = page * PAGE_OPS + slot as u64;
-                    entry
-                        .as_ref()
-                        .filter(|_| (from..=to).contains(&op))
-                        .map(|entry| (op, entry))
-                })
-            })
-    }
-
-    /// Put `entry` at `op`, replacing whatever was there.
-    fn insert(&mut self, op: u64, entry: Entry) {
-        self.frame_bytes += entry.frame_len();
-        let page = self
-            .pages
-            .entry(page_of(op))
-            .or_insert_with(|| Box::new(std::array::from_fn(|_| None)));
-        match page[slot_of(op)].replace(entry) {
-            Some(old) => self.frame_bytes -= old.frame_len(),
-            None => self.len += 1,
-        }
-    }
-
-    /// Remove every entry below `op`.
-    fn forget_below(&mut self, op: u64) {
-        let kept = self.pages.split_off(&page_of(op));
-        for slots in std::mem::replace(&mut self.pages, kept).values_mut() {
-            let (entries, bytes) = clear(&mut slots[..]);
-            self.len -= entries;
-            self.frame_bytes -= bytes;
-        }
-        if let Some(page) = self.pages.get_mut(&page_of(op)) {
-            let (entries, bytes) = clear(&mut page[..slot_of(op)]);
-            self.len -= entries;
-            self.frame_bytes -= bytes;
-        }
-    }
-
-    /// Release page `page` if none of its slots holds an entry.
-    fn drop_page_if_empty(&mut self, page: u64) {
-        if self
-            .pages
-            .get(&page)
-            .is_some_and(|slots| slots.iter().all(Option::is_none))
-        {
-            self.pages.remove(&page);
-        }
-    }
-
-    /// The counts agree with the pages, and no page is held empty (debug builds; the
-    /// operations that call it already walk pages in proportion).
+    /// The counts agree with the entries, and the floor is held (debug builds; on the
+    /// rare operations only, as it walks every entry).
     fn debug_check(&self) {
         if cfg!(debug_assertions) {
-            let (mut entries, mut bytes) = (0, 0);
-            for slots in self.pages.values() {
-                assert!(slots.iter().any(Option::is_some), "an empty page is released");
-                for entry in slots.iter().flatten() {
-                    entries += 1;
-                    bytes += entry.frame_len();
-                }
-            }
-            assert_eq!((entries, bytes), (self.len, self.frame_bytes), "the journal's counts");
-            assert!(self.get(self.floor).is_some(), "the floor is held");
+            self.entries.check();
+            let bytes: u64 = self.entries.iter().map(|(_, entry)| entry.frame_len()).sum();
+            assert_eq!(bytes, self.frame_bytes, "the journal's frame bytes");
+            assert!(self.entries.get(self.floor).is_some(), "the floor is held");
         }
-    }
-}
-
-impl fmt::Debug for Journal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        /// The entries as a map from op.
-        struct Entries<'a>(&'a Journal);
-        impl fmt::Debug for Entries<'_> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                let journal = self.0;
-                f.debug_map().entries(journal.ops(0, journal.head())).finish()
-            }
-        }
-        f.debug_struct("Journal")
-            .field("entries", &Entries(self))
-            .field("floor", &self.floor)
-            .field("frame_bytes", &self.frame_bytes)
-            .finish()
     }
 }
 
@@ -604,21 +648,24 @@ mod tests {
         let mut journal = Journal::new(1, 0);
         journal.put(sealed(1, 10));
         journal.put(sealed(100_000, 10));
-        assert_eq!((journal.head(), journal.len(), journal.pages.len()), (100_000, 3, 2));
+        assert_eq!(
+            (journal.head(), journal.len(), journal.entries.pages.len()),
+            (100_000, 3, 2)
+        );
         assert_eq!(journal.range(2, 99_999).count(), 0);
         assert_eq!(journal.range(0, 100_000).count(), 3);
         journal.truncate_after(70);
-        assert_eq!((journal.head(), journal.len(), journal.pages.len()), (1, 2, 1));
+        assert_eq!((journal.head(), journal.len(), journal.entries.pages.len()), (1, 2, 1));
         assert_eq!(journal.frame_bytes(), (HEADER_BYTES + 10) as u64);
         journal.put(sealed(PAGE_OPS * 2 + 1, 10));
         journal.remove(PAGE_OPS * 2 + 1);
-        assert_eq!((journal.head(), journal.pages.len()), (1, 1));
+        assert_eq!((journal.head(), journal.entries.pages.len()), (1, 1));
         journal.reset_floor(sealed(PAGE_OPS * 5, 0).header());
         assert_eq!(
             (journal.floor(), journal.head(), journal.len()),
             (PAGE_OPS * 5, PAGE_OPS * 5, 1)
         );
-        assert_eq!((journal.pages.len(), journal.frame_bytes()), (1, 0));
+        assert_eq!((journal.entries.pages.len(), journal.frame_bytes()), (1, 0));
         assert!(journal.ready(PAGE_OPS * 5) && journal.is_empty());
     }
 
