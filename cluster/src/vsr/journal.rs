@@ -30,8 +30,8 @@ use std::rc::Rc;
 
 use crate::wire::{Command, HEADER_BYTES, Header};
 
-/// Consecutive ops per page of an [`OpTable`]. A journal's slot is 32 bytes, so its page
-/// is 2 KiB: small enough that an op far from the others costs little, large enough
+/// Consecutive ops per page of an [`OpTable`]. A journal's slot is 24 bytes, so its page
+/// is 1.5 KiB: small enough that an op far from the others costs little, large enough
 /// that the page's share of the table's tree is small next to its slots.
 const PAGE_OPS: u64 = 64;
 
@@ -61,9 +61,16 @@ fn u64_at(frame: &[u8], offset: usize) -> u64 {
 enum Held {
     /// A sealed prepare frame, which starts with the header's bytes.
     Frame(Rc<[u8]>),
-    /// A decoded header, and the frame if one too short to hold the header is held
-    /// (the root's, which is empty).
-    Header(Box<Header>, Option<Rc<[u8]>>),
+    /// A header kept decoded. Boxed, as few entries have one: a slot stays 24 bytes.
+    Header(Box<Decoded>),
+}
+
+/// A header kept decoded, with the frame if one too short to hold the header is held
+/// (the root's, which is empty).
+#[derive(Clone)]
+struct Decoded {
+    header: Header,
+    frame: Option<Rc<[u8]>>,
 }
 
 /// One op's slot.
@@ -73,6 +80,10 @@ pub struct Entry {
     /// Part of the current view's chain (see the module docs).
     pub trusted: bool,
 }
+
+// A journal slot (an entry or nothing) stays within three words: the page size above
+// assumes it, and it is most of the memory a journal spends beyond its frames.
+const _: () = assert!(std::mem::size_of::<Option<Entry>>() <= 24);
 
 impl Entry {
     /// An entry for the prepare `header` (checksum filled in), with the whole sealed
@@ -88,7 +99,7 @@ impl Entry {
                 );
                 Held::Frame(frame)
             }
-            frame => Held::Header(Box::new(header), frame),
+            frame => Held::Header(Box::new(Decoded { header, frame })),
         };
         Self { held, trusted }
     }
@@ -97,7 +108,7 @@ impl Entry {
     pub fn header(&self) -> Header {
         match &self.held {
             Held::Frame(frame) => Header::decode(frame).expect("a journaled frame was verified when it was opened"),
-            Held::Header(header, _) => **header,
+            Held::Header(decoded) => decoded.header,
         }
     }
 
@@ -105,7 +116,7 @@ impl Entry {
     pub fn checksum(&self) -> u128 {
         match &self.held {
             Held::Frame(frame) => u128_at(frame, CHECKSUM_OFFSET),
-            Held::Header(header, _) => header.checksum,
+            Held::Header(decoded) => decoded.header.checksum,
         }
     }
 
@@ -113,7 +124,7 @@ impl Entry {
     pub fn parent(&self) -> u128 {
         match &self.held {
             Held::Frame(frame) => u128_at(frame, PARENT_OFFSET),
-            Held::Header(header, _) => header.parent,
+            Held::Header(decoded) => decoded.header.parent,
         }
     }
 
@@ -121,7 +132,7 @@ impl Entry {
     fn op(&self) -> u64 {
         match &self.held {
             Held::Frame(frame) => u64_at(frame, OP_OFFSET),
-            Held::Header(header, _) => header.op,
+            Held::Header(decoded) => decoded.header.op,
         }
     }
 
@@ -129,7 +140,7 @@ impl Entry {
     pub fn frame(&self) -> Option<&Rc<[u8]>> {
         match &self.held {
             Held::Frame(frame) => Some(frame),
-            Held::Header(_, frame) => frame.as_ref(),
+            Held::Header(decoded) => decoded.frame.as_ref(),
         }
     }
 
@@ -140,7 +151,10 @@ impl Entry {
 
     /// Forget the frame, keeping the header.
     fn drop_frame(&mut self) {
-        self.held = Held::Header(Box::new(self.header()), None);
+        self.held = Held::Header(Box::new(Decoded {
+            header: self.header(),
+            frame: None,
+        }));
     }
 }
 
