@@ -8,9 +8,14 @@
 //! which incarnation, so a report can tell two replicas that disagree from one replica
 //! that disagrees with its own earlier life. Those witness sets are interned: most ops
 //! are committed by the same few live replicas, so an op keeps an index into a table
-//! of the distinct sets instead of a set of its own.
+//! of the distinct sets instead of a set of its own. The chain lives in an op table
+//! (pages of consecutive ops), as committed ops are consecutive but for the rare ones
+//! no replica was seen applying.
 
 use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
+
+use cluster::vsr::journal::OpTable;
 
 use cluster::wire::Header;
 
@@ -44,12 +49,13 @@ impl From<Header> for CommittedOp {
 /// A replica in one incarnation: `(replica, incarnation)`.
 type Witness = (usize, u64);
 
-/// The index of a witness set in [`StateChecker`]'s table of them.
-type WitnessSetId = usize;
+/// The index of a witness set in [`StateChecker`]'s table of them, plus one: never
+/// zero, so a slot of the chain needs no room to say it is empty.
+type WitnessSetId = NonZeroUsize;
 
-/// The empty witness set's index (the root's, and an op's until a replica's commit of
-/// it passes every check).
-const NO_WITNESSES: WitnessSetId = 0;
+/// The empty witness set's id (the root's, and an op's until a replica's commit of it
+/// passes every check).
+const NO_WITNESSES: WitnessSetId = NonZeroUsize::MIN;
 
 /// One op of the canonical chain.
 #[derive(Clone, Copy, Debug)]
@@ -60,14 +66,19 @@ struct Link {
     witnesses: WitnessSetId,
 }
 
+// A slot of the chain (a link or nothing) is the checksum and one word: the witness
+// id's niche keeps the slot from growing a tag.
+const _: () = assert!(std::mem::size_of::<Option<Link>>() <= 32);
+
 /// The canonical chain and who committed what.
 #[derive(Debug)]
 pub struct StateChecker {
-    canonical: BTreeMap<u64, Link>,
+    canonical: OpTable<Link>,
     op_of_checksum: BTreeMap<u128, u64>,
-    /// Every distinct witness set, each sorted; [`NO_WITNESSES`] is the empty one.
+    /// Every distinct witness set, each sorted, at its id less one; the first is the
+    /// empty one ([`NO_WITNESSES`]).
     witness_sets: Vec<Box<[Witness]>>,
-    /// The index of each set in `witness_sets`.
+    /// The id of each set in `witness_sets`.
     witness_set_ids: BTreeMap<Box<[Witness]>, WitnessSetId>,
     root: u128,
     ops_compared: u64,
@@ -77,14 +88,16 @@ impl StateChecker {
     /// A checker for a group whose op 0 has checksum `root`.
     pub fn new(root: u128) -> Self {
         let none: Box<[Witness]> = Box::new([]);
+        let mut canonical = OpTable::new();
+        canonical.insert(
+            0,
+            Link {
+                checksum: root,
+                witnesses: NO_WITNESSES,
+            },
+        );
         Self {
-            canonical: BTreeMap::from([(
-                0,
-                Link {
-                    checksum: root,
-                    witnesses: NO_WITNESSES,
-                },
-            )]),
+            canonical,
             op_of_checksum: BTreeMap::from([(root, 0)]),
             witness_sets: vec![none.clone()],
             witness_set_ids: BTreeMap::from([(none, NO_WITNESSES)]),
@@ -106,7 +119,7 @@ impl StateChecker {
 
     /// The canonical checksum at `op`.
     pub fn canonical(&self, op: u64) -> Option<u128> {
-        self.canonical.get(&op).map(|link| link.checksum)
+        self.canonical.get(op).map(|link| link.checksum)
     }
 
     /// Check that `replica` (in `incarnation`) applied `committed`.
@@ -114,7 +127,7 @@ impl StateChecker {
         let op = committed.op;
         assert!(op > 0, "op 0 is the root, never applied");
         self.ops_compared += 1;
-        match self.canonical.get(&op).map(|link| link.checksum) {
+        match self.canonical.get(op).map(|link| link.checksum) {
             Some(canonical) if canonical != committed.checksum => {
                 return Err(format!(
                     "replicas disagree on committed op {op}: canonical checksum {canonical:#034x} (committed by {}) \
@@ -143,7 +156,7 @@ impl StateChecker {
                 self.op_of_checksum.insert(committed.checksum, op);
             }
         }
-        if let Some(previous) = self.canonical.get(&(op - 1)).map(|link| link.checksum)
+        if let Some(previous) = self.canonical.get(op - 1).map(|link| link.checksum)
             && previous != committed.parent
         {
             return Err(format!(
@@ -160,33 +173,39 @@ impl StateChecker {
     fn add_witness(&mut self, op: u64, witness: Witness) {
         let id = self
             .canonical
-            .get(&op)
+            .get(op)
             .expect("a committed op is in the chain")
             .witnesses;
-        let Err(at) = self.witness_sets[id].binary_search(&witness) else {
+        let Err(at) = self.witness_set(id).binary_search(&witness) else {
             return;
         };
-        let mut set = self.witness_sets[id].to_vec();
+        let mut set = self.witness_set(id).to_vec();
         set.insert(at, witness);
         let set = set.into_boxed_slice();
         let id = match self.witness_set_ids.get(&set) {
             Some(&id) => id,
             None => {
-                let id = self.witness_sets.len();
                 self.witness_sets.push(set.clone());
+                let id = NonZeroUsize::new(self.witness_sets.len()).expect("a set was just pushed");
                 self.witness_set_ids.insert(set, id);
                 id
             }
         };
         self.canonical
-            .get_mut(&op)
+            .get_mut(op)
             .expect("a committed op is in the chain")
             .witnesses = id;
     }
 
+    /// The witness set `id` names.
+    fn witness_set(&self, id: WitnessSetId) -> &[Witness] {
+        &self.witness_sets[id.get() - 1]
+    }
+
     fn witnesses(&self, op: u64) -> String {
-        let id = self.canonical.get(&op).map_or(NO_WITNESSES, |link| link.witnesses);
-        let parts: Vec<String> = self.witness_sets[id]
+        let id = self.canonical.get(op).map_or(NO_WITNESSES, |link| link.witnesses);
+        let parts: Vec<String> = self
+            .witness_set(id)
             .iter()
             .map(|(r, i)| format!("{r}@{i:#x}"))
             .collect();
