@@ -158,7 +158,7 @@ fn a_retransmitted_prepare_of_the_checkpoint_floor_is_acknowledged_not_journaled
     for request in 1..=120 {
         tick = write(&mut replicas, &[0, 1, 2], request..=request, tick);
         let op = replicas[0].head();
-        let frame = replicas[0].journal.get(op).and_then(|entry| entry.frame.clone());
+        let frame = replicas[0].journal.get(op).and_then(|entry| entry.frame().cloned());
         frames.insert(op, frame.expect("the primary holds its head"));
     }
     exchange(&mut replicas, &[0, 1, 2], 60, tick);
@@ -177,7 +177,7 @@ fn a_retransmitted_prepare_of_the_checkpoint_floor_is_acknowledged_not_journaled
     );
     assert_eq!(backup.journal_floor(), floor, "the floor stays a header");
     assert!(
-        backup.journal.get(floor).is_some_and(|entry| entry.frame.is_none()),
+        backup.journal.get(floor).is_some_and(|entry| entry.frame().is_none()),
         "the floor holds no body"
     );
 }

@@ -171,7 +171,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let header = self
             .journal
             .get(self.commit_min)
-            .map(|entry| entry.header)
+            .map(|entry| entry.header())
             .expect("the applied head stays in the journal");
         encode_checkpoint(
             self.config.group,
@@ -267,7 +267,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let Some(floor) = self
             .journal
             .range(self.journal.floor(), target)
-            .map(|entry| entry.header.op)
+            .map(|entry| entry.header().op)
             .next_back()
         else {
             return;

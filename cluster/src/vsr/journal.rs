@@ -13,35 +13,353 @@
 //! applied. It is always trusted and counts as ready, and nothing is ever put below it.
 //! The journal tracks the bytes of the frames it holds, which is what its byte bound
 //! (the prepare ring of a partition) is measured in.
+//!
+//! Representation, for memory: an entry holding a frame keeps no decoded header, since
+//! the frame starts with the header's 256 bytes (verified when the frame was opened);
+//! [`Entry::header`] decodes them on access. Only an entry without a frame (a header
+//! learned from a view change, the floor) and the root (whose frame is empty) keep a
+//! decoded header. Entries live in an [`OpTable`]: fixed pages of `PAGE_OPS`
+//! consecutive ops, a page allocated while it holds any entry. The ops held are mostly
+//! contiguous, so this costs one slot per op instead of a tree node's share, and a few
+//! far ops (a StartView's headers high above a lagging replica's floor) cost a page
+//! each, never the gap. The in-memory store keeps its records in one too.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::rc::Rc;
 
-use crate::wire::{Command, Header};
+use crate::wire::{Command, HEADER_BYTES, Header};
+
+/// Consecutive ops per page of an [`OpTable`]. A journal's slot is 24 bytes, so its page
+/// is 1.5 KiB: small enough that an op far from the others costs little, large enough
+/// that the page's share of the table's tree is small next to its slots.
+const PAGE_OPS: u64 = 64;
+
+/// Where the header fields the journal reads on every walk lie in a frame: the layout
+/// of `wire::header`, fixed for disks and peers (a test pins these to `Header::decode`).
+/// Reading one field is a tenth of the cost of decoding the whole header.
+const CHECKSUM_OFFSET: usize = 0;
+const PARENT_OFFSET: usize = 32;
+const OP_OFFSET: usize = 104;
+
+/// The little-endian u128 at `offset` of a frame that holds a whole header.
+fn u128_at(frame: &[u8], offset: usize) -> u128 {
+    let mut raw = [0u8; 16];
+    raw.copy_from_slice(&frame[offset..offset + 16]);
+    u128::from_le_bytes(raw)
+}
+
+/// The little-endian u64 at `offset` of a frame that holds a whole header.
+fn u64_at(frame: &[u8], offset: usize) -> u64 {
+    let mut raw = [0u8; 8];
+    raw.copy_from_slice(&frame[offset..offset + 8]);
+    u64::from_le_bytes(raw)
+}
+
+/// What an entry holds besides its trust.
+#[derive(Clone)]
+enum Held {
+    /// A sealed prepare frame, which starts with the header's bytes.
+    Frame(Rc<[u8]>),
+    /// A header kept decoded. Boxed, as few entries have one: a slot stays 24 bytes.
+    Header(Box<Decoded>),
+}
+
+/// A header kept decoded, with the frame if one too short to hold the header is held
+/// (the root's, which is empty).
+#[derive(Clone)]
+struct Decoded {
+    header: Header,
+    frame: Option<Rc<[u8]>>,
+}
 
 /// One op's slot.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Entry {
-    /// The prepare's header (checksum filled in).
-    pub header: Header,
-    /// The whole sealed prepare frame, when this replica holds the body.
-    pub frame: Option<Rc<[u8]>>,
+    held: Held,
     /// Part of the current view's chain (see the module docs).
     pub trusted: bool,
+}
+
+// A journal slot (an entry or nothing) stays within three words: the page size above
+// assumes it, and it is most of the memory a journal spends beyond its frames.
+const _: () = assert!(std::mem::size_of::<Option<Entry>>() <= 24);
+
+impl Entry {
+    /// An entry for the prepare `header` (checksum filled in), with the whole sealed
+    /// prepare frame when this replica holds the body. A frame long enough to hold a
+    /// header must be the one `header` was opened from: the header is read back from it.
+    pub fn new(header: Header, frame: Option<Rc<[u8]>>, trusted: bool) -> Self {
+        let held = match frame {
+            Some(frame) if frame.len() >= HEADER_BYTES => {
+                debug_assert_eq!(
+                    Header::decode(&frame).ok(),
+                    Some(header),
+                    "a journaled frame starts with its entry's header"
+                );
+                Held::Frame(frame)
+            }
+            frame => Held::Header(Box::new(Decoded { header, frame })),
+        };
+        Self { held, trusted }
+    }
+
+    /// The prepare's header (checksum filled in).
+    pub fn header(&self) -> Header {
+        match &self.held {
+            Held::Frame(frame) => Header::decode(frame).expect("a journaled frame was verified when it was opened"),
+            Held::Header(decoded) => decoded.header,
+        }
+    }
+
+    /// The header's checksum (what the op above names as its parent).
+    pub fn checksum(&self) -> u128 {
+        match &self.held {
+            Held::Frame(frame) => u128_at(frame, CHECKSUM_OFFSET),
+            Held::Header(decoded) => decoded.header.checksum,
+        }
+    }
+
+    /// The header's parent: the checksum of the op below in its chain.
+    pub fn parent(&self) -> u128 {
+        match &self.held {
+            Held::Frame(frame) => u128_at(frame, PARENT_OFFSET),
+            Held::Header(decoded) => decoded.header.parent,
+        }
+    }
+
+    /// The header's op.
+    fn op(&self) -> u64 {
+        match &self.held {
+            Held::Frame(frame) => u64_at(frame, OP_OFFSET),
+            Held::Header(decoded) => decoded.header.op,
+        }
+    }
+
+    /// The whole sealed prepare frame, when this replica holds the body.
+    pub fn frame(&self) -> Option<&Rc<[u8]>> {
+        match &self.held {
+            Held::Frame(frame) => Some(frame),
+            Held::Header(decoded) => decoded.frame.as_ref(),
+        }
+    }
+
+    /// Bytes of the frame held.
+    fn frame_len(&self) -> u64 {
+        self.frame().map_or(0, |frame| frame.len() as u64)
+    }
+
+    /// Forget the frame, keeping the header.
+    fn drop_frame(&mut self) {
+        self.held = Held::Header(Box::new(Decoded {
+            header: self.header(),
+            frame: None,
+        }));
+    }
+}
+
+impl fmt::Debug for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entry")
+            .field("header", &self.header())
+            .field("frame", &self.frame())
+            .field("trusted", &self.trusted)
+            .finish()
+    }
+}
+
+/// A map from op to `T` for ops that are mostly consecutive, as a journal's and a
+/// store's are: fixed pages of `PAGE_OPS` slots, a page held while any of its slots is.
+/// A run of ops costs one slot each; an op far from the others costs a page.
+#[derive(Clone)]
+pub struct OpTable<T> {
+    /// Pages by number (`op / PAGE_OPS`).
+    pages: BTreeMap<u64, Box<[Option<T>; PAGE_OPS as usize]>>,
+    /// Values held.
+    len: usize,
+}
+
+/// The page holding `op`.
+fn page_of(op: u64) -> u64 {
+    op / PAGE_OPS
+}
+
+/// The slot of `op` in its page.
+fn slot_of(op: u64) -> usize {
+    // Below PAGE_OPS, which fits any usize.
+    (op % PAGE_OPS) as usize
+}
+
+impl<T> Default for OpTable<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> OpTable<T> {
+    /// An empty table.
+    pub fn new() -> Self {
+        Self {
+            pages: BTreeMap::new(),
+            len: 0,
+        }
+    }
+
+    /// Values held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no value is held.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The value at `op`.
+    pub fn get(&self, op: u64) -> Option<&T> {
+        self.pages.get(&page_of(op)).and_then(|page| page[slot_of(op)].as_ref())
+    }
+
+    /// The value at `op`, mutably.
+    pub fn get_mut(&mut self, op: u64) -> Option<&mut T> {
+        self.pages
+            .get_mut(&page_of(op))
+            .and_then(|page| page[slot_of(op)].as_mut())
+    }
+
+    /// Put `value` at `op`; returns what was there.
+    pub fn insert(&mut self, op: u64, value: T) -> Option<T> {
+        let page = self
+            .pages
+            .entry(page_of(op))
+            .or_insert_with(|| Box::new(std::array::from_fn(|_| None)));
+        let old = page[slot_of(op)].replace(value);
+        if old.is_none() {
+            self.len += 1;
+        }
+        old
+    }
+
+    /// Take the value at `op`.
+    pub fn remove(&mut self, op: u64) -> Option<T> {
+        let page = self.pages.get_mut(&page_of(op))?;
+        let old = page[slot_of(op)].take()?;
+        self.len -= 1;
+        self.release_if_empty(page_of(op));
+        Some(old)
+    }
+
+    /// The highest op held.
+    pub fn last_op(&self) -> Option<u64> {
+        let (&page, slots) = self.pages.last_key_value()?;
+        let slot = slots
+            .iter()
+            .rposition(Option::is_some)
+            .expect("a held page holds a value");
+        Some(page * PAGE_OPS + slot as u64)
+    }
+
+    /// Ops held from `from` to `to` inclusive, with their values, in op order.
+    pub fn range(&self, from: u64, to: u64) -> impl DoubleEndedIterator<Item = (u64, &T)> {
+        assert!(from <= to, "range from op {from} to op {to}");
+        self.pages
+            .range(page_of(from)..=page_of(to))
+            .flat_map(move |(&page, slots)| {
+                slots.iter().enumerate().filter_map(move |(slot, value)| {
+                    let op = page * PAGE_OPS + slot as u64;
+                    value
+                        .as_ref()
+                        .filter(|_| (from..=to).contains(&op))
+                        .map(|value| (op, value))
+                })
+            })
+    }
+
+    /// Every op held with its value, in op order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (u64, &T)> {
+        self.range(0, u64::MAX)
+    }
+
+    /// Ops held above `op`, with their values mutably, in op order.
+    pub fn iter_mut_above(&mut self, op: u64) -> impl Iterator<Item = (u64, &mut T)> {
+        self.pages.range_mut(page_of(op)..).flat_map(move |(&page, slots)| {
+            slots.iter_mut().enumerate().filter_map(move |(slot, value)| {
+                let held = page * PAGE_OPS + slot as u64;
+                value.as_mut().filter(|_| held > op).map(|value| (held, value))
+            })
+        })
+    }
+
+    /// Take every value below `op`, in op order.
+    pub fn remove_below(&mut self, op: u64) -> Vec<T> {
+        let kept = self.pages.split_off(&page_of(op));
+        let mut removed: Vec<T> = std::mem::replace(&mut self.pages, kept)
+            .into_values()
+            .flat_map(|slots| slots.into_iter().flatten())
+            .collect();
+        if let Some(page) = self.pages.get_mut(&page_of(op)) {
+            removed.extend(page[..slot_of(op)].iter_mut().filter_map(Option::take));
+        }
+        self.len -= removed.len();
+        self.release_if_empty(page_of(op));
+        removed
+    }
+
+    /// Take every value above `op`, in op order.
+    pub fn remove_above(&mut self, op: u64) -> Vec<T> {
+        let above = self.pages.split_off(&(page_of(op) + 1));
+        let mut removed = Vec::new();
+        if let Some(page) = self.pages.get_mut(&page_of(op)) {
+            removed.extend(page[slot_of(op) + 1..].iter_mut().filter_map(Option::take));
+        }
+        removed.extend(above.into_values().flat_map(|slots| slots.into_iter().flatten()));
+        self.len -= removed.len();
+        self.release_if_empty(page_of(op));
+        removed
+    }
+
+    /// Release page `page` if none of its slots holds a value.
+    fn release_if_empty(&mut self, page: u64) {
+        if self
+            .pages
+            .get(&page)
+            .is_some_and(|slots| slots.iter().all(Option::is_none))
+        {
+            self.pages.remove(&page);
+        }
+    }
+
+    /// The count agrees with the pages, and no page is held empty (for debug checks).
+    fn check(&self) {
+        let mut held = 0;
+        for slots in self.pages.values() {
+            let in_page = slots.iter().flatten().count();
+            assert!(in_page > 0, "an empty page is released");
+            held += in_page;
+        }
+        assert_eq!(held, self.len, "the table's count");
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for OpTable<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
 }
 
 /// Headers and frames by op.
 #[derive(Clone, Debug)]
 pub struct Journal {
-    entries: BTreeMap<u64, Entry>,
+    entries: OpTable<Entry>,
     /// The lowest op held: the root or the last checkpoint evicted down to.
     floor: u64,
     /// Bytes of every frame held.
     frame_bytes: u64,
 }
 
-fn frame_len(entry: &Entry) -> u64 {
-    entry.frame.as_ref().map_or(0, |frame| frame.len() as u64)
+/// Bytes of the frames of `entries`.
+fn frame_bytes_of(entries: &[Entry]) -> u64 {
+    entries.iter().map(Entry::frame_len).sum()
 }
 
 /// The root header of a group: op 0, view 0, identical on every replica.
@@ -58,14 +376,10 @@ pub fn root_header(cluster: u64, group: u64) -> Header {
 impl Journal {
     /// A journal holding only the root.
     pub fn new(cluster: u64, group: u64) -> Self {
-        let mut entries = BTreeMap::new();
+        let mut entries = OpTable::new();
         entries.insert(
             0,
-            Entry {
-                header: root_header(cluster, group),
-                frame: Some(Rc::from(Vec::new())),
-                trusted: true,
-            },
+            Entry::new(root_header(cluster, group), Some(Rc::from(Vec::new())), true),
         );
         Self {
             entries,
@@ -98,15 +412,12 @@ impl Journal {
     /// `op` must be held (an applied op covered by a durable checkpoint).
     pub fn evict_below(&mut self, op: u64) {
         assert!(op >= self.floor, "the floor never moves down");
-        let kept = self.entries.split_off(&op);
-        for entry in self.entries.values() {
-            self.frame_bytes -= frame_len(entry);
-        }
-        self.entries = kept;
-        let floor = self.entries.get_mut(&op).expect("the new floor is held");
-        self.frame_bytes -= frame_len(floor);
-        floor.frame = None;
+        self.frame_bytes -= frame_bytes_of(&self.entries.remove_below(op));
+        let floor = self.entries.get_mut(op).expect("the new floor is held");
+        let bytes = floor.frame_len();
+        floor.drop_frame();
         floor.trusted = true;
+        self.frame_bytes -= bytes;
         self.floor = op;
     }
 
@@ -115,40 +426,31 @@ impl Journal {
     /// re-derived by the chain walk from the new floor).
     pub fn reset_floor(&mut self, header: Header) {
         assert!(header.op > self.floor, "a checkpoint installs above the floor");
-        let kept = self.entries.split_off(&(header.op + 1));
-        for entry in self.entries.values() {
-            self.frame_bytes -= frame_len(entry);
-        }
-        self.entries = kept;
-        self.entries.insert(
-            header.op,
-            Entry {
-                header,
-                frame: None,
-                trusted: true,
-            },
-        );
-        self.floor = header.op;
+        let op = header.op;
+        self.frame_bytes -= frame_bytes_of(&self.entries.remove_below(op + 1));
+        self.entries.insert(op, Entry::new(header, None, true));
+        self.floor = op;
+        self.debug_check();
     }
 
     /// The highest op with an entry (0 if only the root).
     pub fn head(&self) -> u64 {
-        self.entries.last_key_value().map_or(0, |(op, _)| *op)
+        self.entries.last_op().unwrap_or(0)
     }
 
     /// The entry at `op`.
     pub fn get(&self, op: u64) -> Option<&Entry> {
-        self.entries.get(&op)
+        self.entries.get(op)
     }
 
     /// The entry at `op`, mutably.
     pub fn get_mut(&mut self, op: u64) -> Option<&mut Entry> {
-        self.entries.get_mut(&op)
+        self.entries.get_mut(op)
     }
 
     /// The header checksum at `op`, if any.
     pub fn checksum(&self, op: u64) -> Option<u128> {
-        self.entries.get(&op).map(|entry| entry.header.checksum)
+        self.entries.get(op).map(Entry::checksum)
     }
 
     /// Whether `op` holds a trusted entry with its frame (or is the floor, whose state
@@ -157,16 +459,17 @@ impl Journal {
         op == self.floor
             || self
                 .entries
-                .get(&op)
-                .is_some_and(|entry| entry.trusted && entry.frame.is_some())
+                .get(op)
+                .is_some_and(|entry| entry.trusted && entry.frame().is_some())
     }
 
     /// Put an entry at its op, replacing whatever was there.
     pub fn put(&mut self, entry: Entry) {
-        assert!(entry.header.op > self.floor, "the floor is never replaced");
-        self.frame_bytes += frame_len(&entry);
-        if let Some(old) = self.entries.insert(entry.header.op, entry) {
-            self.frame_bytes -= frame_len(&old);
+        let op = entry.op();
+        assert!(op > self.floor, "the floor is never replaced");
+        self.frame_bytes += entry.frame_len();
+        if let Some(old) = self.entries.insert(op, entry) {
+            self.frame_bytes -= old.frame_len();
         }
     }
 
@@ -175,7 +478,7 @@ impl Journal {
     /// primary's own uncommitted ops, say). The chain walk from the new view's headers
     /// restores trust to every entry that belongs.
     pub fn distrust_above(&mut self, op: u64) {
-        for (_, entry) in self.entries.range_mut(op + 1..) {
+        for (_, entry) in self.entries.iter_mut_above(op) {
             entry.trusted = false;
         }
     }
@@ -183,16 +486,15 @@ impl Journal {
     /// Remove every entry above `op`.
     pub fn truncate_after(&mut self, op: u64) {
         assert!(op >= self.floor, "truncating below the floor");
-        for entry in self.entries.split_off(&(op + 1)).values() {
-            self.frame_bytes -= frame_len(entry);
-        }
+        self.frame_bytes -= frame_bytes_of(&self.entries.remove_above(op));
+        self.debug_check();
     }
 
     /// Remove the entry at `op` (a stale op found by the chain walk).
     pub fn remove(&mut self, op: u64) {
         assert!(op > self.floor, "the floor is never removed");
-        if let Some(old) = self.entries.remove(&op) {
-            self.frame_bytes -= frame_len(&old);
+        if let Some(old) = self.entries.remove(op) {
+            self.frame_bytes -= old.frame_len();
         }
     }
 
@@ -206,17 +508,21 @@ impl Journal {
     /// canonical checksum, applied checksum))`, a divergence the caller treats as fatal.
     pub fn walk_chain(&mut self, floor: u64) -> Result<Vec<u64>, (u64, u128, u128)> {
         let mut removed = Vec::new();
-        let ops: Vec<u64> = self.entries.range(floor + 1..).rev().map(|(op, _)| *op).collect();
+        let head = self.head();
+        if head <= floor {
+            return Ok(removed);
+        }
+        let ops: Vec<u64> = self.entries.range(floor + 1, head).rev().map(|(op, _)| op).collect();
         for op in ops {
-            let Some(entry) = self.entries.get(&op) else { continue };
+            let Some(entry) = self.entries.get(op) else { continue };
             if !entry.trusted {
                 continue;
             }
-            let parent = entry.header.parent;
+            let parent = entry.parent();
             let below = op - 1;
-            match self.entries.get_mut(&below) {
-                Some(lower) if lower.header.checksum == parent => lower.trusted = true,
-                Some(lower) if below <= floor => return Err((below, parent, lower.header.checksum)),
+            match self.entries.get_mut(below) {
+                Some(lower) if lower.checksum() == parent => lower.trusted = true,
+                Some(lower) if below <= floor => return Err((below, parent, lower.checksum())),
                 Some(_) => {
                     self.remove(below);
                     removed.push(below);
@@ -229,7 +535,18 @@ impl Journal {
 
     /// Entries from `from` to `to` inclusive.
     pub fn range(&self, from: u64, to: u64) -> impl DoubleEndedIterator<Item = &Entry> {
-        self.entries.range(from..=to).map(|(_, entry)| entry)
+        self.entries.range(from, to).map(|(_, entry)| entry)
+    }
+
+    /// The counts agree with the entries, and the floor is held (debug builds; on the
+    /// rare operations only, as it walks every entry).
+    fn debug_check(&self) {
+        if cfg!(debug_assertions) {
+            self.entries.check();
+            let bytes: u64 = self.entries.iter().map(|(_, entry)| entry.frame_len()).sum();
+            assert_eq!(bytes, self.frame_bytes, "the journal's frame bytes");
+            assert!(self.entries.get(self.floor).is_some(), "the floor is held");
+        }
     }
 }
 
@@ -243,11 +560,7 @@ mod tests {
         header.view = view;
         header.parent = parent;
         header.checksum = header.compute_checksum();
-        Entry {
-            header,
-            frame: Some(Rc::from(vec![1u8])),
-            trusted,
-        }
+        Entry::new(header, Some(Rc::from(vec![1u8])), trusted)
     }
 
     #[test]
@@ -255,9 +568,9 @@ mod tests {
         let mut journal = Journal::new(1, 0);
         let root = journal.checksum(0).expect("root");
         let one = entry(1, 0, root, false);
-        let stale_two = entry(2, 0, one.header.checksum, false);
-        let canonical_two = entry(2, 1, one.header.checksum, true);
-        let three = entry(3, 1, canonical_two.header.checksum, true);
+        let stale_two = entry(2, 0, one.header().checksum, false);
+        let canonical_two = entry(2, 1, one.header().checksum, true);
+        let three = entry(3, 1, canonical_two.header().checksum, true);
         journal.put(one.clone());
         journal.put(stale_two);
         journal.put(three);
@@ -299,5 +612,143 @@ mod tests {
         journal.put(one);
         journal.put(other_one_child);
         assert!(journal.walk_chain(1).is_err());
+    }
+
+    /// A sealed prepare at `op` whose body is `body_bytes` long, as a replica journals it.
+    fn sealed(op: u64, body_bytes: usize) -> Entry {
+        let mut header = Header::new(Command::Prepare);
+        header.op = op;
+        header.view = op % 3;
+        let frame = crate::wire::seal_header(header, &vec![7u8; body_bytes]);
+        let (header, _) = crate::wire::open(&frame).expect("a frame just sealed opens");
+        Entry::new(header, Some(Rc::from(frame)), op.is_multiple_of(2))
+    }
+
+    #[test]
+    fn an_entry_reads_its_header_back_from_its_frame_and_keeps_it_when_the_frame_goes() {
+        let mut entry = sealed(5, 40);
+        let header = entry.header();
+        assert_eq!((header.op, header.view), (5, 2));
+        assert_eq!(entry.frame().map(|frame| frame.len()), Some(HEADER_BYTES + 40));
+        assert_eq!(entry.frame_len(), (HEADER_BYTES + 40) as u64);
+        entry.drop_frame();
+        assert_eq!(entry.header(), header);
+        assert!(entry.frame().is_none() && entry.frame_len() == 0);
+    }
+
+    #[test]
+    fn the_fields_read_in_place_are_the_decoded_headers() {
+        let mut header = Header::new(Command::Prepare);
+        header.op = 0x0102_0304_0506_0708;
+        header.parent = 0x1112_1314_1516_1718_191a_1b1c_1d1e_1f20;
+        let frame = crate::wire::seal_header(header, b"body");
+        let (header, _) = crate::wire::open(&frame).expect("a frame just sealed opens");
+        let entry = Entry::new(header, Some(Rc::from(frame)), true);
+        assert!(
+            matches!(entry.held, Held::Frame(_)),
+            "the header is read from the frame"
+        );
+        assert_eq!(
+            (entry.checksum(), entry.parent(), entry.op()),
+            (header.checksum, header.parent, header.op)
+        );
+        let root = Journal::new(1, 2);
+        let root = root.get(0).expect("the root");
+        assert_eq!((root.checksum(), root.op()), (root_header(1, 2).checksum, 0));
+    }
+
+    #[test]
+    fn ops_far_apart_cost_a_page_each_and_emptied_pages_are_released() {
+        let mut journal = Journal::new(1, 0);
+        journal.put(sealed(1, 10));
+        journal.put(sealed(100_000, 10));
+        assert_eq!(
+            (journal.head(), journal.len(), journal.entries.pages.len()),
+            (100_000, 3, 2)
+        );
+        assert_eq!(journal.range(2, 99_999).count(), 0);
+        assert_eq!(journal.range(0, 100_000).count(), 3);
+        journal.truncate_after(70);
+        assert_eq!((journal.head(), journal.len(), journal.entries.pages.len()), (1, 2, 1));
+        assert_eq!(journal.frame_bytes(), (HEADER_BYTES + 10) as u64);
+        journal.put(sealed(PAGE_OPS * 2 + 1, 10));
+        journal.remove(PAGE_OPS * 2 + 1);
+        assert_eq!((journal.head(), journal.entries.pages.len()), (1, 1));
+        journal.reset_floor(sealed(PAGE_OPS * 5, 0).header());
+        assert_eq!(
+            (journal.floor(), journal.head(), journal.len()),
+            (PAGE_OPS * 5, PAGE_OPS * 5, 1)
+        );
+        assert_eq!((journal.entries.pages.len(), journal.frame_bytes()), (1, 0));
+        assert!(journal.ready(PAGE_OPS * 5) && journal.is_empty());
+    }
+
+    /// Every operation, drawn at random over a few pages, leaves the journal agreeing
+    /// with a plain map of the same entries.
+    #[test]
+    fn the_paged_table_agrees_with_a_map_of_the_same_entries() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut draw = |below: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % below
+        };
+        let mut journal = Journal::new(1, 0);
+        let mut model: BTreeMap<u64, (u64, bool)> = BTreeMap::from([(0, (0, true))]);
+        for _ in 0..20_000 {
+            let floor = journal.floor();
+            let head = journal.head();
+            match draw(10) {
+                0..=4 => {
+                    let op = floor + 1 + draw(4 * PAGE_OPS);
+                    let entry = sealed(op, draw(3) as usize * 100);
+                    model.insert(op, (entry.frame_len(), entry.trusted));
+                    journal.put(entry);
+                }
+                5 => {
+                    let op = floor + 1 + draw(4 * PAGE_OPS);
+                    journal.remove(op);
+                    model.remove(&op);
+                }
+                6 => {
+                    let op = floor + draw(head - floor + 1);
+                    journal.truncate_after(op);
+                    model.retain(|&held, _| held <= op);
+                }
+                7 => {
+                    let op = floor + draw(head - floor + 1);
+                    journal.distrust_above(op);
+                    for (_, (_, trusted)) in model.range_mut(op + 1..) {
+                        *trusted = false;
+                    }
+                }
+                8 => {
+                    let Some((&op, _)) = model.range(floor + draw(head - floor + 1)..).next() else {
+                        continue;
+                    };
+                    journal.evict_below(op);
+                    model.retain(|&held, _| held >= op);
+                    model.insert(op, (0, true));
+                }
+                _ => {
+                    let op = floor + 1 + draw(2 * PAGE_OPS);
+                    journal.reset_floor(sealed(op, 0).header());
+                    model.retain(|&held, _| held > op);
+                    model.insert(op, (0, true));
+                }
+            }
+            journal.debug_check();
+            let held: Vec<(u64, u64, bool)> = journal
+                .range(journal.floor(), journal.head())
+                .map(|entry| (entry.header().op, entry.frame_len(), entry.trusted))
+                .collect();
+            let expected: Vec<(u64, u64, bool)> =
+                model.iter().map(|(&op, &(len, trusted))| (op, len, trusted)).collect();
+            assert_eq!(held, expected);
+            assert_eq!(journal.head(), *model.keys().next_back().expect("the floor"));
+            assert_eq!(journal.len(), model.len());
+            assert_eq!(journal.frame_bytes(), model.values().map(|(len, _)| len).sum::<u64>());
+        }
     }
 }

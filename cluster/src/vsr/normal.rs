@@ -98,7 +98,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let prepared: Vec<Header> = self
             .pipeline
             .iter()
-            .filter_map(|entry| self.journal.get(entry.op).map(|journaled| journaled.header))
+            .filter_map(|entry| self.journal.get(entry.op).map(|journaled| journaled.header()))
             .filter(|header| header.client != 0)
             .collect();
         for header in prepared {
@@ -153,7 +153,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let in_flight = self.pipeline.iter().any(|entry| {
             self.journal
                 .get(entry.op)
-                .is_some_and(|e| e.header.client == header.client && e.header.request == header.request)
+                .is_some_and(|e| e.header().client == header.client && e.header().request == header.request)
         }) || self
             .request_queue
             .iter()
@@ -180,7 +180,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             && self.pipeline.front().is_none_or(|entry| {
                 self.journal
                     .get(entry.op)
-                    .is_some_and(|journaled| journaled.header.view == self.view)
+                    .is_some_and(|journaled| journaled.header().view == self.view)
             });
         if !inherited_applied {
             self.refuse(from, header);
@@ -215,7 +215,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.commit_max,
             self.journal
                 .get(head)
-                .map(|entry| (entry.trusted, entry.frame.is_some(), entry.header.view))
+                .map(|entry| (entry.trusted, entry.frame().is_some(), entry.header().view))
         );
         let op = head + 1;
         let mut header = self.header(Command::Prepare);
@@ -274,11 +274,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if !self.store_prepare(header.op, &frame) {
             return false;
         }
-        self.journal.put(Entry {
-            header,
-            frame: Some(frame),
-            trusted: true,
-        });
+        self.journal.put(Entry::new(header, Some(frame), true));
         true
     }
 
@@ -296,7 +292,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let held = self
             .journal
             .get(header.op)
-            .map(|entry| (entry.header.checksum, entry.frame.is_some()));
+            .map(|entry| (entry.header().checksum, entry.frame().is_some()));
         match held {
             // A retransmit (possibly of an op prepared in an older view and kept by the
             // view change): fill the body if only the header was known, and ack again,
@@ -327,7 +323,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             let named = self
                 .journal
                 .get(header.op + 1)
-                .is_some_and(|above| above.trusted && above.header.parent == header.checksum);
+                .is_some_and(|above| above.trusted && above.header().parent == header.checksum);
             if named && self.journal_prepare(header, frame.to_vec()) {
                 self.send_prepare_ok(header.op);
             }
@@ -337,7 +333,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         // an older view left at this op.
         if let Some(existing) = self.journal.get(header.op) {
             assert!(
-                existing.header.view < header.view || !existing.trusted,
+                existing.header().view < header.view || !existing.trusted,
                 "two prepares for op {} in view {}",
                 header.op,
                 header.view
@@ -364,11 +360,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if !self.store_prepare(header.op, &frame) {
             return;
         }
-        self.journal.put(Entry {
-            header,
-            frame: Some(frame),
-            trusted,
-        });
+        self.journal.put(Entry::new(header, Some(frame), trusted));
         self.chain_dirty = true;
     }
 
@@ -455,7 +447,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
         let fired = !resend.is_empty();
         for (op, oks) in resend {
-            let Some(frame) = self.journal.get(op).and_then(|entry| entry.frame.clone()) else {
+            let Some(frame) = self.journal.get(op).and_then(|entry| entry.frame().cloned()) else {
                 continue;
             };
             for replica in 0..self.config.replicas {
@@ -505,8 +497,8 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 break;
             }
             let Some(entry) = self.journal.get(op) else { break };
-            let header = entry.header;
-            let frame = entry.frame.clone().expect("ready entries hold a frame");
+            let header = entry.header();
+            let frame = entry.frame().cloned().expect("ready entries hold a frame");
             let parent = self.journal.checksum(op - 1).expect("applied ops stay in the journal");
             assert_eq!(
                 header.parent, parent,

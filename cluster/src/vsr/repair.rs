@@ -182,7 +182,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let served: Vec<(bool, Vec<u8>)> = self
             .journal
             .range(first, last)
-            .filter_map(|entry| entry.frame.as_ref().map(|frame| (entry.trusted, frame.to_vec())))
+            .filter_map(|entry| entry.frame().map(|frame| (entry.trusted, frame.to_vec())))
             .collect();
         for (trusted, frame) in served {
             let mut reply = self.header(Command::RepairPrepare);
@@ -222,12 +222,12 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let expected = self
             .journal
             .get(op)
-            .map(|entry| (entry.header.checksum, entry.frame.is_some(), entry.trusted));
+            .map(|entry| (entry.header().checksum, entry.frame().is_some(), entry.trusted));
         let parent_of_above = self
             .journal
             .get(op + 1)
             .filter(|above| above.trusted)
-            .map(|above| above.header.parent);
+            .map(|above| above.header().parent);
         let from_current_primary = self.status == Status::Normal
             && !self.is_primary()
             && outer.view == self.view
@@ -264,11 +264,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if !self.store_prepare(op, &frame) {
             return;
         }
-        self.journal.put(Entry {
-            header: inner,
-            frame: Some(frame),
-            trusted,
-        });
+        self.journal.put(Entry::new(inner, Some(frame), trusted));
         self.chain_dirty = true;
         self.walk_chain();
         self.note_repair_progress(op);
@@ -286,18 +282,14 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             let named = self
                 .journal
                 .get(filled)
-                .is_some_and(|above| above.trusted && above.header.parent == header.checksum);
+                .is_some_and(|above| above.trusted && above.header().parent == header.checksum);
             if !named || self.journal.ready(below) || below <= self.commit_min {
                 break;
             }
             if !self.store_prepare(below, &frame) {
                 break;
             }
-            self.journal.put(Entry {
-                header,
-                frame: Some(frame),
-                trusted: true,
-            });
+            self.journal.put(Entry::new(header, Some(frame), true));
             self.chain_dirty = true;
             self.walk_chain();
             self.note_repair_progress(below);

@@ -283,11 +283,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 },
             };
             if header.op == op && header.command == Command::Prepare && op > 0 {
-                journal.put(Entry {
-                    header,
-                    frame,
-                    trusted: false,
-                });
+                journal.put(Entry::new(header, frame, false));
             }
         }
         // A replica that ever wrote anything is a restart, even if (by a fault) it has
@@ -431,9 +427,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.stats
     }
     /// The header of an applied op (for the state checker).
-    pub fn committed_header(&self, op: u64) -> Option<&Header> {
+    pub fn committed_header(&self, op: u64) -> Option<Header> {
         (op <= self.commit_min)
-            .then(|| self.journal.get(op).map(|entry| &entry.header))
+            .then(|| self.journal.get(op).map(|entry| entry.header()))
             .flatten()
     }
     /// A one-line description of the journal slot `op` (for failure reports).
@@ -442,11 +438,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             None => format!("op {op}: missing"),
             Some(entry) => format!(
                 "op {op}: view={} checksum={:#x} parent={:#x} trusted={} body={}",
-                entry.header.view,
-                entry.header.checksum,
-                entry.header.parent,
+                entry.header().view,
+                entry.header().checksum,
+                entry.header().parent,
                 entry.trusted,
-                entry.frame.is_some()
+                entry.frame().is_some()
             ),
         }
     }

@@ -8,9 +8,10 @@
 //! made to fail, so a replica whose superblock write fails is seen to stay silent.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::fmt;
 use std::rc::Rc;
+
+use super::journal::OpTable;
 
 /// The durable part of a replica's view state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -97,7 +98,8 @@ pub enum StoredRecord {
 struct MemoryStoreState {
     superblock: Option<Superblock>,
     checkpoint: Option<Checkpoint>,
-    prepares: BTreeMap<u64, StoredRecord>,
+    /// Records by op, in the journal's table (they are as contiguous as its entries).
+    prepares: OpTable<StoredRecord>,
     fail_superblock_writes: bool,
     may_lack_acknowledged_ops: bool,
     superblock_writes: u64,
@@ -139,8 +141,8 @@ impl MemoryStore {
         self.state
             .borrow()
             .prepares
-            .values()
-            .map(|record| match record {
+            .iter()
+            .map(|(_, record)| match record {
                 StoredRecord::Prepare(frame) => frame.len(),
                 StoredRecord::Header(bytes) => bytes.len(),
             })
@@ -178,11 +180,11 @@ impl ReplicaStore for MemoryStore {
     }
 
     fn truncate_after(&mut self, op: u64) {
-        self.state.borrow_mut().prepares.split_off(&(op + 1));
+        self.state.borrow_mut().prepares.remove_above(op);
     }
 
     fn remove_prepare(&mut self, op: u64) {
-        self.state.borrow_mut().prepares.remove(&op);
+        self.state.borrow_mut().prepares.remove(op);
     }
 
     fn superblock(&self) -> Option<Superblock> {
@@ -194,7 +196,7 @@ impl ReplicaStore for MemoryStore {
             .borrow()
             .prepares
             .iter()
-            .map(|(op, record)| (*op, record.clone()))
+            .map(|(op, record)| (op, record.clone()))
             .collect()
     }
 
@@ -212,7 +214,6 @@ impl ReplicaStore for MemoryStore {
     }
 
     fn discard_through(&mut self, op: u64) {
-        let mut state = self.state.borrow_mut();
-        state.prepares = state.prepares.split_off(&(op + 1));
+        self.state.borrow_mut().prepares.remove_below(op + 1);
     }
 }

@@ -190,7 +190,7 @@ fn repair_asks_first_for_the_gap_that_blocks_applying_when_it_connects() {
             primary
                 .journal
                 .get(op)
-                .and_then(|entry| entry.frame.clone())
+                .and_then(|entry| entry.frame().cloned())
                 .expect("the primary holds its prepares")
                 .to_vec()
         })
@@ -224,7 +224,7 @@ fn repair_takes_the_top_of_the_lowest_run_when_it_exceeds_the_window() {
         primary
             .journal
             .get(op)
-            .and_then(|entry| entry.frame.clone())
+            .and_then(|entry| entry.frame().cloned())
             .expect("the primary holds its prepares")
             .to_vec()
     };

@@ -200,8 +200,8 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             .map(|op| {
                 let record = match self.journal.get(op) {
                     Some(entry) => DoViewChangeRecord {
-                        header: Some(entry.header),
-                        present: entry.frame.is_some(),
+                        header: Some(entry.header()),
+                        present: entry.frame().is_some(),
                     },
                     None => DoViewChangeRecord {
                         header: None,
@@ -358,7 +358,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.journal
                 .get(merged_commit)
                 .filter(|_| merged_commit <= self.commit_min)
-                .map(|entry| entry.header)
+                .map(|entry| entry.header())
         }) {
             headers.push(anchor);
         }
@@ -469,7 +469,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             });
         }
         if let Some(entry) = self.journal.get(merge.head) {
-            self.last_timestamp = self.last_timestamp.max(entry.header.timestamp);
+            self.last_timestamp = self.last_timestamp.max(entry.header().timestamp);
         }
         self.enter_normal_timers();
         for replica in 0..self.config.replicas {
@@ -486,15 +486,17 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             // Applied and covered by a checkpoint; only the floor's header is kept.
             if let Some(floor) = self.journal.get(header.op) {
                 assert_eq!(
-                    floor.header.checksum, header.checksum,
+                    floor.header().checksum,
+                    header.checksum,
                     "divergence: replica {} checkpointed op {} that the canonical log does not hold",
-                    self.config.replica, header.op
+                    self.config.replica,
+                    header.op
                 );
             }
             return;
         }
         match self.journal.get_mut(header.op) {
-            Some(entry) if entry.header.checksum == header.checksum => entry.trusted = true,
+            Some(entry) if entry.header().checksum == header.checksum => entry.trusted = true,
             Some(_) | None => {
                 if header.op <= self.commit_min {
                     let applied = self.journal.checksum(header.op);
@@ -506,11 +508,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 // Durable before the log_view that names it, so a restart still knows
                 // which op its log holds here (and that it lacks the body).
                 let _ = self.store.write_header(header.op, &header.to_bytes());
-                self.journal.put(Entry {
-                    header: *header,
-                    frame: None,
-                    trusted: true,
-                });
+                self.journal.put(Entry::new(*header, None, true));
             }
         }
         self.chain_dirty = true;
@@ -526,7 +524,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             .min(head);
         let mut body = Vec::with_capacity(((head - from + 1) as usize) * HEADER_BYTES);
         for entry in self.journal.range(from, head) {
-            body.extend_from_slice(&entry.header.to_bytes());
+            body.extend_from_slice(&entry.header().to_bytes());
         }
         let mut header = self.header(Command::StartView);
         header.log_view = self.log_view;

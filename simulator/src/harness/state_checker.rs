@@ -6,9 +6,16 @@
 //! well as two ops at one position), and that each committed header's parent is the
 //! checksum of the op before it. For every op it records which replica committed it in
 //! which incarnation, so a report can tell two replicas that disagree from one replica
-//! that disagrees with its own earlier life.
+//! that disagrees with its own earlier life. Those witness sets are interned: most ops
+//! are committed by the same few live replicas, so an op keeps an index into a table
+//! of the distinct sets instead of a set of its own. The chain lives in an op table
+//! (pages of consecutive ops), as committed ops are consecutive but for the rare ones
+//! no replica was seen applying.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
+
+use cluster::vsr::journal::OpTable;
 
 use cluster::wire::Header;
 
@@ -33,12 +40,46 @@ impl From<&Header> for CommittedOp {
     }
 }
 
+impl From<Header> for CommittedOp {
+    fn from(header: Header) -> Self {
+        Self::from(&header)
+    }
+}
+
+/// A replica in one incarnation: `(replica, incarnation)`.
+type Witness = (usize, u64);
+
+/// The index of a witness set in [`StateChecker`]'s table of them, plus one: never
+/// zero, so a slot of the chain needs no room to say it is empty.
+type WitnessSetId = NonZeroUsize;
+
+/// The empty witness set's id (the root's, and an op's until a replica's commit of it
+/// passes every check).
+const NO_WITNESSES: WitnessSetId = NonZeroUsize::MIN;
+
+/// One op of the canonical chain.
+#[derive(Clone, Copy, Debug)]
+struct Link {
+    /// Its header checksum.
+    checksum: u128,
+    /// Who committed it.
+    witnesses: WitnessSetId,
+}
+
+// A slot of the chain (a link or nothing) is the checksum and one word: the witness
+// id's niche keeps the slot from growing a tag.
+const _: () = assert!(std::mem::size_of::<Option<Link>>() <= 32);
+
 /// The canonical chain and who committed what.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct StateChecker {
-    canonical: BTreeMap<u64, u128>,
+    canonical: OpTable<Link>,
     op_of_checksum: BTreeMap<u128, u64>,
-    committed_by: BTreeMap<u64, BTreeSet<(usize, u64)>>,
+    /// Every distinct witness set, each sorted, at its id less one; the first is the
+    /// empty one ([`NO_WITNESSES`]).
+    witness_sets: Vec<Box<[Witness]>>,
+    /// The id of each set in `witness_sets`.
+    witness_set_ids: BTreeMap<Box<[Witness]>, WitnessSetId>,
     root: u128,
     ops_compared: u64,
 }
@@ -46,13 +87,23 @@ pub struct StateChecker {
 impl StateChecker {
     /// A checker for a group whose op 0 has checksum `root`.
     pub fn new(root: u128) -> Self {
-        let mut checker = Self {
+        let none: Box<[Witness]> = Box::new([]);
+        let mut canonical = OpTable::new();
+        canonical.insert(
+            0,
+            Link {
+                checksum: root,
+                witnesses: NO_WITNESSES,
+            },
+        );
+        Self {
+            canonical,
+            op_of_checksum: BTreeMap::from([(root, 0)]),
+            witness_sets: vec![none.clone()],
+            witness_set_ids: BTreeMap::from([(none, NO_WITNESSES)]),
             root,
-            ..Self::default()
-        };
-        checker.canonical.insert(0, root);
-        checker.op_of_checksum.insert(root, 0);
-        checker
+            ops_compared: 0,
+        }
     }
 
     /// Ops in the canonical chain (excluding the root).
@@ -68,7 +119,7 @@ impl StateChecker {
 
     /// The canonical checksum at `op`.
     pub fn canonical(&self, op: u64) -> Option<u128> {
-        self.canonical.get(&op).copied()
+        self.canonical.get(op).map(|link| link.checksum)
     }
 
     /// Check that `replica` (in `incarnation`) applied `committed`.
@@ -76,8 +127,8 @@ impl StateChecker {
         let op = committed.op;
         assert!(op > 0, "op 0 is the root, never applied");
         self.ops_compared += 1;
-        match self.canonical.get(&op) {
-            Some(&canonical) if canonical != committed.checksum => {
+        match self.canonical.get(op).map(|link| link.checksum) {
+            Some(canonical) if canonical != committed.checksum => {
                 return Err(format!(
                     "replicas disagree on committed op {op}: canonical checksum {canonical:#034x} (committed by {}) \
                      vs replica {replica}'s {:#034x} (incarnation {incarnation})",
@@ -95,11 +146,17 @@ impl StateChecker {
                         self.witnesses(other)
                     ));
                 }
-                self.canonical.insert(op, committed.checksum);
+                self.canonical.insert(
+                    op,
+                    Link {
+                        checksum: committed.checksum,
+                        witnesses: NO_WITNESSES,
+                    },
+                );
                 self.op_of_checksum.insert(committed.checksum, op);
             }
         }
-        if let Some(&previous) = self.canonical.get(&(op - 1))
+        if let Some(previous) = self.canonical.get(op - 1).map(|link| link.checksum)
             && previous != committed.parent
         {
             return Err(format!(
@@ -108,18 +165,51 @@ impl StateChecker {
                 op - 1
             ));
         }
-        self.committed_by.entry(op).or_default().insert((replica, incarnation));
+        self.add_witness(op, (replica, incarnation));
         Ok(())
     }
 
-    fn witnesses(&self, op: u64) -> String {
-        match self.committed_by.get(&op) {
-            Some(set) => {
-                let parts: Vec<String> = set.iter().map(|(r, i)| format!("{r}@{i:#x}")).collect();
-                format!("{{{}}}", parts.join(", "))
+    /// Record that `witness` committed `op` (held in the canonical chain).
+    fn add_witness(&mut self, op: u64, witness: Witness) {
+        let id = self
+            .canonical
+            .get(op)
+            .expect("a committed op is in the chain")
+            .witnesses;
+        let Err(at) = self.witness_set(id).binary_search(&witness) else {
+            return;
+        };
+        let mut set = self.witness_set(id).to_vec();
+        set.insert(at, witness);
+        let set = set.into_boxed_slice();
+        let id = match self.witness_set_ids.get(&set) {
+            Some(&id) => id,
+            None => {
+                self.witness_sets.push(set.clone());
+                let id = NonZeroUsize::new(self.witness_sets.len()).expect("a set was just pushed");
+                self.witness_set_ids.insert(set, id);
+                id
             }
-            None => "{}".to_owned(),
-        }
+        };
+        self.canonical
+            .get_mut(op)
+            .expect("a committed op is in the chain")
+            .witnesses = id;
+    }
+
+    /// The witness set `id` names.
+    fn witness_set(&self, id: WitnessSetId) -> &[Witness] {
+        &self.witness_sets[id.get() - 1]
+    }
+
+    fn witnesses(&self, op: u64) -> String {
+        let id = self.canonical.get(op).map_or(NO_WITNESSES, |link| link.witnesses);
+        let parts: Vec<String> = self
+            .witness_set(id)
+            .iter()
+            .map(|(r, i)| format!("{r}@{i:#x}"))
+            .collect();
+        format!("{{{}}}", parts.join(", "))
     }
 
     /// The root checksum.
@@ -156,6 +246,26 @@ mod tests {
             error.contains("disagree on committed op 1") && error.contains("1@0x7"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn witnesses_are_named_in_order_once_each_and_ops_share_their_sets() {
+        let mut checker = StateChecker::new(100);
+        for (replica, incarnation) in [(2, 5), (0, 9), (2, 5), (0, 3)] {
+            checker.on_commit(replica, incarnation, op(1, 1, 100)).expect("agree");
+            checker.on_commit(replica, incarnation, op(2, 2, 1)).expect("agree");
+        }
+        assert_eq!(checker.witnesses(1), "{0@0x3, 0@0x9, 2@0x5}");
+        assert_eq!(checker.witnesses(2), checker.witnesses(1));
+        assert_eq!(checker.witnesses(0), "{}");
+        assert_eq!(checker.witnesses(7), "{}");
+        assert_eq!(
+            checker.witness_sets.len(),
+            4,
+            "the empty set and three growing ones, shared by both ops"
+        );
+        let error = checker.on_commit(1, 1, op(2, 3, 1)).expect_err("divergence");
+        assert!(error.contains("(committed by {0@0x3, 0@0x9, 2@0x5})"), "{error}");
     }
 
     #[test]

@@ -1,19 +1,25 @@
-//! One file's bytes twice: as the page cache holds them (buffered, what reads see) and
-//! as the platter holds them (stable, what a power loss leaves).
+//! One file's bytes as the platter holds them (stable, what a power loss leaves) and as
+//! the page cache holds them (buffered, what reads see), the latter kept as the pages
+//! that may differ from the former.
 //!
-//! Dirtiness is tracked per page. The invariant every method keeps: outside the dirty
-//! pages, the buffered bytes equal the stable bytes cut or zero-extended to the
-//! buffered length, and whenever the two lengths differ the page holding the buffered
-//! end is dirty. So flushing every dirty page makes stable equal buffered, and any
-//! subset of them is a state the disk could really be in.
+//! Dirtiness is tracked per page, and a dirty page holds its buffered bytes. The
+//! invariant every method keeps: outside the dirty pages, the buffered bytes are the
+//! stable bytes cut or zero-extended to the buffered length (so a clean page holds
+//! nothing of its own), a dirty page's bytes past the buffered length are zeros, and
+//! whenever the two lengths differ the page holding the buffered end is dirty. So
+//! flushing every dirty page makes stable equal buffered, and any subset of them is a
+//! state the disk could really be in.
 //!
 //! Length: writing back page `p` extends the stable length to cover the page (up to the
 //! buffered length), and a page that reaches the buffered end carries the exact length
 //! (it cuts a stable file that a `truncate` shortened; a shrink to a page boundary is
 //! carried by the empty page just past the new end). Bytes between the old stable end
 //! and a flushed page read as zeros, as a hole or unwritten extent does after a crash.
+//!
+//! Memory: a file costs its stable bytes plus a page per dirty page, not two whole
+//! copies; a sync copies only the dirty pages.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 /// Page size, bytes: Linux tracks dirty data and writes it back per page (4 KiB on
 /// x86-64 and most arm64 kernels), so a page is the unit that background writeback
@@ -32,12 +38,13 @@ pub const FILE_BYTES_MAX: u64 = 1 << 30;
 /// One file (an inode): its bytes, which pages differ from the disk, who refers to it.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Inode {
-    /// What reads see.
-    pub buffered: Vec<u8>,
     /// What survives a power loss.
     pub stable: Vec<u8>,
-    /// Page indices whose buffered bytes (or the length they carry) may not be stable.
-    pub dirty: BTreeSet<usize>,
+    /// The length reads see.
+    len: usize,
+    /// Pages whose buffered bytes (or the length they carry) may not be stable, by page
+    /// index, each with its buffered bytes ([`PAGE_BYTES`] of them, zeros past `len`).
+    dirty: BTreeMap<usize, Box<[u8]>>,
     /// Directory entries (buffered plus stable) naming this inode.
     pub links: u32,
     /// Handles open on it in the current process.
@@ -48,9 +55,9 @@ pub(super) struct Inode {
 }
 
 /// Grow a file's bytes to `len`, zero-filled, with at most an eighth of slack. The
-/// files here are mostly append-only logs, and `Vec`'s doubling would let each of an
-/// inode's two copies hold up to twice the file (a simulated cluster's disks then
-/// cost several times their bytes); growing by an eighth keeps appends amortised O(1).
+/// files here are mostly append-only logs, and `Vec`'s doubling would let a stable copy
+/// hold up to twice the file (a simulated cluster's disks then cost several times
+/// their bytes); growing by an eighth keeps appends amortised O(1).
 fn grow_to(bytes: &mut Vec<u8>, len: usize) {
     if len > bytes.capacity() {
         let slack = (len / 8).max(PAGE_BYTES);
@@ -60,16 +67,49 @@ fn grow_to(bytes: &mut Vec<u8>, len: usize) {
 }
 
 impl Inode {
+    /// The length reads see.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether any page may differ from the disk.
+    pub fn is_dirty(&self) -> bool {
+        !self.dirty.is_empty()
+    }
+
+    /// Dirty page indices, ascending.
+    pub fn dirty_pages(&self) -> impl Iterator<Item = usize> + '_ {
+        self.dirty.keys().copied()
+    }
+
+    /// Page `page`'s buffered bytes now, as a dirty page holds them: from the dirty page
+    /// if it is one, else the stable bytes below the buffered length, zeros past them.
+    fn page_now(&self, page: usize) -> Box<[u8]> {
+        let mut bytes = vec![0u8; PAGE_BYTES].into_boxed_slice();
+        self.copy_page(page, 0, &mut bytes);
+        bytes
+    }
+
+    /// Mark the pages holding bytes `start..end` dirty, each keeping its bytes now.
     fn mark(&mut self, start: usize, end: usize) {
         if start < end {
-            self.dirty.extend(start / PAGE_BYTES..=(end - 1) / PAGE_BYTES);
+            for page in start / PAGE_BYTES..=(end - 1) / PAGE_BYTES {
+                self.mark_page(page);
+            }
+        }
+    }
+
+    fn mark_page(&mut self, page: usize) {
+        if !self.dirty.contains_key(&page) {
+            let bytes = self.page_now(page);
+            self.dirty.insert(page, bytes);
         }
     }
 
     /// The page that carries a pending length change: for a longer file the page
     /// holding its last byte, for a shorter one the page holding its new end.
     fn end_page(&self) -> Option<usize> {
-        let (len, stable) = (self.buffered.len(), self.stable.len());
+        let (len, stable) = (self.len, self.stable.len());
         match len.cmp(&stable) {
             std::cmp::Ordering::Equal => None,
             std::cmp::Ordering::Greater => Some((len - 1) / PAGE_BYTES),
@@ -79,22 +119,27 @@ impl Inode {
 
     fn mark_length(&mut self) {
         if let Some(page) = self.end_page() {
-            self.dirty.insert(page);
+            self.mark_page(page);
         }
     }
 
     /// Cut or zero-extend the buffered bytes to `len` (the caller bounds `len` by
     /// [`FILE_BYTES_MAX`]).
     pub fn resize(&mut self, len: usize) {
-        let old = self.buffered.len();
+        let old = self.len;
         if len > old {
-            grow_to(&mut self.buffered, len);
             // The new bytes are zeros; where the disk still holds older, longer
-            // contents (a shrink not yet written back) those pages now differ.
+            // contents (a shrink not yet written back) those pages now differ. They
+            // keep their bytes as they are before the growth (zeros past the old end).
             self.mark(old, len.min(self.stable.len()));
+            self.len = len;
         } else if len < old {
-            self.buffered.truncate(len);
-            self.dirty.retain(|&page| page * PAGE_BYTES <= len);
+            self.len = len;
+            self.dirty.retain(|&page, _| page * PAGE_BYTES <= len);
+            // The cut bytes of the page holding the new end are gone: zeros if it grows.
+            if let Some(bytes) = self.dirty.get_mut(&(len / PAGE_BYTES)) {
+                bytes[len % PAGE_BYTES..].fill(0);
+            }
         }
         self.mark_length();
     }
@@ -106,18 +151,77 @@ impl Inode {
             return;
         }
         let end = offset + bytes.len();
-        if end > self.buffered.len() {
+        if end > self.len {
             self.resize(end);
         }
-        self.buffered[offset..end].copy_from_slice(bytes);
         self.mark(offset, end);
+        let (mut at, mut rest) = (offset, bytes);
+        while !rest.is_empty() {
+            let within = at % PAGE_BYTES;
+            let n = rest.len().min(PAGE_BYTES - within);
+            let page = self
+                .dirty
+                .get_mut(&(at / PAGE_BYTES))
+                .expect("a written page was marked dirty");
+            page[within..within + n].copy_from_slice(&rest[..n]);
+            at += n;
+            rest = &rest[n..];
+        }
+    }
+
+    /// Read buffered bytes from `offset` into `buf`; returns how many (none past the end).
+    pub fn read(&self, offset: usize, buf: &mut [u8]) -> usize {
+        let start = offset.min(self.len);
+        let n = buf.len().min(self.len - start);
+        let (mut at, mut filled) = (start, 0);
+        while filled < n {
+            let within = at % PAGE_BYTES;
+            let take = (n - filled).min(PAGE_BYTES - within);
+            self.copy_page(at / PAGE_BYTES, within, &mut buf[filled..filled + take]);
+            at += take;
+            filled += take;
+        }
+        n
+    }
+
+    /// Fill `out` with page `page`'s buffered bytes from `within` on (zeros past the
+    /// buffered end): from the dirty page, else the stable bytes zero-extended.
+    fn copy_page(&self, page: usize, within: usize, out: &mut [u8]) {
+        if let Some(bytes) = self.dirty.get(&page) {
+            out.copy_from_slice(&bytes[within..within + out.len()]);
+            return;
+        }
+        let from = page * PAGE_BYTES + within;
+        let held = self.len.min(self.stable.len()).saturating_sub(from).min(out.len());
+        if held > 0 {
+            out[..held].copy_from_slice(&self.stable[from..from + held]);
+        }
+        out[held..].fill(0);
+    }
+
+    /// The buffered bytes, whole (what reads see).
+    pub fn buffered(&self) -> Vec<u8> {
+        let mut bytes = vec![0u8; self.len];
+        self.read(0, &mut bytes);
+        bytes
+    }
+
+    /// Feed the buffered bytes, in order, to `sink`, a page at a time (without a copy
+    /// of the whole file).
+    pub fn for_each_buffered(&self, mut sink: impl FnMut(&[u8])) {
+        let mut page_bytes = [0u8; PAGE_BYTES];
+        for page in 0..self.len.div_ceil(PAGE_BYTES) {
+            let n = (self.len - page * PAGE_BYTES).min(PAGE_BYTES);
+            self.copy_page(page, 0, &mut page_bytes[..n]);
+            sink(&page_bytes[..n]);
+        }
     }
 
     /// Write one page back (see the module doc for what it does to the length).
     pub fn flush_page(&mut self, page: usize) {
-        self.dirty.remove(&page);
+        let bytes = self.dirty.remove(&page);
         let start = page * PAGE_BYTES;
-        let len = self.buffered.len();
+        let len = self.len;
         if start > len {
             return;
         }
@@ -125,7 +229,10 @@ impl Inode {
         if self.stable.len() < end {
             grow_to(&mut self.stable, end);
         }
-        self.stable[start..end].copy_from_slice(&self.buffered[start..end]);
+        // A clean page's buffered bytes are the stable ones, zero-extended as above.
+        if let Some(bytes) = bytes {
+            self.stable[start..end].copy_from_slice(&bytes[..end - start]);
+        }
         if len <= start + PAGE_BYTES {
             self.stable.truncate(len);
         }
@@ -133,17 +240,26 @@ impl Inode {
 
     /// fdatasync: every byte and the length become stable.
     pub fn sync(&mut self) {
-        self.stable.clone_from(&self.buffered);
-        self.dirty.clear();
+        let len = self.len;
+        if self.stable.len() < len {
+            grow_to(&mut self.stable, len);
+        } else {
+            self.stable.truncate(len);
+        }
+        for (page, bytes) in std::mem::take(&mut self.dirty) {
+            let start = page * PAGE_BYTES;
+            if start < len {
+                let end = (start + PAGE_BYTES).min(len);
+                self.stable[start..end].copy_from_slice(&bytes[..end - start]);
+            }
+        }
     }
 
     /// A writeback failure: the dirty pages are dropped (the cache forgets them, so the
     /// buffered bytes revert to the stable ones) and an extension reverts to the stable
     /// length. A pending shrink stays pending (it is metadata, not a data page).
     pub fn drop_dirty(&mut self) {
-        let keep = self.buffered.len().min(self.stable.len());
-        self.buffered.clear();
-        self.buffered.extend_from_slice(&self.stable[..keep]);
+        self.len = self.len.min(self.stable.len());
         self.dirty.clear();
         self.mark_length();
         self.writeback_errors += 1;
@@ -151,28 +267,198 @@ impl Inode {
 
     /// Power loss: only the stable bytes remain.
     pub fn lose_unstable(&mut self) {
-        self.buffered.clone_from(&self.stable);
+        self.len = self.stable.len();
         self.dirty.clear();
     }
 
-    /// Check the module invariant; `Err` describes the first page that breaks it.
+    /// Check the module invariant; `Err` describes the first page that breaks it. (That
+    /// a clean page's bytes are the stable ones holds by construction: it keeps none.)
     #[cfg(test)]
     pub fn check(&self) -> Result<(), String> {
-        let len = self.buffered.len();
-        if self.end_page().is_some_and(|page| !self.dirty.contains(&page)) {
+        let len = self.len;
+        if self.end_page().is_some_and(|page| !self.dirty.contains_key(&page)) {
             return Err(format!(
                 "lengths differ (buffered {len}, stable {}) but the end page is clean",
                 self.stable.len()
             ));
         }
-        let mut view = self.stable.clone();
-        view.resize(len, 0);
-        for page in 0..len.div_ceil(PAGE_BYTES) {
-            let range = page * PAGE_BYTES..((page + 1) * PAGE_BYTES).min(len);
-            if !self.dirty.contains(&page) && self.buffered[range.clone()] != view[range] {
-                return Err(format!("page {page} is clean but differs from the disk"));
+        for (&page, bytes) in &self.dirty {
+            let start = page * PAGE_BYTES;
+            if start > len {
+                return Err(format!("dirty page {page} lies past the end ({len} bytes)"));
+            }
+            if bytes.len() != PAGE_BYTES {
+                return Err(format!("dirty page {page} holds {} bytes", bytes.len()));
+            }
+            let past = len.saturating_sub(start).min(PAGE_BYTES);
+            if bytes[past..].iter().any(|&byte| byte != 0) {
+                return Err(format!("dirty page {page} holds bytes past the end ({len} bytes)"));
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::rng::SimRng;
+
+    /// The file as two whole copies (the model this inode keeps in less memory): what
+    /// each call must do, spelled out directly.
+    #[derive(Default)]
+    struct TwoCopies {
+        buffered: Vec<u8>,
+        stable: Vec<u8>,
+        dirty: BTreeSet<usize>,
+    }
+
+    impl TwoCopies {
+        fn mark(&mut self, start: usize, end: usize) {
+            if start < end {
+                self.dirty.extend(start / PAGE_BYTES..=(end - 1) / PAGE_BYTES);
+            }
+        }
+
+        fn mark_length(&mut self) {
+            let (len, stable) = (self.buffered.len(), self.stable.len());
+            match len.cmp(&stable) {
+                std::cmp::Ordering::Equal => {}
+                std::cmp::Ordering::Greater => {
+                    self.dirty.insert((len - 1) / PAGE_BYTES);
+                }
+                std::cmp::Ordering::Less => {
+                    self.dirty.insert(len / PAGE_BYTES);
+                }
+            }
+        }
+
+        fn resize(&mut self, len: usize) {
+            let old = self.buffered.len();
+            if len > old {
+                self.buffered.resize(len, 0);
+                self.mark(old, len.min(self.stable.len()));
+            } else if len < old {
+                self.buffered.truncate(len);
+                self.dirty.retain(|&page| page * PAGE_BYTES <= len);
+            }
+            self.mark_length();
+        }
+
+        fn write(&mut self, offset: usize, bytes: &[u8]) {
+            if bytes.is_empty() {
+                return;
+            }
+            let end = offset + bytes.len();
+            if end > self.buffered.len() {
+                self.resize(end);
+            }
+            self.buffered[offset..end].copy_from_slice(bytes);
+            self.mark(offset, end);
+        }
+
+        fn flush_page(&mut self, page: usize) {
+            self.dirty.remove(&page);
+            let start = page * PAGE_BYTES;
+            let len = self.buffered.len();
+            if start > len {
+                return;
+            }
+            let end = (start + PAGE_BYTES).min(len);
+            if self.stable.len() < end {
+                self.stable.resize(end, 0);
+            }
+            self.stable[start..end].copy_from_slice(&self.buffered[start..end]);
+            if len <= start + PAGE_BYTES {
+                self.stable.truncate(len);
+            }
+        }
+
+        fn sync(&mut self) {
+            self.stable.clone_from(&self.buffered);
+            self.dirty.clear();
+        }
+
+        fn drop_dirty(&mut self) {
+            let keep = self.buffered.len().min(self.stable.len());
+            self.buffered = self.stable[..keep].to_vec();
+            self.dirty.clear();
+            self.mark_length();
+        }
+
+        fn lose_unstable(&mut self) {
+            self.buffered.clone_from(&self.stable);
+            self.dirty.clear();
+        }
+    }
+
+    /// Random calls over a few pages (lengths off page boundaries, shrinks and
+    /// extensions, partial writeback) leave the inode reading, holding on disk and
+    /// calling dirty exactly what two whole copies would.
+    #[test]
+    fn the_paged_inode_behaves_as_two_whole_copies() {
+        let mut rng = SimRng::new(7);
+        for _ in 0..100 {
+            let (mut inode, mut model) = (Inode::default(), TwoCopies::default());
+            for step in 0..200u32 {
+                let span = 5 * PAGE_BYTES;
+                match rng.index(10) {
+                    0..=3 => {
+                        let offset = rng.index(span);
+                        let bytes: Vec<u8> = (0..rng.index(2 * PAGE_BYTES))
+                            .map(|i| (i as u32 + step) as u8 | 1)
+                            .collect();
+                        inode.write(offset, &bytes);
+                        model.write(offset, &bytes);
+                    }
+                    4 => {
+                        let len = rng.index(span);
+                        inode.resize(len);
+                        model.resize(len);
+                    }
+                    5 | 6 => {
+                        let pages: Vec<usize> = model.dirty.iter().copied().collect();
+                        if !pages.is_empty() {
+                            let page = pages[rng.index(pages.len())];
+                            inode.flush_page(page);
+                            model.flush_page(page);
+                        }
+                    }
+                    7 => {
+                        inode.sync();
+                        model.sync();
+                    }
+                    8 => {
+                        inode.drop_dirty();
+                        model.drop_dirty();
+                    }
+                    _ => {
+                        inode.lose_unstable();
+                        model.lose_unstable();
+                    }
+                }
+                inode.check().expect("the invariant");
+                assert_eq!(inode.buffered(), model.buffered, "buffered bytes at step {step}");
+                assert_eq!(inode.stable, model.stable, "stable bytes at step {step}");
+                assert_eq!(
+                    inode.dirty_pages().collect::<BTreeSet<_>>(),
+                    model.dirty,
+                    "dirty pages at step {step}"
+                );
+                let offset = rng.index(span);
+                let mut read = vec![0xAA; rng.index(2 * PAGE_BYTES)];
+                let n = inode.read(offset, &mut read);
+                let expected = model
+                    .buffered
+                    .get(offset..)
+                    .map_or(&[][..], |rest| &rest[..rest.len().min(read.len())]);
+                assert_eq!(&read[..n], expected, "a read at {offset} at step {step}");
+                let mut streamed = Vec::new();
+                inode.for_each_buffered(|bytes| streamed.extend_from_slice(bytes));
+                assert_eq!(streamed, model.buffered);
+            }
+        }
     }
 }

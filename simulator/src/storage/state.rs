@@ -435,22 +435,19 @@ impl State {
     }
 
     pub fn read_at(&mut self, id: InodeId, path: &str, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        let bytes = &self.inode(id, path)?.buffered;
-        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(bytes.len());
-        let n = buf.len().min(bytes.len() - start);
-        buf[..n].copy_from_slice(&bytes[start..start + n]);
-        Ok(n)
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        Ok(self.inode(id, path)?.read(start, buf))
     }
 
     pub fn len(&mut self, id: InodeId, path: &str) -> io::Result<u64> {
-        Ok(self.inode(id, path)?.buffered.len() as u64)
+        Ok(self.inode(id, path)?.len() as u64)
     }
 
     /// `write_at` (`offset` given) or `append` (`None`): returns the offset the caller
     /// asked for (or the end, for append), whatever tearing or misdirection did.
     pub fn write(&mut self, call: &Call, id: InodeId, offset: Option<u64>, data: &[u8]) -> io::Result<u64> {
         let misdirect_ppm = self.options.misdirected_write_probability;
-        let len = self.inode(id, &call.path)?.buffered.len() as u64;
+        let len = self.inode(id, &call.path)?.len() as u64;
         let start = offset.unwrap_or(len);
         let end = start
             .checked_add(data.len() as u64)
@@ -502,7 +499,7 @@ impl State {
     pub fn sync(&mut self, call: &Call, id: InodeId, seen: &Cell<u64>) -> io::Result<()> {
         match call.fault {
             Some(fault @ (FaultKind::TornWithError | FaultKind::TornSilent)) => {
-                let pages: Vec<usize> = self.inode(id, &call.path)?.dirty.iter().copied().collect();
+                let pages: Vec<usize> = self.inode(id, &call.path)?.dirty_pages().collect();
                 let mut chosen: Vec<usize> = pages.iter().copied().filter(|_| self.coin()).collect();
                 if !chosen.is_empty() && chosen.len() == pages.len() {
                     // A strict subset: a torn sync always leaves something unstable.
@@ -546,7 +543,7 @@ impl State {
     fn dirty_inodes(&self) -> Vec<InodeId> {
         self.inodes
             .iter()
-            .filter(|(_, inode)| !inode.dirty.is_empty())
+            .filter(|(_, inode)| inode.is_dirty())
             .map(|(&id, _)| id)
             .collect()
     }
@@ -569,7 +566,7 @@ impl State {
             let failure_ppm = self.options.writeback_failure_probability;
             let fails = failure_ppm > 0 && self.chance(failure_ppm);
             let Some(inode) = self.inodes.get(&id) else { return };
-            let pages: Vec<usize> = inode.dirty.iter().copied().collect();
+            let pages: Vec<usize> = inode.dirty_pages().collect();
             let page = pages.get(self.rng.index(pages.len().max(1))).copied();
             if let (Some(inode), Some(page)) = (self.inodes.get_mut(&id), page) {
                 if fails {
@@ -608,7 +605,7 @@ impl State {
             let pages: Vec<usize> = self
                 .inodes
                 .get(&id)
-                .map(|inode| inode.dirty.iter().copied().collect())
+                .map(|inode| inode.dirty_pages().collect())
                 .unwrap_or_default();
             let chosen: Vec<usize> = pages.into_iter().filter(|_| self.coin()).collect();
             if let Some(inode) = self.inodes.get_mut(&id) {
@@ -683,7 +680,7 @@ impl State {
     }
 
     pub fn buffered_bytes(&self, path: &str) -> Option<Vec<u8>> {
-        self.buffered_inode(path).map(|inode| inode.buffered.clone())
+        self.buffered_inode(path).map(Inode::buffered)
     }
 
     pub fn stable_bytes(&self, path: &str) -> Option<Vec<u8>> {
@@ -692,15 +689,12 @@ impl State {
 
     pub fn dirty_pages(&self, path: &str) -> Vec<u64> {
         self.buffered_inode(path)
-            .map(|inode| inode.dirty.iter().map(|&page| page as u64).collect())
+            .map(|inode| inode.dirty_pages().map(|page| page as u64).collect())
             .unwrap_or_default()
     }
 
     pub fn bytes(&self) -> usize {
-        self.inodes
-            .values()
-            .map(|inode| inode.buffered.len() + inode.stable.len())
-            .sum()
+        self.inodes.values().map(|inode| inode.len() + inode.stable.len()).sum()
     }
 
     /// FNV-1a over everything that decides future behaviour except the random stream.
@@ -720,11 +714,11 @@ impl State {
         }
         for (&id, inode) in &self.inodes {
             hash.event(6, id);
-            for bytes in [&inode.buffered, &inode.stable] {
-                hash.event(7, bytes.len() as u64);
-                hash.write(bytes);
-            }
-            for &page in &inode.dirty {
+            hash.event(7, inode.len() as u64);
+            inode.for_each_buffered(|bytes| hash.write(bytes));
+            hash.event(7, inode.stable.len() as u64);
+            hash.write(&inode.stable);
+            for page in inode.dirty_pages() {
                 hash.event(8, page as u64);
             }
             hash.event(9, inode.writeback_errors);
