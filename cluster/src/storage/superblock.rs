@@ -179,6 +179,12 @@ pub enum SuperblockError {
         /// The existing file.
         path: String,
     },
+    /// `format` read back other bytes than it wrote (the disk acknowledged a write it
+    /// did not make whole): nothing was put in place, so a retry formats from nothing.
+    FormatNotVerified {
+        /// The scratch file.
+        path: String,
+    },
     /// The superblock names another cluster.
     WrongCluster {
         /// The id this process was started with.
@@ -227,6 +233,11 @@ impl fmt::Display for SuperblockError {
                     "{path}: already formatted; refusing to format over an existing superblock"
                 )
             }
+            Self::FormatNotVerified { path } => write!(
+                f,
+                "{path}: the new superblock read back differently than it was written; \
+                 nothing was put in place, so the next start formats again"
+            ),
             Self::WrongCluster { expected, found } => write!(
                 f,
                 "this data directory belongs to another cluster: it holds cluster id {found:#034x}, \
@@ -416,6 +427,18 @@ impl<S: DurableStorage> SuperblockFile<S> {
         }
         file.write_at(0, &bytes).await.map_err(io_error(&scratch, "writing"))?;
         file.sync().await.map_err(io_error(&scratch, "syncing"))?;
+        // Read the scratch file back before it becomes the superblock: a write the disk
+        // acknowledged but tore would otherwise be renamed into place, and every later
+        // boot would refuse a replica that never acknowledged anything. Left unrenamed,
+        // the next boot formats again from nothing.
+        let mut written = vec![0; bytes.len()];
+        let read = file
+            .read_at(0, &mut written)
+            .await
+            .map_err(io_error(&scratch, "reading back"))?;
+        if read != bytes.len() || written != bytes {
+            return Err(SuperblockError::FormatNotVerified { path: scratch });
+        }
         drop(file);
         storage
             .rename(&scratch, &path)
