@@ -85,22 +85,27 @@ pub fn need_of(op: &MetadataOp) -> Option<Need> {
 }
 
 impl MetadataState {
-    /// The user `client` acts as: its session's, if that user still exists and is
-    /// active. `Unauthenticated` otherwise (never logged in, session closed, user
-    /// deleted or deactivated since).
-    pub fn session_user(&self, client: u128) -> Result<(u32, &Permissions), MetadataReply> {
-        let session = self.sessions.get(client).ok_or(MetadataReply::Unauthenticated)?;
+    /// The user `client` acts as in `session`: the session's, if it is still the
+    /// client's and its user still exists and is active. `Unauthenticated` otherwise
+    /// (never logged in, session closed or replaced, user deleted or deactivated since).
+    pub fn session_user(&self, client: u128, session: u64) -> Result<(u32, &Permissions), MetadataReply> {
+        let session = self
+            .sessions
+            .get(client)
+            .filter(|open| open.id == session)
+            .ok_or(MetadataReply::Unauthenticated)?;
         match self.users.get(&session.user_id) {
             Some(user) if user.active => Ok((user.id, &user.permissions)),
             _ => Err(MetadataReply::Unauthenticated),
         }
     }
 
-    /// Whether `client` may have `op` applied: `Ok` for a login or an op its session's
-    /// user is permitted, else `Unauthenticated` or `PermissionDenied`.
-    pub fn authorize(&self, client: u128, op: &MetadataOp) -> Result<(), MetadataReply> {
+    /// Whether `client` may have `op`, sent in `session`, applied: `Ok` for a login or
+    /// an op the session's user is permitted, else `Unauthenticated` or
+    /// `PermissionDenied`.
+    pub fn authorize(&self, client: u128, session: u64, op: &MetadataOp) -> Result<(), MetadataReply> {
         let Some(need) = need_of(op) else { return Ok(()) };
-        let (user_id, permissions) = self.session_user(client)?;
+        let (user_id, permissions) = self.session_user(client, session)?;
         if permissions.allows(user_id, need) {
             Ok(())
         } else {
@@ -184,8 +189,8 @@ mod tests {
         };
         assert_eq!(need_of(&login), None);
         let state = MetadataState::new("secret", 1);
-        assert_eq!(state.authorize(77, &login), Ok(()));
+        assert_eq!(state.authorize(77, 0, &login), Ok(()));
         let create = MetadataOp::CreateStream { name: "s".into() };
-        assert_eq!(state.authorize(77, &create), Err(MetadataReply::Unauthenticated));
+        assert_eq!(state.authorize(77, 0, &create), Err(MetadataReply::Unauthenticated));
     }
 }

@@ -66,6 +66,8 @@ impl StateMachine for MetadataMachine {
             view: header.view,
             entropy: header.nonce,
             client: header.client,
+            // A context beyond any session id names no session.
+            session: u64::try_from(header.context).unwrap_or(u64::MAX),
         };
         let reply = self.state.apply_request(&op, &context);
         if reply.is_ok() && changes_access(&op) {

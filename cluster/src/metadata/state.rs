@@ -59,6 +59,9 @@ pub struct ApplyContext {
     /// The client id that sent the op (the prepare header's `client`): a login opens
     /// its session for this client.
     pub client: u128,
+    /// The session the client sent the op in (the request header's `context`): any op
+    /// but a login is authorised only if that is still the client's session.
+    pub session: u64,
 }
 
 /// Internal result: `Err` carries the error reply, and nothing has been changed.
@@ -120,7 +123,7 @@ impl MetadataState {
     ///
     /// Panics like [`MetadataState::apply`].
     pub fn apply_request(&mut self, op: &MetadataOp, ctx: &ApplyContext) -> MetadataReply {
-        if let Err(refused) = self.authorize(ctx.client, op) {
+        if let Err(refused) = self.authorize(ctx.client, ctx.session, op) {
             assert!(
                 ctx.op_number > self.op_number_applied,
                 "metadata op {} applied twice",

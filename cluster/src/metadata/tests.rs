@@ -51,6 +51,7 @@ impl Replica {
             view: self.view,
             entropy: self.entropy_seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ self.op_number,
             client: TEST_CLIENT,
+            session: 0,
         }
     }
 
@@ -582,6 +583,8 @@ fn the_machine_takes_the_view_and_op_from_the_prepare_header() {
         header.view = view;
         header.timestamp = op_number * 1_000;
         header.client = TEST_CLIENT;
+        // Every op after the login (op 1) is sent in its session.
+        header.context = u128::from(op_number > 1);
         MetadataReply::decode(&machine.apply(&header, &op.encode())).expect("a reply")
     };
     let login = MetadataOp::LoginUser {
@@ -1213,6 +1216,7 @@ fn applying_an_op_number_twice_is_a_bug() {
         view: 0,
         entropy: 0,
         client: TEST_CLIENT,
+        session: 0,
     };
     state.apply(&MetadataOp::CreateStream { name: "a".into() }, &ctx);
     state.apply(&MetadataOp::CreateStream { name: "b".into() }, &ctx);
@@ -1413,10 +1417,18 @@ fn restoring_bytes_that_are_not_a_snapshot_leaves_the_machine_unchanged() {
 
 // ---- sessions and authorisation ----
 
-/// Apply `op` as sent by `client`, authorised (as the state machine does).
+/// Apply `op` as sent by `client` in its current session, authorised (as the state
+/// machine does).
 fn apply_as(replica: &mut Replica, client: u128, op: MetadataOp) -> MetadataReply {
+    let session = replica.state.sessions().get(client).map_or(0, |session| session.id);
+    apply_in(replica, client, session, op)
+}
+
+/// Apply `op` as sent by `client` in `session`, authorised.
+fn apply_in(replica: &mut Replica, client: u128, session: u64, op: MetadataOp) -> MetadataReply {
     let mut ctx = replica.context();
     ctx.client = client;
+    ctx.session = session;
     replica.state.apply_request(&op, &ctx)
 }
 
@@ -1467,6 +1479,16 @@ fn a_login_opens_a_session_for_its_client_and_a_second_login_replaces_it() {
         apply_as(&mut replica, 42, MetadataOp::CreateStream { name: "s".into() }),
         MetadataReply::StreamCreated { .. }
     ));
+    // An op sent in another session (an older one, delayed) is not the client's now.
+    assert_eq!(
+        apply_in(
+            &mut replica,
+            42,
+            session + 1,
+            MetadataOp::CreateStream { name: "t".into() }
+        ),
+        MetadataReply::Unauthenticated
+    );
     // Sessions survive a snapshot round trip.
     let decoded = MetadataState::decode_state(&replica.state.encode_state()).expect("decodes");
     assert_eq!(decoded, replica.state);

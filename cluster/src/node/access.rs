@@ -57,7 +57,7 @@ impl AccessView {
             .sessions()
             .iter()
             .map(|(client, session)| {
-                let (active, permissions) = match state.session_user(client) {
+                let (active, permissions) = match state.session_user(client, session.id) {
                     Ok((_, permissions)) => (true, permissions.clone()),
                     Err(_) => (false, Permissions::default()),
                 };

@@ -24,8 +24,14 @@ fn config(shards: u8) -> NodeConfig {
     }
 }
 
+thread_local! {
+    /// The session the test client sends in (set by its logins).
+    static SESSION: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 fn request(group: u64, request: u64, operation: u8, body: &[u8]) -> Vec<u8> {
     let mut header = Header::new(Command::Request);
+    header.context = u128::from(SESSION.with(std::cell::Cell::get));
     header.cluster = CLUSTER;
     header.group = group;
     header.client = 0x5EED;
@@ -58,6 +64,7 @@ fn log_in<P: StoreProvider>(shard: &Rc<RefCell<Shard<P>>>) -> (u64, u128) {
             }
         })
         .expect("root logs in");
+    SESSION.with(|current| current.set(session));
     let bind = bind_frame(1, session, secret);
     shard.borrow_mut().on_frame(ProcessId(9), bind, 0);
     let (outgoing, _) = shard.borrow_mut().drain();
@@ -502,6 +509,7 @@ fn a_partition_request_without_its_permission_is_denied_before_anything_is_prepa
         .copied();
     let session = session.expect("the second login replaced the session");
     assert_eq!(session.user_id, 1);
+    SESSION.with(|current| current.set(session.id));
     // The login's reply bound its sender to the new session on this node: no rebind.
     shard.borrow_mut().on_frame(ProcessId(9), send_one(group, 6), 3_000);
     let (outgoing, _) = shard.borrow_mut().drain();
@@ -555,4 +563,51 @@ fn a_request_whose_client_saw_newer_metadata_waits_then_is_refused_not_accepted(
     }
     assert_eq!(shard.borrow().stats().requests_parked_expired, 1);
     assert_eq!(shard.borrow().partitions()[&group].head(), 0, "nothing prepared");
+}
+
+#[test]
+fn a_request_replayed_from_an_older_session_does_not_act_as_the_newer_one() {
+    // Found by `--plane partition --faults heavy --clients 8 --crash-prob 0.01
+    // --restart-prob 0.05 --seed 45`: a send denied to a user without permission was
+    // replayed by the network after its client had logged back in as root, and was
+    // appended as root (the shadow never saw those messages).
+    let (_node, shard, group) = node_with_a_partition();
+    let old = SESSION.with(std::cell::Cell::get);
+    let login = MetadataOp::LoginUser {
+        username: crate::metadata::ROOT_USERNAME.into(),
+        password: DEFAULT_ROOT_PASSWORD.into(),
+    };
+    shard.borrow_mut().on_frame(
+        ProcessId(9),
+        request(METADATA_GROUP, 4, login.operation_code(), &login.encode()),
+        3_000,
+    );
+    shard.borrow_mut().drain();
+    let new = shard
+        .borrow()
+        .metadata()
+        .expect("shard 0")
+        .state_machine()
+        .state()
+        .sessions()
+        .get(0x5EED)
+        .map(|s| s.id);
+    let new = new.expect("the second login opened a session");
+    assert_ne!(new, old);
+    // The login's reply bound the sender to the new session; a frame naming the old
+    // one is not admitted.
+    SESSION.with(|current| current.set(old));
+    shard.borrow_mut().on_frame(ProcessId(9), send_one(group, 5), 3_000);
+    let (outgoing, _) = shard.borrow_mut().drain();
+    assert_eq!(refusal(&outgoing), Some(crate::vsr::ClientError::Unbound));
+    assert_eq!(shard.borrow().partitions()[&group].head(), 0, "nothing prepared");
+    SESSION.with(|current| current.set(new));
+    shard.borrow_mut().on_frame(ProcessId(9), send_one(group, 5), 3_000);
+    let (outgoing, _) = shard.borrow_mut().drain();
+    let (reply, _) = wire::open(&outgoing[0].frame).expect("a sealed frame");
+    assert_eq!(
+        (reply.command, reply.op),
+        (Command::Reply, 1),
+        "sent in the current session: appended"
+    );
 }

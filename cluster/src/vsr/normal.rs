@@ -225,6 +225,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         header.client = request.client;
         header.request = request.request;
         header.operation = request.operation;
+        // The session the client sent it in: the state machine authorises against that
+        // session, never against whatever session the client holds when it applies.
+        header.context = request.context;
         self.last_timestamp = self.realtime_micros.max(self.last_timestamp + 1);
         header.timestamp = self.last_timestamp;
         header.nonce = mix(self.config.entropy_seed ^ mix(op ^ (self.view << 32)));

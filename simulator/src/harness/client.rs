@@ -6,7 +6,8 @@
 //! Sessions: the client remembers the session its last successful login opened (the
 //! `LoggedIn` reply's id and secret) and the newest metadata op it has seen (every
 //! metadata reply's `op`), which it puts in each request's `commit` so no node judges
-//! it against older metadata. A node that does not know the sender as this client's
+//! it against older metadata, and the session it sends in (`context`), so a node never
+//! lets a frame of an older session act as the newer one. A node that does not know the sender as this client's
 //! session refuses `Unbound`; the client then sends `BindSession` to that node and, once
 //! bound, the same request again (same bytes, same request number: a request that had
 //! already committed is answered from the client table). `PermissionDenied` and
@@ -200,6 +201,7 @@ pub async fn run_client<B: Bus>(
         header.request = request_number;
         header.operation = operation;
         header.commit = sessions.newest_metadata_op;
+        header.context = sessions.session.map_or(0, |(session, _)| u128::from(session));
         let request = wire::seal_header(header, &body);
         {
             let mut stats = stats.borrow_mut();

@@ -63,7 +63,12 @@ impl Cluster {
         if self.skip_partition_permissions {
             return None;
         }
-        match self.metadata.session_user(client_id(client)) {
+        let session = self
+            .metadata
+            .sessions()
+            .get(client_id(client))
+            .map_or(0, |session| session.id);
+        match self.metadata.session_user(client_id(client), session) {
             Err(_) => Some(ClientError::Unauthenticated),
             Ok((user_id, permissions)) if !permissions.allows(user_id, need) => Some(ClientError::PermissionDenied),
             Ok(_) => None,
@@ -91,6 +96,8 @@ impl Cluster {
             view: 0,
             entropy: self.op_number.wrapping_mul(0x9E37_79B9_7F4A_7C15),
             client,
+            // Requests come one at a time here: each is sent in its client's session.
+            session: self.metadata.sessions().get(client).map_or(0, |session| session.id),
         };
         let reply = if client == 0 {
             self.metadata.apply(op, &context)

@@ -9,7 +9,9 @@
 //!    has seen (the request's `commit`), the request waits here, at most
 //!    [`PARK_WAIT_TICKS`], and is then refused `TransientNotAccepted`: it is never
 //!    judged against metadata the client knows to be stale.
-//! 3. The sender must be bound to the client's current session (`Unbound` otherwise).
+//! 3. The sender must be bound to the client's current session, and the request must
+//!    name that session in its `context` (`Unbound` otherwise): a delayed or replayed
+//!    frame sent in an older session never acts as the newer one.
 //! 4. A partition request needs its permission on the partition's stream
 //!    (`PermissionDenied`, or `Unauthenticated` for a deleted or deactivated user). A
 //!    metadata op is authorised when it is applied instead (`metadata::authorize`).
@@ -81,7 +83,10 @@ impl<P: StoreProvider> Shard<P> {
         if self.behind(header) {
             return self.park(from, header, frame);
         }
-        let Some(session) = self.bindings.borrow().session_of(from, header.client) else {
+        // Bound to the session the request was sent in: a request from an older session
+        // (a delayed or replayed frame) must not act as the client's current one.
+        let bound = self.bindings.borrow().session_of(from, header.client);
+        let Some(session) = bound.filter(|session| u128::from(*session) == header.context) else {
             self.deny(from, header, Denied::Unbound);
             return Admit::Held;
         };
