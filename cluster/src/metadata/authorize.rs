@@ -119,6 +119,16 @@ mod tests {
     use super::*;
     use crate::metadata::{GlobalPermissions, StreamPermissions};
 
+    /// One need of each kind, on stream 1 or user 2 (the tests act as user 1).
+    const EVERY_NEED: [Need; 6] = [
+        Need::ManageStreams,
+        Need::ManageTopics(1),
+        Need::Read(1),
+        Need::Write(1),
+        Need::ManageUsers,
+        Need::SelfOrManageUsers(2),
+    ];
+
     fn only_stream(id: u32, stream: StreamPermissions) -> Permissions {
         Permissions {
             global: GlobalPermissions::default(),
@@ -129,14 +139,7 @@ mod tests {
     #[test]
     fn nothing_is_allowed_by_default_but_a_users_own_credentials() {
         let none = Permissions::default();
-        for need in [
-            Need::ManageStreams,
-            Need::ManageTopics(1),
-            Need::Read(1),
-            Need::Write(1),
-            Need::ManageUsers,
-            Need::SelfOrManageUsers(2),
-        ] {
+        for need in EVERY_NEED {
             assert!(!none.allows(1, need), "{need:?}");
         }
         assert!(none.allows(1, Need::SelfOrManageUsers(1)));
@@ -169,14 +172,7 @@ mod tests {
     #[test]
     fn root_is_allowed_everything() {
         let full = Permissions::full();
-        for need in [
-            Need::ManageStreams,
-            Need::ManageTopics(1),
-            Need::Read(1),
-            Need::Write(1),
-            Need::ManageUsers,
-            Need::SelfOrManageUsers(2),
-        ] {
+        for need in EVERY_NEED {
             assert!(full.allows(0, need), "{need:?}");
         }
     }

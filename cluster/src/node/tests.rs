@@ -315,22 +315,7 @@ fn an_oversized_batch_is_refused_by_the_primary_without_preparing_an_op() {
     // Found measuring memory (`--plane uniform ... --journal-slots 80 --ring-entries 256
     // --seed 25` peaked at 99 MB): every oversized batch, over half a megabyte, was
     // replicated into three rings and WALs only to be refused on apply.
-    let node = Node::open(&config(1), MemoryStores::new(), 0);
-    let shard = node.shards()[0].clone();
-    log_in(&shard);
-    for number in 1..=2 {
-        shard
-            .borrow_mut()
-            .on_frame(ProcessId(9), create_topic(number, 1), 1_000);
-        shard.borrow_mut().drain();
-    }
-    shard.borrow_mut().tick(2_000);
-    let group = *shard
-        .borrow()
-        .partitions()
-        .keys()
-        .next()
-        .expect("the partition's group");
+    let (_node, shard, group) = node_with_a_partition();
     let oversized = crate::partition::PartitionOp::SendMessages {
         messages: (0..crate::partition::BATCH_BYTES_MAX / crate::partition::PAYLOAD_BYTES_MAX + 1)
             .map(|id| crate::partition::Message {

@@ -45,28 +45,16 @@ pub(super) struct Parked {
     until_tick: u64,
 }
 
-/// What admission decided.
-enum Admit {
-    /// Hand it to its group.
-    Pass,
-    /// Answered or parked here.
-    Held,
-}
-
 impl<P: StoreProvider> Shard<P> {
     /// Check a client request that landed on its owner shard; true if it may go on to
-    /// its group (otherwise it was answered, or parked with a copy of `frame`).
+    /// its group (otherwise it was answered here, or parked with a copy of `frame`).
     pub(super) fn admit(&mut self, from: ProcessId, header: &Header, frame: &[u8]) -> bool {
-        matches!(self.decide(from, header, frame), Admit::Pass)
-    }
-
-    fn decide(&mut self, from: ProcessId, header: &Header, frame: &[u8]) -> Admit {
         let metadata_group = header.group == METADATA_GROUP;
         if metadata_group && header.operation == BIND_SESSION_CODE {
             return self.on_bind(from, header, frame);
         }
         if metadata_group && MetadataOp::is_login_operation(header.operation) {
-            return Admit::Pass;
+            return true;
         }
         let leads = if metadata_group {
             self.metadata
@@ -78,7 +66,7 @@ impl<P: StoreProvider> Shard<P> {
                 .is_some_and(|replica| replica.is_primary() && replica.status() == Status::Normal)
         };
         if !leads {
-            return Admit::Pass;
+            return true;
         }
         if self.behind(header) {
             return self.park(from, header, frame);
@@ -88,7 +76,7 @@ impl<P: StoreProvider> Shard<P> {
         let bound = self.bindings.borrow().session_of(from, header.client);
         let Some(session) = bound.filter(|session| u128::from(*session) == header.context) else {
             self.deny(from, header, Denied::Unbound);
-            return Admit::Held;
+            return false;
         };
         let need = if metadata_group {
             None
@@ -103,10 +91,10 @@ impl<P: StoreProvider> Shard<P> {
         };
         let verdict = self.access.borrow().authorize(header.client, session, need);
         match verdict {
-            Ok(()) => Admit::Pass,
+            Ok(()) => true,
             Err(denied) => {
                 self.deny(from, header, denied);
-                Admit::Held
+                false
             }
         }
     }
@@ -116,11 +104,12 @@ impl<P: StoreProvider> Shard<P> {
         header.commit > self.access.borrow().applied_op
     }
 
-    fn park(&mut self, from: ProcessId, header: &Header, frame: &[u8]) -> Admit {
+    /// Hold the request for the node's metadata; false (not admitted) either way.
+    fn park(&mut self, from: ProcessId, header: &Header, frame: &[u8]) -> bool {
         if self.parked.len() >= PARKED_REQUESTS_MAX {
             self.stats.requests_parked_full += 1;
             self.refuse_request(from, header, ClientError::TransientNotAccepted);
-            return Admit::Held;
+            return false;
         }
         self.stats.requests_parked += 1;
         self.parked.push_back(Parked {
@@ -128,7 +117,7 @@ impl<P: StoreProvider> Shard<P> {
             frame: frame.to_vec(),
             until_tick: self.ticks + PARK_WAIT_TICKS,
         });
-        Admit::Held
+        false
     }
 
     /// Each tick: retry the parked requests the metadata has caught up for, refuse the
@@ -187,7 +176,8 @@ impl<P: StoreProvider> Shard<P> {
     }
 
     /// Shard 0: bind the sender to the session it presents, from the applied metadata.
-    fn on_bind(&mut self, from: ProcessId, header: &Header, frame: &[u8]) -> Admit {
+    /// Answered or parked here: never admitted to the group.
+    fn on_bind(&mut self, from: ProcessId, header: &Header, frame: &[u8]) -> bool {
         // Routing verified the header only; the body is read here, so verify it too (a
         // corrupted bind must be dropped and resent, not refused as a wrong secret).
         let Ok(bind) = crate::wire::open(frame)
@@ -195,7 +185,7 @@ impl<P: StoreProvider> Shard<P> {
             .and_then(|(_, body)| BindSession::decode(body).map_err(|_| ()))
         else {
             self.stats.frames_rejected += 1;
-            return Admit::Held;
+            return false;
         };
         if self.behind(header) {
             return self.park(from, header, frame);
@@ -239,7 +229,7 @@ impl<P: StoreProvider> Shard<P> {
         answer.commit = self.access.borrow().applied_op;
         let frame = crate::wire::seal_header(answer, &reply.encode());
         self.outbox.push(Outgoing { to: from, frame });
-        Admit::Held
+        false
     }
 
     /// Shard 0: take the metadata replica's frames to send. A login's `LoggedIn` reply
@@ -269,9 +259,11 @@ impl<P: StoreProvider> Shard<P> {
     }
 }
 
-/// The client and session of a `LoggedIn` reply frame; `None` for any other frame.
+/// The client and session of a `LoggedIn` reply frame; `None` for any other frame. The
+/// replica just sealed it, so the header is read without re-checking its checksum (this
+/// runs for every frame the metadata replica sends).
 fn logged_in(frame: &[u8]) -> Option<(u128, u64)> {
-    let header = Header::decode_verified(frame.get(..HEADER_BYTES)?).ok()?;
+    let header = Header::decode(frame.get(..HEADER_BYTES)?).ok()?;
     if header.command != Command::Reply || header.group != METADATA_GROUP {
         return None;
     }
