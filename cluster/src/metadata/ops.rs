@@ -34,7 +34,7 @@ impl Durability {
         }
     }
 
-    pub(super) fn decode_from(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+    pub(crate) fn decode_from(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         match r.u8("durability")? {
             0 => Ok(Durability::Replicated),
             1 => Ok(Durability::Persisted),

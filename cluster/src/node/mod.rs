@@ -14,12 +14,14 @@
 //! | `directory.rs` | [`Directory`]: the partition groups in the applied metadata |
 //! | `access.rs` | [`AccessView`] (sessions and permissions of the applied metadata) and [`Bindings`] (which sender is which client) |
 //! | `stores.rs` | [`StoreProvider`], [`MemoryStores`]: one store per group |
+//! | `status.rs` | [`GroupStatus`]: one node's view of one group, for clients and operators |
 //! | `durable_stores.rs` | [`DurableStores`]: the stores on the production formats over the storage seam |
 
 pub mod access;
 pub mod directory;
 pub mod durable_stores;
 pub mod shard;
+pub mod status;
 pub mod stores;
 
 use std::cell::RefCell;
@@ -31,6 +33,7 @@ pub use access::{AccessView, BINDINGS_MAX, Bindings, Grant};
 pub use directory::{Directory, PartitionSpec};
 pub use durable_stores::{DurableReplicaStore, DurableStores, NodeIdentity, StoresOpenError};
 pub use shard::{Forward, METADATA_GROUP, NodeShared, PARK_WAIT_TICKS, PARKED_REQUESTS_MAX, Shard, ShardStats};
+pub use status::{GROUP_STATUS_CODE, GroupStatus, HostedGroup, PartitionEntry};
 pub use stores::{MemoryStores, StoreProvider};
 
 use crate::partition::OwnerFence;
@@ -119,6 +122,7 @@ impl std::ops::AddAssign for NodeStats {
         mine.requests_denied += theirs.requests_denied;
         mine.binds += theirs.binds;
         mine.binds_refused += theirs.binds_refused;
+        mine.status_answered += theirs.status_answered;
         self.forwards_dropped_full += other.forwards_dropped_full;
     }
 }

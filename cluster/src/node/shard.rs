@@ -66,6 +66,8 @@ pub struct ShardStats {
     pub binds: u64,
     /// `BindSession` answered `SessionRefused`.
     pub binds_refused: u64,
+    /// Status requests answered (`node::status`).
+    pub status_answered: u64,
 }
 
 /// A frame to hand to another shard of this node.

@@ -10,6 +10,7 @@
 
 mod bus;
 mod disk;
+pub mod framing;
 
 pub use bus::{LocalRouter, TokioBus, Transport, run_local};
 pub use disk::{DiskFile, DiskStorage};

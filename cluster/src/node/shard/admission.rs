@@ -24,7 +24,9 @@
 use super::*;
 use crate::metadata::{BIND_SESSION_CODE, BindSession, MetadataOp, MetadataReply};
 use crate::node::access::Denied;
+use crate::node::status::{GROUP_STATUS_CODE, GroupStatus, HostedGroup, PartitionEntry, STATUS_PARTITIONS_MAX};
 use crate::partition::need_of_operation;
+use crate::vsr::StateMachine;
 
 /// Most requests one shard holds while its node's metadata catches up. A client keeps
 /// one request in flight, so this is a burst of clients that all saw a newer op than
@@ -50,6 +52,10 @@ impl<P: StoreProvider> Shard<P> {
     /// its group (otherwise it was answered here, or parked with a copy of `frame`).
     pub(super) fn admit(&mut self, from: ProcessId, header: &Header, frame: &[u8]) -> bool {
         let metadata_group = header.group == METADATA_GROUP;
+        if header.operation == GROUP_STATUS_CODE {
+            self.answer_status(from, header);
+            return false;
+        }
         if metadata_group && header.operation == BIND_SESSION_CODE {
             return self.on_bind(from, header, frame);
         }
@@ -230,6 +236,73 @@ impl<P: StoreProvider> Shard<P> {
         let frame = crate::wire::seal_header(answer, &reply.encode());
         self.outbox.push(Outgoing { to: from, frame });
         false
+    }
+
+    /// Answer a status request for a group this shard owns, from its own replica (see
+    /// `node::status`). Never admitted to the group, never parked: it asks for this
+    /// node's opinion as it is now.
+    fn answer_status(&mut self, from: ProcessId, header: &Header) {
+        self.stats.status_answered += 1;
+        let replicas = self.config.replicas;
+        let hosted = if header.group == METADATA_GROUP {
+            self.metadata.as_ref().map(|replica| HostedGroup {
+                status: replica.status(),
+                view: replica.view(),
+                primary: replica.primary_of(replica.view()),
+                commit: replica.commit_min(),
+                commit_max: replica.commit_max(),
+                head: replica.head(),
+                state_digest: replica.state_machine().digest(),
+                next_offset: 0,
+            })
+        } else {
+            self.partitions.get(&header.group).map(|replica| HostedGroup {
+                status: replica.status(),
+                view: replica.view(),
+                primary: replica.primary_of(replica.view()),
+                commit: replica.commit_min(),
+                commit_max: replica.commit_max(),
+                head: replica.head(),
+                state_digest: replica.state_machine().digest(),
+                next_offset: replica.state_machine().state().next_offset(),
+            })
+        };
+        debug_assert!(hosted.is_none_or(|hosted| hosted.primary < replicas));
+        let (partitions, partitions_truncated) = if header.group == METADATA_GROUP {
+            let directory = self.directory.borrow();
+            let entries: Vec<PartitionEntry> = directory
+                .partitions
+                .values()
+                .take(STATUS_PARTITIONS_MAX)
+                .map(|spec| PartitionEntry {
+                    group: spec.group,
+                    stream_id: spec.stream_id,
+                    topic_id: spec.topic_id,
+                    partition_id: spec.partition_id,
+                    durability: spec.durability,
+                })
+                .collect();
+            (entries, directory.partitions.len() > STATUS_PARTITIONS_MAX)
+        } else {
+            (Vec::new(), false)
+        };
+        let status = GroupStatus {
+            replica: self.config.replica,
+            group: header.group,
+            hosted,
+            partitions,
+            partitions_truncated,
+        };
+        let mut answer = Header::new(Command::Reply);
+        answer.cluster = self.config.cluster;
+        answer.group = header.group;
+        answer.replica = self.config.replica;
+        answer.client = header.client;
+        answer.request = header.request;
+        answer.operation = GROUP_STATUS_CODE;
+        answer.commit = self.access.borrow().applied_op;
+        let frame = crate::wire::seal_header(answer, &status.encode());
+        self.outbox.push(Outgoing { to: from, frame });
     }
 
     /// Shard 0: take the metadata replica's frames to send. A login's `LoggedIn` reply
