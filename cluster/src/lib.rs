@@ -6,6 +6,7 @@
 //! clock); the simulator crate provides deterministic ones. Nothing else in this
 //! crate may read the OS clock, OS randomness or spawn threads (`clippy.toml`).
 
+pub mod client;
 mod codec;
 pub mod metadata;
 pub mod node;

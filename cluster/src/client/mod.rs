@@ -1,0 +1,1138 @@
+//! A client of the cluster over TCP: the transport discipline of the simulated client
+//! (`simulator/src/harness/client.rs`) on real sockets and the wall clock, plus a typed
+//! API (login, streams, topics, send, poll, offsets, status).
+//!
+//! # Discipline
+//!
+//! One request in flight per [`Client`]. At most one connection per node, dialed
+//! lazily (within [`DIAL_TIMEOUT_MS`]); a failed dial backs off exponentially from
+//! [`REDIAL_BACKOFF_MIN_MS`] to [`REDIAL_BACKOFF_MAX_MS`]. Every connection feeds one
+//! inbox, so a late answer on a connection the client moved away from still counts.
+//!
+//! A request goes first to the node that last answered for its group (a bounded
+//! memory of [`LEADERS_MAX`] groups), else to the node that answered last. Then:
+//! - `TransientNotAccepted` naming another replica as primary: redirect there at once
+//!   (at most one redirect per replica per request, so two nodes naming each other
+//!   cannot bounce it forever). Otherwise resend the same bytes to the same node every
+//!   [`RESEND_INTERVAL_MS`], and after [`NODE_REFUSAL_WINDOW_MS`] of refusals from one
+//!   node move on to the next node in the roster.
+//! - No answer within [`REPLY_TIMEOUT_MS`], or the connection lost while waiting: the
+//!   same bytes to the next node (redialing as needed).
+//! - `TransientNotCommitted`: resend within the budget. The session survives and the
+//!   primary deduplicates by client id and request number: a batch that made it gets
+//!   its original offsets back.
+//! - `Unbound` (the node does not know this connection as the client's session): send
+//!   `BindSession` on that connection, then the same request bytes again.
+//! - `PermissionDenied`, `Unauthenticated`, and a refused bind: final, returned.
+//!
+//! Every request has a budget of [`REQUEST_BUDGET_MS`]. No copy is sent in its last
+//! reply timeout, so every copy has time to be answered. When it runs out the request
+//! fails with [`Error::NotAccepted`] if the cluster certainly never took it (every copy
+//! that reached a node was refused as not accepted or unbound; it ends as soon as that
+//! is known after the last copy), and otherwise with [`Error::NotCommitted`]: *outcome
+//! unknown, sending it again may append it twice*.
+//!
+//! A client needs a tokio runtime (a current-thread one is enough): each connection
+//! has a reader task spawned on it.
+
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the client runs outside the simulator: it times resends and latency on the wall clock"
+)]
+
+pub mod bench;
+mod connection;
+mod error;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+pub use error::Error;
+
+use crate::metadata::{BIND_SESSION_CODE, BindSession, Durability, MetadataOp, MetadataReply, partition_group_id};
+use crate::node::{GROUP_STATUS_CODE, GroupStatus, HostedGroup, PartitionEntry};
+use crate::partition::{
+    BATCH_BYTES_MAX, Consumer, MESSAGES_PER_BATCH_MAX, Message, PAYLOAD_BYTES_MAX, POLL_MESSAGES_CODE, PartitionOp,
+    PartitionReply, PollReply, PollRequest,
+};
+use crate::vsr::ClientError as Refusal;
+use crate::wire::{self, Command, FRAME_BYTES_MAX, HEADER_BYTES, Header};
+use connection::{Connection, Inbound};
+
+/// Overall time one request may take, in milliseconds, before it fails. Longer than a
+/// view change (about 5 s of failure detection plus the election, and a few seconds
+/// more for a restarted node's metadata to catch up), so a producer rides through a
+/// primary failover with its resends deduplicated by the cluster instead of failing
+/// with an unknown outcome.
+pub const REQUEST_BUDGET_MS: u64 = 15_000;
+
+/// How long to wait for an answer to one copy, in milliseconds, before sending the
+/// same bytes to the next node. A healthy cluster answers in milliseconds even under
+/// persisted durability (two fsyncs); a copy unanswered for a second went to a node
+/// that is dead, cut off or stuck.
+pub const REPLY_TIMEOUT_MS: u64 = 1_000;
+
+/// Pause between resends of the same bytes to a node that refused them as not
+/// accepted, in milliseconds: the reference SDK's interval. A refusal costs a round
+/// trip; 20 per second per client is cheap, and a view change is noticed within 50 ms
+/// of completing.
+pub const RESEND_INTERVAL_MS: u64 = 50;
+
+/// How long one node may keep refusing a request (not accepted) before the client
+/// moves on to the next node, in milliseconds: the reference SDK's two seconds per
+/// node. A node that names itself or a dead node for that long is not about to take
+/// the request; another node may already lead.
+pub const NODE_REFUSAL_WINDOW_MS: u64 = 2_000;
+
+/// Longest a TCP connect may take, in milliseconds. Loopback and a LAN connect in
+/// well under a millisecond; a dead host whose SYNs are dropped would otherwise hold
+/// the request for the operating system's minutes-long connect timeout.
+pub const DIAL_TIMEOUT_MS: u64 = 1_000;
+
+/// Longest writing one frame may take, in milliseconds. A frame is at most 1 MiB; a
+/// node that does not drain that from its socket within a second is stuck, and the
+/// request is better sent elsewhere.
+pub const WRITE_TIMEOUT_MS: u64 = 1_000;
+
+/// First pause before redialing a node whose dial failed, in milliseconds: the resend
+/// interval, so a node restarting is found again quickly.
+pub const REDIAL_BACKOFF_MIN_MS: u64 = 50;
+
+/// Longest pause before redialing a node, in milliseconds. The backoff doubles per
+/// failed dial up to this; a second keeps a dead node's dials rare while still finding
+/// it within a second of coming back.
+pub const REDIAL_BACKOFF_MAX_MS: u64 = 1_000;
+
+/// How long a status request waits for its one node, in milliseconds. Status is
+/// answered by the node itself without consensus, so a second is plenty.
+pub const STATUS_TIMEOUT_MS: u64 = 1_000;
+
+/// Groups whose last answering node a client remembers. Every partition has its own
+/// primary; without the memory a request to a partition would start at the node of
+/// another group. When full the memory is forgotten wholesale (a lost entry costs one
+/// redirect).
+pub const LEADERS_MAX: usize = 256;
+
+/// Frames the reader tasks may queue for the client before they stop reading (and the
+/// nodes' sends back up): a client has one request in flight, so more than a few
+/// queued frames are late duplicates.
+pub const INBOX_FRAMES_MAX: usize = 64;
+
+/// Most nodes in a roster: replica indices are one byte on the wire.
+pub const NODES_MAX: usize = u8::MAX as usize;
+
+/// The cluster id a frame carries (`header.cluster`): the low 64 bits of the cluster
+/// name's superblock id.
+// TODO(after merging main): use `crate::server::cluster_header_id` instead.
+pub fn cluster_header_id(name: &str) -> u64 {
+    // Truncation intended: the low 64 bits.
+    crate::storage::superblock::cluster_id(name) as u64
+}
+
+/// How a [`Client`] reaches the cluster and how patient it is. Build with
+/// [`ClientConfig::new`], which fills the bounds with their named defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientConfig {
+    /// The cluster's name (its id on the wire is derived from it).
+    pub cluster: String,
+    /// The nodes' client addresses in replica order: index i is replica i.
+    pub nodes: Vec<SocketAddr>,
+    /// The client id (never 0); `None` draws a random one from the OS.
+    pub client_id: Option<u128>,
+    /// See [`REQUEST_BUDGET_MS`].
+    pub request_budget: Duration,
+    /// See [`REPLY_TIMEOUT_MS`].
+    pub reply_timeout: Duration,
+    /// See [`RESEND_INTERVAL_MS`].
+    pub resend_interval: Duration,
+    /// See [`NODE_REFUSAL_WINDOW_MS`].
+    pub node_refusal_window: Duration,
+    /// See [`DIAL_TIMEOUT_MS`].
+    pub dial_timeout: Duration,
+    /// See [`WRITE_TIMEOUT_MS`].
+    pub write_timeout: Duration,
+    /// See [`STATUS_TIMEOUT_MS`].
+    pub status_timeout: Duration,
+}
+
+impl ClientConfig {
+    /// A configuration for `cluster` at `nodes` (replica order) with the default bounds
+    /// and a random client id.
+    pub fn new(cluster: impl Into<String>, nodes: Vec<SocketAddr>) -> Self {
+        Self {
+            cluster: cluster.into(),
+            nodes,
+            client_id: None,
+            request_budget: Duration::from_millis(REQUEST_BUDGET_MS),
+            reply_timeout: Duration::from_millis(REPLY_TIMEOUT_MS),
+            resend_interval: Duration::from_millis(RESEND_INTERVAL_MS),
+            node_refusal_window: Duration::from_millis(NODE_REFUSAL_WINDOW_MS),
+            dial_timeout: Duration::from_millis(DIAL_TIMEOUT_MS),
+            write_timeout: Duration::from_millis(WRITE_TIMEOUT_MS),
+            status_timeout: Duration::from_millis(STATUS_TIMEOUT_MS),
+        }
+    }
+}
+
+/// A client's transport counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ClientStats {
+    /// Distinct requests sent (status requests included).
+    pub requests: u64,
+    /// Replies matched to the outstanding request.
+    pub replies: u64,
+    /// Copies sent again after the first (timeouts, refusals, lost connections, binds).
+    pub resends: u64,
+    /// Immediate resends to the primary a refusal named.
+    pub redirects: u64,
+    /// Copies that went unanswered for the reply timeout.
+    pub timeouts: u64,
+    /// Moves to the next node after a node refused for the refusal window.
+    pub moves: u64,
+    /// `TransientNotAccepted` refusals.
+    pub refusals: u64,
+    /// `TransientNotCommitted` answers.
+    pub not_committed: u64,
+    /// `Unbound` refusals.
+    pub unbound: u64,
+    /// `BindSession` requests sent.
+    pub binds: u64,
+    /// Binds answered `SessionRefused`.
+    pub binds_refused: u64,
+    /// Final refusals (`PermissionDenied`, `Unauthenticated`).
+    pub denied: u64,
+    /// Replies to an older request (duplicates, late answers), ignored.
+    pub replies_stale: u64,
+    /// Frames that failed verification or were not for this client or request.
+    pub frames_rejected: u64,
+    /// TCP connects attempted.
+    pub dials: u64,
+    /// TCP connects that failed.
+    pub dial_failures: u64,
+    /// Connects to a node this client had been connected to before.
+    pub reconnects: u64,
+    /// Connections lost (closed by the node, failed, or dropped after an error).
+    pub disconnects: u64,
+}
+
+/// A session opened by a login.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// The user it acts as.
+    pub user_id: u32,
+    /// The session id (the login's metadata op number).
+    pub session: u64,
+    /// The bind secret (a credential: never printed).
+    secret: u128,
+}
+
+impl std::fmt::Debug for SessionInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionInfo")
+            .field("user_id", &self.user_id)
+            .field("session", &self.session)
+            .field("secret", &"<redacted>")
+            .finish()
+    }
+}
+
+/// The answer to a request: the reply frame's header and body, and which node sent it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reply {
+    /// The reply's header (`op` is the op number the request was applied at).
+    pub header: Header,
+    /// The reply's body (a metadata or partition reply, a poll answer, a status).
+    pub body: Vec<u8>,
+    /// The roster index of the node that answered.
+    pub node: usize,
+}
+
+/// A topic [`Client::create_topic`] created.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CreatedTopic {
+    /// Its id within its stream.
+    pub topic_id: u32,
+    /// The metadata op that created it.
+    pub op: u64,
+    /// Its partitions' VSR groups, partition 0 first.
+    pub groups: Vec<u64>,
+}
+
+/// One node's answer (or failure) in [`ClusterMetadata`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeReport {
+    /// The node's roster index (its replica index).
+    pub node: usize,
+    /// Its client address.
+    pub address: SocketAddr,
+    /// Its status of the metadata group, with its partition directory.
+    pub status: Result<GroupStatus, Error>,
+}
+
+/// One partition as every node sees it, in [`ClusterMetadata`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionReport {
+    /// The partition (from the first node's directory that lists it).
+    pub entry: PartitionEntry,
+    /// Per node (roster order): its replica of the partition's group (`None` if it does
+    /// not host it), or why it could not be asked.
+    pub views: Vec<Result<Option<HostedGroup>, Error>>,
+}
+
+/// What [`Client::cluster_metadata`] gathers: every node's view of the metadata group
+/// and of every partition any node lists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterMetadata {
+    /// Per node, in roster order.
+    pub nodes: Vec<NodeReport>,
+    /// Per partition, by group id.
+    pub partitions: Vec<PartitionReport>,
+}
+
+/// A node in the roster: its address and its connection, if any.
+#[derive(Debug)]
+struct NodeSlot {
+    address: SocketAddr,
+    connection: Option<Connection>,
+    /// No dial before this instant (after a failed one).
+    dial_after: Option<Instant>,
+    /// The pause after the next failed dial is twice this (from the minimum).
+    backoff: Duration,
+    /// Whether a connection to this node was ever open.
+    ever_connected: bool,
+}
+
+/// What the client does when its wait ends without an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Then {
+    /// A copy is out: the node did not answer in time, so try the next node.
+    NextNode,
+    /// A pause between resends: send to the current target again.
+    Resend,
+}
+
+/// Until when the client waits, and what it does then.
+#[derive(Clone, Copy, Debug)]
+struct Wait {
+    until: Instant,
+    then: Then,
+}
+
+/// What became of the copies of one request: whether the cluster may have taken it.
+#[derive(Debug)]
+struct Flight {
+    /// Copies written, per node.
+    written: Vec<u64>,
+    /// Copies refused as never taken (`TransientNotAccepted`, `Unbound`), per node.
+    refused: Vec<u64>,
+    /// Whether a primary answered `TransientNotCommitted`.
+    not_committed: bool,
+    /// The last problem, for the error message.
+    last: Option<String>,
+}
+
+impl Flight {
+    fn new(nodes: usize) -> Self {
+        Self {
+            written: vec![0; nodes],
+            refused: vec![0; nodes],
+            not_committed: false,
+            last: None,
+        }
+    }
+
+    /// Whether some copy may have been taken: answered not committed, or written to a
+    /// node that did not refuse every copy it got.
+    fn maybe_taken(&self) -> bool {
+        self.not_committed
+            || self
+                .written
+                .iter()
+                .zip(&self.refused)
+                .any(|(written, refused)| written > refused)
+    }
+
+    fn exhausted(self, group: u64, request: u64, budget: Duration) -> Error {
+        let budget_ms = u64::try_from(budget.as_millis()).unwrap_or(u64::MAX);
+        if self.maybe_taken() {
+            Error::NotCommitted {
+                group,
+                request,
+                budget_ms,
+                last: self.last,
+            }
+        } else {
+            Error::NotAccepted {
+                group,
+                request,
+                budget_ms,
+                last: self.last,
+            }
+        }
+    }
+}
+
+/// A random client id from the operating system; never 0.
+fn random_client_id() -> Result<u128, Error> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut file| file.read_exact(&mut bytes))
+        .map_err(|error| Error::InvalidRequest(format!("cannot draw a client id from /dev/urandom: {error}")))?;
+    Ok(u128::from_le_bytes(bytes).max(1))
+}
+
+/// A client of one cluster: one request in flight, the discipline in the module docs.
+#[derive(Debug)]
+pub struct Client {
+    config: ClientConfig,
+    cluster: u64,
+    id: u128,
+    request_number: u64,
+    nodes: Vec<NodeSlot>,
+    inbox_sender: mpsc::Sender<Inbound>,
+    inbox: mpsc::Receiver<Inbound>,
+    next_generation: u64,
+    /// The node that answered last (where requests for unknown groups go first).
+    current: usize,
+    /// Per group, the node that last answered for it.
+    leaders: BTreeMap<u64, usize>,
+    session: Option<SessionInfo>,
+    newest_metadata_op: u64,
+    stats: ClientStats,
+}
+
+impl Client {
+    /// A client for `config`. Connects lazily: nothing is dialed until a request.
+    pub fn new(config: ClientConfig) -> Result<Client, Error> {
+        if config.nodes.is_empty() {
+            return Err(Error::InvalidRequest("the roster names no node".into()));
+        }
+        if config.nodes.len() > NODES_MAX {
+            return Err(Error::InvalidRequest(format!(
+                "the roster names {} nodes; at most {NODES_MAX}",
+                config.nodes.len()
+            )));
+        }
+        let id = match config.client_id {
+            Some(0) => return Err(Error::InvalidRequest("client id 0 is reserved for replicas".into())),
+            Some(id) => id,
+            None => random_client_id()?,
+        };
+        let (inbox_sender, inbox) = mpsc::channel(INBOX_FRAMES_MAX);
+        let nodes = config
+            .nodes
+            .iter()
+            .map(|address| NodeSlot {
+                address: *address,
+                connection: None,
+                dial_after: None,
+                backoff: Duration::ZERO,
+                ever_connected: false,
+            })
+            .collect();
+        Ok(Client {
+            cluster: cluster_header_id(&config.cluster),
+            config,
+            id,
+            request_number: 0,
+            nodes,
+            inbox_sender,
+            inbox,
+            next_generation: 0,
+            current: 0,
+            leaders: BTreeMap::new(),
+            session: None,
+            newest_metadata_op: 0,
+            stats: ClientStats::default(),
+        })
+    }
+
+    /// The client id its requests carry.
+    pub fn client_id(&self) -> u128 {
+        self.id
+    }
+
+    /// The transport counters so far.
+    pub fn stats(&self) -> ClientStats {
+        self.stats
+    }
+
+    /// The session the last login opened, if it is still believed good.
+    pub fn session(&self) -> Option<SessionInfo> {
+        self.session
+    }
+
+    /// The newest metadata op any reply named (what requests carry in `commit`).
+    pub fn newest_metadata_op(&self) -> u64 {
+        self.newest_metadata_op
+    }
+
+    /// The roster (client addresses in replica order).
+    pub fn nodes(&self) -> &[SocketAddr] {
+        &self.config.nodes
+    }
+
+    fn request_header(&self, group: u64, operation: u8, request: u64) -> Header {
+        let mut header = Header::new(Command::Request);
+        header.cluster = self.cluster;
+        header.group = group;
+        header.client = self.id;
+        header.request = request;
+        header.operation = operation;
+        header.commit = self.newest_metadata_op;
+        header.context = self.session.map_or(0, |session| u128::from(session.session));
+        header
+    }
+
+    /// Write `frame` to `node`, dialing first if there is no connection (unless the
+    /// node's redial backoff is pending and `ignore_backoff` is false). On failure the
+    /// connection is dropped and the reason returned.
+    async fn write_to(&mut self, node: usize, frame: &[u8], ignore_backoff: bool) -> Result<(), String> {
+        let now = Instant::now();
+        let address = self.nodes[node].address;
+        if self.nodes[node].connection.is_none() {
+            if !ignore_backoff
+                && let Some(after) = self.nodes[node].dial_after
+                && now < after
+            {
+                return Err(format!(
+                    "node {node} ({address}): waiting {} ms before redialing",
+                    after.duration_since(now).as_millis()
+                ));
+            }
+            self.next_generation += 1;
+            self.stats.dials += 1;
+            if self.nodes[node].ever_connected {
+                self.stats.reconnects += 1;
+            }
+            let dialed = Connection::dial(
+                address,
+                node,
+                self.next_generation,
+                self.cluster,
+                self.config.dial_timeout,
+                self.inbox_sender.clone(),
+            )
+            .await;
+            let slot = &mut self.nodes[node];
+            match dialed {
+                Ok(connection) => {
+                    slot.connection = Some(connection);
+                    slot.dial_after = None;
+                    slot.backoff = Duration::ZERO;
+                    slot.ever_connected = true;
+                }
+                Err(error) => {
+                    self.stats.dial_failures += 1;
+                    slot.backoff = (slot.backoff * 2)
+                        .max(Duration::from_millis(REDIAL_BACKOFF_MIN_MS))
+                        .min(Duration::from_millis(REDIAL_BACKOFF_MAX_MS));
+                    slot.dial_after = Some(Instant::now() + slot.backoff);
+                    return Err(format!("node {node} ({address}): connect failed: {error}"));
+                }
+            }
+        }
+        let write_timeout = self.config.write_timeout;
+        let Some(connection) = self.nodes[node].connection.as_mut() else {
+            return Err(format!("node {node} ({address}): not connected"));
+        };
+        match connection.write(frame, write_timeout).await {
+            Ok(()) => Ok(()),
+            Err(error) => {
+                self.nodes[node].connection = None;
+                self.stats.disconnects += 1;
+                Err(format!("node {node} ({address}): write failed: {error}"))
+            }
+        }
+    }
+
+    /// A reader task reported its connection ended: forget the connection if it is
+    /// still the live one to that node (true then).
+    fn on_closed(&mut self, node: usize, generation: u64, error: &crate::runtime::framing::ReadFrameError) -> bool {
+        if error.is_rejection() {
+            self.stats.frames_rejected += 1;
+        }
+        let Some(slot) = self.nodes.get_mut(node) else {
+            return false;
+        };
+        if slot.connection.as_ref().is_some_and(|c| c.generation == generation) {
+            slot.connection = None;
+            self.stats.disconnects += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Send a copy of the request to `*target`; on failure move `*target` to the next
+    /// node and pause a resend interval.
+    async fn transmit(&mut self, target: &mut usize, request: &[u8], flight: &mut Flight) -> Wait {
+        match self.write_to(*target, request, false).await {
+            Ok(()) => {
+                flight.written[*target] += 1;
+                Wait {
+                    until: Instant::now() + self.config.reply_timeout,
+                    then: Then::NextNode,
+                }
+            }
+            Err(error) => {
+                flight.last = Some(error);
+                *target = (*target + 1) % self.nodes.len();
+                Wait {
+                    until: Instant::now() + self.config.resend_interval,
+                    then: Then::Resend,
+                }
+            }
+        }
+    }
+
+    /// Another copy of the request, unless the send cutoff has passed: then no new copy
+    /// (it would have no time to be answered), only a wait for the answers to the copies
+    /// already out, until the budget ends.
+    async fn again(
+        &mut self,
+        target: &mut usize,
+        request: &[u8],
+        flight: &mut Flight,
+        cutoff: Instant,
+        budget_end: Instant,
+    ) -> Wait {
+        if Instant::now() >= cutoff {
+            return Wait {
+                until: budget_end,
+                then: Then::Resend,
+            };
+        }
+        self.stats.resends += 1;
+        self.transmit(target, request, flight).await
+    }
+
+    /// Learn from a reply to one of this client's requests (newest metadata op, and the
+    /// session a login opened).
+    fn observe(&mut self, operation: u8, reply: &Header, body: &[u8]) {
+        if reply.group != 0 {
+            return;
+        }
+        self.newest_metadata_op = self.newest_metadata_op.max(reply.op);
+        if MetadataOp::is_login_operation(operation)
+            && let Ok(MetadataReply::LoggedIn {
+                user_id,
+                session,
+                secret,
+            }) = MetadataReply::decode(body)
+        {
+            self.session = Some(SessionInfo {
+                user_id,
+                session,
+                secret,
+            });
+        }
+    }
+
+    /// Send one request (`body` with `operation` to `group`) and wait for its answer
+    /// under the discipline in the module docs. A reply is returned whatever its body
+    /// says; the typed methods read it.
+    pub async fn request(&mut self, group: u64, operation: u8, body: &[u8]) -> Result<Reply, Error> {
+        if HEADER_BYTES + body.len() > FRAME_BYTES_MAX {
+            return Err(Error::InvalidRequest(format!(
+                "a body of {} bytes does not fit in a frame ({FRAME_BYTES_MAX} bytes with the header)",
+                body.len()
+            )));
+        }
+        let budget = self.config.request_budget;
+        let started = Instant::now();
+        let budget_end = started + budget;
+        // No copy after this point: each copy gets its reply timeout to be answered
+        // before the budget ends, so a request every node refused is reported as never
+        // taken rather than as unknown because of a last copy still on the wire.
+        let cutoff = budget_end
+            .checked_sub(self.config.reply_timeout)
+            .unwrap_or(started)
+            .max(started);
+        self.request_number += 1;
+        let number = self.request_number;
+        let header = self.request_header(group, operation, number);
+        let request = wire::seal_header(header, body);
+        self.stats.requests += 1;
+        let nodes = self.nodes.len();
+        let mut flight = Flight::new(nodes);
+        let mut target = self.leaders.get(&group).copied().unwrap_or(self.current) % nodes;
+        // Redirects to a refusal's hint, at most one per replica per request.
+        let mut redirects = 0usize;
+        // When the current target started refusing (not accepted) this request.
+        let mut refused_since: Option<Instant> = None;
+        let mut wait = self.transmit(&mut target, &request, &mut flight).await;
+        loop {
+            let now = Instant::now();
+            if now >= budget_end || (now >= cutoff && !flight.maybe_taken()) {
+                return Err(flight.exhausted(group, number, budget));
+            }
+            let event = match tokio::time::timeout_at(wait.until.min(budget_end), self.inbox.recv()).await {
+                Ok(Some(event)) => event,
+                Ok(None) => return Err(Error::InvalidRequest("the client's inbox closed".into())),
+                Err(_) => {
+                    if Instant::now() >= budget_end {
+                        continue;
+                    }
+                    if wait.then == Then::NextNode {
+                        self.stats.timeouts += 1;
+                        flight.last = Some(format!(
+                            "node {target}: no answer within {} ms",
+                            self.config.reply_timeout.as_millis()
+                        ));
+                        target = (target + 1) % nodes;
+                        refused_since = None;
+                    }
+                    wait = self.again(&mut target, &request, &mut flight, cutoff, budget_end).await;
+                    continue;
+                }
+            };
+            let (node, frame) = match event {
+                Inbound::Closed {
+                    node,
+                    generation,
+                    error,
+                } => {
+                    let live = self.on_closed(node, generation, &error);
+                    if live && node == target && wait.then == Then::NextNode {
+                        // Lost while waiting for its answer: the same bytes to the next node.
+                        flight.last = Some(format!("node {node}: connection lost: {error}"));
+                        target = (target + 1) % nodes;
+                        refused_since = None;
+                        wait = self.again(&mut target, &request, &mut flight, cutoff, budget_end).await;
+                    }
+                    continue;
+                }
+                Inbound::Frame { node, frame } => (node, frame),
+            };
+            let Ok((reply, reply_body)) = wire::open(&frame) else {
+                self.stats.frames_rejected += 1;
+                continue;
+            };
+            if reply.client != self.id || reply.request > number || node >= nodes {
+                self.stats.frames_rejected += 1;
+                continue;
+            }
+            if reply.request < number {
+                self.stats.replies_stale += 1;
+                continue;
+            }
+            let about_bind = reply.operation == BIND_SESSION_CODE && operation != BIND_SESSION_CODE;
+            if !about_bind && (reply.group != group || reply.operation != operation) {
+                self.stats.frames_rejected += 1;
+                continue;
+            }
+            match reply.command {
+                Command::Reply if about_bind => {
+                    self.newest_metadata_op = self.newest_metadata_op.max(reply.commit);
+                    match MetadataReply::decode(reply_body) {
+                        Ok(MetadataReply::SessionBound { .. }) => {
+                            // Bound there: the same request bytes again, at once.
+                            target = node;
+                            wait = self.again(&mut target, &request, &mut flight, cutoff, budget_end).await;
+                        }
+                        Ok(MetadataReply::SessionRefused) => {
+                            self.stats.binds_refused += 1;
+                            self.session = None;
+                            return Err(Error::Unauthenticated {
+                                group,
+                                node: Some(node),
+                                why: "the node refused to bind the session (closed, or replaced by a newer login)",
+                            });
+                        }
+                        _ => self.stats.frames_rejected += 1,
+                    }
+                }
+                Command::Reply => {
+                    if self.leaders.len() >= LEADERS_MAX {
+                        self.leaders.clear();
+                    }
+                    self.leaders.insert(group, node);
+                    self.current = node;
+                    self.stats.replies += 1;
+                    self.observe(operation, &reply, reply_body);
+                    return Ok(Reply {
+                        header: reply,
+                        body: reply_body.to_vec(),
+                        node,
+                    });
+                }
+                Command::Refused => {
+                    let Some(error) = Refusal::decode(reply_body) else {
+                        self.stats.frames_rejected += 1;
+                        continue;
+                    };
+                    let hint = usize::from(reply.flags);
+                    if about_bind {
+                        // The bind waited too long for the node's metadata: the request
+                        // again after a pause (it is refused Unbound, and binds again).
+                        flight.last = Some(format!("node {node}: session bind refused as {error:?}"));
+                        if node == target {
+                            wait = Wait {
+                                until: Instant::now() + self.config.resend_interval,
+                                then: Then::Resend,
+                            };
+                        }
+                        continue;
+                    }
+                    match error {
+                        Refusal::PermissionDenied => {
+                            self.stats.denied += 1;
+                            return Err(Error::PermissionDenied { group, node });
+                        }
+                        Refusal::Unauthenticated => {
+                            self.stats.denied += 1;
+                            return Err(Error::Unauthenticated {
+                                group,
+                                node: Some(node),
+                                why: "the session's user was deleted or deactivated",
+                            });
+                        }
+                        Refusal::TransientNotCommitted => {
+                            self.stats.not_committed += 1;
+                            flight.not_committed = true;
+                            flight.last = Some(format!("node {node}: taken but not committed (view change)"));
+                            if node == target {
+                                if hint < nodes {
+                                    target = hint;
+                                }
+                                refused_since = None;
+                                wait = Wait {
+                                    until: Instant::now() + self.config.resend_interval,
+                                    then: Then::Resend,
+                                };
+                            }
+                        }
+                        Refusal::Unbound => {
+                            self.stats.unbound += 1;
+                            flight.refused[node] += 1;
+                            let Some(session) = self.session else {
+                                return Err(Error::Unauthenticated {
+                                    group,
+                                    node: Some(node),
+                                    why: "not logged in",
+                                });
+                            };
+                            if node != target {
+                                continue;
+                            }
+                            let mut bind = self.request_header(0, BIND_SESSION_CODE, number);
+                            bind.context = 0;
+                            let bind = wire::seal_header(
+                                bind,
+                                &BindSession {
+                                    session: session.session,
+                                    secret: session.secret,
+                                }
+                                .encode(),
+                            );
+                            self.stats.binds += 1;
+                            wait = match self.write_to(node, &bind, false).await {
+                                Ok(()) => Wait {
+                                    until: Instant::now() + self.config.reply_timeout,
+                                    then: Then::NextNode,
+                                },
+                                Err(error) => {
+                                    flight.last = Some(error);
+                                    target = (target + 1) % nodes;
+                                    Wait {
+                                        until: Instant::now() + self.config.resend_interval,
+                                        then: Then::Resend,
+                                    }
+                                }
+                            };
+                        }
+                        Refusal::TransientNotAccepted => {
+                            self.stats.refusals += 1;
+                            flight.refused[node] += 1;
+                            flight.last = Some(format!(
+                                "node {node}: not accepted (it takes replica {hint} for the primary)"
+                            ));
+                            if node != target {
+                                continue;
+                            }
+                            if hint < nodes && hint != target && redirects < nodes {
+                                // Never taken, and the refuser names another primary: go
+                                // there now rather than after a pause.
+                                redirects += 1;
+                                self.stats.redirects += 1;
+                                target = hint;
+                                refused_since = None;
+                                wait = self.again(&mut target, &request, &mut flight, cutoff, budget_end).await;
+                                continue;
+                            }
+                            let now = Instant::now();
+                            let since = *refused_since.get_or_insert(now);
+                            if now.duration_since(since) >= self.config.node_refusal_window {
+                                self.stats.moves += 1;
+                                target = (target + 1) % nodes;
+                                refused_since = None;
+                            }
+                            wait = Wait {
+                                until: now + self.config.resend_interval,
+                                then: Then::Resend,
+                            };
+                        }
+                    }
+                }
+                _ => self.stats.frames_rejected += 1,
+            }
+        }
+    }
+
+    /// Apply a metadata op and return the op number it was applied at and the reply. An
+    /// error outcome (a name taken, something missing) is [`Error::Metadata`].
+    pub async fn metadata_op(&mut self, op: &MetadataOp) -> Result<(u64, MetadataReply), Error> {
+        let reply = self.request(0, op.operation_code(), &op.encode()).await?;
+        let decoded = MetadataReply::decode(&reply.body).map_err(|error| Error::UnexpectedReply {
+            node: reply.node,
+            group: 0,
+            what: format!("metadata reply does not decode: {error:?}"),
+        })?;
+        if !decoded.is_ok() {
+            return Err(Error::Metadata {
+                op: reply.header.op,
+                reply: decoded,
+            });
+        }
+        Ok((reply.header.op, decoded))
+    }
+
+    fn unexpected<T>(node: usize, group: u64, what: impl std::fmt::Debug) -> Result<T, Error> {
+        Err(Error::UnexpectedReply {
+            node,
+            group,
+            what: format!("{what:?}"),
+        })
+    }
+
+    /// Log in; on success every later request acts in the new session. Returns the
+    /// user id.
+    pub async fn login(&mut self, username: &str, password: &str) -> Result<u32, Error> {
+        let op = MetadataOp::LoginUser {
+            username: username.to_owned(),
+            password: password.to_owned(),
+        };
+        match self.metadata_op(&op).await? {
+            (_, MetadataReply::LoggedIn { user_id, .. }) => Ok(user_id),
+            (_, other) => Self::unexpected(self.current, 0, other),
+        }
+    }
+
+    /// Create a stream; returns its id.
+    pub async fn create_stream(&mut self, name: &str) -> Result<u32, Error> {
+        let op = MetadataOp::CreateStream { name: name.to_owned() };
+        match self.metadata_op(&op).await? {
+            (_, MetadataReply::StreamCreated { stream_id }) => Ok(stream_id),
+            (_, other) => Self::unexpected(self.current, 0, other),
+        }
+    }
+
+    /// Create a topic of `partitions` partitions in stream `stream_id` (messages kept
+    /// forever); returns its id and its partitions' groups.
+    pub async fn create_topic(
+        &mut self,
+        stream_id: u32,
+        name: &str,
+        partitions: u32,
+        durability: Durability,
+    ) -> Result<CreatedTopic, Error> {
+        let op = MetadataOp::CreateTopic {
+            stream_id,
+            name: name.to_owned(),
+            partitions,
+            durability,
+            message_expiry_micros: 0,
+        };
+        match self.metadata_op(&op).await? {
+            (op, MetadataReply::TopicCreated { topic_id }) => Ok(CreatedTopic {
+                topic_id,
+                op,
+                groups: (0..partitions).map(|p| partition_group_id(op, p)).collect(),
+            }),
+            (_, other) => Self::unexpected(self.current, 0, other),
+        }
+    }
+
+    async fn partition_op(&mut self, group: u64, op: &PartitionOp) -> Result<PartitionReply, Error> {
+        let reply = self.request(group, op.operation_code(), &op.encode()).await?;
+        let decoded = PartitionReply::decode(&reply.body).map_err(|error| Error::UnexpectedReply {
+            node: reply.node,
+            group,
+            what: format!("partition reply does not decode: {error:?}"),
+        })?;
+        if !decoded.outcome().is_success() {
+            return Err(Error::Partition { group, reply: decoded });
+        }
+        Ok(decoded)
+    }
+
+    /// Append a batch to the partition of `group`; returns its first and last offsets.
+    /// Checked here against the batch bounds (1 to `MESSAGES_PER_BATCH_MAX` messages,
+    /// each at most `PAYLOAD_BYTES_MAX`, at most `BATCH_BYTES_MAX` in all).
+    pub async fn send_messages(&mut self, group: u64, messages: Vec<Message>) -> Result<(u64, u64), Error> {
+        if messages.is_empty() || messages.len() > MESSAGES_PER_BATCH_MAX {
+            return Err(Error::InvalidRequest(format!(
+                "a batch holds 1 to {MESSAGES_PER_BATCH_MAX} messages, not {}",
+                messages.len()
+            )));
+        }
+        if let Some(large) = messages.iter().find(|m| m.payload.len() > PAYLOAD_BYTES_MAX) {
+            return Err(Error::InvalidRequest(format!(
+                "a message of {} bytes exceeds PAYLOAD_BYTES_MAX ({PAYLOAD_BYTES_MAX})",
+                large.payload.len()
+            )));
+        }
+        let total: usize = messages.iter().map(|m| m.payload.len()).sum();
+        if total > BATCH_BYTES_MAX {
+            return Err(Error::InvalidRequest(format!(
+                "a batch of {total} payload bytes exceeds BATCH_BYTES_MAX ({BATCH_BYTES_MAX})"
+            )));
+        }
+        let current = self.current;
+        match self
+            .partition_op(group, &PartitionOp::SendMessages { messages })
+            .await?
+        {
+            PartitionReply::Appended {
+                base_offset,
+                last_offset,
+            } => Ok((base_offset, last_offset)),
+            other => Self::unexpected(current, group, other),
+        }
+    }
+
+    /// Store where `consumer` reads next in the partition of `group`.
+    pub async fn store_consumer_offset(&mut self, group: u64, consumer: Consumer, offset: u64) -> Result<(), Error> {
+        self.partition_op(group, &PartitionOp::StoreConsumerOffset { consumer, offset })
+            .await
+            .map(|_| ())
+    }
+
+    /// Read up to `count` messages from `offset` of the partition of `group` (served by
+    /// its primary; at most `POLL_MESSAGES_MAX` per answer).
+    pub async fn poll(&mut self, group: u64, offset: u64, count: u32) -> Result<PollReply, Error> {
+        let body = PollRequest { offset, count }.encode();
+        let reply = self.request(group, POLL_MESSAGES_CODE, &body).await?;
+        PollReply::decode(&reply.body).map_err(|error| Error::UnexpectedReply {
+            node: reply.node,
+            group,
+            what: format!("poll reply does not decode: {error:?}"),
+        })
+    }
+
+    /// Ask node `node` (roster index) alone for its status of `group`: one attempt,
+    /// within the status timeout, no session needed.
+    pub async fn status(&mut self, node: usize, group: u64) -> Result<GroupStatus, Error> {
+        let Some(address) = self.nodes.get(node).map(|slot| slot.address) else {
+            return Err(Error::InvalidRequest(format!(
+                "node {node} is not in the roster of {}",
+                self.nodes.len()
+            )));
+        };
+        self.request_number += 1;
+        let number = self.request_number;
+        self.stats.requests += 1;
+        let frame = wire::seal_header(self.request_header(group, GROUP_STATUS_CODE, number), &[]);
+        // One attempt, asked for explicitly: dial now even if a redial is backing off.
+        self.write_to(node, &frame, true)
+            .await
+            .map_err(|error| Error::Unreachable { node, address, error })?;
+        let waited = self.config.status_timeout;
+        let until = Instant::now() + waited;
+        loop {
+            let event = match tokio::time::timeout_at(until, self.inbox.recv()).await {
+                Ok(Some(event)) => event,
+                Ok(None) => return Err(Error::InvalidRequest("the client's inbox closed".into())),
+                Err(_) => {
+                    return Err(Error::Timeout {
+                        node,
+                        address,
+                        waited_ms: u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
+                    });
+                }
+            };
+            let (from, frame) = match event {
+                Inbound::Closed {
+                    node: closed,
+                    generation,
+                    error,
+                } => {
+                    if self.on_closed(closed, generation, &error) && closed == node {
+                        return Err(Error::Unreachable {
+                            node,
+                            address,
+                            error: error.to_string(),
+                        });
+                    }
+                    continue;
+                }
+                Inbound::Frame { node, frame } => (node, frame),
+            };
+            let Ok((reply, body)) = wire::open(&frame) else {
+                self.stats.frames_rejected += 1;
+                continue;
+            };
+            if reply.client != self.id || reply.request > number || from != node {
+                self.stats.frames_rejected += 1;
+                continue;
+            }
+            if reply.request < number {
+                self.stats.replies_stale += 1;
+                continue;
+            }
+            if reply.command != Command::Reply || reply.operation != GROUP_STATUS_CODE {
+                return Self::unexpected(node, group, (reply.command, Refusal::decode(body)));
+            }
+            self.stats.replies += 1;
+            return GroupStatus::decode(body).map_err(|error| Error::UnexpectedReply {
+                node,
+                group,
+                what: format!("status does not decode: {error:?}"),
+            });
+        }
+    }
+
+    /// Every node's status of the metadata group, and for every partition any node's
+    /// directory lists, every node's status of its group (who it takes for primary).
+    /// Nodes that did not answer for the metadata group are not asked again.
+    pub async fn cluster_metadata(&mut self) -> ClusterMetadata {
+        let mut nodes = Vec::with_capacity(self.nodes.len());
+        for node in 0..self.nodes.len() {
+            let status = self.status(node, 0).await;
+            nodes.push(NodeReport {
+                node,
+                address: self.nodes[node].address,
+                status,
+            });
+        }
+        let mut entries: BTreeMap<u64, PartitionEntry> = BTreeMap::new();
+        for report in &nodes {
+            if let Ok(status) = &report.status {
+                for entry in &status.partitions {
+                    entries.entry(entry.group).or_insert(*entry);
+                }
+            }
+        }
+        let mut partitions = Vec::with_capacity(entries.len());
+        for entry in entries.into_values() {
+            let mut views = Vec::with_capacity(nodes.len());
+            for report in &nodes {
+                let view = match &report.status {
+                    Err(error) => Err(error.clone()),
+                    Ok(_) => self.status(report.node, entry.group).await.map(|status| status.hosted),
+                };
+                views.push(view);
+            }
+            partitions.push(PartitionReport { entry, views });
+        }
+        ClusterMetadata { nodes, partitions }
+    }
+}
