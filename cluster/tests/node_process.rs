@@ -6,7 +6,7 @@
 
 mod support;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -14,35 +14,8 @@ use cluster::metadata::{DEFAULT_ROOT_PASSWORD, MetadataOp, MetadataReply, ROOT_U
 use cluster::node::{GROUP_STATUS_CODE, GroupStatus};
 use cluster::server::cluster_header_id;
 use cluster::vsr::Status;
-use cluster::wire::{self, Command, HEADER_BYTES, Header};
-use support::LoopbackCluster;
-
-/// How long a raw request waits for its answer: a metadata commit on loopback takes
-/// milliseconds; a view change at start-up a few seconds.
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
-
-fn request(cluster: &str, client: u128, number: u64, group: u64, operation: u8, body: &[u8]) -> Vec<u8> {
-    let mut header = Header::new(Command::Request);
-    header.cluster = cluster_header_id(cluster);
-    header.client = client;
-    header.request = number;
-    header.group = group;
-    header.operation = operation;
-    wire::seal_header(header, body)
-}
-
-/// Read one frame (blocking, with a timeout); `None` if the connection ended or timed out.
-fn read_frame(stream: &mut TcpStream) -> Option<(Header, Vec<u8>)> {
-    stream.set_read_timeout(Some(ANSWER_TIMEOUT)).ok()?;
-    let mut header = vec![0u8; HEADER_BYTES];
-    stream.read_exact(&mut header).ok()?;
-    let parsed = Header::decode_verified(&header).ok()?;
-    let mut frame = header;
-    frame.resize(parsed.size as usize, 0);
-    stream.read_exact(&mut frame[HEADER_BYTES..]).ok()?;
-    let (header, body) = wire::open(&frame).ok()?;
-    Some((header, body.to_vec()))
-}
+use cluster::wire::{self, Command, Header};
+use support::{ANSWER_TIMEOUT, LoopbackCluster, read_frame, request, status};
 
 /// Send a login to `address` until a node answers `LoggedIn` (the cluster may still be
 /// electing its first primary; a refusal names the primary to try).
@@ -78,16 +51,6 @@ fn login(cluster: &str, addresses: &[SocketAddr], client: u128) -> (u8, u64) {
         std::thread::sleep(Duration::from_millis(50));
     }
     panic!("no node logged the client in within {:?}", ANSWER_TIMEOUT * 3);
-}
-
-fn status(cluster: &str, address: SocketAddr, group: u64) -> Option<GroupStatus> {
-    let mut stream = TcpStream::connect(address).ok()?;
-    stream
-        .write_all(&request(cluster, 77, 1, group, GROUP_STATUS_CODE, &[]))
-        .ok()?;
-    let (header, body) = read_frame(&mut stream)?;
-    assert_eq!(header.operation, GROUP_STATUS_CODE);
-    GroupStatus::decode(&body).ok()
 }
 
 #[test]

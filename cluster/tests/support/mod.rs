@@ -9,10 +9,58 @@
 #![allow(clippy::disallowed_methods, reason = "tests time their deadlines on the wall clock")]
 
 use std::fs;
-use std::net::{SocketAddr, TcpListener};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command as Process, Stdio};
 use std::time::{Duration, Instant};
+
+use cluster::node::{GROUP_STATUS_CODE, GroupStatus};
+use cluster::server::cluster_header_id;
+use cluster::wire::{self, Command, HEADER_BYTES, Header};
+
+/// How long a raw request waits for its answer: a metadata commit on loopback takes
+/// milliseconds; a view change a few seconds.
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A request frame of `cluster` (by name), every field given.
+pub fn request(cluster: &str, client: u128, number: u64, group: u64, operation: u8, body: &[u8]) -> Vec<u8> {
+    let mut header = Header::new(Command::Request);
+    header.cluster = cluster_header_id(cluster);
+    header.client = client;
+    header.request = number;
+    header.group = group;
+    header.operation = operation;
+    wire::seal_header(header, body)
+}
+
+/// Read one verified frame (blocking, with [`ANSWER_TIMEOUT`]); `None` if the
+/// connection ended, timed out or carried something that is not a frame.
+pub fn read_frame(stream: &mut TcpStream) -> Option<(Header, Vec<u8>)> {
+    stream.set_read_timeout(Some(ANSWER_TIMEOUT)).ok()?;
+    let mut header = vec![0u8; HEADER_BYTES];
+    stream.read_exact(&mut header).ok()?;
+    let parsed = Header::decode_verified(&header).ok()?;
+    let mut frame = header;
+    frame.resize(parsed.size as usize, 0);
+    stream.read_exact(&mut frame[HEADER_BYTES..]).ok()?;
+    let (header, body) = wire::open(&frame).ok()?;
+    Some((header, body.to_vec()))
+}
+
+/// What the node at `address` says about `group`; `None` if it cannot be asked.
+pub fn status(cluster: &str, address: SocketAddr, group: u64) -> Option<GroupStatus> {
+    let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(1)).ok()?;
+    stream
+        .write_all(&request(cluster, 77, 1, group, GROUP_STATUS_CODE, &[]))
+        .ok()?;
+    let (header, body) = read_frame(&mut stream)?;
+    assert_eq!(
+        header.operation, GROUP_STATUS_CODE,
+        "a status request answered with something else"
+    );
+    GroupStatus::decode(&body).ok()
+}
 
 /// How long a node may take from spawn to `node ready`: a debug build opening a data
 /// dir with a few MB of WAL takes well under a second; 30 s absorbs a loaded CI machine.
@@ -109,8 +157,8 @@ impl LoopbackCluster {
 
     /// The command that starts node `index` with `data_dir` (for tests that start one
     /// by hand, e.g. on the wrong directory).
-    pub fn command(&self, index: usize, data_dir: &Path) -> Command {
-        let mut command = Command::new(node_binary());
+    pub fn command(&self, index: usize, data_dir: &Path) -> Process {
+        let mut command = Process::new(node_binary());
         command
             .arg("--cluster")
             .arg(&self.name)
