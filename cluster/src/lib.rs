@@ -13,6 +13,7 @@ pub mod node;
 pub mod partition;
 pub mod runtime;
 pub mod seam;
+pub mod server;
 pub mod shard;
 pub mod storage;
 pub mod testing;

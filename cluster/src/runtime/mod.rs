@@ -5,12 +5,13 @@
 //!
 //! A shard runs on its own thread with a current-thread tokio runtime and a
 //! `LocalSet`, so its `!Send` tasks never migrate. Frames between shards of one
-//! process travel through a [`LocalRouter`]; the TCP transport for frames between
-//! processes arrives with the `node` binary and plugs in as another [`Transport`].
+//! process travel through a [`LocalRouter`] in tests; between processes they travel
+//! over TCP ([`tcp::TcpTransport`], framed by [`framing`]), another [`Transport`].
 
 mod bus;
 mod disk;
 pub mod framing;
+pub mod tcp;
 
 pub use bus::{LocalRouter, TokioBus, Transport, run_local};
 pub use disk::{DiskFile, DiskStorage};

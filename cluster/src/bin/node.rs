@@ -1,0 +1,129 @@
+//! `node`: one replica of the cluster, on TCP and real disks.
+//!
+//! ```text
+//! node --config node.json
+//! node --cluster demo --replica 0 --data-dir /var/lib/demo/0 \
+//!      --roster 10.0.0.1:7000=10.0.0.1:7100,10.0.0.2:7000=10.0.0.2:7100,10.0.0.3:7000=10.0.0.3:7100
+//! node --cluster dev --data-dir ./dev-data              # a group of one on 127.0.0.1:7100
+//! ```
+//!
+//! Logs go to stderr through `tracing`; `RUST_LOG` filters them (default `info`).
+//! Stops on SIGINT or SIGTERM. Exit status: 0 after a signal, 1 if it could not start
+//! (the message says what to fix), 2 for bad flags.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cluster::server::{ServerConfig, StartupError, parse_roster, run};
+
+/// One replica of the cluster: the metadata group and its share of the partition groups,
+/// over TCP, with its data in one directory.
+///
+/// Give either --config (a JSON file with the same fields: cluster, replica, data_dir,
+/// shards, roster [{replica_address, client_address}], client_address, root_password)
+/// or the flags. Every node of a cluster needs the same --cluster, --roster (in the
+/// same order) and root password; --replica is this node's index in the roster.
+#[derive(Parser, Debug)]
+#[command(name = "node", version, about, long_about)]
+struct Args {
+    /// A JSON config file; no other flag may be given with it.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["cluster", "replica", "data_dir", "shards", "roster", "client_address"])]
+    config: Option<PathBuf>,
+    /// The cluster's name (the same on every node; a data dir of another cluster is refused).
+    #[arg(long, value_name = "NAME")]
+    cluster: Option<String>,
+    /// This node's index in --roster.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    replica: u8,
+    /// The directory holding this node's data (created if missing).
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// Shards (cores) to split the partition groups over, 1 to 8.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    shards: u8,
+    /// The cluster's nodes in replica order: REPLICA_ADDR=CLIENT_ADDR,... Omit for a
+    /// group of one.
+    #[arg(long, value_name = "LIST")]
+    roster: Option<String>,
+    /// Without --roster: where clients connect (default 127.0.0.1:7100).
+    #[arg(long, value_name = "IP:PORT")]
+    client_address: Option<std::net::SocketAddr>,
+    /// The root user's password at genesis (the same on every node). Also read from
+    /// the environment variable CLUSTER_ROOT_PASSWORD; default "secret".
+    #[arg(long, value_name = "PASSWORD", env = "CLUSTER_ROOT_PASSWORD", hide_env_values = true)]
+    root_password: Option<String>,
+}
+
+fn config_of(args: Args) -> Result<ServerConfig, String> {
+    if let Some(path) = args.config {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(&path).map_err(|error| format!("cannot read config {shown}: {error}"))?;
+        let mut config = ServerConfig::from_json(&shown, &text).map_err(|error| error.to_string())?;
+        if let Some(password) = args.root_password {
+            config.root_password = password;
+        }
+        return Ok(config);
+    }
+    let cluster = args.cluster.ok_or("--cluster NAME is required (or --config PATH)")?;
+    let data_dir = args.data_dir.ok_or("--data-dir DIR is required (or --config PATH)")?;
+    let roster = match args.roster {
+        Some(text) => parse_roster(&text).map_err(|error| error.to_string())?,
+        None => Vec::new(),
+    };
+    Ok(ServerConfig {
+        cluster,
+        replica: args.replica,
+        data_dir,
+        shards: args.shards,
+        roster,
+        client_address: args.client_address,
+        root_password: args
+            .root_password
+            .unwrap_or_else(|| cluster::metadata::DEFAULT_ROOT_PASSWORD.to_owned()),
+    })
+}
+
+async fn signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            let interrupt = Box::pin(tokio::signal::ctrl_c());
+            let terminate = Box::pin(terminate.recv());
+            futures::future::select(interrupt, terminate).await;
+        }
+        Err(error) => {
+            tracing::warn!(%error, "cannot watch SIGTERM; stopping on SIGINT only");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let config = match config_of(args) {
+        Ok(config) => config,
+        Err(problem) => {
+            eprintln!("node: {problem}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&config, signal()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("node: {error}");
+            if let StartupError::Config(_) = error {
+                return ExitCode::from(2);
+            }
+            ExitCode::from(1)
+        }
+    }
+}

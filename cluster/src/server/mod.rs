@@ -1,0 +1,252 @@
+//! The production node: the cluster's shards on a tokio runtime, real files
+//! ([`DiskStorage`]), TCP ([`TcpTransport`]) and the system clock.
+//!
+//! Start-up, in order, each step failing with a [`StartupError`] that says what to fix:
+//! 1. the configuration is checked ([`ServerConfig::validate`]);
+//! 2. the data directory is opened and its node superblock checked: a directory
+//!    written by another cluster, or by another replica index, is refused;
+//! 3. the metadata group's store is opened (a damaged one refuses the start);
+//! 4. the replica and client addresses are bound (a port in use is named);
+//! 5. the shards' pumps and the transport's tasks start, and `node ready` is logged.
+//!
+//! Every shard of a node runs on the one thread that calls [`run`], as tasks of one
+//! `LocalSet`: the shards share the partition directory, the access view and the
+//! session bindings by `Rc` (see `node::shard`), which ties them to one thread. The
+//! simulator runs them the same way.
+
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the production node seeds its entropy and incarnation from the OS"
+)]
+
+pub mod config;
+
+use std::fmt;
+use std::future::Future;
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+
+pub use config::{ConfigError, DEFAULT_CLIENT_ADDRESS, RosterEntry, ServerConfig, parse_roster};
+
+use crate::node::{DurableStores, JournalBounds, Node, NodeConfig, NodeIdentity, StoresOpenError};
+use crate::partition::OwnerFence;
+use crate::runtime::tcp::{TcpTransport, TransportStats};
+use crate::runtime::{DiskStorage, TokioBus};
+use crate::seam::{Bus, Inbox, ProcessId};
+use crate::storage::superblock::cluster_id;
+
+/// How often a running node logs its counters (transport and shards), in milliseconds:
+/// often enough to watch a failover, rarely enough not to flood the log.
+pub const STATS_LOG_INTERVAL_MS: u64 = 10_000;
+
+/// The cluster id frames carry (the header's 64-bit `cluster`): the low 64 bits of the
+/// storage's 128-bit [`cluster_id`] of the cluster's name. Clients derive it the same way.
+pub fn cluster_header_id(name: &str) -> u64 {
+    // Truncation is the definition: the low half of the name's checksum.
+    cluster_id(name) as u64
+}
+
+/// Why a node did not start.
+#[derive(Debug)]
+pub enum StartupError {
+    /// The configuration is wrong.
+    Config(ConfigError),
+    /// The data directory cannot be used.
+    DataDir {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// An address could not be bound.
+    Listen {
+        /// Which address ("client" or "replica").
+        what: &'static str,
+        /// The address.
+        address: SocketAddr,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// The runtime could not be built.
+    Runtime(std::io::Error),
+}
+
+impl fmt::Display for StartupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Config(error) => write!(f, "bad configuration: {error}"),
+            Self::DataDir { path, problem } => write!(f, "data dir {}: {problem}", path.display()),
+            Self::Listen { what, address, error } => {
+                let hint = if error.kind() == std::io::ErrorKind::AddrInUse {
+                    " (is another node or program using this port?)"
+                } else {
+                    ""
+                };
+                write!(f, "cannot listen on the {what} address {address}: {error}{hint}")
+            }
+            Self::Runtime(error) => write!(f, "cannot start the runtime: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for StartupError {}
+
+impl From<ConfigError> for StartupError {
+    fn from(error: ConfigError) -> Self {
+        Self::Config(error)
+    }
+}
+
+/// 8 bytes of OS randomness: salts and nonces must differ between clusters and boots.
+/// The system clock stands in if `/dev/urandom` cannot be read.
+fn os_entropy() -> u64 {
+    let mut bytes = [0u8; 8];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut file| file.read_exact(&mut bytes));
+    match read {
+        Ok(()) => u64::from_le_bytes(bytes),
+        Err(_) => realtime_micros() ^ 0x9E37_79B9_7F4A_7C15,
+    }
+}
+
+fn realtime_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|since| u64::try_from(since.as_micros()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// Run a node until `shutdown` completes (a signal, in the `node` binary). Blocks the
+/// calling thread; every shard runs on it.
+pub fn run(config: &ServerConfig, shutdown: impl Future<Output = ()>) -> Result<(), StartupError> {
+    config.validate()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(StartupError::Runtime)?;
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&runtime, serve(config, shutdown))
+}
+
+fn describe_stores_error(error: &StoresOpenError, config: &ServerConfig) -> String {
+    match error {
+        StoresOpenError::Superblock(inner) => format!(
+            "refusing to start replica {} of cluster {:?} ({} replicas) on it: {inner}. \
+             Point --data-dir at this node's own directory, or at an empty one for a new node.",
+            config.replica,
+            config.cluster,
+            config.replicas()
+        ),
+        other => other.to_string(),
+    }
+}
+
+async fn serve(config: &ServerConfig, shutdown: impl Future<Output = ()>) -> Result<(), StartupError> {
+    let data_dir_error = |problem: String| StartupError::DataDir {
+        path: config.data_dir.clone(),
+        problem,
+    };
+    let storage = DiskStorage::new(&config.data_dir).map_err(|error| data_dir_error(error.to_string()))?;
+    let replicas = config.replicas();
+    let identity = NodeIdentity {
+        cluster: cluster_id(&config.cluster),
+        replica: config.replica,
+        replica_count: replicas,
+    };
+    let stores = DurableStores::open(storage, identity)
+        .map_err(|error| data_dir_error(describe_stores_error(&error, config)))?;
+
+    let client_address = match config.own_client_address() {
+        Some(address) => address,
+        None => DEFAULT_CLIENT_ADDRESS.parse().map_err(|_| {
+            StartupError::Config(ConfigError {
+                field: "client_address".to_owned(),
+                problem: "the built-in default does not parse".to_owned(),
+            })
+        })?,
+    };
+    let replica_listener = match config.roster.get(usize::from(config.replica)) {
+        Some(entry) => Some(
+            TcpListener::bind(entry.replica_address)
+                .await
+                .map_err(|error| StartupError::Listen {
+                    what: "replica",
+                    address: entry.replica_address,
+                    error,
+                })?,
+        ),
+        None => None,
+    };
+    let client_listener = TcpListener::bind(client_address)
+        .await
+        .map_err(|error| StartupError::Listen {
+            what: "client",
+            address: client_address,
+            error,
+        })?;
+
+    let cluster = cluster_header_id(&config.cluster);
+    let node_config = NodeConfig {
+        cluster,
+        replica: config.replica,
+        replicas,
+        shards: config.shards,
+        entropy_seed: os_entropy(),
+        root_password: config.root_password.clone(),
+        owner_fence: OwnerFence::Enforced,
+        journal: JournalBounds::default(),
+    };
+    let node = Node::open(&node_config, stores, realtime_micros());
+    if node.stats().shard.groups_open_failed > 0 {
+        return Err(data_dir_error(
+            "the metadata group's files refused to open (damaged, or written by another cluster or \
+             replica; the log above says which); refusing to start without them"
+                .to_owned(),
+        ));
+    }
+    let inboxes: Rc<[Inbox]> = (0..config.shards).map(|_| Inbox::new()).collect();
+    let transport = TcpTransport::new(cluster, config.replica, replicas, inboxes.clone());
+    let bus = TokioBus::new(ProcessId(u32::from(config.replica)), Rc::new(transport.clone()));
+    for pump in node.pumps(&bus, &inboxes) {
+        bus.spawn(pump);
+    }
+    let peers: Vec<(u8, SocketAddr)> = config
+        .roster
+        .iter()
+        .enumerate()
+        .map(|(index, entry)| (u8::try_from(index).unwrap_or(u8::MAX), entry.replica_address))
+        .collect();
+    transport.start(&peers, replica_listener, client_listener);
+    tracing::info!(
+        cluster = %config.cluster,
+        replica = config.replica,
+        replicas,
+        shards = config.shards,
+        %client_address,
+        data_dir = %config.data_dir.display(),
+        "node ready"
+    );
+    let logger = log_stats(node, transport);
+    futures::pin_mut!(logger);
+    futures::pin_mut!(shutdown);
+    futures::future::select(logger, shutdown).await;
+    tracing::info!(replica = config.replica, "node stopping");
+    Ok(())
+}
+
+/// Log the counters every [`STATS_LOG_INTERVAL_MS`] (when they changed).
+async fn log_stats<P: crate::node::StoreProvider>(node: Node<P>, transport: TcpTransport) {
+    let mut last: Option<TransportStats> = None;
+    loop {
+        tokio::time::sleep(Duration::from_millis(STATS_LOG_INTERVAL_MS)).await;
+        let stats = transport.stats();
+        if last != Some(stats) {
+            tracing::info!(transport = ?stats, node = ?node.stats(), "counters");
+            last = Some(stats);
+        }
+    }
+}
