@@ -58,6 +58,8 @@ pub use error::Error;
 
 use crate::metadata::{BIND_SESSION_CODE, BindSession, Durability, MetadataOp, MetadataReply, partition_group_id};
 use crate::node::{GROUP_STATUS_CODE, GroupStatus, HostedGroup, PartitionEntry};
+pub use crate::server::cluster_header_id;
+
 use crate::partition::{
     BATCH_BYTES_MAX, Consumer, MESSAGES_PER_BATCH_MAX, Message, PAYLOAD_BYTES_MAX, POLL_MESSAGES_CODE, PartitionOp,
     PartitionReply, PollReply, PollRequest,
@@ -127,14 +129,6 @@ pub const INBOX_FRAMES_MAX: usize = 64;
 
 /// Most nodes in a roster: replica indices are one byte on the wire.
 pub const NODES_MAX: usize = u8::MAX as usize;
-
-/// The cluster id a frame carries (`header.cluster`): the low 64 bits of the cluster
-/// name's superblock id.
-// TODO(after merging main): use `crate::server::cluster_header_id` instead.
-pub fn cluster_header_id(name: &str) -> u64 {
-    // Truncation intended: the low 64 bits.
-    crate::storage::superblock::cluster_id(name) as u64
-}
 
 /// How a [`Client`] reaches the cluster and how patient it is. Build with
 /// [`ClientConfig::new`], which fills the bounds with their named defaults.
