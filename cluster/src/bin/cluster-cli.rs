@@ -224,7 +224,7 @@ fn print_metadata(cluster: &str, metadata: &ClusterMetadata) {
                     report.node, report.address
                 )
             }
-            Err(error) => println!("  node {} {}: {error}", report.node, report.address),
+            Err(error) => println!("  {error}"),
         }
     }
     println!("partitions: {}", metadata.partitions.len());

@@ -487,7 +487,7 @@ impl Client {
 
     /// Write `frame` to `node`, dialing first if there is no connection (unless the
     /// node's redial backoff is pending and `ignore_backoff` is false). On failure the
-    /// connection is dropped and the reason returned.
+    /// connection is dropped and the reason returned (without the node's name).
     async fn write_to(&mut self, node: usize, frame: &[u8], ignore_backoff: bool) -> Result<(), String> {
         let now = Instant::now();
         let address = self.nodes[node].address;
@@ -497,7 +497,7 @@ impl Client {
                 && now < after
             {
                 return Err(format!(
-                    "node {node} ({address}): waiting {} ms before redialing",
+                    "not redialed for another {} ms (its last dial failed)",
                     after.duration_since(now).as_millis()
                 ));
             }
@@ -529,20 +529,20 @@ impl Client {
                         .max(Duration::from_millis(REDIAL_BACKOFF_MIN_MS))
                         .min(Duration::from_millis(REDIAL_BACKOFF_MAX_MS));
                     slot.dial_after = Some(Instant::now() + slot.backoff);
-                    return Err(format!("node {node} ({address}): connect failed: {error}"));
+                    return Err(format!("connect failed: {error}"));
                 }
             }
         }
         let write_timeout = self.config.write_timeout;
         let Some(connection) = self.nodes[node].connection.as_mut() else {
-            return Err(format!("node {node} ({address}): not connected"));
+            return Err("not connected".into());
         };
         match connection.write(frame, write_timeout).await {
             Ok(()) => Ok(()),
             Err(error) => {
                 self.nodes[node].connection = None;
                 self.stats.disconnects += 1;
-                Err(format!("node {node} ({address}): write failed: {error}"))
+                Err(format!("write failed: {error}"))
             }
         }
     }
@@ -577,7 +577,7 @@ impl Client {
                 }
             }
             Err(error) => {
-                flight.last = Some(error);
+                flight.last = Some(format!("node {} ({}): {error}", *target, self.nodes[*target].address));
                 *target = (*target + 1) % self.nodes.len();
                 Wait {
                     until: Instant::now() + self.config.resend_interval,
@@ -834,7 +834,7 @@ impl Client {
                                     then: Then::NextNode,
                                 },
                                 Err(error) => {
-                                    flight.last = Some(error);
+                                    flight.last = Some(format!("node {node}: {error}"));
                                     target = (target + 1) % nodes;
                                     Wait {
                                         until: Instant::now() + self.config.resend_interval,
