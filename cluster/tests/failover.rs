@@ -1,0 +1,396 @@
+//! Killing real node processes under load: the claims the simulator makes, checked on
+//! three `node` processes over loopback TCP with real disks.
+//!
+//! Each test runs producers (one client and one connection each, one partition each)
+//! on a thread of their own while the test kills and restarts nodes with SIGKILL. At
+//! the end, with the load stopped, every node must report the same commit, state
+//! digest and next offset for every partition (count and checksum on every replica),
+//! and a poll of each partition must hold every message a producer was told is
+//! committed exactly once at the offset it was told, no message twice, and none of the
+//! messages the client reported as never taken (`NotAccepted`).
+//!
+//! The timeline of a kill (new primary elected, producers acknowledged again, the
+//! restarted node caught up) is printed; run with `--nocapture` to see it. No test
+//! asserts a duration: the machine's speed is not the cluster's correctness.
+
+#![allow(clippy::disallowed_methods, reason = "tests time their deadlines on the wall clock")]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use cluster::client::{Client, ClientConfig, Error};
+use cluster::metadata::{DEFAULT_ROOT_PASSWORD, Durability, ROOT_USERNAME};
+use cluster::node::GroupStatus;
+use cluster::partition::Message;
+use cluster::vsr::Status;
+use support::{LoopbackCluster, status};
+
+/// The loopback tests start nine processes between them; one at a time keeps a
+/// two-core CI machine from starving a node's heartbeats into a spurious view change.
+static ONE_CLUSTER_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// How long any phase may take before the test fails: a view change takes about 5 s
+/// of silence plus an election; repair of a few thousand messages well under a second.
+const PHASE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Messages per batch a producer sends.
+const BATCH_MESSAGES: u64 = 8;
+
+/// Pause between a producer's batches: enough load to have prepares in flight at the
+/// kill, little enough for debug builds of three nodes on two cores.
+const PRODUCER_PAUSE: Duration = Duration::from_millis(5);
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// The id of producer `producer`'s message `seq`: unique across the test.
+fn message_id(producer: u64, seq: u64) -> u128 {
+    (u128::from(producer) << 64) | u128::from(seq)
+}
+
+/// The payload of message `id`: derived from it, so a poll can check it.
+fn payload(id: u128) -> Vec<u8> {
+    format!("message {id:#x}").into_bytes()
+}
+
+/// What one producer saw.
+#[derive(Debug, Default)]
+struct ProducerLog {
+    /// Messages acknowledged, with the offset the cluster gave each.
+    acked: Vec<(u128, u64)>,
+    /// Messages whose outcome the client reported unknown (`NotCommitted`).
+    unknown: Vec<u128>,
+    /// Messages the client reported never taken (`NotAccepted`).
+    not_taken: Vec<u128>,
+    /// Any other error, in words (the test requires none).
+    other_errors: Vec<String>,
+    /// When each acknowledgement arrived.
+    ack_times: Vec<Instant>,
+}
+
+/// Producers running on their own thread until stopped.
+struct Load {
+    stop: Arc<AtomicBool>,
+    logs: Vec<Arc<Mutex<ProducerLog>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Load {
+    /// One producer per group, each with its own client.
+    fn start(cluster: &LoopbackCluster, groups: &[u64]) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let logs: Vec<Arc<Mutex<ProducerLog>>> = groups.iter().map(|_| Arc::default()).collect();
+        let config = ClientConfig::new(cluster.name.clone(), cluster.client_addresses());
+        let (thread_stop, thread_logs, groups) = (stop.clone(), logs.clone(), groups.to_vec());
+        let thread = std::thread::spawn(move || {
+            let producers = groups.iter().zip(&thread_logs).enumerate().map(|(producer, (&group, log))| {
+                let (config, stop, log) = (config.clone(), thread_stop.clone(), log.clone());
+                async move { produce(config, producer as u64, group, stop, log).await }
+            });
+            runtime().block_on(futures::future::join_all(producers));
+        });
+        Self {
+            stop,
+            logs,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stop the producers and wait for their last requests to end.
+    fn stop(mut self) -> Vec<ProducerLog> {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            thread.join().expect("producer thread");
+        }
+        self.logs
+            .iter()
+            .map(|log| std::mem::take(&mut *log.lock().expect("log")))
+            .collect()
+    }
+
+    /// Acknowledgements so far, over every producer.
+    fn acks(&self) -> usize {
+        self.logs.iter().map(|log| log.lock().expect("log").acked.len()).sum()
+    }
+
+    /// The first acknowledgement after `since` of every producer, if each has one.
+    fn each_acked_after(&self, since: Instant) -> Option<Vec<Instant>> {
+        self.logs
+            .iter()
+            .map(|log| log.lock().expect("log").ack_times.iter().copied().find(|at| *at > since))
+            .collect()
+    }
+}
+
+async fn produce(config: ClientConfig, producer: u64, group: u64, stop: Arc<AtomicBool>, log: Arc<Mutex<ProducerLog>>) {
+    let mut client = match Client::new(config) {
+        Ok(client) => client,
+        Err(error) => {
+            log.lock().expect("log").other_errors.push(format!("client: {error}"));
+            return;
+        }
+    };
+    if let Err(error) = client.login(ROOT_USERNAME, DEFAULT_ROOT_PASSWORD).await {
+        log.lock().expect("log").other_errors.push(format!("login: {error}"));
+        return;
+    }
+    let mut seq = 0u64;
+    while !stop.load(Ordering::SeqCst) {
+        let ids: Vec<u128> = (seq..seq + BATCH_MESSAGES).map(|s| message_id(producer, s)).collect();
+        seq += BATCH_MESSAGES;
+        let messages = ids
+            .iter()
+            .map(|&id| Message { id, payload: payload(id) })
+            .collect();
+        let outcome = client.send_messages(group, messages).await;
+        let mut log = log.lock().expect("log");
+        match outcome {
+            Ok((base, last)) => {
+                assert_eq!(last - base + 1, BATCH_MESSAGES, "a batch keeps its size");
+                log.acked.extend(ids.iter().zip(base..=last).map(|(id, offset)| (*id, offset)));
+                log.ack_times.push(Instant::now());
+            }
+            Err(Error::NotCommitted { .. }) => log.unknown.extend(ids),
+            Err(Error::NotAccepted { .. }) => log.not_taken.extend(ids),
+            Err(other) => log.other_errors.push(other.to_string()),
+        }
+        drop(log);
+        tokio::time::sleep(PRODUCER_PAUSE).await;
+    }
+}
+
+/// Log in as root, create a stream and a topic of `partitions` partitions.
+fn create_topic(cluster: &LoopbackCluster, partitions: u32, durability: Durability) -> Vec<u64> {
+    runtime().block_on(async {
+        let mut client = Client::new(ClientConfig::new(cluster.name.clone(), cluster.client_addresses())).expect("client");
+        client.login(ROOT_USERNAME, DEFAULT_ROOT_PASSWORD).await.expect("login");
+        let stream = client.create_stream("load").await.expect("create stream");
+        client
+            .create_topic(stream, "events", partitions, durability)
+            .await
+            .expect("create topic")
+            .groups
+    })
+}
+
+/// Poll until `done` holds for the statuses of `groups` on the running nodes.
+fn wait_for(
+    cluster: &LoopbackCluster,
+    groups: &[u64],
+    what: &str,
+    done: impl Fn(&BTreeMap<(usize, u64), GroupStatus>) -> bool,
+) -> Instant {
+    let started = Instant::now();
+    loop {
+        let mut seen = BTreeMap::new();
+        for (node, address) in cluster.client_addresses().into_iter().enumerate() {
+            if !cluster.running(node) {
+                continue;
+            }
+            for &group in groups {
+                if let Some(status) = status(&cluster.name, address, group) {
+                    seen.insert((node, group), status);
+                }
+            }
+        }
+        if done(&seen) {
+            return Instant::now();
+        }
+        assert!(started.elapsed() < PHASE_TIMEOUT, "{what}: not within {PHASE_TIMEOUT:?}; last statuses: {seen:#?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Every running node hosts every group in a normal view, and each group's replicas
+/// agree on view, commit, digest and next offset.
+fn converged(cluster: &LoopbackCluster, groups: &[u64]) -> impl Fn(&BTreeMap<(usize, u64), GroupStatus>) -> bool {
+    let running: Vec<usize> = (0..cluster.client_addresses().len()).filter(|n| cluster.running(*n)).collect();
+    let groups = groups.to_vec();
+    move |seen| {
+        groups.iter().all(|group| {
+            let hosted: Vec<_> = running
+                .iter()
+                .filter_map(|node| seen.get(&(*node, *group)).and_then(|status| status.hosted))
+                .collect();
+            hosted.len() == running.len()
+                && hosted.iter().all(|h| {
+                    h.status == Status::Normal
+                        && h.commit == h.commit_max
+                        && (h.view, h.commit, h.state_digest, h.next_offset)
+                            == (hosted[0].view, hosted[0].commit, hosted[0].state_digest, hosted[0].next_offset)
+                })
+        })
+    }
+}
+
+/// Every partition holds each acknowledged message once at its acknowledged offset, no
+/// message twice, nothing reported never taken; returns the messages counted.
+fn check_every_acknowledged_message(cluster: &LoopbackCluster, groups: &[u64], logs: &[ProducerLog]) -> u64 {
+    for (producer, log) in logs.iter().enumerate() {
+        assert!(log.other_errors.is_empty(), "producer {producer} errors: {:?}", log.other_errors);
+        assert!(!log.acked.is_empty(), "producer {producer} was never acknowledged");
+    }
+    runtime().block_on(async {
+        let mut client = Client::new(ClientConfig::new(cluster.name.clone(), cluster.client_addresses())).expect("client");
+        client.login(ROOT_USERNAME, DEFAULT_ROOT_PASSWORD).await.expect("login");
+        let mut total = 0u64;
+        for (producer, (&group, log)) in groups.iter().zip(logs).enumerate() {
+            let mut held: BTreeMap<u128, u64> = BTreeMap::new();
+            let mut offset = 0u64;
+            loop {
+                let reply = client.poll(group, offset, 1_000).await.expect("poll");
+                for message in &reply.messages {
+                    assert_eq!(message.payload, payload(message.id), "payload of {:#x}", message.id);
+                    if let Some(earlier) = held.insert(message.id, message.offset) {
+                        panic!("message {:#x} appended twice: offsets {earlier} and {}", message.id, message.offset);
+                    }
+                }
+                match reply.messages.last() {
+                    Some(last) => offset = last.offset + 1,
+                    None => break,
+                }
+                if offset >= reply.next_offset {
+                    break;
+                }
+            }
+            for (id, offset) in &log.acked {
+                assert_eq!(held.get(id), Some(offset), "producer {producer}: acknowledged message {id:#x} at {offset}");
+            }
+            for id in &log.not_taken {
+                assert!(!held.contains_key(id), "producer {producer}: {id:#x} was reported never taken but is there");
+            }
+            let expected_max = (log.acked.len() + log.unknown.len()) as u64;
+            assert!(
+                held.len() as u64 >= log.acked.len() as u64 && held.len() as u64 <= expected_max,
+                "producer {producer}: {} messages held, {} acknowledged, {} unknown",
+                held.len(),
+                log.acked.len(),
+                log.unknown.len()
+            );
+            total += held.len() as u64;
+        }
+        total
+    })
+}
+
+fn secs(since: Instant, at: Instant) -> f64 {
+    at.saturating_duration_since(since).as_secs_f64()
+}
+
+/// Kill `victim` mid-load, let the producers go on, restart it, let it repair, check.
+fn kill_mid_load_then_restart(test: &str, victim: usize) {
+    let _guard = one_at_a_time();
+    let mut cluster = LoopbackCluster::new(test, 3, 2);
+    cluster.start_all();
+    let mut groups = vec![0u64];
+    groups.extend(create_topic(&cluster, 3, Durability::Replicated));
+    wait_for(&cluster, &groups, "every group starts", converged(&cluster, &groups));
+
+    let load = Load::start(&cluster, &groups[1..]);
+    let started = Instant::now();
+    while load.acks() < 200 {
+        assert!(started.elapsed() < PHASE_TIMEOUT, "the load never got going");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let killed_at = Instant::now();
+    cluster.kill(victim);
+    let elected_at = wait_for(&cluster, &groups, "the survivors lead every group", |seen| {
+        groups.iter().all(|group| {
+            seen.iter()
+                .filter(|((_, g), _)| g == group)
+                .filter_map(|(_, status)| status.hosted)
+                .all(|h| h.status == Status::Normal && usize::from(h.primary) != victim)
+                && seen.keys().filter(|(_, g)| g == group).count() == 2
+        })
+    });
+    let started = Instant::now();
+    let writes_again = loop {
+        if let Some(times) = load.each_acked_after(killed_at) {
+            break times;
+        }
+        assert!(started.elapsed() < PHASE_TIMEOUT, "a producer never wrote again after the kill");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let restarted_at = Instant::now();
+    cluster.spawn(victim);
+    cluster.wait_ready(victim);
+    std::thread::sleep(Duration::from_millis(1_000));
+    let logs = load.stop();
+    let caught_up_at = wait_for(&cluster, &groups, "every replica agrees", converged(&cluster, &groups));
+    let total = check_every_acknowledged_message(&cluster, &groups[1..], &logs);
+
+    let unknown: usize = logs.iter().map(|log| log.unknown.len()).sum();
+    let not_taken: usize = logs.iter().map(|log| log.not_taken.len()).sum();
+    println!(
+        "{test}: killed node {victim} after {} acknowledged messages; every survivor normal with a live \
+         primary +{:.3} s; producers acknowledged again +{:.3}..+{:.3} s; restarted +{:.3} s; every replica \
+         agreed +{:.3} s ({:.3} s after the restart); {total} messages held, each acknowledged one exactly once; \
+         {unknown} reported unknown, {not_taken} never taken",
+        logs.iter().map(|log| log.acked.len()).sum::<usize>(),
+        secs(killed_at, elected_at),
+        writes_again.iter().map(|at| secs(killed_at, *at)).fold(f64::MAX, f64::min),
+        writes_again.iter().map(|at| secs(killed_at, *at)).fold(0.0, f64::max),
+        secs(killed_at, restarted_at),
+        secs(killed_at, caught_up_at),
+        secs(restarted_at, caught_up_at),
+    );
+}
+
+#[test]
+fn the_primary_killed_mid_load_loses_no_acknowledged_message_and_rejoins_after_a_restart() {
+    kill_mid_load_then_restart("kill-primary", 0);
+}
+
+#[test]
+fn a_backup_killed_mid_load_loses_no_acknowledged_message_and_rejoins_after_a_restart() {
+    kill_mid_load_then_restart("kill-backup", 2);
+}
+
+#[test]
+fn persisted_writes_acknowledged_before_every_node_is_killed_survive_the_restart() {
+    let _guard = one_at_a_time();
+    let mut cluster = LoopbackCluster::new("restart-all", 3, 2);
+    cluster.start_all();
+    let mut groups = vec![0u64];
+    groups.extend(create_topic(&cluster, 2, Durability::Persisted));
+    wait_for(&cluster, &groups, "every group starts", converged(&cluster, &groups));
+    let load = Load::start(&cluster, &groups[1..]);
+    let started = Instant::now();
+    while load.acks() < 200 {
+        assert!(started.elapsed() < PHASE_TIMEOUT, "the load never got going");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let killed_at = Instant::now();
+    for node in 0..3 {
+        cluster.kill(node);
+    }
+    for node in 0..3 {
+        cluster.spawn(node);
+    }
+    for node in 0..3 {
+        cluster.wait_ready(node);
+    }
+    let started = Instant::now();
+    while load.each_acked_after(killed_at).is_none() {
+        assert!(started.elapsed() < PHASE_TIMEOUT, "a producer never wrote again after the restart");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let logs = load.stop();
+    wait_for(&cluster, &groups, "every replica agrees", converged(&cluster, &groups));
+    let total = check_every_acknowledged_message(&cluster, &groups[1..], &logs);
+    println!("restart-all: {total} messages held after every node was killed and restarted");
+}
