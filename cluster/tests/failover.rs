@@ -35,7 +35,9 @@ use support::{LoopbackCluster, status};
 static ONE_CLUSTER_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn one_at_a_time() -> MutexGuard<'static, ()> {
-    ONE_CLUSTER_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    ONE_CLUSTER_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// How long any phase may take before the test fails: a view change takes about 5 s
@@ -96,10 +98,14 @@ impl Load {
         let config = ClientConfig::new(cluster.name.clone(), cluster.client_addresses());
         let (thread_stop, thread_logs, groups) = (stop.clone(), logs.clone(), groups.to_vec());
         let thread = std::thread::spawn(move || {
-            let producers = groups.iter().zip(&thread_logs).enumerate().map(|(producer, (&group, log))| {
-                let (config, stop, log) = (config.clone(), thread_stop.clone(), log.clone());
-                async move { produce(config, producer as u64, group, stop, log).await }
-            });
+            let producers = groups
+                .iter()
+                .zip(&thread_logs)
+                .enumerate()
+                .map(|(producer, (&group, log))| {
+                    let (config, stop, log) = (config.clone(), thread_stop.clone(), log.clone());
+                    async move { produce(config, producer as u64, group, stop, log).await }
+                });
             runtime().block_on(futures::future::join_all(producers));
         });
         Self {
@@ -130,7 +136,14 @@ impl Load {
     fn each_acked_after(&self, since: Instant) -> Option<Vec<Instant>> {
         self.logs
             .iter()
-            .map(|log| log.lock().expect("log").ack_times.iter().copied().find(|at| *at > since))
+            .map(|log| {
+                log.lock()
+                    .expect("log")
+                    .ack_times
+                    .iter()
+                    .copied()
+                    .find(|at| *at > since)
+            })
             .collect()
     }
 }
@@ -153,14 +166,18 @@ async fn produce(config: ClientConfig, producer: u64, group: u64, stop: Arc<Atom
         seq += BATCH_MESSAGES;
         let messages = ids
             .iter()
-            .map(|&id| Message { id, payload: payload(id) })
+            .map(|&id| Message {
+                id,
+                payload: payload(id),
+            })
             .collect();
         let outcome = client.send_messages(group, messages).await;
         let mut log = log.lock().expect("log");
         match outcome {
             Ok((base, last)) => {
                 assert_eq!(last - base + 1, BATCH_MESSAGES, "a batch keeps its size");
-                log.acked.extend(ids.iter().zip(base..=last).map(|(id, offset)| (*id, offset)));
+                log.acked
+                    .extend(ids.iter().zip(base..=last).map(|(id, offset)| (*id, offset)));
                 log.ack_times.push(Instant::now());
             }
             Err(Error::NotCommitted { .. }) => log.unknown.extend(ids),
@@ -175,7 +192,8 @@ async fn produce(config: ClientConfig, producer: u64, group: u64, stop: Arc<Atom
 /// Log in as root, create a stream and a topic of `partitions` partitions.
 fn create_topic(cluster: &LoopbackCluster, partitions: u32, durability: Durability) -> Vec<u64> {
     runtime().block_on(async {
-        let mut client = Client::new(ClientConfig::new(cluster.name.clone(), cluster.client_addresses())).expect("client");
+        let mut client =
+            Client::new(ClientConfig::new(cluster.name.clone(), cluster.client_addresses())).expect("client");
         client.login(ROOT_USERNAME, DEFAULT_ROOT_PASSWORD).await.expect("login");
         let stream = client.create_stream("load").await.expect("create stream");
         client
@@ -209,7 +227,10 @@ fn wait_for(
         if done(&seen) {
             return Instant::now();
         }
-        assert!(started.elapsed() < PHASE_TIMEOUT, "{what}: not within {PHASE_TIMEOUT:?}; last statuses: {seen:#?}");
+        assert!(
+            started.elapsed() < PHASE_TIMEOUT,
+            "{what}: not within {PHASE_TIMEOUT:?}; last statuses: {seen:#?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -217,7 +238,9 @@ fn wait_for(
 /// Every running node hosts every group in a normal view, and each group's replicas
 /// agree on view, commit, digest and next offset.
 fn converged(cluster: &LoopbackCluster, groups: &[u64]) -> impl Fn(&BTreeMap<(usize, u64), GroupStatus>) -> bool {
-    let running: Vec<usize> = (0..cluster.client_addresses().len()).filter(|n| cluster.running(*n)).collect();
+    let running: Vec<usize> = (0..cluster.client_addresses().len())
+        .filter(|n| cluster.running(*n))
+        .collect();
     let groups = groups.to_vec();
     move |seen| {
         groups.iter().all(|group| {
@@ -230,7 +253,12 @@ fn converged(cluster: &LoopbackCluster, groups: &[u64]) -> impl Fn(&BTreeMap<(us
                     h.status == Status::Normal
                         && h.commit == h.commit_max
                         && (h.view, h.commit, h.state_digest, h.next_offset)
-                            == (hosted[0].view, hosted[0].commit, hosted[0].state_digest, hosted[0].next_offset)
+                            == (
+                                hosted[0].view,
+                                hosted[0].commit,
+                                hosted[0].state_digest,
+                                hosted[0].next_offset,
+                            )
                 })
         })
     }
@@ -240,11 +268,16 @@ fn converged(cluster: &LoopbackCluster, groups: &[u64]) -> impl Fn(&BTreeMap<(us
 /// message twice, nothing reported never taken; returns the messages counted.
 fn check_every_acknowledged_message(cluster: &LoopbackCluster, groups: &[u64], logs: &[ProducerLog]) -> u64 {
     for (producer, log) in logs.iter().enumerate() {
-        assert!(log.other_errors.is_empty(), "producer {producer} errors: {:?}", log.other_errors);
+        assert!(
+            log.other_errors.is_empty(),
+            "producer {producer} errors: {:?}",
+            log.other_errors
+        );
         assert!(!log.acked.is_empty(), "producer {producer} was never acknowledged");
     }
     runtime().block_on(async {
-        let mut client = Client::new(ClientConfig::new(cluster.name.clone(), cluster.client_addresses())).expect("client");
+        let mut client =
+            Client::new(ClientConfig::new(cluster.name.clone(), cluster.client_addresses())).expect("client");
         client.login(ROOT_USERNAME, DEFAULT_ROOT_PASSWORD).await.expect("login");
         let mut total = 0u64;
         for (producer, (&group, log)) in groups.iter().zip(logs).enumerate() {
@@ -255,7 +288,10 @@ fn check_every_acknowledged_message(cluster: &LoopbackCluster, groups: &[u64], l
                 for message in &reply.messages {
                     assert_eq!(message.payload, payload(message.id), "payload of {:#x}", message.id);
                     if let Some(earlier) = held.insert(message.id, message.offset) {
-                        panic!("message {:#x} appended twice: offsets {earlier} and {}", message.id, message.offset);
+                        panic!(
+                            "message {:#x} appended twice: offsets {earlier} and {}",
+                            message.id, message.offset
+                        );
                     }
                 }
                 match reply.messages.last() {
@@ -267,10 +303,17 @@ fn check_every_acknowledged_message(cluster: &LoopbackCluster, groups: &[u64], l
                 }
             }
             for (id, offset) in &log.acked {
-                assert_eq!(held.get(id), Some(offset), "producer {producer}: acknowledged message {id:#x} at {offset}");
+                assert_eq!(
+                    held.get(id),
+                    Some(offset),
+                    "producer {producer}: acknowledged message {id:#x} at {offset}"
+                );
             }
             for id in &log.not_taken {
-                assert!(!held.contains_key(id), "producer {producer}: {id:#x} was reported never taken but is there");
+                assert!(
+                    !held.contains_key(id),
+                    "producer {producer}: {id:#x} was reported never taken but is there"
+                );
             }
             let expected_max = (log.acked.len() + log.unknown.len()) as u64;
             assert!(
@@ -321,7 +364,10 @@ fn kill_mid_load_then_restart(test: &str, victim: usize) {
         if let Some(times) = load.each_acked_after(killed_at) {
             break times;
         }
-        assert!(started.elapsed() < PHASE_TIMEOUT, "a producer never wrote again after the kill");
+        assert!(
+            started.elapsed() < PHASE_TIMEOUT,
+            "a producer never wrote again after the kill"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     std::thread::sleep(Duration::from_millis(500));
@@ -342,7 +388,10 @@ fn kill_mid_load_then_restart(test: &str, victim: usize) {
          {unknown} reported unknown, {not_taken} never taken",
         logs.iter().map(|log| log.acked.len()).sum::<usize>(),
         secs(killed_at, elected_at),
-        writes_again.iter().map(|at| secs(killed_at, *at)).fold(f64::MAX, f64::min),
+        writes_again
+            .iter()
+            .map(|at| secs(killed_at, *at))
+            .fold(f64::MAX, f64::min),
         writes_again.iter().map(|at| secs(killed_at, *at)).fold(0.0, f64::max),
         secs(killed_at, restarted_at),
         secs(killed_at, caught_up_at),
@@ -386,7 +435,10 @@ fn persisted_writes_acknowledged_before_every_node_is_killed_survive_the_restart
     }
     let started = Instant::now();
     while load.each_acked_after(killed_at).is_none() {
-        assert!(started.elapsed() < PHASE_TIMEOUT, "a producer never wrote again after the restart");
+        assert!(
+            started.elapsed() < PHASE_TIMEOUT,
+            "a producer never wrote again after the restart"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let logs = load.stop();

@@ -36,7 +36,7 @@ use std::rc::Rc;
 
 use super::StateMachine;
 use super::client_table::ClientTable;
-use super::constants::{CHECKPOINT_BYTES_MAX, PIPELINE_PREPARES_MAX};
+use super::constants::{CHECKPOINT_BYTES_MAX, CHECKPOINT_RETRY_TICKS, PIPELINE_PREPARES_MAX};
 use super::replica::Replica;
 use super::store::ReplicaStore;
 use crate::codec::{DecodeError, Reader, Writer};
@@ -199,7 +199,8 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let due_by_ops = self.commit_min >= self.checkpoint_op + checkpoint_interval_ops(self.config.journal_ops_max);
         let due_by_bytes = self.journal.floor() == self.checkpoint_op
             && self.journal.frame_bytes() >= self.config.journal_bytes_max / 2;
-        if self.commit_min > self.checkpoint_op && (due_by_ops || due_by_bytes) {
+        if self.commit_min > self.checkpoint_op && (due_by_ops || due_by_bytes) && self.checkpoint_retry_wait_ticks == 0
+        {
             self.take_checkpoint();
         }
         self.enforce_journal_bounds();
@@ -211,6 +212,20 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let bytes: Rc<[u8]> = Rc::from(self.encode_checkpoint_now());
         // On failure nothing is evicted: the journal keeps every op above the last
         // durable checkpoint, and new ops wait (the bound on the journal holds).
+        if bytes.len() > CHECKPOINT_BYTES_MAX {
+            // No peer could take it in a transfer and no boot could decode it: never
+            // write it. The group stops taking new ops once its journal is full.
+            tracing::warn!(
+                replica = self.config.replica,
+                group = self.config.group,
+                op,
+                bytes = bytes.len(),
+                "checkpoint exceeds CHECKPOINT_BYTES_MAX ({CHECKPOINT_BYTES_MAX}); not taken"
+            );
+            self.stats.checkpoint_write_failures += 1;
+            self.checkpoint_retry_wait_ticks = CHECKPOINT_RETRY_TICKS;
+            return;
+        }
         self.make_checkpoint_durable(op, &bytes);
     }
 
@@ -233,6 +248,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             Err(error) => {
                 tracing::warn!(replica = self.config.replica, group = self.config.group, op, %error, "checkpoint write failed");
                 self.stats.checkpoint_write_failures += 1;
+                self.checkpoint_retry_wait_ticks = CHECKPOINT_RETRY_TICKS;
             }
         }
     }

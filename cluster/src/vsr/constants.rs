@@ -90,9 +90,19 @@ pub const RING_BYTES_MIN: u64 = 2 * PIPELINE_PREPARES_MAX as u64 * crate::wire::
 /// Most frame bytes a ring may be capped at, in bytes (the reference's ceiling).
 pub const RING_BYTES_MAX: u64 = 256 << 20;
 
-/// Largest checkpoint accepted from a peer or a disk, in bytes: bounds the buffer a
-/// state transfer fills.
-pub const CHECKPOINT_BYTES_MAX: usize = 64 << 20;
+/// Largest checkpoint taken, accepted from a peer or read from a disk, in bytes: 256
+/// MiB. Bounds the buffer a state transfer fills. A partition's checkpoint holds its
+/// whole state, messages included (until segments on disk take them out), so this is
+/// also how much a partition holds before its checkpoints stop and, once its journal
+/// is full, new writes wait; the state is in memory anyway. 64 MiB stopped a loopback
+/// benchmark's partitions within seconds.
+pub const CHECKPOINT_BYTES_MAX: usize = 256 << 20;
+
+/// Ticks before a failed checkpoint is tried again: 100 (1 s). Taking one encodes the
+/// whole state; retried after every input, a failing disk or an oversized state kept
+/// the shard encoding tens of MB several times a second, and its groups missed their
+/// heartbeats. One attempt a second keeps that cost bounded.
+pub const CHECKPOINT_RETRY_TICKS: u64 = 100;
 
 /// Bytes per state-transfer chunk: a quarter of the largest frame, so a chunk never
 /// monopolises a link, and a 64 MiB checkpoint is 256 round trips.

@@ -211,6 +211,9 @@ pub struct Replica<S, T> {
     pub(crate) repair_buffer: BTreeMap<u64, (Header, Rc<[u8]>)>,
     /// The op of the newest durable checkpoint (0: none; the root is the state then).
     pub(crate) checkpoint_op: u64,
+    /// Ticks before a checkpoint is tried again after one failed (see
+    /// `CHECKPOINT_RETRY_TICKS`); 0 when none failed or the wait is over.
+    pub(crate) checkpoint_retry_wait_ticks: u64,
     /// The state transfer this replica is receiving.
     pub(crate) transfer: Option<Transfer>,
     /// The state transfers this replica is serving (at most `TRANSFERS_SERVED_MAX`).
@@ -347,6 +350,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             repair_first: 0,
             repair_buffer: BTreeMap::new(),
             checkpoint_op: 0,
+            checkpoint_retry_wait_ticks: 0,
             transfer: None,
             served: Vec::new(),
             installed_awaiting_connect: None,
@@ -661,6 +665,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
         // A repair refused a place last time asks again.
         fired |= self.repair_deferred;
+        if self.checkpoint_retry_wait_ticks > 0 {
+            self.checkpoint_retry_wait_ticks -= 1;
+            // The wait is over: try the checkpoint again now.
+            fired |= self.checkpoint_retry_wait_ticks == 0;
+        }
         if fired {
             self.after_input();
         }
