@@ -1,7 +1,7 @@
 //! Checkpoints, the journal's bounds and state transfer, on three replicas exchanging
 //! frames directly (no network model): what a lagging or restarted replica does.
 
-use super::constants::JOURNAL_OPS_MIN;
+use super::constants::{CHECKPOINT_RETRY_TICKS, JOURNAL_OPS_MIN};
 use super::tests::{Counter, client_request, config, exchange};
 use super::*;
 
@@ -180,4 +180,36 @@ fn a_retransmitted_prepare_of_the_checkpoint_floor_is_acknowledged_not_journaled
         backup.journal.get(floor).is_some_and(|entry| entry.frame().is_none()),
         "the floor holds no body"
     );
+}
+
+#[test]
+fn a_failed_checkpoint_is_retried_once_a_second_not_after_every_input() {
+    // Found on loopback nodes: a checkpoint refused by the disk was encoded again after
+    // every frame and tick, and the shard, busy encoding, missed its heartbeats.
+    let stores: Vec<MemoryStore> = (0..3).map(|_| MemoryStore::new()).collect();
+    for store in &stores {
+        store.set_fail_checkpoint_writes(true);
+    }
+    let mut replicas = cluster(&stores);
+    // 15 ops: one below the first checkpoint (every 16 applied ops).
+    let tick = write(&mut replicas, &[0, 1, 2], 1..=15, 0);
+    assert_eq!(stores[0].checkpoint_write_attempts(), 0);
+    // Op 16 is due; every input for the next 90 ticks (frames, commits, heartbeats)
+    // finds it still due.
+    let tick = write(&mut replicas, &[0, 1, 2], 16..=16, tick);
+    exchange(&mut replicas, &[0, 1, 2], 90, tick);
+    assert_eq!(stores[0].checkpoint_write_attempts(), 1, "one attempt, then the wait");
+    assert_eq!(replicas[0].checkpoint_op(), 0);
+    // The disk recovers; after the wait the next attempt succeeds.
+    for store in &stores {
+        store.set_fail_checkpoint_writes(false);
+    }
+    exchange(&mut replicas, &[0, 1, 2], CHECKPOINT_RETRY_TICKS, tick + 90);
+    assert_eq!(
+        stores[0].checkpoint_write_attempts(),
+        2,
+        "retried once the wait was over"
+    );
+    assert_eq!(replicas[0].checkpoint_op(), 16);
+    assert_eq!(replicas[0].stats().checkpoint_write_failures, 1);
 }

@@ -101,6 +101,8 @@ struct MemoryStoreState {
     /// Records by op, in the journal's table (they are as contiguous as its entries).
     prepares: OpTable<StoredRecord>,
     fail_superblock_writes: bool,
+    fail_checkpoint_writes: bool,
+    checkpoint_write_attempts: u64,
     may_lack_acknowledged_ops: bool,
     superblock_writes: u64,
     superblock_write_failures: u64,
@@ -122,6 +124,16 @@ impl MemoryStore {
     /// Make every superblock write fail (or succeed again), for fault tests.
     pub fn set_fail_superblock_writes(&self, fail: bool) {
         self.state.borrow_mut().fail_superblock_writes = fail;
+    }
+
+    /// Make every checkpoint write fail (or succeed again), for fault tests.
+    pub fn set_fail_checkpoint_writes(&self, fail: bool) {
+        self.state.borrow_mut().fail_checkpoint_writes = fail;
+    }
+
+    /// Checkpoint writes attempted so far (failed ones included).
+    pub fn checkpoint_write_attempts(&self) -> u64 {
+        self.state.borrow().checkpoint_write_attempts
     }
 
     /// Make the store report that its log may lack acknowledged ops (as a partition
@@ -205,7 +217,12 @@ impl ReplicaStore for MemoryStore {
     }
 
     fn write_checkpoint(&mut self, op: u64, bytes: &Rc<[u8]>) -> Result<(), StoreError> {
-        self.state.borrow_mut().checkpoint = Some((op, Rc::clone(bytes)));
+        let mut state = self.state.borrow_mut();
+        state.checkpoint_write_attempts += 1;
+        if state.fail_checkpoint_writes {
+            return Err(StoreError { what: "checkpoint" });
+        }
+        state.checkpoint = Some((op, Rc::clone(bytes)));
         Ok(())
     }
 
