@@ -448,3 +448,40 @@ fn persisted_writes_acknowledged_before_every_node_is_killed_survive_the_restart
     let total = check_every_acknowledged_message(&cluster, &groups[1..], &logs);
     println!("restart-all: {total} messages held after every node was killed and restarted");
 }
+
+#[test]
+fn replicated_writes_acknowledged_before_every_node_is_stopped_cleanly_survive_the_restart() {
+    // A `replicated` topic acknowledges from memory and publishes its WAL only on a new
+    // view: without the shutdown publication, stopping every node at once discarded
+    // every acknowledged message at the next boot.
+    let _guard = one_at_a_time();
+    let mut cluster = LoopbackCluster::new("stop-all", 3, 2);
+    cluster.start_all();
+    let mut groups = vec![0u64];
+    groups.extend(create_topic(&cluster, 2, Durability::Replicated));
+    wait_for(&cluster, &groups, "every group starts", converged(&cluster, &groups));
+    let load = Load::start(&cluster, &groups[1..]);
+    let started = Instant::now();
+    while load.acks() < 200 {
+        assert!(started.elapsed() < PHASE_TIMEOUT, "the load never got going");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let logs = load.stop();
+    for node in 0..3 {
+        cluster.stop(node);
+        assert!(
+            cluster.log(node).contains("every journal is durable"),
+            "{}",
+            cluster.log(node)
+        );
+    }
+    for node in 0..3 {
+        cluster.spawn(node);
+    }
+    for node in 0..3 {
+        cluster.wait_ready(node);
+    }
+    wait_for(&cluster, &groups, "every replica agrees", converged(&cluster, &groups));
+    let total = check_every_acknowledged_message(&cluster, &groups[1..], &logs);
+    println!("stop-all: {total} messages held after every node was stopped cleanly and restarted");
+}

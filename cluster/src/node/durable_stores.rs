@@ -572,6 +572,21 @@ impl<S: DurableStorage> ReplicaStore for DurableReplicaStore<S> {
         Ok(self.checkpoint.clone())
     }
 
+    fn flush_for_shutdown(&mut self) -> Result<(), StoreError> {
+        let result = match &mut self.log {
+            Log::Metadata(wal) => now(wal.sync()),
+            Log::Partition(wal) => now(wal.publish(SEGMENT_END_OFFSET_NONE)),
+        };
+        match result {
+            Some(Ok(())) => Ok(()),
+            Some(Err(error)) => {
+                tracing::warn!(dir = self.dir, %error, "WAL publication at shutdown failed");
+                Err(failed("WAL publication at shutdown failed"))
+            }
+            None => Err(failed("WAL publication at shutdown did not complete on its first poll")),
+        }
+    }
+
     fn discard_through(&mut self, op: u64) {
         // Never past the durable checkpoint: what it does not cover must stay.
         let covered = self.checkpoint.as_ref().map(|(checkpoint_op, _)| *checkpoint_op);

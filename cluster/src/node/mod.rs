@@ -180,6 +180,17 @@ impl<P: StoreProvider> Node<P> {
         })
     }
 
+    /// A clean shutdown: make every group's journal durable (a partition WAL publishes
+    /// its whole log), so stopping every node at once loses no acknowledged write of a
+    /// `replicated` topic. Call it with the pumps stopped (no more input after it).
+    /// Returns the groups flushed and the groups whose flush failed.
+    pub fn flush_for_shutdown(&self) -> (u64, u64) {
+        self.shards.iter().fold((0, 0), |(flushed, failed), shard| {
+            let (shard_flushed, shard_failed) = shard.borrow_mut().flush_for_shutdown();
+            (flushed + shard_flushed, failed + shard_failed)
+        })
+    }
+
     /// Counters summed over shards.
     pub fn stats(&self) -> NodeStats {
         let mut stats = NodeStats {

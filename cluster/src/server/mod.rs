@@ -9,6 +9,12 @@
 //! 4. the replica and client addresses are bound (a port in use is named);
 //! 5. the shards' pumps and the transport's tasks start, and `node ready` is logged.
 //!
+//! On the shutdown signal every group's journal is made durable
+//! ([`Node::flush_for_shutdown`]: a partition WAL publishes its whole log) before the
+//! process exits, so stopping every node at once loses no acknowledged write of a
+//! `replicated` topic. A crash (SIGKILL, power loss) publishes nothing; the others
+//! then hold what the crashed node acknowledged.
+//!
 //! Every shard of a node runs on the one thread that calls [`run`], as tasks of one
 //! `LocalSet`: the shards share the partition directory, the access view and the
 //! session bindings by `Rc` (see `node::shard`), which ties them to one thread. The
@@ -230,16 +236,34 @@ async fn serve(config: &ServerConfig, shutdown: impl Future<Output = ()>) -> Res
         data_dir = %config.data_dir.display(),
         "node ready"
     );
-    let logger = log_stats(node, transport);
-    futures::pin_mut!(logger);
-    futures::pin_mut!(shutdown);
-    futures::future::select(logger, shutdown).await;
-    tracing::info!(replica = config.replica, "node stopping");
+    {
+        let logger = log_stats(&node, &transport);
+        futures::pin_mut!(logger);
+        futures::pin_mut!(shutdown);
+        futures::future::select(logger, shutdown).await;
+    }
+    // From here on nothing awaits, so no pump runs again: the journals are flushed
+    // with no input after them, and the runtime is dropped with its tasks on return.
+    let (flushed, failed) = node.flush_for_shutdown();
+    if failed > 0 {
+        tracing::warn!(
+            replica = config.replica,
+            flushed,
+            failed,
+            "node stopping; some journals were not made durable"
+        );
+    } else {
+        tracing::info!(
+            replica = config.replica,
+            flushed,
+            "node stopping; every journal is durable"
+        );
+    }
     Ok(())
 }
 
 /// Log the counters every [`STATS_LOG_INTERVAL_MS`] (when they changed).
-async fn log_stats<P: crate::node::StoreProvider>(node: Node<P>, transport: TcpTransport) {
+async fn log_stats<P: crate::node::StoreProvider>(node: &Node<P>, transport: &TcpTransport) {
     let mut last: Option<TransportStats> = None;
     loop {
         tokio::time::sleep(Duration::from_millis(STATS_LOG_INTERVAL_MS)).await;

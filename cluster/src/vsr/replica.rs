@@ -451,6 +451,13 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
     }
 
+    /// A clean shutdown: make everything this replica journaled durable
+    /// ([`ReplicaStore::flush_for_shutdown`]), so a restart of every replica loses
+    /// nothing it acknowledged. The replica must take no more input afterwards.
+    pub fn flush_for_shutdown(&mut self) -> Result<(), StoreError> {
+        self.store.flush_for_shutdown()
+    }
+
     /// Whether this replica holds its group's log in full: Normal in its view, not
     /// booted with a possibly incomplete log that it has not replaced yet, and holding
     /// a verified body for every op it knows of. A replica that is not caught up may be

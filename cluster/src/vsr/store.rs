@@ -80,6 +80,13 @@ pub trait ReplicaStore {
     /// effort: a failure only leaves disk space in use; `records` still reports them,
     /// and the replica ignores records at or below its checkpoint.
     fn discard_through(&mut self, op: u64);
+    /// A clean shutdown: make everything written durable, as if every write had been
+    /// `persisted` (a partition WAL publishes its whole log). After it returns `Ok`, a
+    /// restart recovers every op this store was given. Stores that are always durable
+    /// have nothing to do.
+    fn flush_for_shutdown(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 /// A durable checkpoint as a store returns it: its op and its encoded bytes.

@@ -218,6 +218,33 @@ impl LoopbackCluster {
         node.child.wait().expect("reap");
     }
 
+    /// Stop node `index` cleanly (SIGTERM) and wait for it to exit; panics with its log
+    /// if it does not exit within [`NODE_READY_TIMEOUT`] or exits with an error.
+    pub fn stop(&mut self, index: usize) {
+        let mut node = self.nodes[index].take().expect("node is running");
+        let status = Process::new("kill")
+            .args(["-TERM", &node.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -TERM failed");
+        let started = Instant::now();
+        loop {
+            if let Some(status) = node.child.try_wait().expect("wait") {
+                let log = fs::read_to_string(&node.log).unwrap_or_default();
+                assert!(
+                    status.success(),
+                    "node {index} exited with {status} after SIGTERM; its log:\n{log}"
+                );
+                return;
+            }
+            assert!(
+                started.elapsed() < NODE_READY_TIMEOUT,
+                "node {index} still running {NODE_READY_TIMEOUT:?} after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The log of node `index`'s current (or last) incarnation.
     pub fn log(&self, index: usize) -> String {
         let path = self.dir.join(format!("node-{index}.{}.log", self.incarnations[index]));
