@@ -35,7 +35,7 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 
@@ -298,7 +298,7 @@ impl TcpTransport {
     }
 
     /// Write frames from `outgoing` until the stream fails or the queue is closed.
-    async fn write_queue(&self, stream: &mut TcpStream, outgoing: &Outgoing) -> std::io::Result<()> {
+    async fn write_queue<W: AsyncWrite + Unpin>(&self, stream: &mut W, outgoing: &Outgoing) -> std::io::Result<()> {
         loop {
             let batch: Vec<Vec<u8>> = outgoing.frames.borrow_mut().drain(..).collect();
             if batch.is_empty() {
@@ -444,27 +444,9 @@ impl TcpTransport {
     }
 
     async fn write_client(self, mut writer: tokio::net::tcp::OwnedWriteHalf, outgoing: Rc<Outgoing>) {
-        loop {
-            let batch: Vec<Vec<u8>> = outgoing.frames.borrow_mut().drain(..).collect();
-            if batch.is_empty() {
-                if outgoing.closed.get() {
-                    return;
-                }
-                outgoing.ready.notified().await;
-                continue;
-            }
-            let count = batch.len() as u64;
-            let bytes: Vec<u8> = if batch.len() == 1 {
-                batch.into_iter().next().unwrap_or_default()
-            } else {
-                batch.concat()
-            };
-            if writer.write_all(&bytes).await.is_err() {
-                // The reader notices the same broken connection and unregisters it.
-                return;
-            }
-            self.state.borrow_mut().stats.frames_written += count;
-        }
+        // A write error ends it: the reader notices the same broken connection and
+        // unregisters it.
+        let _ = self.write_queue(&mut writer, &outgoing).await;
     }
 
     async fn read_client(self, reader: tokio::net::tcp::OwnedReadHalf, address: SocketAddr, process: ProcessId) {
