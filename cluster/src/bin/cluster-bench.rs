@@ -136,16 +136,10 @@ fn print_report(report: &BenchReport) {
     }
 }
 
-/// A stream name unique enough per run: the process id and the clock's nanoseconds.
+/// A stream name unique enough per run: the process id and the clock's microseconds.
 fn default_stream_name() -> String {
-    #[allow(
-        clippy::disallowed_methods,
-        reason = "a name, not a measurement: outside the simulator"
-    )]
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    format!("bench-{}-{nanos:09}", std::process::id())
+    let micros = cluster::runtime::realtime_micros() % 1_000_000;
+    format!("bench-{}-{micros:06}", std::process::id())
 }
 
 fn main() -> ExitCode {

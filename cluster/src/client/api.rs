@@ -166,7 +166,7 @@ impl Client {
             .await
             .map_err(|error| Error::Unreachable { node, address, error })?;
         let waited = self.config.status_timeout;
-        let until = Instant::now() + waited;
+        let until = crate::runtime::monotonic_now() + waited;
         loop {
             let event = match tokio::time::timeout_at(until, self.inbox.recv()).await {
                 Ok(Some(event)) => event,

@@ -5,14 +5,7 @@
 //! batches (nearest rank); throughput is the user data (payload bytes) divided by the
 //! wall time of the slowest producer, not a sum of per-producer rates. MB is 10^6 bytes.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "the client runs outside the simulator: it times resends and latency on the wall clock"
-)]
-
 use std::time::Duration;
-
-use tokio::time::Instant;
 
 use super::{Client, ClientConfig, ClientStats, Error};
 use crate::metadata::Durability;
@@ -227,7 +220,7 @@ async fn produce(config: &BenchConfig, index: usize, group: u64) -> ProducerRun 
     let rate = config.rate_bytes_per_sec.map(|rate| rate / config.producers as f64);
     run.latencies
         .reserve(usize::try_from(config.batches_per_producer).unwrap_or(0));
-    let start = Instant::now();
+    let start = crate::runtime::monotonic_now();
     for batch in 0..config.batches_per_producer {
         if let Some(rate) = rate {
             tokio::time::sleep_until(start + Duration::from_secs_f64(batch as f64 * batch_bytes / rate)).await;
@@ -239,7 +232,7 @@ async fn produce(config: &BenchConfig, index: usize, group: u64) -> ProducerRun 
                 payload: payload.clone(),
             })
             .collect();
-        let sent = Instant::now();
+        let sent = crate::runtime::monotonic_now();
         match client.send_messages(group, messages).await {
             Ok(_) => {
                 run.latencies.push(sent.elapsed());

@@ -35,11 +35,6 @@
 //! A client needs a tokio runtime (a current-thread one is enough): each connection
 //! has a reader task spawned on it.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "the client runs outside the simulator: it times resends and latency on the wall clock"
-)]
-
 mod api;
 pub mod bench;
 mod connection;
@@ -48,12 +43,13 @@ mod error;
 mod tests;
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::time::Instant;
+
+use crate::runtime::monotonic_now;
 
 pub use error::Error;
 
@@ -376,11 +372,9 @@ impl Flight {
 
 /// A random client id from the operating system; never 0.
 fn random_client_id() -> Result<u128, Error> {
-    let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut file| file.read_exact(&mut bytes))
-        .map_err(|error| Error::InvalidRequest(format!("cannot draw a client id from /dev/urandom: {error}")))?;
-    Ok(u128::from_le_bytes(bytes).max(1))
+    crate::runtime::os_random_u128()
+        .map(|random| random.max(1))
+        .map_err(|error| Error::InvalidRequest(format!("cannot draw a client id from /dev/urandom: {error}")))
 }
 
 /// A client of one cluster: one request in flight, the discipline in the module docs.
@@ -490,7 +484,7 @@ impl Client {
     /// node's redial backoff is pending and `ignore_backoff` is false). On failure the
     /// connection is dropped and the reason returned (without the node's name).
     async fn write_to(&mut self, node: usize, frame: &[u8], ignore_backoff: bool) -> Result<(), String> {
-        let now = Instant::now();
+        let now = monotonic_now();
         let address = self.nodes[node].address;
         if self.nodes[node].connection.is_none() {
             if !ignore_backoff
@@ -529,7 +523,7 @@ impl Client {
                     slot.backoff = (slot.backoff * 2)
                         .max(Duration::from_millis(REDIAL_BACKOFF_MIN_MS))
                         .min(Duration::from_millis(REDIAL_BACKOFF_MAX_MS));
-                    slot.dial_after = Some(Instant::now() + slot.backoff);
+                    slot.dial_after = Some(monotonic_now() + slot.backoff);
                     return Err(format!("connect failed: {error}"));
                 }
             }
@@ -573,7 +567,7 @@ impl Client {
             Ok(()) => {
                 flight.written[*target] += 1;
                 Wait {
-                    until: Instant::now() + self.config.reply_timeout,
+                    until: monotonic_now() + self.config.reply_timeout,
                     then: Then::NextNode,
                 }
             }
@@ -581,7 +575,7 @@ impl Client {
                 flight.last = Some(format!("node {} ({}): {error}", *target, self.nodes[*target].address));
                 *target = (*target + 1) % self.nodes.len();
                 Wait {
-                    until: Instant::now() + self.config.resend_interval,
+                    until: monotonic_now() + self.config.resend_interval,
                     then: Then::Resend,
                 }
             }
@@ -599,7 +593,7 @@ impl Client {
         cutoff: Instant,
         budget_end: Instant,
     ) -> Wait {
-        if Instant::now() >= cutoff {
+        if monotonic_now() >= cutoff {
             return Wait {
                 until: budget_end,
                 then: Then::Resend,
@@ -642,7 +636,7 @@ impl Client {
             )));
         }
         let budget = self.config.request_budget;
-        let started = Instant::now();
+        let started = monotonic_now();
         let budget_end = started + budget;
         // No copy after this point: each copy gets its reply timeout to be answered
         // before the budget ends, so a request every node refused is reported as never
@@ -665,7 +659,7 @@ impl Client {
         let mut refused_since: Option<Instant> = None;
         let mut wait = self.transmit(&mut target, &request, &mut flight).await;
         loop {
-            let now = Instant::now();
+            let now = monotonic_now();
             if now >= budget_end || (now >= cutoff && !flight.maybe_taken()) {
                 return Err(flight.exhausted(group, number, budget));
             }
@@ -673,7 +667,7 @@ impl Client {
                 Ok(Some(event)) => event,
                 Ok(None) => return Err(Error::InvalidRequest("the client's inbox closed".into())),
                 Err(_) => {
-                    if Instant::now() >= budget_end {
+                    if monotonic_now() >= budget_end {
                         continue;
                     }
                     if wait.then == Then::NextNode {
@@ -771,7 +765,7 @@ impl Client {
                         flight.last = Some(format!("node {node}: session bind refused as {error:?}"));
                         if node == target {
                             wait = Wait {
-                                until: Instant::now() + self.config.resend_interval,
+                                until: monotonic_now() + self.config.resend_interval,
                                 then: Then::Resend,
                             };
                         }
@@ -800,7 +794,7 @@ impl Client {
                                 }
                                 refused_since = None;
                                 wait = Wait {
-                                    until: Instant::now() + self.config.resend_interval,
+                                    until: monotonic_now() + self.config.resend_interval,
                                     then: Then::Resend,
                                 };
                             }
@@ -831,14 +825,14 @@ impl Client {
                             self.stats.binds += 1;
                             wait = match self.write_to(node, &bind, false).await {
                                 Ok(()) => Wait {
-                                    until: Instant::now() + self.config.reply_timeout,
+                                    until: monotonic_now() + self.config.reply_timeout,
                                     then: Then::NextNode,
                                 },
                                 Err(error) => {
                                     flight.last = Some(format!("node {node}: {error}"));
                                     target = (target + 1) % nodes;
                                     Wait {
-                                        until: Instant::now() + self.config.resend_interval,
+                                        until: monotonic_now() + self.config.resend_interval,
                                         then: Then::Resend,
                                     }
                                 }
@@ -863,7 +857,7 @@ impl Client {
                                 wait = self.again(&mut target, &request, &mut flight, cutoff, budget_end).await;
                                 continue;
                             }
-                            let now = Instant::now();
+                            let now = monotonic_now();
                             let since = *refused_since.get_or_insert(now);
                             if now.duration_since(since) >= self.config.node_refusal_window {
                                 self.stats.moves += 1;

@@ -367,7 +367,7 @@ fn a_budget_of_refusals_only_is_not_accepted_and_moves_across_nodes() {
         let mut config = quick_config(vec![a.address, b.address]);
         config.request_budget = Duration::from_millis(500);
         let mut client = Client::new(config).expect("client");
-        let started = Instant::now();
+        let started = crate::runtime::monotonic_now();
         let result = client.send_messages(GROUP, batch()).await;
         let elapsed = started.elapsed();
         assert!(matches!(result, Err(Error::NotAccepted { .. })), "{result:?}");

@@ -1,16 +1,11 @@
 //! [`TokioBus`]: the production [`Bus`].
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "the production runtime is where the system clock is read"
-)]
-
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use crate::seam::{Bus, Inbox, InboxPush, ProcessId};
 
@@ -108,12 +103,7 @@ impl Bus for TokioBus {
     }
 
     fn realtime_micros(&self) -> u64 {
-        // A clock before 1970 reads as 0 rather than panicking; the cluster only
-        // stamps with it, never orders by it.
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|since| u64::try_from(since.as_micros()).unwrap_or(u64::MAX))
-            .unwrap_or(0)
+        super::clock::realtime_micros()
     }
 }
 

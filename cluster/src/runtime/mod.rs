@@ -9,9 +9,11 @@
 //! over TCP ([`tcp::TcpTransport`], framed by [`framing`]), another [`Transport`].
 
 mod bus;
+pub mod clock;
 mod disk;
 pub mod framing;
 pub mod tcp;
 
 pub use bus::{LocalRouter, TokioBus, Transport, run_local};
+pub use clock::{monotonic_now, os_random_u128, realtime_micros};
 pub use disk::{DiskFile, DiskStorage};

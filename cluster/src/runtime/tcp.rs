@@ -24,11 +24,6 @@
 //! Does not model: authentication of peers beyond the cluster id (run replica ports
 //! on a private network), TLS, or flow control beyond the bounded queues.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "the production transport: real sockets and real backoff timers"
-)]
-
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;

@@ -20,16 +20,10 @@
 //! session bindings by `Rc` (see `node::shard`), which ties them to one thread. The
 //! simulator runs them the same way.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "the production node seeds its entropy and incarnation from the OS"
-)]
-
 pub mod config;
 
 use std::fmt;
 use std::future::Future;
-use std::io::Read;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -42,7 +36,7 @@ pub use config::{ConfigError, DEFAULT_CLIENT_ADDRESS, RosterEntry, ServerConfig,
 use crate::node::{DurableStores, JournalBounds, Node, NodeConfig, NodeIdentity, StoresOpenError};
 use crate::partition::OwnerFence;
 use crate::runtime::tcp::{TcpTransport, TransportStats};
-use crate::runtime::{DiskStorage, TokioBus};
+use crate::runtime::{DiskStorage, TokioBus, realtime_micros};
 use crate::seam::{Bus, Inbox, ProcessId};
 use crate::storage::superblock::cluster_id;
 
@@ -111,19 +105,8 @@ impl From<ConfigError> for StartupError {
 /// 8 bytes of OS randomness: salts and nonces must differ between clusters and boots.
 /// The system clock stands in if `/dev/urandom` cannot be read.
 fn os_entropy() -> u64 {
-    let mut bytes = [0u8; 8];
-    let read = std::fs::File::open("/dev/urandom").and_then(|mut file| file.read_exact(&mut bytes));
-    match read {
-        Ok(()) => u64::from_le_bytes(bytes),
-        Err(_) => realtime_micros() ^ 0x9E37_79B9_7F4A_7C15,
-    }
-}
-
-fn realtime_micros() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|since| u64::try_from(since.as_micros()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
+    // The low half of 16 random bytes.
+    crate::runtime::os_random_u128().map_or(realtime_micros() ^ 0x9E37_79B9_7F4A_7C15, |random| random as u64)
 }
 
 /// Run a node until `shutdown` completes (a signal, in the `node` binary). Blocks the
