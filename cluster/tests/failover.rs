@@ -334,21 +334,28 @@ fn secs(since: Instant, at: Instant) -> f64 {
     at.saturating_duration_since(since).as_secs_f64()
 }
 
-/// Kill `victim` mid-load, let the producers go on, restart it, let it repair, check.
-fn kill_mid_load_then_restart(test: &str, victim: usize) {
-    let _guard = one_at_a_time();
+/// Three nodes of two shards, a stream and a topic of `partitions` partitions, every
+/// group started, and one producer per partition running until 200 messages are
+/// acknowledged. Returns the cluster, the groups (metadata first) and the load.
+fn loaded_cluster(test: &str, partitions: u32, durability: Durability) -> (LoopbackCluster, Vec<u64>, Load) {
     let mut cluster = LoopbackCluster::new(test, 3, 2);
     cluster.start_all();
     let mut groups = vec![0u64];
-    groups.extend(create_topic(&cluster, 3, Durability::Replicated));
+    groups.extend(create_topic(&cluster, partitions, durability));
     wait_for(&cluster, &groups, "every group starts", converged(&cluster, &groups));
-
     let load = Load::start(&cluster, &groups[1..]);
     let started = Instant::now();
     while load.acks() < 200 {
         assert!(started.elapsed() < PHASE_TIMEOUT, "the load never got going");
         std::thread::sleep(Duration::from_millis(20));
     }
+    (cluster, groups, load)
+}
+
+/// Kill `victim` mid-load, let the producers go on, restart it, let it repair, check.
+fn kill_mid_load_then_restart(test: &str, victim: usize) {
+    let _guard = one_at_a_time();
+    let (mut cluster, groups, load) = loaded_cluster(test, 3, Durability::Replicated);
     let acked_at_kill = load.acks();
     let killed_at = Instant::now();
     cluster.kill(victim);
@@ -414,17 +421,7 @@ fn a_backup_killed_mid_load_loses_no_acknowledged_message_and_rejoins_after_a_re
 #[test]
 fn persisted_writes_acknowledged_before_every_node_is_killed_survive_the_restart() {
     let _guard = one_at_a_time();
-    let mut cluster = LoopbackCluster::new("restart-all", 3, 2);
-    cluster.start_all();
-    let mut groups = vec![0u64];
-    groups.extend(create_topic(&cluster, 2, Durability::Persisted));
-    wait_for(&cluster, &groups, "every group starts", converged(&cluster, &groups));
-    let load = Load::start(&cluster, &groups[1..]);
-    let started = Instant::now();
-    while load.acks() < 200 {
-        assert!(started.elapsed() < PHASE_TIMEOUT, "the load never got going");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (mut cluster, groups, load) = loaded_cluster("restart-all", 2, Durability::Persisted);
     let killed_at = Instant::now();
     for node in 0..3 {
         cluster.kill(node);
@@ -455,17 +452,7 @@ fn replicated_writes_acknowledged_before_every_node_is_stopped_cleanly_survive_t
     // view: without the shutdown publication, stopping every node at once discarded
     // every acknowledged message at the next boot.
     let _guard = one_at_a_time();
-    let mut cluster = LoopbackCluster::new("stop-all", 3, 2);
-    cluster.start_all();
-    let mut groups = vec![0u64];
-    groups.extend(create_topic(&cluster, 2, Durability::Replicated));
-    wait_for(&cluster, &groups, "every group starts", converged(&cluster, &groups));
-    let load = Load::start(&cluster, &groups[1..]);
-    let started = Instant::now();
-    while load.acks() < 200 {
-        assert!(started.elapsed() < PHASE_TIMEOUT, "the load never got going");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (mut cluster, groups, load) = loaded_cluster("stop-all", 2, Durability::Replicated);
     let logs = load.stop();
     for node in 0..3 {
         cluster.stop(node);

@@ -97,6 +97,17 @@ impl FakeNode {
     }
 }
 
+/// Replica 0's `LoggedIn` answer to a login `request` applied at op `session` (a
+/// session's id is its login's op).
+fn logged_in(request: &Header, user_id: u32, session: u64, secret: u128) -> Vec<u8> {
+    let body = MetadataReply::LoggedIn {
+        user_id,
+        session,
+        secret,
+    };
+    reply(request, 0, session, &body.encode())
+}
+
 /// A reply from `replica` to `request` with `body`, at op `op`.
 fn reply(request: &Header, replica: u8, op: u64, body: &[u8]) -> Vec<u8> {
     let mut header = Header::new(Command::Reply);
@@ -214,17 +225,7 @@ fn unbound_binds_the_session_then_resends_the_same_request_bytes() {
             Arc::new(|index, got, _| {
                 let header = &got.header;
                 let answer = match index {
-                    0 => reply(
-                        header,
-                        0,
-                        42,
-                        &MetadataReply::LoggedIn {
-                            user_id: 0,
-                            session: 42,
-                            secret: 0xBEEF,
-                        }
-                        .encode(),
-                    ),
+                    0 => logged_in(header, 0, 42, 0xBEEF),
                     1 => refusal(header, 0, 0, Refusal::Unbound),
                     2 => {
                         let mut bound = Header::new(Command::Reply);
@@ -285,17 +286,7 @@ fn a_refused_bind_forgets_the_session_and_reports_unauthenticated() {
             Arc::new(|index, got, _| {
                 let header = &got.header;
                 let answer = match index {
-                    0 => reply(
-                        header,
-                        0,
-                        7,
-                        &MetadataReply::LoggedIn {
-                            user_id: 3,
-                            session: 7,
-                            secret: 1,
-                        }
-                        .encode(),
-                    ),
+                    0 => logged_in(header, 3, 7, 1),
                     1 => refusal(header, 0, 0, Refusal::Unbound),
                     _ => {
                         let mut refused = Header::new(Command::Reply);

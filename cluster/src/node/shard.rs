@@ -285,20 +285,14 @@ impl<P: StoreProvider> Shard<P> {
     /// groups were flushed and how many failed (their unpublished tail is lost at the
     /// next boot, as after a crash, and repaired from the other replicas).
     pub fn flush_for_shutdown(&mut self) -> (u64, u64) {
-        let (mut flushed, mut failed) = (0u64, 0u64);
         let metadata = self.metadata.iter_mut().map(|replica| replica.flush_for_shutdown());
-        let partitions: Vec<_> = self
-            .partitions
-            .values_mut()
-            .map(|replica| replica.flush_for_shutdown())
-            .collect();
-        for result in metadata.collect::<Vec<_>>().into_iter().chain(partitions) {
-            match result {
-                Ok(()) => flushed += 1,
-                Err(_) => failed += 1,
-            }
-        }
-        (flushed, failed)
+        let partitions = self.partitions.values_mut().map(|replica| replica.flush_for_shutdown());
+        metadata
+            .chain(partitions)
+            .fold((0, 0), |(flushed, failed), result| match result {
+                Ok(()) => (flushed + 1, failed),
+                Err(_) => (flushed, failed + 1),
+            })
     }
 
     /// One tick for every hosted group.

@@ -144,19 +144,19 @@ pub fn encode(magic: u32, kind: u8, key: u64, payload: &[u8]) -> Vec<u8> {
     out
 }
 
-fn le_u32(bytes: &[u8], at: usize) -> u32 {
+pub(crate) fn le_u32(bytes: &[u8], at: usize) -> u32 {
     let mut raw = [0; 4];
     raw.copy_from_slice(&bytes[at..at + 4]);
     u32::from_le_bytes(raw)
 }
 
-fn le_u64(bytes: &[u8], at: usize) -> u64 {
+pub(crate) fn le_u64(bytes: &[u8], at: usize) -> u64 {
     let mut raw = [0; 8];
     raw.copy_from_slice(&bytes[at..at + 8]);
     u64::from_le_bytes(raw)
 }
 
-fn le_u128(bytes: &[u8], at: usize) -> u128 {
+pub(crate) fn le_u128(bytes: &[u8], at: usize) -> u128 {
     let mut raw = [0; 16];
     raw.copy_from_slice(&bytes[at..at + 16]);
     u128::from_le_bytes(raw)

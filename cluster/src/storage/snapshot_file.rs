@@ -242,16 +242,10 @@ fn decode_chunked(bytes: &[u8], key: u64) -> Result<Vec<u8>, String> {
                         payload.len()
                     ));
                 }
-                let mut total = [0u8; 8];
-                total.copy_from_slice(&payload[..8]);
-                let mut count = [0u8; 4];
-                count.copy_from_slice(&payload[8..12]);
-                let mut sum = [0u8; 16];
-                sum.copy_from_slice(&payload[12..]);
                 let (total, count, sum) = (
-                    u64::from_le_bytes(total),
-                    u32::from_le_bytes(count),
-                    u128::from_le_bytes(sum),
+                    record::le_u64(payload, 0),
+                    record::le_u32(payload, 8),
+                    record::le_u128(payload, 12),
                 );
                 if total != whole.len() as u64 || count != chunks {
                     return Err(format!(

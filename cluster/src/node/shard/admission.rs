@@ -225,17 +225,24 @@ impl<P: StoreProvider> Shard<P> {
                 MetadataReply::SessionRefused
             }
         };
+        self.answer_here(from, header, &reply.encode());
+        false
+    }
+
+    /// Answer `request` from this node, without a consensus round (a bind, a status):
+    /// a `Reply` for the request's group and operation, naming the node's applied
+    /// metadata op as its `commit` (the client remembers the newest it has seen).
+    fn answer_here(&mut self, to: ProcessId, request: &Header, body: &[u8]) {
         let mut answer = Header::new(Command::Reply);
         answer.cluster = self.config.cluster;
-        answer.group = METADATA_GROUP;
+        answer.group = request.group;
         answer.replica = self.config.replica;
-        answer.client = header.client;
-        answer.request = header.request;
-        answer.operation = BIND_SESSION_CODE;
+        answer.client = request.client;
+        answer.request = request.request;
+        answer.operation = request.operation;
         answer.commit = self.access.borrow().applied_op;
-        let frame = crate::wire::seal_header(answer, &reply.encode());
-        self.outbox.push(Outgoing { to: from, frame });
-        false
+        let frame = crate::wire::seal_header(answer, body);
+        self.outbox.push(Outgoing { to, frame });
     }
 
     /// Answer a status request for a group this shard owns, from its own replica (see
@@ -293,16 +300,7 @@ impl<P: StoreProvider> Shard<P> {
             partitions,
             partitions_truncated,
         };
-        let mut answer = Header::new(Command::Reply);
-        answer.cluster = self.config.cluster;
-        answer.group = header.group;
-        answer.replica = self.config.replica;
-        answer.client = header.client;
-        answer.request = header.request;
-        answer.operation = GROUP_STATUS_CODE;
-        answer.commit = self.access.borrow().applied_op;
-        let frame = crate::wire::seal_header(answer, &status.encode());
-        self.outbox.push(Outgoing { to: from, frame });
+        self.answer_here(from, header, &status.encode());
     }
 
     /// Shard 0: take the metadata replica's frames to send. A login's `LoggedIn` reply
