@@ -191,6 +191,51 @@ fn superblock_write_failure_withholds_votes() {
     assert!(failures > 0, "the fault was never exercised");
 }
 
+#[test]
+fn a_primary_whose_disk_fails_for_good_stops_and_the_others_elect_a_new_one() {
+    // Found by hand on three loopback nodes: the primary's fdatasync failed, its WAL
+    // refused every later prepare, yet it went on heartbeating, so its backups never
+    // timed out and nothing committed for as long as it ran.
+    let (mut harness, driver) = harness(6, 3, NetworkConfig::perfect(), CrashConfig::default());
+    run(&mut harness, 300);
+    assert!(harness.metadata(0).expect("up").borrow().is_primary());
+    harness.store(0).set_failure(Some("sync failed"));
+    let before = driver.borrow().ok;
+    run(&mut harness, 1_500);
+    let stats = harness.stats();
+    assert!(stats.fail_stops >= 1, "the primary never stopped: {stats:?}");
+    assert!(
+        stats.supervisor_restarts >= 1,
+        "the supervisor never restarted it: {stats:?}"
+    );
+    let after = driver.borrow().ok;
+    assert!(
+        after > before + 50,
+        "writes stalled behind a primary whose disk failed: {before} -> {after}"
+    );
+    for (index, replica) in harness.live_replicas() {
+        let replica = replica.borrow();
+        assert!(replica.view() >= 1, "replica {index} still in view 0");
+        assert!(replica.storage_failure().is_none(), "replica {index} is still stopped");
+    }
+    // A disk that keeps failing keeps its node down: it boots, finds its store broken,
+    // stops again. Replace the disk: the node rejoins and catches up.
+    harness.store(0).set_failure(None);
+    run(&mut harness, 1_500);
+    let live = harness.live_replicas();
+    assert_eq!(live.len(), 3, "replica 0 did not come back");
+    let replica = live[0].1.borrow();
+    assert_eq!(replica.status(), Status::Normal);
+    drop(replica);
+    drop(live);
+    assert!(
+        driver.borrow().unexpected.is_empty(),
+        "{:?}",
+        driver.borrow().unexpected
+    );
+    assert_eq!(digests_agree(&mut harness, &driver), 3);
+}
+
 /// Block `command` on the link `from` -> `to`.
 fn block(harness: &mut Harness, from: usize, to: usize, command: Command) {
     let network = harness.simulation_mut().network_mut();

@@ -9,14 +9,16 @@
 //!
 //! Logs go to stderr through `tracing`; `RUST_LOG` filters them (default `info`).
 //! Stops on SIGINT or SIGTERM. Exit status: 0 after a signal, 1 if it could not start
-//! (the message says what to fix), 2 for bad flags.
+//! (the message says what to fix), 2 for bad flags, 3 if it stopped because its
+//! storage failed (a write or sync refused; restart it on the same data directory, as
+//! a supervisor would: it boots from what the disk holds and its peers fill the rest).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use cluster::server::{ServerConfig, StartupError, parse_roster, run};
+use cluster::server::{EXIT_STORAGE_FAILED, ServerConfig, StartupError, Stopped, parse_roster, run};
 
 /// One replica of the cluster: the metadata group and its share of the partition groups,
 /// over TCP, with its data in one directory.
@@ -117,7 +119,11 @@ fn main() -> ExitCode {
         }
     };
     match run(&config, signal()) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Stopped::Shutdown) => ExitCode::SUCCESS,
+        Ok(Stopped::StorageFailure(failure)) => {
+            eprintln!("node: stopped on a storage failure ({failure}); start it again on the same data directory");
+            ExitCode::from(EXIT_STORAGE_FAILED)
+        }
         Err(error) => {
             eprintln!("node: {error}");
             if let StartupError::Config(_) = error {

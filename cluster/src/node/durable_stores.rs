@@ -291,6 +291,9 @@ pub struct DurableReplicaStore<S: DurableStorage> {
     log: Log<S>,
     durability: Rc<Cell<Durability>>,
     may_lack_acknowledged_ops: bool,
+    /// The first write or sync of the log or superblock that failed: from then on the
+    /// store is not trusted until reopened (see [`ReplicaStore::failure`]).
+    failure: Option<&'static str>,
 }
 
 impl<S: DurableStorage> fmt::Debug for DurableReplicaStore<S> {
@@ -362,7 +365,14 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
             log,
             durability,
             may_lack_acknowledged_ops,
+            failure: None,
         })
+    }
+
+    /// Remember the first failure of the log or superblock and pass the error on.
+    fn fail(&mut self, error: StoreError) -> StoreError {
+        self.failure.get_or_insert(error.what);
+        error
     }
 
     fn put(&mut self, op: u64, record: &StoredRecord) -> Result<(), StoreError> {
@@ -398,8 +408,8 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
         };
         match result {
             Some(Ok(())) => Ok(()),
-            Some(Err(error)) => Err(log_wal_error(&self.dir, &error, "prepare write failed")),
-            None => Err(failed("prepare write did not complete on its first poll")),
+            Some(Err(error)) => Err(self.fail(log_wal_error(&self.dir, &error, "prepare write failed"))),
+            None => Err(self.fail(failed("prepare write did not complete on its first poll"))),
         }
     }
 }
@@ -436,8 +446,10 @@ fn log_wal_error(dir: &str, error: &WalError, what: &'static str) -> StoreError 
     failed(what)
 }
 
-impl<S: DurableStorage> ReplicaStore for DurableReplicaStore<S> {
-    fn write_superblock(&mut self, superblock: Superblock) -> Result<(), StoreError> {
+impl<S: DurableStorage> DurableReplicaStore<S> {
+    /// One superblock write: the log_view's publication first (partitions), the format
+    /// if none exists, then the state.
+    fn write_superblock_once(&mut self, superblock: Superblock) -> Result<(), StoreError> {
         // The log a new log_view starts from is made durable before the superblock
         // names that view, so a restart never trusts a log_view whose log it lost.
         if let Log::Partition(wal) = &mut self.log {
@@ -481,6 +493,16 @@ impl<S: DurableStorage> ReplicaStore for DurableReplicaStore<S> {
             None => Err(failed("superblock write did not complete on its first poll")),
         }
     }
+}
+
+impl<S: DurableStorage> ReplicaStore for DurableReplicaStore<S> {
+    fn write_superblock(&mut self, superblock: Superblock) -> Result<(), StoreError> {
+        self.write_superblock_once(superblock).map_err(|error| self.fail(error))
+    }
+
+    fn failure(&self) -> Option<&'static str> {
+        self.failure
+    }
 
     fn write_prepare(&mut self, op: u64, frame: &Rc<[u8]>) -> Result<(), StoreError> {
         self.put(op, &StoredRecord::Prepare(frame.clone()))
@@ -501,6 +523,7 @@ impl<S: DurableStorage> ReplicaStore for DurableReplicaStore<S> {
                 op,
                 "WAL truncation failed; the WAL refuses writes until reopened"
             );
+            self.failure.get_or_insert("WAL truncation failed");
         }
     }
 
@@ -515,6 +538,7 @@ impl<S: DurableStorage> ReplicaStore for DurableReplicaStore<S> {
                 op,
                 "WAL removal failed; the WAL refuses writes until reopened"
             );
+            self.failure.get_or_insert("WAL record removal failed");
         }
     }
 
@@ -623,13 +647,18 @@ impl<S: DurableStorage> ReplicaStore for DurableReplicaStore<S> {
             ),
             // Too little to drop yet: a later checkpoint drops it.
             Some(Ok(None)) => {}
-            Some(Err(error)) => tracing::warn!(
-                dir = self.dir,
-                through,
-                %error,
-                "WAL prefix drop failed (the records stay; if it failed at or after its rename, the WAL refuses \
-                 writes until reopened)"
-            ),
+            Some(Err(error)) => {
+                tracing::warn!(
+                    dir = self.dir,
+                    through,
+                    %error,
+                    "WAL prefix drop failed (the records stay; if it failed at or after its rename, the WAL \
+                     refuses writes until reopened)"
+                );
+                // Which file a crash would leave is unknown after a failed rename or
+                // directory sync: reopen through boot, which settles it.
+                self.failure.get_or_insert("WAL prefix drop failed");
+            }
             None => tracing::warn!(
                 dir = self.dir,
                 through,

@@ -32,7 +32,9 @@ use futures::{FutureExt, select_biased};
 pub use access::{AccessView, BINDINGS_MAX, Bindings, Grant};
 pub use directory::{Directory, PartitionSpec};
 pub use durable_stores::{DurableReplicaStore, DurableStores, NodeIdentity, StoresOpenError};
-pub use shard::{Forward, METADATA_GROUP, NodeShared, PARK_WAIT_TICKS, PARKED_REQUESTS_MAX, Shard, ShardStats};
+pub use shard::{
+    Forward, METADATA_GROUP, NodeShared, PARK_WAIT_TICKS, PARKED_REQUESTS_MAX, Shard, ShardStats, StorageFailure,
+};
 pub use status::{GROUP_STATUS_CODE, GroupStatus, HostedGroup, PartitionEntry};
 pub use stores::{MemoryStores, StoreProvider};
 
@@ -131,6 +133,7 @@ impl std::ops::AddAssign for NodeStats {
 pub struct Node<P: StoreProvider> {
     shards: Vec<Rc<RefCell<Shard<P>>>>,
     forwards_dropped_full: Rc<RefCell<u64>>,
+    shared: NodeShared,
 }
 
 impl<P: StoreProvider + Clone> Node<P> {
@@ -156,6 +159,7 @@ impl<P: StoreProvider + Clone> Node<P> {
         Self {
             shards,
             forwards_dropped_full: Rc::new(RefCell::new(0)),
+            shared,
         }
     }
 }
@@ -189,6 +193,15 @@ impl<P: StoreProvider> Node<P> {
             let (shard_flushed, shard_failed) = shard.borrow_mut().flush_for_shutdown();
             (flushed + shard_flushed, failed + shard_failed)
         })
+    }
+
+    /// The storage failure that stopped this node, if any: one of its groups' stores
+    /// failed for good ([`StorageFailure`]). From then on its shards drop every frame
+    /// and tick, and whoever runs the node must end it (the production server exits
+    /// with a distinct code for its supervisor; the simulator's harness crashes it and
+    /// restarts it a moment later on the same disk).
+    pub fn storage_failure(&self) -> Option<StorageFailure> {
+        self.shared.storage_failure.get()
     }
 
     /// Counters summed over shards.

@@ -14,7 +14,7 @@
 //! Does not model: cross-thread shards (every shard of a node runs on one thread and
 //! the directory is shared by reference; production threads would pass it as a message).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 
@@ -85,7 +85,7 @@ mod admission;
 pub use admission::{PARK_WAIT_TICKS, PARKED_REQUESTS_MAX};
 
 /// What every shard of one node shares: the directory and access view shard 0
-/// publishes, and the node's bindings.
+/// publishes, the node's bindings, and whether the node has stopped.
 #[derive(Clone, Debug, Default)]
 pub struct NodeShared {
     /// The partition directory.
@@ -94,6 +94,28 @@ pub struct NodeShared {
     pub access: Rc<RefCell<AccessView>>,
     /// The bindings.
     pub bindings: Rc<RefCell<Bindings>>,
+    /// The first storage failure of any group on any shard: the node fail-stops.
+    pub storage_failure: Rc<Cell<Option<StorageFailure>>>,
+}
+
+/// A group whose store failed for good, which stops the whole node (fail-stop): the
+/// node exits and a supervisor starts it again, booting from what the disk holds. The
+/// choice over reopening just the group: a disk that failed one file's sync is
+/// suspect for every file, and a fresh process is the one way to open every file
+/// anew (a handle that lived through a failed writeback may report a later sync as
+/// good over lost bytes); its peers elect a new primary meanwhile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StorageFailure {
+    /// The group whose store failed.
+    pub group: u64,
+    /// What failed (the store's words).
+    pub what: &'static str,
+}
+
+impl std::fmt::Display for StorageFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "group {:#x}: {}", self.group, self.what)
+    }
 }
 
 type PartitionReplica<P> = Replica<PartitionMachine, <P as StoreProvider>::Store>;
@@ -112,6 +134,8 @@ pub struct Shard<P: StoreProvider> {
     access: Rc<RefCell<AccessView>>,
     /// Which sender the node knows as which client, shared by the node's shards.
     bindings: Rc<RefCell<Bindings>>,
+    /// The node's fail-stop flag, shared by its shards.
+    storage_failure: Rc<Cell<Option<StorageFailure>>>,
     /// Requests waiting for the node's metadata (see `admission.rs`).
     parked: VecDeque<admission::Parked>,
     /// Ticks since this shard opened.
@@ -168,6 +192,7 @@ impl<P: StoreProvider> Shard<P> {
             directory: shared.directory.clone(),
             access: shared.access.clone(),
             bindings: shared.bindings.clone(),
+            storage_failure: shared.storage_failure.clone(),
             parked: VecDeque::new(),
             ticks: 0,
             reconciled: None,
@@ -176,9 +201,18 @@ impl<P: StoreProvider> Shard<P> {
             outbox: Vec::new(),
             forwards: Vec::new(),
         };
+        if let Some(replica) = shard.metadata.as_ref() {
+            note_storage_failure(&shard.storage_failure, METADATA_GROUP, replica);
+        }
         shard.publish_directory();
         shard.publish_access();
         shard
+    }
+
+    /// The storage failure that stopped this node, if any (see [`StorageFailure`]).
+    /// Once set, the node's shards take no more input and the node must exit.
+    pub fn storage_failure(&self) -> Option<StorageFailure> {
+        self.storage_failure.get()
     }
 
     /// This shard's index.
@@ -216,6 +250,9 @@ impl<P: StoreProvider> Shard<P> {
     /// A forwarded frame always lands on its owner: `owner_shard` is a pure function
     /// of the group, so a frame is never forwarded twice.
     pub fn on_frame(&mut self, from: ProcessId, frame: Vec<u8>, realtime_micros: u64) {
+        if self.storage_failure.get().is_some() {
+            return;
+        }
         let Some(header) = frame
             .get(..HEADER_BYTES)
             .and_then(|bytes| Header::decode_verified(bytes).ok())
@@ -252,11 +289,13 @@ impl<P: StoreProvider> Shard<P> {
                 unreachable!("group 0 is owned by shard 0, which hosts the metadata replica");
             };
             metadata.on_frame(from, &frame, realtime_micros);
+            note_storage_failure(&self.storage_failure, METADATA_GROUP, metadata);
             self.drain_metadata_outbox();
             self.publish_directory();
             self.publish_access();
         } else if let Some(replica) = self.partitions.get_mut(&header.group) {
             replica.on_frame(from, &frame, realtime_micros);
+            note_storage_failure(&self.storage_failure, header.group, replica);
             self.outbox.extend(replica.drain_outbox());
         } else {
             self.stats.frames_unknown_group += 1;
@@ -297,6 +336,9 @@ impl<P: StoreProvider> Shard<P> {
 
     /// One tick for every hosted group.
     pub fn tick(&mut self, realtime_micros: u64) {
+        if self.storage_failure.get().is_some() {
+            return;
+        }
         self.reconcile();
         // Recount what runs, so a group that closed mid-session never keeps a place.
         let (mut sessions, mut served) = (0u32, 0u32);
@@ -311,10 +353,12 @@ impl<P: StoreProvider> Shard<P> {
         self.budget.new_tick(sessions, served);
         if let Some(metadata) = self.metadata.as_mut() {
             metadata.tick(realtime_micros);
+            note_storage_failure(&self.storage_failure, METADATA_GROUP, metadata);
             self.drain_metadata_outbox();
         }
-        for replica in self.partitions.values_mut() {
+        for (&group, replica) in self.partitions.iter_mut() {
             replica.tick(realtime_micros);
+            note_storage_failure(&self.storage_failure, group, replica);
             self.outbox.extend(replica.drain_outbox());
         }
         self.publish_directory();
@@ -399,6 +443,7 @@ impl<P: StoreProvider> Shard<P> {
                 }
             };
             replica.set_catch_up_budget(self.budget.clone());
+            note_storage_failure(&self.storage_failure, spec.group, &replica);
             tracing::info!(
                 replica = self.config.replica,
                 group = spec.group,
@@ -409,6 +454,20 @@ impl<P: StoreProvider> Shard<P> {
             self.stats.groups_opened += 1;
         }
         self.reconciled = Some(directory.version);
+    }
+}
+
+/// Raise the node's fail-stop flag if `replica` stopped on a storage failure (the
+/// first failure wins; later ones change nothing).
+fn note_storage_failure<S: crate::vsr::StateMachine, T: crate::vsr::store::ReplicaStore>(
+    flag: &Cell<Option<StorageFailure>>,
+    group: u64,
+    replica: &Replica<S, T>,
+) {
+    if flag.get().is_none()
+        && let Some(what) = replica.storage_failure()
+    {
+        flag.set(Some(StorageFailure { group, what }));
     }
 }
 

@@ -15,6 +15,13 @@
 //! `replicated` topic. A crash (SIGKILL, power loss) publishes nothing; the others
 //! then hold what the crashed node acknowledged.
 //!
+//! A group whose storage fails for good (a write or sync of its log or superblock
+//! refused, see `ReplicaStore::failure`) stops the node: [`run`] returns
+//! [`Stopped::StorageFailure`] without flushing anything (the disk is suspect), and the
+//! `node` binary exits with [`EXIT_STORAGE_FAILED`] so that a supervisor starts it
+//! again; the new process boots from what the disk really holds. Its peers elect a new
+//! primary meanwhile if it led.
+//!
 //! Every shard of a node runs on the one thread that calls [`run`], as tasks of one
 //! `LocalSet`: the shards share the partition directory, the access view and the
 //! session bindings by `Rc` (see `node::shard`), which ties them to one thread. The
@@ -33,7 +40,7 @@ use tokio::net::TcpListener;
 
 pub use config::{ConfigError, DEFAULT_CLIENT_ADDRESS, RosterEntry, ServerConfig, parse_roster};
 
-use crate::node::{DurableStores, JournalBounds, Node, NodeConfig, NodeIdentity, StoresOpenError};
+use crate::node::{DurableStores, JournalBounds, Node, NodeConfig, NodeIdentity, StorageFailure, StoresOpenError};
 use crate::partition::OwnerFence;
 use crate::runtime::tcp::{TcpTransport, TransportStats};
 use crate::runtime::{DiskStorage, TokioBus, realtime_micros};
@@ -43,6 +50,23 @@ use crate::storage::superblock::cluster_id;
 /// How often a running node logs its counters (transport and shards), in milliseconds:
 /// often enough to watch a failover, rarely enough not to flood the log.
 pub const STATS_LOG_INTERVAL_MS: u64 = 10_000;
+
+/// How often the server looks at the node's fail-stop flag, in milliseconds: one tick,
+/// so a node whose storage failed exits within a tick of the failure.
+pub const STORAGE_FAILURE_POLL_MS: u64 = 10;
+
+/// The exit status of a `node` that stopped on a storage failure: distinct from a
+/// failed start (1) and bad flags (2), so a supervisor can restart on it and count it.
+pub const EXIT_STORAGE_FAILED: u8 = 3;
+
+/// Why a running node stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stopped {
+    /// The shutdown future completed (a signal); every journal was flushed.
+    Shutdown,
+    /// A group's storage failed for good; nothing was flushed.
+    StorageFailure(StorageFailure),
+}
 
 /// The cluster id frames carry (the header's 64-bit `cluster`): the low 64 bits of the
 /// storage's 128-bit [`cluster_id`] of the cluster's name. Clients derive it the same way.
@@ -109,9 +133,9 @@ fn os_entropy() -> u64 {
     crate::runtime::os_random_u128().map_or(realtime_micros() ^ 0x9E37_79B9_7F4A_7C15, |random| random as u64)
 }
 
-/// Run a node until `shutdown` completes (a signal, in the `node` binary). Blocks the
-/// calling thread; every shard runs on it.
-pub fn run(config: &ServerConfig, shutdown: impl Future<Output = ()>) -> Result<(), StartupError> {
+/// Run a node until `shutdown` completes (a signal, in the `node` binary) or its
+/// storage fails. Blocks the calling thread; every shard runs on it.
+pub fn run(config: &ServerConfig, shutdown: impl Future<Output = ()>) -> Result<Stopped, StartupError> {
     config.validate()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -134,7 +158,7 @@ fn describe_stores_error(error: &StoresOpenError, config: &ServerConfig) -> Stri
     }
 }
 
-async fn serve(config: &ServerConfig, shutdown: impl Future<Output = ()>) -> Result<(), StartupError> {
+async fn serve(config: &ServerConfig, shutdown: impl Future<Output = ()>) -> Result<Stopped, StartupError> {
     let data_dir_error = |problem: String| StartupError::DataDir {
         path: config.data_dir.clone(),
         problem,
@@ -219,11 +243,28 @@ async fn serve(config: &ServerConfig, shutdown: impl Future<Output = ()>) -> Res
         data_dir = %config.data_dir.display(),
         "node ready"
     );
-    {
+    let failure = {
         let logger = log_stats(&node, &transport);
+        let watcher = storage_failure(&node);
         futures::pin_mut!(logger);
+        futures::pin_mut!(watcher);
         futures::pin_mut!(shutdown);
-        futures::future::select(logger, shutdown).await;
+        let stop = futures::future::select(logger, shutdown);
+        match futures::future::select(watcher, stop).await {
+            futures::future::Either::Left((failure, _)) => Some(failure),
+            futures::future::Either::Right(_) => None,
+        }
+    };
+    if let Some(failure) = failure {
+        tracing::error!(
+            replica = config.replica,
+            %failure,
+            exit_status = EXIT_STORAGE_FAILED,
+            "node stopping on a storage failure; nothing written after it was acknowledged. Check the disk, \
+             then start the node again on the same data directory (a supervisor should): it boots from what \
+             the disk holds and repairs the rest from its peers"
+        );
+        return Ok(Stopped::StorageFailure(failure));
     }
     // From here on nothing awaits, so no pump runs again: the journals are flushed
     // with no input after them, and the runtime is dropped with its tasks on return.
@@ -242,7 +283,17 @@ async fn serve(config: &ServerConfig, shutdown: impl Future<Output = ()>) -> Res
             "node stopping; every journal is durable"
         );
     }
-    Ok(())
+    Ok(Stopped::Shutdown)
+}
+
+/// Complete once the node has stopped on a storage failure.
+async fn storage_failure<P: crate::node::StoreProvider>(node: &Node<P>) -> StorageFailure {
+    loop {
+        if let Some(failure) = node.storage_failure() {
+            return failure;
+        }
+        tokio::time::sleep(Duration::from_millis(STORAGE_FAILURE_POLL_MS)).await;
+    }
 }
 
 /// Log the counters every [`STATS_LOG_INTERVAL_MS`] (when they changed).

@@ -131,6 +131,11 @@ pub struct ReplicaStats {
     pub repair_sessions: u64,
     /// Repairs put off to the next tick for want of a place in the shard's budget.
     pub repair_sessions_deferred: u64,
+    /// 1 once the store failed for good and the replica stopped (see
+    /// [`Replica::storage_failure`]).
+    pub storage_failures: u64,
+    /// Frames dropped unread because the replica had stopped on a storage failure.
+    pub frames_dropped_stopped: u64,
 }
 
 /// A frame to send.
@@ -229,6 +234,10 @@ pub struct Replica<S, T> {
     pub(crate) repair_session: bool,
     /// A repair was refused a place: try again next tick.
     pub(crate) repair_deferred: bool,
+    /// The store failed for good ([`ReplicaStore::failure`]): the replica has stopped.
+    /// It sends nothing, takes no input and no tick, and its node fail-stops so that a
+    /// supervisor restarts it on what the disk really holds.
+    pub(crate) storage_failure: Option<&'static str>,
 }
 
 /// SplitMix64: the entropy and nonce derivation (a pure function of seed and input).
@@ -357,6 +366,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             budget: None,
             repair_session: false,
             repair_deferred: false,
+            storage_failure: None,
         };
         if let Some((op, bytes)) = checkpoint {
             let installed = replica.install_checkpoint(&bytes).map_err(|error| {
@@ -380,6 +390,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             }
             replica.enter_normal_timers();
         }
+        replica.stop_if_store_failed();
         Ok(replica)
     }
 
@@ -458,13 +469,23 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.store.flush_for_shutdown()
     }
 
+    /// Why this replica stopped, if its store failed for good: a write or sync of its
+    /// log or superblock was refused, so nothing it holds may be vouched for any more.
+    /// A stopped replica sends nothing (a primary stops heartbeating, so the others
+    /// elect another within their liveness window), reads nothing and ticks nothing;
+    /// its node fail-stops and boots again from the disk (see `node::Node`).
+    pub fn storage_failure(&self) -> Option<&'static str> {
+        self.storage_failure
+    }
+
     /// Whether this replica holds its group's log in full: Normal in its view, not
     /// booted with a possibly incomplete log that it has not replaced yet, and holding
     /// a verified body for every op it knows of. A replica that is not caught up may be
     /// the only one missing ops its peers alone hold; the simulator's fault budget
     /// fails another replica only while enough replicas are caught up.
     pub fn caught_up(&self) -> bool {
-        self.status == Status::Normal
+        self.storage_failure.is_none()
+            && self.status == Status::Normal
             && !self.log_incomplete
             && (self.commit_min + 1..=self.journal.head()).all(|op| self.journal.ready(op))
     }
@@ -592,6 +613,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
 
     /// Feed one frame from `from`, with the local realtime clock.
     pub fn on_frame(&mut self, from: ProcessId, frame: &[u8], realtime_micros: u64) {
+        if self.storage_failure.is_some() {
+            self.stats.frames_dropped_stopped += 1;
+            return;
+        }
         self.realtime_micros = realtime_micros;
         let (header, body) = match wire::open(frame) {
             Ok(opened) => opened,
@@ -635,6 +660,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// a quiet tick it would find nothing to do. A node hosts a group per partition,
     /// and most of them are quiet on most ticks.
     pub fn tick(&mut self, realtime_micros: u64) {
+        if self.storage_failure.is_some() {
+            return;
+        }
         self.realtime_micros = realtime_micros;
         let mut fired = false;
         if self.commit_broadcast.tick() {
@@ -684,6 +712,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
 
     /// Work that follows any input: repair, commit, view-change progress.
     fn after_input(&mut self) {
+        if self.stop_if_store_failed() {
+            return;
+        }
         self.repair();
         if self.status == Status::ViewChange && self.is_primary() {
             self.try_start_view();
@@ -691,7 +722,36 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.apply_committed();
         self.note_transfer_connected();
         self.maybe_checkpoint();
+        self.stop_if_store_failed();
         self.assert_invariants();
+    }
+
+    /// Stop for good if the store failed for good; true if stopped. Everything this
+    /// input produced is dropped unsent: after a failed sync nothing written since the
+    /// last good one may be acknowledged, and dropping a message is always safe. A
+    /// primary that kept heartbeating on a disk that refuses its prepares would hold
+    /// its group hostage (its backups never time out, and nothing commits).
+    pub(crate) fn stop_if_store_failed(&mut self) -> bool {
+        if self.storage_failure.is_some() {
+            return true;
+        }
+        let Some(what) = self.store.failure() else {
+            return false;
+        };
+        tracing::error!(
+            replica = self.config.replica,
+            group = self.config.group,
+            view = self.view,
+            primary = self.is_primary(),
+            commit = self.commit_max,
+            what,
+            "storage failed; the replica stops (nothing written since the last good sync is acknowledged)"
+        );
+        self.storage_failure = Some(what);
+        self.stats.storage_failures += 1;
+        self.outbox.clear();
+        assert!(self.storage_failure.is_some() && self.outbox.is_empty());
+        true
     }
 
     pub(crate) fn enter_normal_timers(&mut self) {
@@ -709,6 +769,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
 
     /// Invariants that hold between any two inputs.
     fn assert_invariants(&self) {
+        assert!(
+            self.storage_failure.is_none() || self.outbox.is_empty(),
+            "a replica stopped on a storage failure sends nothing"
+        );
         assert!(self.commit_min <= self.commit_max, "applied past the commit point");
         assert!(
             self.log_view <= self.view,

@@ -87,6 +87,17 @@ pub trait ReplicaStore {
     fn flush_for_shutdown(&mut self) -> Result<(), StoreError> {
         Ok(())
     }
+    /// Why this store can no longer be trusted to make anything durable, if it cannot:
+    /// a write or sync of its log or superblock failed, so the page cache may have
+    /// dropped bytes that a later sync would then report as durable (Linux reports a
+    /// writeback error once per open file). Once it says so it says so for good; only
+    /// reopening the storage through boot (a fresh process reading what the disk holds)
+    /// makes it usable again. The replica stops at once (see `Replica::storage_failure`).
+    /// A store whose failures are transient never does (a `MemoryStore` only after
+    /// [`MemoryStore::set_failure`]).
+    fn failure(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// A durable checkpoint as a store returns it: its op and its encoded bytes.
@@ -113,6 +124,9 @@ struct MemoryStoreState {
     may_lack_acknowledged_ops: bool,
     superblock_writes: u64,
     superblock_write_failures: u64,
+    /// Set by [`MemoryStore::set_failure`]: every later write fails and
+    /// [`ReplicaStore::failure`] names it.
+    failure: Option<&'static str>,
 }
 
 /// An in-memory store. Clones share state, which is how the simulator keeps it across
@@ -136,6 +150,13 @@ impl MemoryStore {
     /// Make every checkpoint write fail (or succeed again), for fault tests.
     pub fn set_fail_checkpoint_writes(&self, fail: bool) {
         self.state.borrow_mut().fail_checkpoint_writes = fail;
+    }
+
+    /// From now on every write fails and the store reports `what` as its
+    /// [`ReplicaStore::failure`], as a disk store does after a failed sync (`None`: the
+    /// disk was replaced, and writes succeed again).
+    pub fn set_failure(&self, failure: Option<&'static str>) {
+        self.state.borrow_mut().failure = failure;
     }
 
     /// Checkpoint writes attempted so far (failed ones included).
@@ -172,7 +193,7 @@ impl MemoryStore {
 impl ReplicaStore for MemoryStore {
     fn write_superblock(&mut self, superblock: Superblock) -> Result<(), StoreError> {
         let mut state = self.state.borrow_mut();
-        if state.fail_superblock_writes {
+        if state.fail_superblock_writes || state.failure.is_some() {
             state.superblock_write_failures += 1;
             return Err(StoreError { what: "superblock" });
         }
@@ -182,19 +203,21 @@ impl ReplicaStore for MemoryStore {
     }
 
     fn write_prepare(&mut self, op: u64, frame: &Rc<[u8]>) -> Result<(), StoreError> {
+        let mut state = self.state.borrow_mut();
+        if let Some(what) = state.failure {
+            return Err(StoreError { what });
+        }
         // The journal holds the same immutable bytes: keep a reference, not a copy.
-        self.state
-            .borrow_mut()
-            .prepares
-            .insert(op, StoredRecord::Prepare(Rc::clone(frame)));
+        state.prepares.insert(op, StoredRecord::Prepare(Rc::clone(frame)));
         Ok(())
     }
 
     fn write_header(&mut self, op: u64, header: &[u8; crate::wire::HEADER_BYTES]) -> Result<(), StoreError> {
-        self.state
-            .borrow_mut()
-            .prepares
-            .insert(op, StoredRecord::Header(header.to_vec()));
+        let mut state = self.state.borrow_mut();
+        if let Some(what) = state.failure {
+            return Err(StoreError { what });
+        }
+        state.prepares.insert(op, StoredRecord::Header(header.to_vec()));
         Ok(())
     }
 
@@ -239,5 +262,9 @@ impl ReplicaStore for MemoryStore {
 
     fn discard_through(&mut self, op: u64) {
         self.state.borrow_mut().prepares.remove_below(op + 1);
+    }
+
+    fn failure(&self) -> Option<&'static str> {
+        self.state.borrow().failure
     }
 }

@@ -44,6 +44,12 @@ use state_checker::{CommittedOp, StateChecker};
 /// applying anything before the run fails as stuck (a hole nobody repairs).
 pub const COMMIT_STUCK_TICKS_MAX: u64 = 2_000;
 
+/// Ticks between a node's fail-stop on a storage failure and its supervisor starting
+/// it again on the same disk. systemd's `RestartSec` defaults to 100 ms; a second keeps
+/// a node whose disk fails at every boot from spinning, and is well inside the
+/// survivors' 500-tick liveness window, so a restarted backup rarely costs a view.
+pub const SUPERVISOR_RESTART_TICKS: u64 = 100;
+
 /// The cluster id the simulated cluster uses.
 pub const SIMULATED_CLUSTER_ID: u64 = 0xC1_0057;
 
@@ -132,6 +138,8 @@ struct Slot {
     incarnation: u64,
     since: u64,
     watches: BTreeMap<u64, GroupWatch>,
+    /// The tick the supervisor starts this node again, after a fail-stop.
+    supervisor_restart_at: Option<u64>,
 }
 
 /// A failed check: what broke, where, when.
@@ -160,6 +168,10 @@ pub struct HarnessStats {
     pub restarts: u64,
     /// Crashes that were power losses.
     pub power_losses: u64,
+    /// Nodes that stopped themselves on a storage failure (fail-stop).
+    pub fail_stops: u64,
+    /// Of the restarts, those made by the supervisor after a fail-stop.
+    pub supervisor_restarts: u64,
 }
 
 /// A simulated cluster.
@@ -239,6 +251,7 @@ impl Harness {
                 incarnation: 0,
                 since: 0,
                 watches: BTreeMap::new(),
+                supervisor_restart_at: None,
             });
             harness.boot(index);
         }
@@ -332,6 +345,7 @@ impl Harness {
     /// One tick: crash decisions, the simulation step, every per-tick check.
     pub fn step(&mut self) -> Result<(), CheckFailure> {
         let tick = self.simulation.tick();
+        self.supervise(tick);
         if self.crashes_enabled && self.crash.active() {
             self.inject_crashes(tick);
         }
@@ -346,7 +360,44 @@ impl Harness {
             detail: error.to_string(),
             tick,
         })?;
+        self.fail_stop_nodes();
         self.check(self.simulation.tick())
+    }
+
+    /// A node whose storage failed for good has stopped itself (see
+    /// `cluster::node::StorageFailure`): end its process (its page cache survives, as
+    /// when a real process exits) and have the supervisor start it again after
+    /// [`SUPERVISOR_RESTART_TICKS`].
+    fn fail_stop_nodes(&mut self) {
+        let tick = self.simulation.tick();
+        for index in 0..self.slots.len() {
+            let Some(failure) = self.slots[index].node.as_ref().and_then(Node::storage_failure) else {
+                continue;
+            };
+            tracing::info!(replica = index, %failure, "fail-stop");
+            self.end_process(index, false);
+            self.stats.fail_stops += 1;
+            self.slots[index].supervisor_restart_at = Some(tick + SUPERVISOR_RESTART_TICKS);
+        }
+    }
+
+    /// Start again every fail-stopped node whose supervisor delay is over, whether or
+    /// not crashes are being injected (the supervisor is not a fault).
+    fn supervise(&mut self, tick: u64) {
+        for index in 0..self.slots.len() {
+            let slot = &self.slots[index];
+            if slot.node.is_some() || slot.supervisor_restart_at.is_none_or(|at| at > tick) {
+                continue;
+            }
+            // A new incarnation, derived (one LCG step) so the supervisor draws nothing.
+            let incarnation = slot
+                .incarnation
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            tracing::info!(replica = index, "supervisor restart");
+            self.restart_now(index, incarnation);
+            self.stats.supervisor_restarts += 1;
+        }
     }
 
     fn inject_crashes(&mut self, tick: u64) {
@@ -551,15 +602,19 @@ impl Harness {
     /// [`StorageModel::Sim`] the crash is a power loss with the configured probability.
     pub fn crash_now(&mut self, index: usize) {
         let power_loss = self.power_loss_probability > 0.0 && self.power_rng.chance(self.power_loss_probability);
-        self.crash_with(index, power_loss);
+        self.end_process(index, power_loss);
+        self.stats.crashes += 1;
     }
 
     /// Cut the power to replica `index` now, whatever the power-loss probability.
     pub fn power_loss_now(&mut self, index: usize) {
-        self.crash_with(index, true);
+        self.end_process(index, true);
+        self.stats.crashes += 1;
     }
 
-    fn crash_with(&mut self, index: usize, power_loss: bool) {
+    /// Replica `index`'s process ends (its tasks dropped mid-await); with a power loss
+    /// its disk keeps only what was stable.
+    fn end_process(&mut self, index: usize, power_loss: bool) {
         let tick = self.simulation.tick();
         self.simulation.crash(ProcessId(index as u32));
         let slot = &mut self.slots[index];
@@ -576,7 +631,6 @@ impl Harness {
                 storage.crash(CrashKind::Process);
             }
         }
-        self.stats.crashes += 1;
     }
 
     /// Restart replica `index` now with `incarnation` (the crash injector, tests and scenarios).
@@ -586,6 +640,7 @@ impl Harness {
         let slot = &mut self.slots[index];
         slot.incarnation = incarnation;
         slot.since = tick;
+        slot.supervisor_restart_at = None;
         self.boot(index);
         self.stats.restarts += 1;
     }

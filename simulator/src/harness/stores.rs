@@ -176,6 +176,13 @@ impl ReplicaStore for SimReplicaStore {
         }
     }
 
+    fn failure(&self) -> Option<&'static str> {
+        match self {
+            SimReplicaStore::Memory(store) => store.failure(),
+            SimReplicaStore::Durable(store) => store.failure(),
+        }
+    }
+
     fn write_checkpoint(&mut self, op: u64, bytes: &Rc<[u8]>) -> Result<(), StoreError> {
         match self {
             SimReplicaStore::Memory(store) => store.write_checkpoint(op, bytes),
