@@ -330,10 +330,24 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
         let (log, may_lack_acknowledged_ops) = if identity.group == METADATA_GROUP {
             // Every metadata prepare was synced before it was acknowledged; only a
             // lying disk loses one, and that shows as damage the chain repair refetches.
-            let (wal, _recovery) = now(Wal::open(storage))
+            let (wal, recovery) = now(Wal::open(storage))
                 .ok_or_else(|| failed("metadata WAL open did not complete on its first poll"))?
                 .map_err(|error| log_wal_error(dir, &error, "metadata WAL open failed"))?;
-            (Log::Metadata(wal), false)
+            // Damage in the middle is held but unknown: the ops there may be ones this
+            // replica acknowledged, so its log may not be offered as complete (a hole
+            // would count as a nack and could outvote a committed op). A torn tail is
+            // cut, but bit rot in the last record looks the same, and that record may
+            // have been synced and acknowledged: the same caution.
+            let damaged = !recovery.damaged.is_empty() || recovery.torn_tail.is_some();
+            if damaged {
+                tracing::warn!(
+                    dir,
+                    damaged_ranges = recovery.damaged.len(),
+                    torn_tail = ?recovery.torn_tail,
+                    "metadata WAL damaged; its ops are repaired from peers and its log is not offered as complete"
+                );
+            }
+            (Log::Metadata(wal), damaged)
         } else {
             let (wal, recovery) = now(PartitionWal::open(storage, dir, identity.group))
                 .ok_or_else(|| failed("partition WAL open did not complete on its first poll"))?
@@ -353,7 +367,19 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
             let persisted = recovery
                 .frontier
                 .is_some_and(|frontier| frontier.durability == Durability::Persisted);
-            (Log::Partition(wal), restart && !persisted)
+            // Damage below the frontier is in published, possibly acknowledged ops.
+            if !recovery.damaged.is_empty() {
+                tracing::warn!(
+                    dir,
+                    damaged_ranges = recovery.damaged.len(),
+                    "partition WAL damaged below its frontier; its ops are repaired from peers and its log is not \
+                     offered as complete"
+                );
+            }
+            (
+                Log::Partition(wal),
+                (restart && !persisted) || !recovery.damaged.is_empty(),
+            )
         };
         Ok(Self {
             storage: storage.clone(),
@@ -773,6 +799,48 @@ mod tests {
             open_group(&storage, METADATA_GROUP).expect("reopen").checkpoint(),
             Ok(Some((3, small)))
         );
+        std::fs::remove_dir_all(root).expect("cleanup");
+    }
+
+    #[test]
+    fn a_rotted_record_in_the_middle_of_a_wal_leaves_the_log_incomplete_never_cut() {
+        let root = temp_root("stores-rotted-record");
+        let storage = DiskStorage::new(&root).expect("temp dir");
+        for (group, wal) in [
+            (METADATA_GROUP, "metadata/wal".to_owned()),
+            (
+                PARTITION,
+                format!("{}/wal", DurableStores::<DiskStorage>::group_dir(PARTITION)),
+            ),
+        ] {
+            let mut store = open_group(&storage, group).expect("open");
+            for op in 1..=9 {
+                store.write_prepare(op, &frame(op)).expect("prepare");
+            }
+            store.write_superblock(Superblock::default()).expect("superblock");
+            drop(store);
+            let fresh = open_group(&storage, group).expect("reopen");
+            assert!(
+                !fresh.may_lack_acknowledged_ops(),
+                "an intact persisted log is complete"
+            );
+            drop(fresh);
+            let path = root.join(&wal);
+            let mut bytes = std::fs::read(&path).expect("read the WAL");
+            let middle = bytes.len() / 2;
+            bytes[middle] ^= 0x04;
+            std::fs::write(&path, &bytes).expect("rot one bit");
+            let reopened = open_group(&storage, group).expect("a damaged record does not refuse the open");
+            assert!(
+                reopened.may_lack_acknowledged_ops(),
+                "group {group:#x}: a rotted record may be an acknowledged op"
+            );
+            let kept = ops(&reopened);
+            assert!(
+                kept.len() < 9 && kept.contains(&9),
+                "group {group:#x}: kept {kept:?}: held, not cut"
+            );
+        }
         std::fs::remove_dir_all(root).expect("cleanup");
     }
 

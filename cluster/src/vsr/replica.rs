@@ -279,29 +279,40 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let superblock = store.superblock();
         let checkpoint = store.checkpoint()?;
         let checkpoint_op = checkpoint.as_ref().map_or(0, |(op, _)| *op);
+        // Records that no longer verify (or name another op): held but unknown. Never
+        // applied; repair refetches them. They may be ops this replica acknowledged, so
+        // its log is incomplete until a view's log replaces it (see `log_incomplete`).
+        let mut damaged_records = 0u64;
         for (op, record) in store.records() {
             if op <= checkpoint_op {
                 continue;
             }
-            // A record that no longer verifies is as good as missing: repair refetches it.
             let (header, frame) = match record {
                 StoredRecord::Prepare(frame) => match wire::open(&frame) {
                     Ok((header, _)) => (header, Some(frame)),
-                    Err(_) => continue,
+                    Err(_) => {
+                        damaged_records += 1;
+                        continue;
+                    }
                 },
                 StoredRecord::Header(bytes) => match Header::decode_verified(&bytes) {
                     Ok(header) => (header, None),
-                    Err(_) => continue,
+                    Err(_) => {
+                        damaged_records += 1;
+                        continue;
+                    }
                 },
             };
             if header.op == op && header.command == Command::Prepare && op > 0 {
                 journal.put(Entry::new(header, frame, false));
+            } else {
+                damaged_records += 1;
             }
         }
         // A replica that ever wrote anything is a restart, even if (by a fault) it has
         // prepares but no superblock: only a truly empty store is a fresh replica.
         let recovering = superblock.is_some() || journal.head() > 0 || checkpoint.is_some();
-        let log_incomplete = store.may_lack_acknowledged_ops();
+        let log_incomplete = store.may_lack_acknowledged_ops() || damaged_records > 0;
         assert!(
             !log_incomplete || recovering,
             "only a restarted replica can have lost acknowledged ops"
@@ -318,6 +329,8 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             view = durable.view,
             log_view = durable.log_view,
             head = journal.head(),
+            damaged_records,
+            log_incomplete,
             "open"
         );
         let boot_nonce = mix(config.entropy_seed ^ mix(incarnation ^ u64::from(config.replica)));

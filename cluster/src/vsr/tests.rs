@@ -1,7 +1,10 @@
 //! Replica-level tests that need no network: boot, restart, durable state.
 
+use std::rc::Rc;
+
 use super::*;
 use crate::vsr::replica::Outgoing;
+use crate::vsr::store::StoredRecord;
 use crate::wire::Header;
 
 /// Counts applied ops; the digest is the count.
@@ -267,10 +270,21 @@ pub(super) fn exchange(replicas: &mut [Replica<Counter, MemoryStore>], live: &[u
     }
 }
 
+/// How replica 1 loses op 1 from its disk in [`amnesia_scenario`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Loss {
+    /// The record is gone and the store does not say so (the control run).
+    Unadmitted,
+    /// The record is gone and the store says its log may lack acknowledged ops.
+    Admitted,
+    /// The record is there but a bit of it rotted (it fails its checksum).
+    Damaged,
+}
+
 /// Op 1 commits on replicas 0 and 1 (replica 2 never sees it); replica 1 restarts
 /// having lost it from its disk; replica 0 is gone for good. Returns replicas 1 and 2
 /// after they have tried for a while to move on without replica 0.
-fn amnesia_scenario(store_admits_the_loss: bool) -> Vec<Replica<Counter, MemoryStore>> {
+fn amnesia_scenario(loss: Loss) -> Vec<Replica<Counter, MemoryStore>> {
     let mut stores: Vec<MemoryStore> = (0..3).map(|_| MemoryStore::new()).collect();
     let mut replicas: Vec<_> = (0..3u8)
         .map(|index| Replica::open(config(index), Counter(0), stores[usize::from(index)].clone(), 0).expect("open"))
@@ -280,9 +294,20 @@ fn amnesia_scenario(store_admits_the_loss: bool) -> Vec<Replica<Counter, MemoryS
     assert_eq!(replicas[0].commit_min(), 1, "op 1 committed with replicas 0 and 1");
     assert_eq!(replicas[2].head(), 0, "replica 2 never saw op 1");
 
-    // Replica 1 restarts without op 1 (a partition WAL's unpublished tail, discarded).
-    stores[1].remove_prepare(1);
-    stores[1].set_may_lack_acknowledged_ops(store_admits_the_loss);
+    // Replica 1 restarts without op 1 (a partition WAL's unpublished tail, discarded,
+    // or a record that rotted on its disk).
+    if loss == Loss::Damaged {
+        let Some((_, StoredRecord::Prepare(frame))) = stores[1].records().into_iter().find(|(op, _)| *op == 1) else {
+            panic!("replica 1 stored op 1");
+        };
+        let mut rotten = frame.to_vec();
+        let last = rotten.len() - 1;
+        rotten[last] ^= 0x10;
+        stores[1].write_prepare(1, &Rc::from(rotten)).expect("memory store");
+    } else {
+        stores[1].remove_prepare(1);
+    }
+    stores[1].set_may_lack_acknowledged_ops(loss == Loss::Admitted);
     replicas[1] = Replica::open(config(1), Counter(0), stores[1].clone(), 1).expect("open");
     exchange(&mut replicas, &[1, 2], 3_000, 30);
     replicas.into_iter().skip(1).collect()
@@ -299,21 +324,45 @@ fn a_replica_that_lost_acknowledged_ops_cannot_outvote_a_committed_op() {
             .iter()
             .any(|replica| replica.status() == Status::Normal && replica.view() > 0 && replica.head() < 1)
     };
-    let control = amnesia_scenario(false);
+    let control = amnesia_scenario(Loss::Unadmitted);
     assert!(
         lost(&control),
         "without the rule, a view starts without the committed op 1"
     );
 
-    let guarded = amnesia_scenario(true);
-    assert!(!lost(&guarded), "a view started without the committed op 1");
+    for loss in [Loss::Admitted, Loss::Damaged] {
+        let guarded = amnesia_scenario(loss);
+        assert_guarded(&guarded, lost(&guarded));
+    }
+}
+
+#[test]
+fn a_replica_whose_record_rotted_holds_it_as_unknown_and_cannot_outvote_a_committed_op() {
+    // Protocol-aware recovery: a record that fails its checksum may be an op this
+    // replica acknowledged. It is neither applied nor read as "never had it".
+    let guarded = amnesia_scenario(Loss::Damaged);
     assert!(
-        guarded.iter().all(|replica| replica.status() != Status::Normal),
-        "with one log possibly incomplete and replica 0 gone, no view can start: unavailable beats wrong"
+        guarded[0].log_incomplete(),
+        "a damaged record leaves the log incomplete"
     );
-    assert!(guarded[0].log_incomplete());
-    assert!(
-        guarded[0].stats().do_view_changes_incomplete > 0,
-        "replica 1 offered its log marked incomplete"
-    );
+    assert_eq!(guarded[0].commit_min(), 0, "the damaged op 1 was never applied");
+    let lost = guarded
+        .iter()
+        .any(|replica| replica.status() == Status::Normal && replica.view() > 0 && replica.head() < 1);
+    assert_guarded(&guarded, lost);
+}
+
+fn assert_guarded(guarded: &[Replica<Counter, MemoryStore>], lost: bool) {
+    {
+        assert!(!lost, "a view started without the committed op 1");
+        assert!(
+            guarded.iter().all(|replica| replica.status() != Status::Normal),
+            "with one log possibly incomplete and replica 0 gone, no view can start: unavailable beats wrong"
+        );
+        assert!(guarded[0].log_incomplete());
+        assert!(
+            guarded[0].stats().do_view_changes_incomplete > 0,
+            "replica 1 offered its log marked incomplete"
+        );
+    }
 }
