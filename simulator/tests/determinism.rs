@@ -101,7 +101,10 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 ///   carry the newest metadata op their client saw, nodes bind senders to sessions
 ///   (binds and `Unbound` refusals are new packets), `RequestAsUser` was appended, and
 ///   the report prints a `sessions:` line. The schedule and replies move with them.
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xb0a0_4aa2_50e0_8062;
+/// - 2026-12-01: re-locked (issue #16, disk faults): the report prints a
+///   `storage-faults:` line; the schedule and reply hashes (0x88a75aa8e16e9e0a,
+///   0xfd6a0a1815f30a16) are unchanged, checked against the previous build.
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x1fae_ecf7_4fdf_17b6;
 
 #[test]
 fn workload_replay_is_deterministic() {
@@ -152,7 +155,10 @@ fn workload_replay_is_deterministic() {
 ///   checked against the previous build.
 /// - 2026-11-29: re-locked (issue #4, sessions): as the metadata lock says (logins,
 ///   binds, `Unbound` refusals and the `sessions:` line move the schedule and output).
-const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0xfa06_a5b8_27eb_22e6;
+/// - 2026-12-01: re-locked (issue #16, disk faults): the `storage-faults:` line, as the
+///   metadata lock says; schedule and reply hashes (0x22763e1697cb10d2,
+///   0xc7903c0ec11333e2) unchanged against the previous build.
+const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0xbbef_ab50_bc6e_fcfe;
 
 #[test]
 fn multi_shard_replay_is_deterministic() {

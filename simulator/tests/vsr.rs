@@ -71,6 +71,7 @@ fn harness(
         storage: StorageModel::Memory,
         power_loss_probability: 0.0,
         journal: Default::default(),
+        storage_faults: Default::default(),
     };
     let harness = Harness::new(seed, &config, driver.clone());
     (harness, driver)

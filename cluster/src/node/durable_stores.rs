@@ -294,6 +294,8 @@ pub struct DurableReplicaStore<S: DurableStorage> {
     /// The first write or sync of the log or superblock that failed: from then on the
     /// store is not trusted until reopened (see [`ReplicaStore::failure`]).
     failure: Option<&'static str>,
+    /// Damaged ranges (and a cut tail) the WAL found at open.
+    damaged_at_open: u64,
 }
 
 impl<S: DurableStorage> fmt::Debug for DurableReplicaStore<S> {
@@ -327,7 +329,7 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
         let restart = superblock.is_some();
         let checkpoint_path = join_path(dir, CHECKPOINT_FILE);
         let checkpoint = read_checkpoint(storage, &checkpoint_path)?;
-        let (log, may_lack_acknowledged_ops) = if identity.group == METADATA_GROUP {
+        let (log, may_lack_acknowledged_ops, damaged_at_open) = if identity.group == METADATA_GROUP {
             // Every metadata prepare was synced before it was acknowledged; only a
             // lying disk loses one, and that shows as damage the chain repair refetches.
             let (wal, recovery) = now(Wal::open(storage))
@@ -338,8 +340,8 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
             // would count as a nack and could outvote a committed op). A torn tail is
             // cut, but bit rot in the last record looks the same, and that record may
             // have been synced and acknowledged: the same caution.
-            let damaged = !recovery.damaged.is_empty() || recovery.torn_tail.is_some();
-            if damaged {
+            let damaged = recovery.damaged.len() as u64 + u64::from(recovery.torn_tail.is_some());
+            if damaged > 0 {
                 tracing::warn!(
                     dir,
                     damaged_ranges = recovery.damaged.len(),
@@ -347,7 +349,7 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
                     "metadata WAL damaged; its ops are repaired from peers and its log is not offered as complete"
                 );
             }
-            (Log::Metadata(wal), damaged)
+            (Log::Metadata(wal), damaged > 0, damaged)
         } else {
             let (wal, recovery) = now(PartitionWal::open(storage, dir, identity.group))
                 .ok_or_else(|| failed("partition WAL open did not complete on its first poll"))?
@@ -379,6 +381,7 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
             (
                 Log::Partition(wal),
                 (restart && !persisted) || !recovery.damaged.is_empty(),
+                recovery.damaged.len() as u64,
             )
         };
         Ok(Self {
@@ -392,6 +395,7 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
             durability,
             may_lack_acknowledged_ops,
             failure: None,
+            damaged_at_open,
         })
     }
 
@@ -528,6 +532,10 @@ impl<S: DurableStorage> ReplicaStore for DurableReplicaStore<S> {
 
     fn failure(&self) -> Option<&'static str> {
         self.failure
+    }
+
+    fn damaged_at_open(&self) -> u64 {
+        self.damaged_at_open
     }
 
     fn write_prepare(&mut self, op: u64, frame: &Rc<[u8]>) -> Result<(), StoreError> {

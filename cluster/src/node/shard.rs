@@ -155,6 +155,7 @@ impl<P: StoreProvider> Shard<P> {
         assert!(index < config.shards, "shard {index} of {}", config.shards);
         let mut stats = ShardStats::default();
         let budget = Rc::new(CatchUpBudget::default());
+        let mut refused = None;
         let metadata = if index == 0 {
             match stores.open(METADATA_GROUP) {
                 Ok(store) => match Replica::open(
@@ -170,12 +171,14 @@ impl<P: StoreProvider> Shard<P> {
                     Err(error) => {
                         tracing::error!(replica = config.replica, %error, "metadata group refused its disk");
                         stats.groups_open_failed += 1;
+                        refused = Some(error.what);
                         None
                     }
                 },
                 Err(error) => {
                     tracing::error!(replica = config.replica, %error, "metadata group store refused to open");
                     stats.groups_open_failed += 1;
+                    refused = Some(error.what);
                     None
                 }
             }
@@ -203,6 +206,10 @@ impl<P: StoreProvider> Shard<P> {
         };
         if let Some(replica) = shard.metadata.as_ref() {
             note_storage_failure(&shard.storage_failure, METADATA_GROUP, replica);
+        }
+        if let Some(what) = refused {
+            // A node does not run without its metadata group: fail-stop.
+            refuse_group(&shard.storage_failure, METADATA_GROUP, what);
         }
         shard.publish_directory();
         shard.publish_access();
@@ -426,7 +433,8 @@ impl<P: StoreProvider> Shard<P> {
                 Err(error) => {
                     tracing::error!(replica = self.config.replica, group = spec.group, %error, "partition store refused to open");
                     self.stats.groups_open_failed += 1;
-                    continue;
+                    refuse_group(&self.storage_failure, spec.group, error.what);
+                    break;
                 }
             };
             let mut replica = match Replica::open(
@@ -439,7 +447,8 @@ impl<P: StoreProvider> Shard<P> {
                 Err(error) => {
                     tracing::error!(replica = self.config.replica, group = spec.group, %error, "partition group refused its disk");
                     self.stats.groups_open_failed += 1;
-                    continue;
+                    refuse_group(&self.storage_failure, spec.group, error.what);
+                    break;
                 }
             };
             replica.set_catch_up_budget(self.budget.clone());
@@ -454,6 +463,15 @@ impl<P: StoreProvider> Shard<P> {
             self.stats.groups_opened += 1;
         }
         self.reconciled = Some(directory.version);
+    }
+}
+
+/// A group's store refused to open (an I/O error, or damage boot cannot repair yet):
+/// the node fail-stops rather than run without the group for good (its replica would
+/// never answer again, and frames for it would only be counted).
+fn refuse_group(flag: &Cell<Option<StorageFailure>>, group: u64, what: &'static str) {
+    if flag.get().is_none() {
+        flag.set(Some(StorageFailure { group, what }));
     }
 }
 

@@ -16,8 +16,9 @@
 //! then hold what the crashed node acknowledged.
 //!
 //! A group whose storage fails for good (a write or sync of its log or superblock
-//! refused, see `ReplicaStore::failure`) stops the node: [`run`] returns
-//! [`Stopped::StorageFailure`] without flushing anything (the disk is suspect), and the
+//! refused, see `ReplicaStore::failure`) stops the node: [`run`] publishes what the
+//! other groups' stores hold (a sync error is per file; the failed store refuses) and
+//! returns [`Stopped::StorageFailure`], and the
 //! `node` binary exits with [`EXIT_STORAGE_FAILED`] so that a supervisor starts it
 //! again; the new process boots from what the disk really holds. Its peers elect a new
 //! primary meanwhile if it led.
@@ -64,7 +65,7 @@ pub const EXIT_STORAGE_FAILED: u8 = 3;
 pub enum Stopped {
     /// The shutdown future completed (a signal); every journal was flushed.
     Shutdown,
-    /// A group's storage failed for good; nothing was flushed.
+    /// A group's storage failed for good; the other groups' journals were flushed.
     StorageFailure(StorageFailure),
 }
 
@@ -256,7 +257,12 @@ async fn serve(config: &ServerConfig, shutdown: impl Future<Output = ()>) -> Res
         }
     };
     if let Some(failure) = failure {
+        // The other groups' files are sound (a sync error is per file): publish what
+        // they hold, so the restart finds it, as a clean shutdown would.
+        let (flushed, failed) = node.flush_for_shutdown();
         tracing::error!(
+            flushed,
+            failed,
             replica = config.replica,
             %failure,
             exit_status = EXIT_STORAGE_FAILED,

@@ -136,6 +136,15 @@ pub struct ReplicaStats {
     pub storage_failures: u64,
     /// Frames dropped unread because the replica had stopped on a storage failure.
     pub frames_dropped_stopped: u64,
+    /// Records found damaged at boot (failed their checksum, or named another op):
+    /// held but unknown, never applied, repaired from peers.
+    pub damaged_records_at_boot: u64,
+    /// Times a log booted incomplete (lost or damaged records) was replaced by a view's
+    /// log (a StartView or a merge), after which repair fills what it lacked.
+    pub incomplete_logs_replaced: u64,
+    /// Of those, logs that booted with damaged records: the damage is repaired from
+    /// peers from here on (what was held but unknown is refetched and verified).
+    pub damaged_logs_replaced: u64,
 }
 
 /// A frame to send.
@@ -282,7 +291,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         // Records that no longer verify (or name another op): held but unknown. Never
         // applied; repair refetches them. They may be ops this replica acknowledged, so
         // its log is incomplete until a view's log replaces it (see `log_incomplete`).
-        let mut damaged_records = 0u64;
+        let mut damaged_records = store.damaged_at_open();
         for (op, record) in store.records() {
             if op <= checkpoint_op {
                 continue;
@@ -403,6 +412,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             }
             replica.enter_normal_timers();
         }
+        replica.stats.damaged_records_at_boot = damaged_records;
         replica.stop_if_store_failed();
         Ok(replica)
     }
@@ -737,6 +747,15 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.maybe_checkpoint();
         self.stop_if_store_failed();
         self.assert_invariants();
+    }
+
+    /// The log this replica booted with was just replaced by a view's log (it will never
+    /// again be offered as incomplete): count what that settled.
+    pub(crate) fn note_log_replaced(&mut self) {
+        if self.log_incomplete {
+            self.stats.incomplete_logs_replaced += 1;
+            self.stats.damaged_logs_replaced += u64::from(self.stats.damaged_records_at_boot > 0);
+        }
     }
 
     /// Stop for good if the store failed for good; true if stopped. Everything this

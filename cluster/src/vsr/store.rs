@@ -87,6 +87,13 @@ pub trait ReplicaStore {
     fn flush_for_shutdown(&mut self) -> Result<(), StoreError> {
         Ok(())
     }
+    /// Damage the store found when it opened and left out of [`ReplicaStore::records`]
+    /// (records that failed their checksum, a cut tail): each may have been an op the
+    /// replica acknowledged, so the replica's log is incomplete (as with
+    /// [`ReplicaStore::may_lack_acknowledged_ops`]) and counts it.
+    fn damaged_at_open(&self) -> u64 {
+        0
+    }
     /// Why this store can no longer be trusted to make anything durable, if it cannot:
     /// a write or sync of its log or superblock failed, so the page cache may have
     /// dropped bytes that a later sync would then report as durable (Linux reports a

@@ -424,6 +424,19 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.install_canonical_header(header);
         }
         self.commit_max = self.commit_max.max(merge.commit);
+        // Every op known committed is in some quorum's log, so the merge keeps it: a
+        // merged head below the commit point means every log offered lost an op it
+        // acknowledged (more replicas lost data than the fault model allows).
+        assert!(
+            merge.head >= self.commit_max,
+            "replica {} group {:#x}: view {} would start with head {} below the commit point {} (every log in the \
+             merge lacks committed ops)",
+            self.config.replica,
+            self.config.group,
+            self.view,
+            merge.head,
+            self.commit_max
+        );
         self.walk_chain();
         let complete = (self.commit_min + 1..=merge.head).all(|op| self.journal.ready(op));
         if !complete {
@@ -439,6 +452,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
         self.log_view = self.view;
         self.status = Status::Normal;
+        self.note_log_replaced();
         self.log_incomplete = false;
         self.stats.views_started += 1;
         tracing::info!(
@@ -585,6 +599,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.view = header.view;
         self.log_view = header.view;
         self.status = Status::Normal;
+        self.note_log_replaced();
         self.log_incomplete = false;
         self.pipeline.clear();
         self.pipeline_inherited = 0;

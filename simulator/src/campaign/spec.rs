@@ -77,6 +77,20 @@ pub struct CampaignFlags {
     #[arg(long, default_value_t = 0.0, value_parser = crate::fuzz::parse_probability)]
     pub power_loss_prob: f64,
 
+    /// Passed to every run: probability that one disk write, sync or writeback fails
+    /// with EIO (see workload-fuzz).
+    #[arg(long, default_value_t = 0.0, value_parser = crate::fuzz::parse_probability)]
+    pub disk_error_prob: f64,
+
+    /// Passed to every run: probability, per restart of the budget's corruptible
+    /// replica, that a bit of its WAL rots (see workload-fuzz).
+    #[arg(long, default_value_t = 0.0, value_parser = crate::fuzz::parse_probability)]
+    pub disk_corruption_prob: f64,
+
+    /// Passed to every run: `budgeted`, `off` or `unsafe` (see workload-fuzz).
+    #[arg(long, default_value = "budgeted", value_parser = crate::fuzz::parse_storage_faults)]
+    pub storage_faults: crate::fuzz::StorageFaultMode,
+
     /// Passed to every run: `sim` (production formats on a simulated disk) or `memory`.
     #[arg(long, default_value = "sim", value_parser = crate::fuzz::parse_storage)]
     pub storage: crate::harness::StorageModel,
@@ -262,6 +276,9 @@ impl CampaignFlags {
             crash_primary: self.crash_primary,
             power_loss_prob: self.power_loss_prob,
             storage: self.storage,
+            disk_error_prob: self.disk_error_prob,
+            disk_corruption_prob: self.disk_corruption_prob,
+            storage_faults: self.storage_faults,
             journal_slots: self.journal_slots,
             ring_entries: self.ring_entries,
             ring_bytes: self.ring_bytes,

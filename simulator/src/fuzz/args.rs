@@ -93,6 +93,29 @@ pub struct FuzzArgs {
     #[arg(long, default_value = "sim", value_parser = parse_storage)]
     pub storage: StorageModel,
 
+    /// Disk errors inside the run (needs `--storage sim`): the probability that one
+    /// write, sync or background writeback of a replica's simulated disk fails with
+    /// EIO. Any replica may be hit, primaries included: the replica stops and its node
+    /// fail-stops, and a supervisor restarts it 100 ticks later on the same disk.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_probability)]
+    pub disk_error_prob: f64,
+
+    /// Latent disk corruption (needs `--storage sim`): the probability, each time the
+    /// budget's corruptible replica (one per run, drawn from the seed) restarts, that
+    /// one bit of one of its WALs rots before it boots. The replica must hold the
+    /// record as unknown, never apply it or read it as a nack, and repair it from
+    /// peers.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_probability)]
+    pub disk_corruption_prob: f64,
+
+    /// `budgeted` (default): disk faults as asked, within the budget that keeps every
+    /// failure a bug (corruption on one replica per run). `off`: no disk faults
+    /// whatever the other flags say. `unsafe`: lift the budget (any replica may rot,
+    /// writes may be misdirected); for exploration, such a run never counts as a pass
+    /// (it ends vacuous when nothing fails).
+    #[arg(long, default_value = "budgeted", value_parser = parse_storage_faults)]
+    pub storage_faults: StorageFaultMode,
+
     /// Journal slots of the metadata group: ops it keeps in memory and in its WAL above
     /// its last checkpoint, which it takes every `journal-slots - 64` applied ops. Small
     /// values (80 is the least) force checkpoints, evictions and state transfers
@@ -327,6 +350,40 @@ pub fn parse_probability(text: &str) -> Result<f64, String> {
     Ok(value)
 }
 
+/// How `--storage-faults` treats the disk-fault flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StorageFaultMode {
+    /// As asked, within the budget.
+    Budgeted,
+    /// None at all.
+    Off,
+    /// As asked, budget lifted: exploration, never a pass.
+    Unsafe,
+}
+
+impl StorageFaultMode {
+    /// The name the command line takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            StorageFaultMode::Budgeted => "budgeted",
+            StorageFaultMode::Off => "off",
+            StorageFaultMode::Unsafe => "unsafe",
+        }
+    }
+}
+
+/// A `--storage-faults` value.
+pub fn parse_storage_faults(text: &str) -> Result<StorageFaultMode, String> {
+    [
+        StorageFaultMode::Budgeted,
+        StorageFaultMode::Off,
+        StorageFaultMode::Unsafe,
+    ]
+    .into_iter()
+    .find(|mode| mode.name() == text)
+    .ok_or_else(|| format!("{text:?} is not a storage fault mode; expected budgeted, off or unsafe"))
+}
+
 /// A storage model name (`sim` or `memory`).
 pub fn parse_storage(text: &str) -> Result<StorageModel, String> {
     text.parse()
@@ -346,6 +403,18 @@ fn shell_quote(value: &str) -> String {
 }
 
 impl FuzzArgs {
+    /// The disk faults the flags ask for.
+    pub fn storage_faults(&self) -> crate::harness::StorageFaults {
+        match self.storage_faults {
+            StorageFaultMode::Off => crate::harness::StorageFaults::default(),
+            mode => crate::harness::StorageFaults {
+                error_probability: self.disk_error_prob,
+                corruption_probability: self.disk_corruption_prob,
+                unsafe_budget: mode == StorageFaultMode::Unsafe,
+            },
+        }
+    }
+
     /// The journal bounds the flags ask for.
     pub fn journal(&self) -> JournalBounds {
         JournalBounds {
@@ -380,6 +449,9 @@ impl FuzzArgs {
             format!("--restart-prob {}", self.restart_prob),
             format!("--power-loss-prob {}", self.power_loss_prob),
             format!("--storage {}", self.storage),
+            format!("--disk-error-prob {}", self.disk_error_prob),
+            format!("--disk-corruption-prob {}", self.disk_corruption_prob),
+            format!("--storage-faults {}", self.storage_faults.name()),
             format!("--journal-slots {}", self.journal_slots),
             format!("--ring-entries {}", self.ring_entries),
             format!("--ring-bytes {}", self.ring_bytes),

@@ -13,7 +13,7 @@ use cluster::vsr::{StateMachine, Status};
 
 use super::{FuzzArgs, RunReport, Verdict, print_packets, print_world};
 use crate::harness::crash::CrashConfig;
-use crate::harness::{CheckFailure, Harness, HarnessConfig};
+use crate::harness::{CheckFailure, Harness, HarnessConfig, StorageModel};
 use crate::seeds::SimSeeds;
 use crate::simulation::SimulationConfig;
 use crate::workload::{ActionWeights, MetadataWorkload};
@@ -101,6 +101,7 @@ pub(super) fn run(
         storage: args.storage,
         power_loss_probability: args.power_loss_prob,
         journal: args.journal(),
+        storage_faults: args.storage_faults(),
     };
     let mut harness = Harness::new(report.seed, &harness_config, workload.clone());
     print_world(harness.simulation(), out)?;
@@ -109,6 +110,21 @@ pub(super) fn run(
         "crashes: crash_prob={} restart_prob={} crash_primary={} power_loss_prob={} storage={}",
         args.crash_prob, args.restart_prob, args.crash_primary, args.power_loss_prob, args.storage
     )?;
+    let storage_faults = args.storage_faults();
+    if storage_faults.enabled() {
+        writeln!(
+            out,
+            "disk faults: error_prob={} corruption_prob={} budget={} corruptible_replica={}",
+            storage_faults.error_probability,
+            storage_faults.corruption_probability,
+            if storage_faults.unsafe_budget {
+                "lifted (unsafe)"
+            } else {
+                "one corruptible replica"
+            },
+            harness.corruptible_replica()
+        )?;
+    }
 
     let mut failure: Option<CheckFailure> = None;
     for _ in 0..args.ticks {
@@ -190,6 +206,10 @@ pub(super) fn run(
         harness.stats().restarts,
     )?;
     print_packets(harness.simulation(), out)?;
+    let storage_counts = harness.storage_fault_counts();
+    if args.storage == StorageModel::Sim {
+        writeln!(out, "{storage_counts}")?;
+    }
     let catch_up = harness.catch_up();
     report.checkpoints = catch_up.checkpoints;
     report.transfers_installed = catch_up.transfers_installed;
@@ -292,6 +312,16 @@ pub(super) fn run(
             "{compared} ops compared, below --min-ops-compared {}",
             args.min_ops_compared
         )),
+        None if storage_faults.enabled()
+            && args.storage == StorageModel::Sim
+            && storage_counts.injected_total() == 0 =>
+        {
+            Verdict::Vacuous("disk faults were asked for but none was injected".to_owned())
+        }
+        None if storage_faults.unsafe_budget => Verdict::Vacuous(
+            "--storage-faults unsafe lifts the fault budget: an exploration run is reported, never counted as a pass"
+                .to_owned(),
+        ),
         None if args.asks_for_checkpoints() && catch_up.checkpoints == 0 => Verdict::Vacuous(format!(
             "asked for a small journal (--journal-slots {} --ring-entries {}) but no checkpoint was taken",
             args.journal_slots, args.ring_entries

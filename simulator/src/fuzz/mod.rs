@@ -10,7 +10,9 @@ mod echo_run;
 
 use std::io::{self, Write};
 
-pub use args::{FuzzArgs, NetworkOverrides, Plane, parse_probability, parse_storage};
+pub use args::{
+    FuzzArgs, NetworkOverrides, Plane, StorageFaultMode, parse_probability, parse_storage, parse_storage_faults,
+};
 
 use crate::profile::{ResolvedProfile, load_profile, validate_network};
 use crate::simulation::{Simulation, SimulationConfig};

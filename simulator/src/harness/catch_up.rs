@@ -48,6 +48,14 @@ pub struct CatchUpCounters {
     pub chunks_served: u64,
     /// Prepares dropped for want of journal room.
     pub dropped_journal_full: u64,
+    /// Records found damaged at boot (held but unknown, repaired from peers).
+    pub damaged_at_boot: u64,
+    /// Incomplete logs (lost or damaged records) replaced by a view's log.
+    pub incomplete_logs_replaced: u64,
+    /// Of those, logs that booted with damaged records.
+    pub damaged_logs_replaced: u64,
+    /// Replicas that stopped on a storage failure.
+    pub storage_failures: u64,
 }
 
 impl CatchUpCounters {
@@ -66,6 +74,10 @@ impl CatchUpCounters {
         self.transfers_stale += stats.transfers_stale;
         self.chunks_served += stats.transfer_chunks_served;
         self.dropped_journal_full += stats.prepares_dropped_journal_full;
+        self.damaged_at_boot += stats.damaged_records_at_boot;
+        self.incomplete_logs_replaced += stats.incomplete_logs_replaced;
+        self.damaged_logs_replaced += stats.damaged_logs_replaced;
+        self.storage_failures += stats.storage_failures;
     }
 
     /// The sum of two counters.
@@ -84,6 +96,10 @@ impl CatchUpCounters {
         self.transfers_stale += other.transfers_stale;
         self.chunks_served += other.chunks_served;
         self.dropped_journal_full += other.dropped_journal_full;
+        self.damaged_at_boot += other.damaged_at_boot;
+        self.incomplete_logs_replaced += other.incomplete_logs_replaced;
+        self.damaged_logs_replaced += other.damaged_logs_replaced;
+        self.storage_failures += other.storage_failures;
         self
     }
 

@@ -31,7 +31,7 @@ use cluster::vsr::journal::root_header;
 use cluster::vsr::{MemoryStore, Replica, StateMachine, Status};
 
 use crate::rng::SimRng;
-use crate::storage::{CrashKind, SimStorage, SimStorageOptions};
+use crate::storage::{CrashKind, FaultRates, InjectedFaults, PARTS_PER_MILLION, SimStorage, SimStorageOptions};
 pub use stores::{SimReplicaStore, SimStores, StorageModel};
 
 use crate::simulation::{Simulation, SimulationConfig, SimulationError};
@@ -49,6 +49,16 @@ pub const COMMIT_STUCK_TICKS_MAX: u64 = 2_000;
 /// a node whose disk fails at every boot from spinning, and is well inside the
 /// survivors' 500-tick liveness window, so a restarted backup rarely costs a view.
 pub const SUPERVISOR_RESTART_TICKS: u64 = 100;
+
+/// Ticks each replica in turn is the one whose disk may fail (see [`StorageFaults`]):
+/// long enough for several writes and syncs, short enough that every replica, the
+/// primary included, gets its turn many times in a run.
+pub const DISK_ERROR_WINDOW_TICKS: u64 = 200;
+
+/// Salts the storage seed into the draw of the corruptible replica.
+const CORRUPTIBLE_SALT: u64 = 0xC0FF_EE00_5EED_0001;
+/// Salts the storage seed into the corruption coin's stream.
+const CORRUPTION_SALT: u64 = 0xC0FF_EE00_5EED_0002;
 
 /// The cluster id the simulated cluster uses.
 pub const SIMULATED_CLUSTER_ID: u64 = 0xC1_0057;
@@ -77,6 +87,116 @@ pub struct HarnessConfig {
     /// How much of its log each group keeps (small values force checkpoints,
     /// evictions and state transfers).
     pub journal: JournalBounds,
+    /// Disk faults inside the run (with [`StorageModel::Sim`]).
+    pub storage_faults: StorageFaults,
+}
+
+/// Disk faults a cluster run injects on its simulated disks, and the budget that keeps
+/// every failure a bug rather than bad luck.
+///
+/// Errors may hit any replica, primaries included: a write or a sync refused with EIO
+/// (a refused sync drops the file's dirty pages, errseq style), and a background
+/// writeback that fails. The cluster's answer is to stop the replica and fail-stop its
+/// node (publishing what its healthy stores hold); the harness's supervisor starts it
+/// again on the same disk. A restart costs a `replicated` partition whatever it had
+/// not published (by design: such a write is safe while some replica that holds it
+/// stays up), so errors are budgeted like crashes: one replica at a time may be hit,
+/// each in turn for [`DISK_ERROR_WINDOW_TICKS`], and only while more than a quorum of
+/// replicas are up and rejoined.
+///
+/// Corruption is budgeted: the protocol repairs a damaged record from a peer that
+/// holds it, so no op may be damaged on more replicas than the rest can cover. The
+/// budget here is the simplest that holds for every cluster size: one replica per run,
+/// drawn from the storage stream (the *corruptible* replica), may have WAL bits rot;
+/// a bit rots, with `corruption_probability`, each time that replica restarts, before
+/// it boots (latent corruption found by the boot's read). Checkpoints, superblocks and
+/// frontiers are not corrupted yet (their repair by state transfer is the next step).
+/// With `unsafe_budget`, any replica may rot and writes may be misdirected: such runs
+/// explore, and are reported, never counted as passes.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StorageFaults {
+    /// Probability that one write, sync or background writeback fails with EIO.
+    pub error_probability: f64,
+    /// Probability, per restart of a replica the budget allows, that a bit of its WAL
+    /// rots before it boots.
+    pub corruption_probability: f64,
+    /// Lift the budget (see above).
+    pub unsafe_budget: bool,
+}
+
+impl StorageFaults {
+    /// Whether any fault is asked for.
+    pub fn enabled(&self) -> bool {
+        self.error_probability > 0.0 || self.corruption_probability > 0.0
+    }
+
+    /// The disk's random rates, in parts per million.
+    fn rates(&self) -> FaultRates {
+        let ppm = |probability: f64| (probability * f64::from(PARTS_PER_MILLION)).round() as u32;
+        let error = ppm(self.error_probability);
+        FaultRates {
+            write_error_probability: error,
+            sync_error_probability: error,
+            writeback_failure_probability: error,
+            misdirected_write_probability: if self.unsafe_budget {
+                ppm(self.corruption_probability / 100.0)
+            } else {
+                0
+            },
+        }
+    }
+}
+
+/// What the run's disks suffered and what the cluster made of it, over every replica
+/// and incarnation (the `storage-faults:` line).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StorageFaultCounts {
+    /// Storage calls made on every disk.
+    pub calls: u64,
+    /// Faults injected by the disks.
+    pub injected: InjectedFaults,
+    /// Damaged records found at boot (held but unknown).
+    pub detected: u64,
+    /// Logs that booted with damaged records and were replaced by a view's log, then
+    /// repaired from peers.
+    pub repaired: u64,
+    /// Logs that booted incomplete for any reason (damage, or a partition WAL's
+    /// unpublished tail discarded) and were replaced by a view's log.
+    pub incomplete_replaced: u64,
+    /// Replicas that stopped on a storage failure.
+    pub stopped: u64,
+    /// Nodes that fail-stopped (and were restarted by the supervisor).
+    pub fail_stops: u64,
+}
+
+impl StorageFaultCounts {
+    /// Every fault injected, of every kind.
+    pub fn injected_total(&self) -> u64 {
+        self.injected.total()
+    }
+}
+
+impl std::fmt::Display for StorageFaultCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let i = self.injected;
+        write!(
+            f,
+            "storage-faults: calls={} injected write_errors={} sync_errors={} writeback_failures={} misdirected_writes={} \
+             corruptions={}; detected damaged_records={}; repaired damaged_logs={} (incomplete_logs={}); stopped \
+             replicas={} fail_stops={}",
+            self.calls,
+            i.write_errors,
+            i.sync_errors,
+            i.writeback_failures,
+            i.misdirected_writes,
+            i.corruptions,
+            self.detected,
+            self.repaired,
+            self.incomplete_replaced,
+            self.stopped,
+            self.fail_stops
+        )
+    }
 }
 
 /// A metadata replica as the harness hosts it (inside shard 0 of a node).
@@ -140,6 +260,9 @@ struct Slot {
     watches: BTreeMap<u64, GroupWatch>,
     /// The tick the supervisor starts this node again, after a fail-stop.
     supervisor_restart_at: Option<u64>,
+    /// Faults the disk had injected when this incarnation began to boot: a storage
+    /// failure with none injected since is a bug, not a fault.
+    injected_at_boot: u64,
 }
 
 /// A failed check: what broke, where, when.
@@ -197,6 +320,18 @@ pub struct Harness {
     journal: JournalBounds,
     /// Catch-up counters of nodes that crashed (a node's own die with it).
     retired: CatchUpCounters,
+    storage_faults: StorageFaults,
+    /// The larger of the two quorums: more than this many replicas up and rejoined
+    /// leaves room for one more to restart (the crash injector's rule).
+    quorum_live_min: usize,
+    /// The replica whose disk may fail now (see [`DISK_ERROR_WINDOW_TICKS`]), as last
+    /// applied to the disks.
+    error_eligible: Option<usize>,
+    /// The one replica whose WAL may rot under the budget (see [`StorageFaults`]).
+    corruptible: usize,
+    /// Draws whether a restarting replica's WAL rots (only when the probability is
+    /// above zero).
+    corruption_rng: SimRng,
     checkpoints: CheckpointChecker,
 }
 
@@ -232,6 +367,13 @@ impl Harness {
             journal: config.journal,
             retired: CatchUpCounters::default(),
             checkpoints: CheckpointChecker::default(),
+            storage_faults: config.storage_faults,
+            quorum_live_min: quorum,
+            error_eligible: None,
+            // Derived from the storage stream without drawing from it, so turning
+            // corruption on shifts no other draw.
+            corruptible: SimRng::new(storage_seed ^ CORRUPTIBLE_SALT).index(replicas),
+            corruption_rng: SimRng::new(storage_seed ^ CORRUPTION_SALT),
         };
         for index in 0..replicas {
             let disk = match config.storage {
@@ -242,6 +384,8 @@ impl Harness {
                     // A cluster run makes millions of storage calls; nobody replays them
                     // by position, so the trace is not kept.
                     record_trace: false,
+                    // Errors start off: `gate_disk_errors` turns them on for one replica at a time.
+                    misdirected_write_probability: config.storage_faults.rates().misdirected_write_probability,
                     ..SimStorageOptions::default()
                 })),
             };
@@ -252,6 +396,7 @@ impl Harness {
                 since: 0,
                 watches: BTreeMap::new(),
                 supervisor_restart_at: None,
+                injected_at_boot: 0,
             });
             harness.boot(index);
         }
@@ -284,6 +429,7 @@ impl Harness {
             owner_fence: self.owner_fence,
             journal: self.journal,
         };
+        self.slots[index].injected_at_boot = self.injected_on(index);
         let slot = &self.slots[index];
         let stores = match &slot.disk {
             Disk::Memory(stores) => SimStores::Memory(stores.clone()),
@@ -296,28 +442,16 @@ impl Harness {
                 match DurableStores::open(storage.clone(), identity) {
                     Ok(stores) => SimStores::Durable(stores),
                     Err(error) => {
-                        self.boot_failure = Some(CheckFailure {
-                            check: "boot",
-                            detail: format!("replica {index} refused to boot from its disk: {error}"),
-                            tick: self.simulation.tick(),
-                        });
+                        self.refused_boot(index, &error.to_string());
                         return;
                     }
                 }
             }
         };
         let node = Node::open(&config, stores, slot.incarnation);
-        let failed_groups: u64 = node
-            .shards()
-            .iter()
-            .map(|shard| shard.borrow().stats().groups_open_failed)
-            .sum();
-        if failed_groups > 0 {
-            self.boot_failure = Some(CheckFailure {
-                check: "boot",
-                detail: format!("replica {index}: {failed_groups} group store(s) refused to open from its disk"),
-                tick: self.simulation.tick(),
-            });
+        if let Some(failure) = node.storage_failure() {
+            self.refused_boot(index, &failure.to_string());
+            return;
         }
         let process = ProcessId(index as u32);
         let bus = self.simulation.bus(process);
@@ -337,15 +471,104 @@ impl Harness {
         }
     }
 
-    /// Stop injecting crashes (for the drain at the end of a run).
+    /// Faults replica `index`'s disk has injected so far (0 for in-memory stores).
+    fn injected_on(&self, index: usize) -> u64 {
+        match &self.slots[index].disk {
+            Disk::Sim(storage) => storage.injected().total(),
+            Disk::Memory(_) => 0,
+        }
+    }
+
+    /// Replica `index` could not boot from its disk. If its disk injected a fault
+    /// while it booted (or its stores are in memory, which fail only when a test says
+    /// so), that is the fault at work: the node fail-stops, as a
+    /// production node exits when it cannot start, and the supervisor tries again.
+    /// Otherwise the disk held nothing boot should refuse: the run fails.
+    fn refused_boot(&mut self, index: usize, why: &str) {
+        let tick = self.simulation.tick();
+        // In-memory stores fail only when a test tells them to: that is the fault.
+        let memory = matches!(self.slots[index].disk, Disk::Memory(_));
+        if memory || self.injected_on(index) > self.slots[index].injected_at_boot {
+            tracing::info!(replica = index, why, "boot failed on an injected disk fault; fail-stop");
+            self.simulation.crash(ProcessId(index as u32));
+            let slot = &mut self.slots[index];
+            slot.node = None;
+            slot.since = tick;
+            slot.supervisor_restart_at = Some(tick + SUPERVISOR_RESTART_TICKS);
+            self.stats.fail_stops += 1;
+        } else {
+            self.boot_failure = Some(CheckFailure {
+                check: "boot",
+                detail: format!("replica {index} refused to boot from its disk: {why}"),
+                tick,
+            });
+        }
+    }
+
+    /// Stop injecting crashes and disk faults (for the drain at the end of a run).
     pub fn disable_crashes(&mut self) {
         self.crashes_enabled = false;
+        self.storage_faults = StorageFaults::default();
+        for slot in &self.slots {
+            if let Disk::Sim(storage) = &slot.disk {
+                storage.set_fault_rates(FaultRates::default());
+            }
+        }
+    }
+
+    /// The replica whose WAL may rot under the budget (see [`StorageFaults`]).
+    pub fn corruptible_replica(&self) -> usize {
+        self.corruptible
+    }
+
+    /// The `storage-faults:` counts so far.
+    pub fn storage_fault_counts(&self) -> StorageFaultCounts {
+        let catch_up = self.catch_up();
+        let mut injected = InjectedFaults::default();
+        let mut calls = 0;
+        for slot in &self.slots {
+            if let Disk::Sim(storage) = &slot.disk {
+                calls += storage.operations();
+                let disk = storage.injected();
+                injected.write_errors += disk.write_errors;
+                injected.sync_errors += disk.sync_errors;
+                injected.writeback_failures += disk.writeback_failures;
+                injected.misdirected_writes += disk.misdirected_writes;
+                injected.corruptions += disk.corruptions;
+            }
+        }
+        StorageFaultCounts {
+            calls,
+            injected,
+            detected: catch_up.damaged_at_boot,
+            repaired: catch_up.damaged_logs_replaced,
+            incomplete_replaced: catch_up.incomplete_logs_replaced,
+            stopped: catch_up.storage_failures,
+            fail_stops: self.stats.fail_stops,
+        }
+    }
+
+    /// With the budget's leave, rot one bit of replica `index`'s WAL before it boots.
+    fn maybe_rot(&mut self, index: usize) {
+        let probability = self.storage_faults.corruption_probability;
+        if probability <= 0.0 || !self.corruption_rng.chance(probability) {
+            return;
+        }
+        if !self.storage_faults.unsafe_budget && index != self.corruptible {
+            return;
+        }
+        if let Disk::Sim(storage) = &self.slots[index].disk
+            && let Some((path, offset)) = storage.corrupt_stable_bit(|path| path.ends_with("/wal"))
+        {
+            tracing::info!(replica = index, path, offset, "latent corruption");
+        }
     }
 
     /// One tick: crash decisions, the simulation step, every per-tick check.
     pub fn step(&mut self) -> Result<(), CheckFailure> {
         let tick = self.simulation.tick();
         self.supervise(tick);
+        self.gate_disk_errors(tick);
         if self.crashes_enabled && self.crash.active() {
             self.inject_crashes(tick);
         }
@@ -360,7 +583,7 @@ impl Harness {
             detail: error.to_string(),
             tick,
         })?;
-        self.fail_stop_nodes();
+        self.fail_stop_nodes()?;
         self.check(self.simulation.tick())
     }
 
@@ -368,17 +591,31 @@ impl Harness {
     /// `cluster::node::StorageFailure`): end its process (its page cache survives, as
     /// when a real process exits) and have the supervisor start it again after
     /// [`SUPERVISOR_RESTART_TICKS`].
-    fn fail_stop_nodes(&mut self) {
+    fn fail_stop_nodes(&mut self) -> Result<(), CheckFailure> {
         let tick = self.simulation.tick();
         for index in 0..self.slots.len() {
             let Some(failure) = self.slots[index].node.as_ref().and_then(Node::storage_failure) else {
                 continue;
             };
-            tracing::info!(replica = index, %failure, "fail-stop");
+            let slot = &self.slots[index];
+            if matches!(slot.disk, Disk::Sim(_)) && self.injected_on(index) == slot.injected_at_boot {
+                return Err(CheckFailure {
+                    check: "storage",
+                    detail: format!(
+                        "replica {index} stopped on a storage failure ({failure}) although its disk injected no \
+                         fault since it booted"
+                    ),
+                    tick,
+                });
+            }
+            // As the production node does: publish what the healthy stores hold, then exit.
+            let (flushed, failed) = self.slots[index].node.as_ref().map_or((0, 0), Node::flush_for_shutdown);
+            tracing::info!(replica = index, %failure, flushed, failed, "fail-stop");
             self.end_process(index, false);
             self.stats.fail_stops += 1;
             self.slots[index].supervisor_restart_at = Some(tick + SUPERVISOR_RESTART_TICKS);
         }
+        Ok(())
     }
 
     /// Start again every fail-stopped node whose supervisor delay is over, whether or
@@ -397,6 +634,43 @@ impl Harness {
             tracing::info!(replica = index, "supervisor restart");
             self.restart_now(index, incarnation);
             self.stats.supervisor_restarts += 1;
+        }
+    }
+
+    /// Turn disk errors on for the replica whose turn it is, if the cluster can afford
+    /// it a restart now, and off for every other (see [`StorageFaults`]).
+    fn gate_disk_errors(&mut self, tick: u64) {
+        let rates = self.storage_faults.rates();
+        if rates.write_error_probability == 0 {
+            return;
+        }
+        let eligible = if self.storage_faults.unsafe_budget {
+            None
+        } else {
+            let live = self
+                .slots
+                .iter()
+                .filter(|slot| slot.node.as_ref().is_some_and(Node::rejoined))
+                .count();
+            let turn = (tick / DISK_ERROR_WINDOW_TICKS) as usize % self.slots.len();
+            (live > self.quorum_live_min && self.slots[turn].node.is_some()).then_some(turn)
+        };
+        if eligible == self.error_eligible && !self.storage_faults.unsafe_budget {
+            return;
+        }
+        self.error_eligible = eligible;
+        for (index, slot) in self.slots.iter().enumerate() {
+            if let Disk::Sim(storage) = &slot.disk {
+                let on = self.storage_faults.unsafe_budget || eligible == Some(index);
+                storage.set_fault_rates(if on {
+                    rates
+                } else {
+                    FaultRates {
+                        misdirected_write_probability: rates.misdirected_write_probability,
+                        ..FaultRates::default()
+                    }
+                });
+            }
         }
     }
 
@@ -641,6 +915,7 @@ impl Harness {
         slot.incarnation = incarnation;
         slot.since = tick;
         slot.supervisor_restart_at = None;
+        self.maybe_rot(index);
         self.boot(index);
         self.stats.restarts += 1;
     }

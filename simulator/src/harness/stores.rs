@@ -176,6 +176,13 @@ impl ReplicaStore for SimReplicaStore {
         }
     }
 
+    fn damaged_at_open(&self) -> u64 {
+        match self {
+            SimReplicaStore::Memory(store) => store.damaged_at_open(),
+            SimReplicaStore::Durable(store) => store.damaged_at_open(),
+        }
+    }
+
     fn failure(&self) -> Option<&'static str> {
         match self {
             SimReplicaStore::Memory(store) => store.failure(),

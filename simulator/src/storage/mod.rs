@@ -70,8 +70,14 @@
 //! with `futures::FutureExt::now_or_never`. No input panics: bad paths, offsets beyond
 //! [`FILE_BYTES_MAX`] and stale handles are I/O errors.
 //!
+//! **Random faults** (all off by default, each drawing nothing while its rate is 0):
+//! writes refused with EIO before taking effect; syncs refused with EIO, which drop the
+//! file's dirty pages and record the error for every open handle (errseq); and latent
+//! corruption, one flipped bit of a stable byte under a clean page, injected on
+//! request ([`SimStorage::corrupt_stable_bit`]). [`SimStorage::injected`] counts them.
+//!
 //! What it does not model: timestamps and other metadata, free space (`ENOSPC`),
-//! read errors and bit rot, sector tears during background writeback (a page is
+//! read errors, sector tears during background writeback (a page is
 //! written back whole), directories other than as containers (no rename or removal of
 //! a directory), and concurrent writers racing inside one call.
 
@@ -89,5 +95,5 @@ pub use fault::{CrashKind, FaultKind, PARTS_PER_MILLION, PlannedFault, UnknownNa
 pub use inode::{FILE_BYTES_MAX, PAGE_BYTES, SECTOR_BYTES};
 pub use memory::{MemFile, MemStorage};
 pub use sim::{SimFile, SimStorage, SimStorageOptions};
-pub use state::WRITEBACK_CHANCE_PPM;
+pub use state::{FaultRates, InjectedFaults, WRITEBACK_CHANCE_PPM};
 pub use trace::{TraceEntry, TraceOp};

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use cluster::seam::{DurableFile, DurableStorage, OpenMode};
 
 use super::fault::{CrashKind, PlannedFault};
-use super::state::{InodeId, State};
+use super::state::{FaultRates, InjectedFaults, InodeId, State};
 use super::trace::{TraceEntry, TraceOp};
 
 /// How a [`SimStorage`] behaves. Everything random is drawn from `seed`.
@@ -33,6 +33,14 @@ pub struct SimStorageOptions {
     /// Parts per million of background writebacks (when `writeback` is on) that fail
     /// instead, as [`SimStorage::fail_writeback`] does. 0 (the default) draws nothing.
     pub writeback_failure_probability: u32,
+    /// Parts per million of `write_at`/`append` calls that fail with an I/O error
+    /// before taking effect (EIO on write). 0 (the default) draws nothing.
+    pub write_error_probability: u32,
+    /// Parts per million of `sync` calls that fail: the device refused the writeback,
+    /// so the file's dirty pages are dropped (reads see the stable bytes again) and the
+    /// error is recorded for every open handle, as Linux's errseq does; this handle
+    /// reports it now. 0 (the default) draws nothing.
+    pub sync_error_probability: u32,
     /// Keep the trace entries (`true` by default). Off, [`SimStorage::trace`] is empty
     /// but positions still count, for long runs that only need faults and halts.
     pub record_trace: bool,
@@ -47,6 +55,8 @@ impl Default for SimStorageOptions {
             halt_after: None,
             misdirected_write_probability: 0,
             writeback_failure_probability: 0,
+            write_error_probability: 0,
+            sync_error_probability: 0,
             record_trace: true,
         }
     }
@@ -104,6 +114,28 @@ impl SimStorage {
     /// Plan a fault (or none) from now on, e.g. one during recovery after a crash.
     pub fn arm_fault(&self, fault: Option<PlannedFault>) {
         self.state.borrow_mut().options.fault = fault;
+    }
+
+    /// Faults injected at random so far (the planned fault is not counted here).
+    pub fn injected(&self) -> InjectedFaults {
+        self.state.borrow().injected
+    }
+
+    /// Change the random fault rates from now on (e.g. none during a run's drain).
+    pub fn set_fault_rates(&self, rates: FaultRates) {
+        let mut state = self.state.borrow_mut();
+        state.options.write_error_probability = rates.write_error_probability;
+        state.options.sync_error_probability = rates.sync_error_probability;
+        state.options.writeback_failure_probability = rates.writeback_failure_probability;
+        state.options.misdirected_write_probability = rates.misdirected_write_probability;
+    }
+
+    /// Latent corruption: flip one bit of one random stable byte of one random file
+    /// whose path `eligible` accepts (bit rot on the platter). A byte under a dirty
+    /// page is not chosen (the cache holds the newer bytes there). Returns the path and
+    /// offset, or `None` if no eligible file has a stable, clean byte.
+    pub fn corrupt_stable_bit(&self, eligible: impl Fn(&str) -> bool) -> Option<(String, u64)> {
+        self.state.borrow_mut().corrupt_stable_bit(eligible)
     }
 
     /// Halt after a trace position (or never) from now on.

@@ -91,6 +91,41 @@ impl Call {
     }
 }
 
+/// Faults a [`super::SimStorage`] injected at random (its options' probabilities).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InjectedFaults {
+    /// Writes refused with an I/O error.
+    pub write_errors: u64,
+    /// Syncs refused with an I/O error (the file's dirty pages dropped).
+    pub sync_errors: u64,
+    /// Background writebacks that failed (dirty pages dropped, reported at a sync).
+    pub writeback_failures: u64,
+    /// Writes that landed at another offset of their file.
+    pub misdirected_writes: u64,
+    /// Stable bits flipped ([`super::SimStorage::corrupt_stable_bit`]).
+    pub corruptions: u64,
+}
+
+impl InjectedFaults {
+    /// Every fault, of every kind.
+    pub fn total(&self) -> u64 {
+        self.write_errors + self.sync_errors + self.writeback_failures + self.misdirected_writes + self.corruptions
+    }
+}
+
+/// The random fault rates of a [`super::SimStorage`], in parts per million.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FaultRates {
+    /// See [`super::SimStorageOptions::write_error_probability`].
+    pub write_error_probability: u32,
+    /// See [`super::SimStorageOptions::sync_error_probability`].
+    pub sync_error_probability: u32,
+    /// See [`super::SimStorageOptions::writeback_failure_probability`].
+    pub writeback_failure_probability: u32,
+    /// See [`super::SimStorageOptions::misdirected_write_probability`].
+    pub misdirected_write_probability: u32,
+}
+
 /// Everything a SimStorage holds.
 #[derive(Debug)]
 pub(super) struct State {
@@ -113,6 +148,7 @@ pub(super) struct State {
     /// Crashes so far; a handle opened in an earlier epoch is stale.
     pub crashes: u64,
     pub fault_injected: bool,
+    pub injected: InjectedFaults,
 }
 
 impl State {
@@ -131,6 +167,7 @@ impl State {
             operations: 0,
             crashes: 0,
             fault_injected: false,
+            injected: InjectedFaults::default(),
         }
     }
 
@@ -446,6 +483,14 @@ impl State {
     /// `write_at` (`offset` given) or `append` (`None`): returns the offset the caller
     /// asked for (or the end, for append), whatever tearing or misdirection did.
     pub fn write(&mut self, call: &Call, id: InodeId, offset: Option<u64>, data: &[u8]) -> io::Result<u64> {
+        let error_ppm = self.options.write_error_probability;
+        if call.fault.is_none() && error_ppm > 0 && self.chance(error_ppm) {
+            self.injected.write_errors += 1;
+            return Err(io::Error::other(format!(
+                "{} {}: input/output error (injected write error)",
+                call.op, call.path
+            )));
+        }
         let misdirect_ppm = self.options.misdirected_write_probability;
         let len = self.inode(id, &call.path)?.len() as u64;
         let start = offset.unwrap_or(len);
@@ -473,6 +518,7 @@ impl State {
             }
             if (other + landed) as u64 <= FILE_BYTES_MAX {
                 target = other;
+                self.injected.misdirected_writes += 1;
             }
         }
         self.inode(id, &call.path)?.write(target, &data[..landed]);
@@ -497,6 +543,19 @@ impl State {
 
     /// fdatasync through a handle whose last reported writeback-error count is `seen`.
     pub fn sync(&mut self, call: &Call, id: InodeId, seen: &Cell<u64>) -> io::Result<()> {
+        let error_ppm = self.options.sync_error_probability;
+        if call.fault.is_none() && error_ppm > 0 && self.chance(error_ppm) {
+            self.injected.sync_errors += 1;
+            let inode = self.inode(id, &call.path)?;
+            // The device refused the writeback: the pages are gone from the cache and
+            // every other open handle hears of it at its next sync; this one now.
+            inode.drop_dirty();
+            seen.set(inode.writeback_errors);
+            return Err(io::Error::other(format!(
+                "sync {}: input/output error (injected sync error; the dirty pages were dropped)",
+                call.path
+            )));
+        }
         match call.fault {
             Some(fault @ (FaultKind::TornWithError | FaultKind::TornSilent)) => {
                 let pages: Vec<usize> = self.inode(id, &call.path)?.dirty_pages().collect();
@@ -570,6 +629,7 @@ impl State {
             let page = pages.get(self.rng.index(pages.len().max(1))).copied();
             if let (Some(inode), Some(page)) = (self.inodes.get_mut(&id), page) {
                 if fails {
+                    self.injected.writeback_failures += 1;
                     inode.drop_dirty();
                 } else {
                     inode.flush_page(page);
@@ -578,6 +638,36 @@ impl State {
         } else if let Some(dir) = dirs.get(pick - inodes.len()) {
             self.commit_dir(dir);
         }
+    }
+
+    /// See [`super::SimStorage::corrupt_stable_bit`].
+    pub fn corrupt_stable_bit(&mut self, eligible: impl Fn(&str) -> bool) -> Option<(String, u64)> {
+        let candidates: Vec<(String, InodeId)> = self
+            .names
+            .iter()
+            .filter(|(path, id)| eligible(path) && self.inodes.get(id).is_some_and(|inode| !inode.stable.is_empty()))
+            .map(|(path, &id)| (path.clone(), id))
+            .collect();
+        if candidates.is_empty() {
+            return None;
+        }
+        let (path, id) = candidates[self.rng.index(candidates.len())].clone();
+        let inode = self.inodes.get(&id)?;
+        let dirty: BTreeSet<usize> = inode.dirty_pages().collect();
+        let clean: Vec<usize> = (0..inode.stable.len().div_ceil(PAGE_BYTES))
+            .filter(|page| !dirty.contains(page))
+            .collect();
+        if clean.is_empty() {
+            return None;
+        }
+        let page = clean[self.rng.index(clean.len())];
+        let page_len = (inode.stable.len() - page * PAGE_BYTES).min(PAGE_BYTES);
+        let offset = page * PAGE_BYTES + self.rng.index(page_len);
+        let bit = self.rng.index(8);
+        let inode = self.inodes.get_mut(&id)?;
+        inode.stable[offset] ^= 1 << bit;
+        self.injected.corruptions += 1;
+        Some((path, offset as u64))
     }
 
     /// Writeback of `path`'s inode fails (see [`Inode::drop_dirty`]).
