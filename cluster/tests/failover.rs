@@ -472,3 +472,141 @@ fn replicated_writes_acknowledged_before_every_node_is_stopped_cleanly_survive_t
     let total = check_every_acknowledged_message(&cluster, &groups[1..], &logs);
     println!("stop-all: {total} messages held after every node was stopped cleanly and restarted");
 }
+
+/// fdatasync calls the primary makes before strace starts failing every one of them:
+/// past start-up and the topic's creation (a few dozen), well inside the `persisted`
+/// load, where every prepare the primary journals is synced.
+const PRIMARY_SYNCS_BEFORE_EIO: u32 = 300;
+
+/// The exit status of a node that stopped on a storage failure.
+const EXIT_STORAGE_FAILED: i32 = cluster::server::EXIT_STORAGE_FAILED as i32;
+
+/// The `strace` that injects the disk faults (Debian's package; `scripts/install-test-tools.sh`
+/// installs it).
+fn strace() -> &'static str {
+    let found = std::process::Command::new("strace")
+        .arg("-V")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    assert!(
+        found,
+        "strace is needed to fail a node's fdatasync; run scripts/install-test-tools.sh (apt-get install strace)"
+    );
+    "strace"
+}
+
+#[test]
+fn a_primary_whose_fdatasync_fails_stops_and_writes_resume_on_a_new_primary() {
+    // Found by hand on three loopback nodes: one primary whose fdatasync failed kept
+    // heartbeating while its WAL refused every prepare, so nothing committed for as
+    // long as it ran. Now the replica stops, the node exits for its supervisor, the
+    // others elect a new primary, and nothing acknowledged is lost.
+    let _guard = one_at_a_time();
+    let mut cluster = LoopbackCluster::new("fsync-eio", 3, 2);
+    let inject = format!("inject=fdatasync:error=EIO:when={PRIMARY_SYNCS_BEFORE_EIO}+");
+    cluster.spawn_wrapped(
+        0,
+        &[
+            strace(),
+            "-f",
+            "-qq",
+            "-o",
+            "/dev/null",
+            "-e",
+            "trace=fdatasync",
+            "-e",
+            &inject,
+        ],
+    );
+    cluster.spawn(1);
+    cluster.spawn(2);
+    for node in 0..3 {
+        cluster.wait_ready(node);
+    }
+    let mut groups = vec![0u64];
+    groups.extend(create_topic(&cluster, 3, Durability::Persisted));
+    wait_for(&cluster, &groups, "every group starts", converged(&cluster, &groups));
+    let load = Load::start(&cluster, &groups[1..]);
+
+    let status = cluster.wait_exit(0, PHASE_TIMEOUT);
+    let failed_at = Instant::now();
+    let log = cluster.log(0);
+    let status = status.unwrap_or_else(|| panic!("the primary never stopped on its failing disk; its log:\n{log}"));
+    assert_eq!(status.code(), Some(EXIT_STORAGE_FAILED), "{status}; its log:\n{log}");
+    assert!(log.contains("storage failed"), "{log}");
+    assert!(log.contains("node stopping on a storage failure"), "{log}");
+    let acked_at_failure = load.acks();
+    assert!(acked_at_failure > 0, "the load never got going before the disk failed");
+
+    let elected_at = wait_for(&cluster, &groups, "the survivors lead every group", |seen| {
+        groups.iter().all(|group| {
+            seen.iter()
+                .filter(|((_, g), _)| g == group)
+                .filter_map(|(_, status)| status.hosted)
+                .all(|h| h.status == Status::Normal && h.primary != 0)
+                && seen.keys().filter(|(_, g)| g == group).count() == 2
+        })
+    });
+    let started = Instant::now();
+    let writes_again = loop {
+        if let Some(times) = load.each_acked_after(failed_at) {
+            break times;
+        }
+        assert!(
+            started.elapsed() < PHASE_TIMEOUT,
+            "a producer never wrote again after the primary's disk failed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // The supervisor starts the node again, on a disk that works again.
+    let restarted_at = Instant::now();
+    cluster.spawn(0);
+    cluster.wait_ready(0);
+    std::thread::sleep(Duration::from_millis(1_000));
+    let logs = load.stop();
+    let caught_up_at = wait_for(&cluster, &groups, "every replica agrees", converged(&cluster, &groups));
+    let total = check_every_acknowledged_message(&cluster, &groups[1..], &logs);
+    println!(
+        "fsync-eio: the primary's fdatasync failed from its call {PRIMARY_SYNCS_BEFORE_EIO} on, after {acked_at_failure} \
+         acknowledged messages; the node exited with status {EXIT_STORAGE_FAILED}; every survivor normal with a live \
+         primary +{:.3} s; producers acknowledged again +{:.3}..+{:.3} s; restarted +{:.3} s; every replica agreed \
+         +{:.3} s; {total} messages held, each acknowledged one exactly once",
+        secs(failed_at, elected_at),
+        writes_again
+            .iter()
+            .map(|at| secs(failed_at, *at))
+            .fold(f64::MAX, f64::min),
+        writes_again.iter().map(|at| secs(failed_at, *at)).fold(0.0, f64::max),
+        secs(failed_at, restarted_at),
+        secs(failed_at, caught_up_at),
+    );
+}
+
+#[test]
+fn a_backup_whose_metadata_wal_record_rotted_repairs_it_from_peers_and_converges() {
+    let _guard = one_at_a_time();
+    let (mut cluster, groups, load) = loaded_cluster("wal-rot", 2, Durability::Replicated);
+    cluster.stop(2);
+    let wal = cluster.data_dir(2).join("metadata").join("wal");
+    let mut bytes = std::fs::read(&wal).expect("the backup's metadata WAL");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x10;
+    std::fs::write(&wal, &bytes).expect("rot one bit");
+    cluster.spawn(2);
+    cluster.wait_ready(2);
+    std::thread::sleep(Duration::from_millis(1_000));
+    let logs = load.stop();
+    wait_for(&cluster, &groups, "every replica agrees", converged(&cluster, &groups));
+    let log = cluster.log(2);
+    assert!(
+        log.contains("metadata WAL damaged"),
+        "the backup never saw the rotted record; its log:\n{log}"
+    );
+    let total = check_every_acknowledged_message(&cluster, &groups[1..], &logs);
+    println!(
+        "wal-rot: bit {} of byte {middle} of {} flipped; the backup held the record as unknown, rejoined and \
+         converged; {total} messages held",
+        4,
+        wal.display()
+    );
+}

@@ -631,6 +631,12 @@ impl<S: DurableStorage> ReplicaStore for DurableReplicaStore<S> {
     }
 
     fn flush_for_shutdown(&mut self) -> Result<(), StoreError> {
+        if let Some(what) = self.failure {
+            // A sync after a failed one may report success over bytes the cache dropped
+            // (errseq reports a writeback error once): publishing now could make a
+            // frontier vouch for bytes that are not on the disk.
+            return Err(failed(what));
+        }
         let result = match &mut self.log {
             Log::Metadata(wal) => now(wal.sync()),
             Log::Partition(wal) => now(wal.publish(SEGMENT_END_OFFSET_NONE)),

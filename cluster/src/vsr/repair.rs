@@ -78,8 +78,15 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if self.repair_retry.ticking() {
             return;
         }
+        let Some((first, last)) = self.repair_range() else {
+            // Everything asked for arrived: the session is over.
+            self.end_repair_session();
+            return;
+        };
         let target = match self.status {
-            Status::Normal if !self.is_primary() => Some(self.primary_of(self.view)),
+            // The primary, or after a round that timed out, maybe another peer (see
+            // `repair_peer`).
+            Status::Normal if !self.is_primary() => Some(self.repair_peer(last)),
             Status::ViewChange if self.is_primary() && self.do_view_change_sent => {
                 // Rotate among the peers whose logs are being merged.
                 let peers: Vec<u8> = self
@@ -96,11 +103,6 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             _ => None,
         };
         let Some(target) = target else {
-            self.end_repair_session();
-            return;
-        };
-        let Some((first, last)) = self.repair_range() else {
-            // Everything asked for arrived: the session is over.
             self.end_repair_session();
             return;
         };
@@ -137,6 +139,46 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.repair_retry.start();
     }
 
+    /// The peer a backup asks for a range whose top is `last`. Only the primary can
+    /// vouch for an op whose header this replica lacks (no trusted header of its own,
+    /// nothing trusted above it naming it), so such a range always goes to the primary. Otherwise any peer's answer is
+    /// proven by the trusted op above: after a round that timed out, every other round
+    /// goes to another peer in turn (the primary keeps every second one).
+    ///
+    /// Asking only the primary starved a backup whose link to the primary was clogged or
+    /// full while the other backups held every op it needed (issue #17: `--seed 9900940
+    /// --faults swarm`, a repair request to one peer every 100 ticks for 1,100 ticks;
+    /// seen again under disk faults, `--seed 933 --faults swarm`). Asking the others for
+    /// a header-less op wasted four rounds in five on six replicas (`--seed 11 --plane
+    /// mixed --faults swarm --shards 2`).
+    pub(crate) fn repair_peer(&self, last: u64) -> u8 {
+        let primary = self.primary_of(self.view);
+        debug_assert_ne!(
+            primary, self.config.replica,
+            "a primary repairs from the logs it merges"
+        );
+        // A trusted header at the top (its body missing) or a trusted op right above it
+        // proves any peer's answer.
+        let vouched = [last, last + 1]
+            .iter()
+            .any(|&op| self.journal.get(op).is_some_and(|entry| entry.trusted));
+        if !vouched || self.repair_misses.is_multiple_of(2) {
+            return primary;
+        }
+        // The backups other than itself, in ring order after the primary.
+        let replicas = self.config.replicas;
+        let others: Vec<u8> = (1..replicas)
+            .map(|step| (primary + step) % replicas)
+            .filter(|&replica| replica != self.config.replica)
+            .collect();
+        if others.is_empty() {
+            return primary;
+        }
+        let peer = others[(self.repair_misses / 2) as usize % others.len()];
+        debug_assert!(peer != self.config.replica && peer != primary);
+        peer
+    }
+
     /// End the repair session, if one runs, giving its place back.
     pub(crate) fn end_repair_session(&mut self) {
         self.repair_deferred = false;
@@ -153,6 +195,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// once, with a larger window.
     fn note_repair_progress(&mut self, op: u64) {
         if op == self.repair_first || self.journal.ready(self.repair_first) {
+            self.repair_misses = 0;
             self.repair_retry.stop();
             self.repair_window = (self.repair_window * 2).min(REPAIR_PREPARES_MAX);
         }

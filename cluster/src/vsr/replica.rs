@@ -210,6 +210,9 @@ pub struct Replica<S, T> {
     pub(crate) outbox: Vec<Outgoing>,
     pub(crate) stats: ReplicaStats,
     pub(crate) repair_cursor: u8,
+    /// Repair rounds that timed out since the last one that filled something: a backup
+    /// asks its primary first, then each other peer in turn (see `vsr::repair`).
+    pub(crate) repair_misses: u32,
     /// The journal changed since the last chain walk.
     pub(crate) chain_dirty: bool,
     /// Ops this primary inherited from the view change into its pipeline (may exceed
@@ -375,6 +378,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             outbox: Vec::new(),
             stats: ReplicaStats::default(),
             repair_cursor: 0,
+            repair_misses: 0,
             chain_dirty: true,
             pipeline_inherited: 0,
             repair_window: REPAIR_PREPARES_MAX,
@@ -719,6 +723,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             // and give the session's place to a group that may get further.
             self.repair_retry.stop();
             self.repair_window = (self.repair_window / 2).max(1);
+            // And ask another peer next time: the one asked may be cut off or buried
+            // under a clogged link while others hold the same ops.
+            self.repair_misses = self.repair_misses.wrapping_add(1);
             self.end_repair_session();
         }
         // A repair refused a place last time asks again.

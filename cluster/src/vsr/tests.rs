@@ -366,3 +366,73 @@ fn assert_guarded(guarded: &[Replica<Counter, MemoryStore>], lost: bool) {
         );
     }
 }
+
+/// Deliver frames among all replicas for `ticks` ticks, dropping every frame whose
+/// (sender, receiver, command) `cut` matches.
+fn exchange_cutting(
+    replicas: &mut [Replica<Counter, MemoryStore>],
+    ticks: std::ops::Range<u64>,
+    cut: impl Fn(usize, usize, crate::wire::Command) -> bool,
+) {
+    for tick in ticks {
+        let now = tick * 10_000;
+        for _ in 0..4 {
+            let mut frames = Vec::new();
+            for (index, replica) in replicas.iter_mut().enumerate() {
+                for out in replica.drain_outbox() {
+                    frames.push((index, out));
+                }
+            }
+            for (from, out) in frames {
+                let to = out.to.0 as usize;
+                let Ok((header, _)) = crate::wire::open(&out.frame) else {
+                    continue;
+                };
+                if to < replicas.len() && !cut(from, to, header.command) {
+                    replicas[to].on_frame(crate::seam::ProcessId(from as u32), &out.frame, now);
+                }
+            }
+        }
+        for replica in replicas.iter_mut() {
+            replica.tick(now);
+        }
+    }
+}
+
+#[test]
+fn a_backup_repairs_from_another_peer_when_its_primary_never_answers() {
+    // Issue #17 (`--seed 9900940 --faults swarm`, `--seed 9930017 --faults heavy`): a
+    // backup asked only its primary for the ops it lacked, every 100 ticks, for as long
+    // as that one link lost the answers, while the other backup held every op.
+    use crate::wire::Command;
+    let mut replicas: Vec<_> = (0..3u8)
+        .map(|index| Replica::open(config(index), Counter(0), MemoryStore::new(), 0).expect("open"))
+        .collect();
+    replicas[0].on_frame(crate::seam::ProcessId(9), &client_request(1), 0);
+    // Op 1 commits on replicas 0 and 1; replica 2 sees none of it.
+    exchange_cutting(&mut replicas, 0..100, |from, to, _| from == 2 || to == 2);
+    assert_eq!((replicas[0].commit_min(), replicas[1].commit_min()), (1, 1));
+    assert_eq!(replicas[2].head(), 0);
+    // Op 2 reaches every replica, so replica 2 holds op 2 (trusted) above its gap at
+    // op 1; every repair between it and the primary is lost.
+    replicas[0].on_frame(crate::seam::ProcessId(9), &client_request(2), 1_000_000);
+    let repair = |command: Command| matches!(command, Command::RequestPrepares | Command::RepairPrepare);
+    exchange_cutting(&mut replicas, 100..450, |from, to, command| {
+        matches!((from, to), (0, 2) | (2, 0)) && repair(command)
+    });
+    assert_eq!(
+        (replicas[2].status(), replicas[2].view(), replicas[2].head()),
+        (Status::Normal, 0, 2),
+        "replica 2 holds op 2"
+    );
+    assert_eq!(
+        replicas[2].commit_min(),
+        2,
+        "replica 2 never repaired op 1 from replica 1 ({} repair requests)",
+        replicas[2].stats().repair_requests
+    );
+    assert_eq!(
+        replicas[2].state_machine().digest(),
+        replicas[1].state_machine().digest()
+    );
+}

@@ -178,16 +178,49 @@ impl LoopbackCluster {
 
     /// Start node `index` (its next incarnation) without waiting.
     pub fn spawn(&mut self, index: usize) {
+        self.spawn_wrapped(index, &[]);
+    }
+
+    /// Start node `index` under `wrapper` (a command and its arguments that runs the
+    /// node's command line, e.g. `strace` injecting syscall faults), without waiting.
+    /// An empty wrapper starts the node itself.
+    pub fn spawn_wrapped(&mut self, index: usize, wrapper: &[&str]) {
         assert!(self.nodes[index].is_none(), "node {index} is already running");
         self.incarnations[index] += 1;
         let log = self.dir.join(format!("node-{index}.{}.log", self.incarnations[index]));
         let file = fs::File::create(&log).expect("log file");
-        let child = self
-            .command(index, &self.data_dir(index))
-            .stderr(Stdio::from(file))
-            .spawn()
-            .expect("spawn node");
+        let node = self.command(index, &self.data_dir(index));
+        let mut command = match wrapper.split_first() {
+            None => node,
+            Some((program, arguments)) => {
+                let mut wrapped = Process::new(program);
+                wrapped
+                    .args(arguments)
+                    .arg(node.get_program())
+                    .args(node.get_args())
+                    .envs(node.get_envs().filter_map(|(key, value)| Some((key, value?))))
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null());
+                wrapped
+            }
+        };
+        let child = command.stderr(Stdio::from(file)).spawn().expect("spawn node");
         self.nodes[index] = Some(NodeProcess { child, log });
+    }
+
+    /// Wait up to `timeout` for node `index` to exit on its own and reap it: its exit
+    /// status, or `None` (still running) after the timeout.
+    pub fn wait_exit(&mut self, index: usize, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let started = Instant::now();
+        while started.elapsed() < timeout {
+            let node = self.nodes[index].as_mut().expect("node is running");
+            if let Some(status) = node.child.try_wait().expect("wait") {
+                self.nodes[index] = None;
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
     }
 
     /// Wait until node `index` logged `node ready`; panics with its log if it exits or

@@ -78,14 +78,15 @@ pub struct CampaignFlags {
     pub power_loss_prob: f64,
 
     /// Passed to every run: probability that one disk write, sync or writeback fails
-    /// with EIO (see workload-fuzz).
-    #[arg(long, default_value_t = 0.0, value_parser = crate::fuzz::parse_probability)]
-    pub disk_error_prob: f64,
+    /// with EIO, overriding each profile's (see workload-fuzz).
+    #[arg(long, value_parser = crate::fuzz::parse_probability)]
+    pub disk_error_prob: Option<f64>,
 
     /// Passed to every run: probability, per restart of the budget's corruptible
-    /// replica, that a bit of its WAL rots (see workload-fuzz).
-    #[arg(long, default_value_t = 0.0, value_parser = crate::fuzz::parse_probability)]
-    pub disk_corruption_prob: f64,
+    /// replica, that a bit of its WAL rots, overriding each profile's (see
+    /// workload-fuzz).
+    #[arg(long, value_parser = crate::fuzz::parse_probability)]
+    pub disk_corruption_prob: Option<f64>,
 
     /// Passed to every run: `budgeted`, `off` or `unsafe` (see workload-fuzz).
     #[arg(long, default_value = "budgeted", value_parser = crate::fuzz::parse_storage_faults)]

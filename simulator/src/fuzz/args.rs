@@ -93,24 +93,27 @@ pub struct FuzzArgs {
     #[arg(long, default_value = "sim", value_parser = parse_storage)]
     pub storage: StorageModel,
 
-    /// Disk errors inside the run (needs `--storage sim`): the probability that one
-    /// write, sync or background writeback of a replica's simulated disk fails with
-    /// EIO. Any replica may be hit, primaries included: the replica stops and its node
-    /// fail-stops, and a supervisor restarts it 100 ticks later on the same disk.
-    #[arg(long, default_value_t = 0.0, value_parser = parse_probability)]
-    pub disk_error_prob: f64,
+    /// Disk errors inside the run (with `--storage sim`), overriding the profile's
+    /// `storage.disk_error_probability`: the probability that one write, sync or
+    /// background writeback of a replica's simulated disk fails with EIO. Any replica
+    /// may be hit, primaries included (one at a time, while the others can cover for
+    /// it): the replica stops, its node fail-stops, and a supervisor restarts it 100
+    /// ticks later on the same disk.
+    #[arg(long, value_parser = parse_probability)]
+    pub disk_error_prob: Option<f64>,
 
-    /// Latent disk corruption (needs `--storage sim`): the probability, each time the
-    /// budget's corruptible replica (one per run, drawn from the seed) restarts, that
-    /// one bit of one of its WALs rots before it boots. The replica must hold the
-    /// record as unknown, never apply it or read it as a nack, and repair it from
-    /// peers.
-    #[arg(long, default_value_t = 0.0, value_parser = parse_probability)]
-    pub disk_corruption_prob: f64,
+    /// Latent disk corruption (with `--storage sim`), overriding the profile's
+    /// `storage.disk_corruption_probability`: the probability, each time the budget's
+    /// corruptible replica (one per run, drawn from the seed) restarts, that one bit of
+    /// one of its WALs rots before it boots. The replica must hold the record as
+    /// unknown, never apply it or read it as a nack, and repair it from peers.
+    #[arg(long, value_parser = parse_probability)]
+    pub disk_corruption_prob: Option<f64>,
 
-    /// `budgeted` (default): disk faults as asked, within the budget that keeps every
-    /// failure a bug (corruption on one replica per run). `off`: no disk faults
-    /// whatever the other flags say. `unsafe`: lift the budget (any replica may rot,
+    /// `budgeted` (default): disk faults as the profile and the two flags above ask,
+    /// within the budget that keeps every failure a bug (errors on one replica at a
+    /// time, corruption on one replica per run). `off`: no disk faults whatever the
+    /// profile and flags say. `unsafe`: lift the budget (any replica may rot,
     /// writes may be misdirected); for exploration, such a run never counts as a pass
     /// (it ends vacuous when nothing fails).
     #[arg(long, default_value = "budgeted", value_parser = parse_storage_faults)]
@@ -403,13 +406,13 @@ fn shell_quote(value: &str) -> String {
 }
 
 impl FuzzArgs {
-    /// The disk faults the flags ask for.
-    pub fn storage_faults(&self) -> crate::harness::StorageFaults {
+    /// The disk faults of the run: the profile's rates, overridden by the flags.
+    pub fn storage_faults(&self, profile: crate::profile::StorageRates) -> crate::harness::StorageFaults {
         match self.storage_faults {
             StorageFaultMode::Off => crate::harness::StorageFaults::default(),
             mode => crate::harness::StorageFaults {
-                error_probability: self.disk_error_prob,
-                corruption_probability: self.disk_corruption_prob,
+                error_probability: self.disk_error_prob.unwrap_or(profile.disk_error_probability),
+                corruption_probability: self.disk_corruption_prob.unwrap_or(profile.disk_corruption_probability),
                 unsafe_budget: mode == StorageFaultMode::Unsafe,
             },
         }
@@ -449,8 +452,6 @@ impl FuzzArgs {
             format!("--restart-prob {}", self.restart_prob),
             format!("--power-loss-prob {}", self.power_loss_prob),
             format!("--storage {}", self.storage),
-            format!("--disk-error-prob {}", self.disk_error_prob),
-            format!("--disk-corruption-prob {}", self.disk_corruption_prob),
             format!("--storage-faults {}", self.storage_faults.name()),
             format!("--journal-slots {}", self.journal_slots),
             format!("--ring-entries {}", self.ring_entries),
@@ -466,6 +467,12 @@ impl FuzzArgs {
             if set {
                 parts.push(flag.to_owned());
             }
+        }
+        if let Some(probability) = self.disk_error_prob {
+            parts.push(format!("--disk-error-prob {probability}"));
+        }
+        if let Some(probability) = self.disk_corruption_prob {
+            parts.push(format!("--disk-corruption-prob {probability}"));
         }
         parts.extend(self.network.flags());
         parts.join(" ")

@@ -14,6 +14,7 @@ use cluster::vsr::{StateMachine, Status};
 use super::{FuzzArgs, RunReport, Verdict, print_packets, print_world};
 use crate::harness::crash::CrashConfig;
 use crate::harness::{CheckFailure, Harness, HarnessConfig, StorageModel};
+use crate::profile::StorageRates;
 use crate::seeds::SimSeeds;
 use crate::simulation::SimulationConfig;
 use crate::workload::{ActionWeights, MetadataWorkload};
@@ -79,6 +80,7 @@ fn partition_settled(harness: &Harness, group: u64, live: usize) -> bool {
 pub(super) fn run(
     args: &FuzzArgs,
     config: &SimulationConfig,
+    profile_storage: StorageRates,
     report: &mut RunReport,
     out: &mut dyn Write,
 ) -> io::Result<()> {
@@ -101,7 +103,7 @@ pub(super) fn run(
         storage: args.storage,
         power_loss_probability: args.power_loss_prob,
         journal: args.journal(),
-        storage_faults: args.storage_faults(),
+        storage_faults: args.storage_faults(profile_storage),
     };
     let mut harness = Harness::new(report.seed, &harness_config, workload.clone());
     print_world(harness.simulation(), out)?;
@@ -110,8 +112,8 @@ pub(super) fn run(
         "crashes: crash_prob={} restart_prob={} crash_primary={} power_loss_prob={} storage={}",
         args.crash_prob, args.restart_prob, args.crash_primary, args.power_loss_prob, args.storage
     )?;
-    let storage_faults = args.storage_faults();
-    if storage_faults.enabled() {
+    let storage_faults = args.storage_faults(profile_storage);
+    if storage_faults.enabled() && args.storage == StorageModel::Sim {
         writeln!(
             out,
             "disk faults: error_prob={} corruption_prob={} budget={} corruptible_replica={}",
@@ -312,11 +314,11 @@ pub(super) fn run(
             "{compared} ops compared, below --min-ops-compared {}",
             args.min_ops_compared
         )),
-        None if storage_faults.enabled()
-            && args.storage == StorageModel::Sim
-            && storage_counts.injected_total() == 0 =>
-        {
-            Verdict::Vacuous("disk faults were asked for but none was injected".to_owned())
+        None if storage_faults.enabled() && args.storage == StorageModel::Sim && storage_counts.vacuous() => {
+            Verdict::Vacuous(format!(
+                "disk faults were asked for and the budget let the run expect {:.1} of them, but none was injected",
+                storage_counts.expected
+            ))
         }
         None if storage_faults.unsafe_budget => Verdict::Vacuous(
             "--storage-faults unsafe lifts the fault budget: an exploration run is reported, never counted as a pass"

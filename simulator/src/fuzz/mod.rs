@@ -103,7 +103,7 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
     match args.plane {
         Plane::Echo => echo_run::run(args, &config, &mut report, out)?,
         Plane::Metadata | Plane::Partition | Plane::Mixed | Plane::Uniform | Plane::Lifecycle => {
-            cluster_run::run(args, &config, &mut report, out)?
+            cluster_run::run(args, &config, resolved.storage, &mut report, out)?
         }
     }
     match &report.verdict {

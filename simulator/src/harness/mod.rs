@@ -55,6 +55,11 @@ pub const SUPERVISOR_RESTART_TICKS: u64 = 100;
 /// primary included, gets its turn many times in a run.
 pub const DISK_ERROR_WINDOW_TICKS: u64 = 200;
 
+/// Faults a run must have been able to expect before getting none makes it vacuous: at
+/// five expected (Poisson), none arriving has odds under 1 in 140, so a run that sees
+/// none points at the fault machinery, not at luck.
+pub const DISK_FAULTS_EXPECTED_MIN: f64 = 5.0;
+
 /// Salts the storage seed into the draw of the corruptible replica.
 const CORRUPTIBLE_SALT: u64 = 0xC0FF_EE00_5EED_0001;
 /// Salts the storage seed into the corruption coin's stream.
@@ -95,8 +100,7 @@ pub struct HarnessConfig {
 /// every failure a bug rather than bad luck.
 ///
 /// Errors may hit any replica, primaries included: a write or a sync refused with EIO
-/// (a refused sync drops the file's dirty pages, errseq style), and a background
-/// writeback that fails. The cluster's answer is to stop the replica and fail-stop its
+/// (a refused sync drops the file's dirty pages, errseq style). The cluster's answer is to stop the replica and fail-stop its
 /// node (publishing what its healthy stores hold); the harness's supervisor starts it
 /// again on the same disk. A restart costs a `replicated` partition whatever it had
 /// not published (by design: such a write is safe while some replica that holds it
@@ -111,8 +115,10 @@ pub struct HarnessConfig {
 /// a bit rots, with `corruption_probability`, each time that replica restarts, before
 /// it boots (latent corruption found by the boot's read). Checkpoints, superblocks and
 /// frontiers are not corrupted yet (their repair by state transfer is the next step).
-/// With `unsafe_budget`, any replica may rot and writes may be misdirected: such runs
-/// explore, and are reported, never counted as passes.
+/// With `unsafe_budget`, errors hit every replica at once, a background writeback may
+/// fail (dropping dirty pages silently until the file's next sync), any replica may rot
+/// and writes may be misdirected: such runs explore, and are reported, never counted as
+/// passes.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct StorageFaults {
     /// Probability that one write, sync or background writeback fails with EIO.
@@ -137,7 +143,11 @@ impl StorageFaults {
         FaultRates {
             write_error_probability: error,
             sync_error_probability: error,
-            writeback_failure_probability: error,
+            // A failed background writeback drops dirty pages silently, to be reported
+            // at the file's next sync, possibly long after this replica's turn: a
+            // `replicated` partition would lose its unpublished tail while the budget
+            // counts the replica as whole. Only the unsafe mode injects it.
+            writeback_failure_probability: if self.unsafe_budget { error } else { 0 },
             misdirected_write_probability: if self.unsafe_budget {
                 ppm(self.corruption_probability / 100.0)
             } else {
@@ -149,10 +159,14 @@ impl StorageFaults {
 
 /// What the run's disks suffered and what the cluster made of it, over every replica
 /// and incarnation (the `storage-faults:` line).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct StorageFaultCounts {
     /// Storage calls made on every disk.
     pub calls: u64,
+    /// Faults the budget let the run expect: writes and syncs exposed to errors times
+    /// the error probability, plus the corruptible replica's restarts times the
+    /// corruption probability.
+    pub expected: f64,
     /// Faults injected by the disks.
     pub injected: InjectedFaults,
     /// Damaged records found at boot (held but unknown).
@@ -174,6 +188,13 @@ impl StorageFaultCounts {
     pub fn injected_total(&self) -> u64 {
         self.injected.total()
     }
+
+    /// Whether the run asked for disk faults, the budget allowed enough of them that
+    /// at least one was all but certain ([`DISK_FAULTS_EXPECTED_MIN`]), and none came:
+    /// the fault machinery did not work, and the run tested less than it claims.
+    pub fn vacuous(&self) -> bool {
+        self.expected >= DISK_FAULTS_EXPECTED_MIN && self.injected_total() == 0
+    }
 }
 
 impl std::fmt::Display for StorageFaultCounts {
@@ -181,10 +202,12 @@ impl std::fmt::Display for StorageFaultCounts {
         let i = self.injected;
         write!(
             f,
-            "storage-faults: calls={} injected write_errors={} sync_errors={} writeback_failures={} misdirected_writes={} \
+            "storage-faults: calls={} exposed_calls={} expected={:.1} injected write_errors={} sync_errors={} writeback_failures={} misdirected_writes={} \
              corruptions={}; detected damaged_records={}; repaired damaged_logs={} (incomplete_logs={}); stopped \
              replicas={} fail_stops={}",
             self.calls,
+            i.exposed_calls,
+            self.expected,
             i.write_errors,
             i.sync_errors,
             i.writeback_failures,
@@ -321,6 +344,10 @@ pub struct Harness {
     /// Catch-up counters of nodes that crashed (a node's own die with it).
     retired: CatchUpCounters,
     storage_faults: StorageFaults,
+    /// The disk faults the run asked for (kept when the drain turns them off).
+    storage_faults_asked: StorageFaults,
+    /// Restarts of a replica whose WAL the budget let rot (each a chance of a rot).
+    rot_chances: u64,
     /// The larger of the two quorums: more than this many replicas up and rejoined
     /// leaves room for one more to restart (the crash injector's rule).
     quorum_live_min: usize,
@@ -368,6 +395,8 @@ impl Harness {
             retired: CatchUpCounters::default(),
             checkpoints: CheckpointChecker::default(),
             storage_faults: config.storage_faults,
+            storage_faults_asked: config.storage_faults,
+            rot_chances: 0,
             quorum_live_min: quorum,
             error_eligible: None,
             // Derived from the storage stream without drawing from it, so turning
@@ -535,10 +564,13 @@ impl Harness {
                 injected.writeback_failures += disk.writeback_failures;
                 injected.misdirected_writes += disk.misdirected_writes;
                 injected.corruptions += disk.corruptions;
+                injected.exposed_calls += disk.exposed_calls;
             }
         }
         StorageFaultCounts {
             calls,
+            expected: injected.exposed_calls as f64 * self.storage_faults_asked.error_probability
+                + self.rot_chances as f64 * self.storage_faults_asked.corruption_probability,
             injected,
             detected: catch_up.damaged_at_boot,
             repaired: catch_up.damaged_logs_replaced,
@@ -551,10 +583,14 @@ impl Harness {
     /// With the budget's leave, rot one bit of replica `index`'s WAL before it boots.
     fn maybe_rot(&mut self, index: usize) {
         let probability = self.storage_faults.corruption_probability;
-        if probability <= 0.0 || !self.corruption_rng.chance(probability) {
+        if probability <= 0.0 || !matches!(self.slots[index].disk, Disk::Sim(_)) {
             return;
         }
         if !self.storage_faults.unsafe_budget && index != self.corruptible {
+            return;
+        }
+        self.rot_chances += 1;
+        if !self.corruption_rng.chance(probability) {
             return;
         }
         if let Disk::Sim(storage) = &self.slots[index].disk

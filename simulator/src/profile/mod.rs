@@ -1,5 +1,5 @@
-//! Fault profiles: the network (and, for swarm, topology and crash) parameters of a
-//! run, kept as data in `fault-profiles/*.json` (format: `fault-profiles/README.md`).
+//! Fault profiles: the network, disk fault (and, for swarm, topology and crash)
+//! parameters of a run, kept as data in `fault-profiles/*.json` (format: `fault-profiles/README.md`).
 //!
 //! - `none`, `light`, `heavy` are fixed points: a [`NetworkConfig`] written out in full.
 //! - `swarm` holds a range for every parameter and draws one value per parameter from
@@ -26,7 +26,19 @@ use std::path::PathBuf;
 pub use error::{ProfileError, ProfileErrorKind};
 pub use swarm::{
     IntRange, MAX_GRID_STEPS, ProbabilityRange, SwarmClusterRanges, SwarmDraw, SwarmNetworkRanges, SwarmRanges,
+    SwarmStorageRanges,
 };
+
+/// A profile's disk faults inside cluster runs (the `storage` section).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StorageRates {
+    /// Probability that one write, sync or background writeback of a replica's disk
+    /// fails with EIO (budgeted: one replica at a time; see `harness::StorageFaults`).
+    pub disk_error_probability: f64,
+    /// Probability, per restart of the run's corruptible replica, that one bit of its
+    /// WAL rots before it boots.
+    pub disk_corruption_probability: f64,
+}
 
 use crate::network::config::NetworkConfig;
 
@@ -173,6 +185,8 @@ pub enum FaultProfile {
         name: String,
         /// The network, used as is.
         network: NetworkConfig,
+        /// The disk fault rates, used as is.
+        storage: StorageRates,
     },
     /// Every parameter drawn per seed.
     Swarm {
@@ -208,7 +222,10 @@ impl FaultProfile {
     fn validate_as(&self, origin: &str) -> Result<(), ProfileError> {
         validate::name(origin, self.name())?;
         match self {
-            Self::Fixed { network, .. } => validate::network(origin, "network", network),
+            Self::Fixed { network, storage, .. } => {
+                validate::network(origin, "network", network)?;
+                validate::storage(origin, storage)
+            }
             Self::Swarm { ranges, .. } => validate::swarm(origin, ranges),
         }
     }
@@ -218,9 +235,10 @@ impl FaultProfile {
     /// function of the seed).
     pub fn resolve(&self, swarm_seed: u64) -> ResolvedProfile {
         match self {
-            Self::Fixed { name, network } => ResolvedProfile {
+            Self::Fixed { name, network, storage } => ResolvedProfile {
                 name: name.clone(),
                 network: network.clone(),
+                storage: *storage,
                 swarm: None,
             },
             Self::Swarm { name, ranges } => {
@@ -228,6 +246,7 @@ impl FaultProfile {
                 ResolvedProfile {
                     name: name.clone(),
                     network,
+                    storage: draw.storage,
                     swarm: Some(draw),
                 }
             }
@@ -242,6 +261,8 @@ pub struct ResolvedProfile {
     pub name: String,
     /// The network, fixed or drawn.
     pub network: NetworkConfig,
+    /// The disk fault rates, fixed or drawn.
+    pub storage: StorageRates,
     /// What a swarm profile drew beyond the network; `None` for fixed profiles.
     pub swarm: Option<SwarmDraw>,
 }
@@ -286,6 +307,10 @@ impl ResolvedProfile {
                 d.replicas, d.clients, d.shards, d.crash_probability, d.restart_probability, d.power_loss_share,
             ));
         }
+        line.push_str(&format!(
+            " disk_error_probability={} disk_corruption_probability={}",
+            self.storage.disk_error_probability, self.storage.disk_corruption_probability
+        ));
         line
     }
 }

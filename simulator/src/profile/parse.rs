@@ -9,14 +9,18 @@
 use serde_json::{Map, Value};
 
 use super::error::{ProfileError, ProfileErrorKind};
-use super::swarm::{IntRange, ProbabilityRange, SwarmClusterRanges, SwarmNetworkRanges, SwarmRanges};
-use super::{FaultProfile, mode_name, symmetry_name};
+use super::swarm::{
+    IntRange, ProbabilityRange, SwarmClusterRanges, SwarmNetworkRanges, SwarmRanges, SwarmStorageRanges,
+};
+use super::{FaultProfile, StorageRates, mode_name, symmetry_name};
 use crate::network::config::{NetworkConfig, PartitionMode, PartitionSymmetry};
 
 /// Keys of a fixed profile's top level.
-const FIXED_KEYS: &[&str] = &["kind", "name", "network"];
+const FIXED_KEYS: &[&str] = &["kind", "name", "network", "storage"];
 /// Keys of a swarm profile's top level.
-const SWARM_KEYS: &[&str] = &["kind", "name", "network", "cluster"];
+const SWARM_KEYS: &[&str] = &["kind", "name", "network", "cluster", "storage"];
+/// Keys of a `storage` object (fixed values or swarm ranges), in draw order.
+pub(crate) const STORAGE_KEYS: &[&str] = &["disk_error_probability", "disk_corruption_probability"];
 /// Keys of a `network` object (fixed values or swarm ranges), in draw order.
 pub(crate) const NETWORK_KEYS: &[&str] = &[
     "one_way_delay_min_ticks",
@@ -284,16 +288,30 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<FaultProfile, ProfileErr
             let mut top = Object::new(origin, "", Value::Object(map), FIXED_KEYS)?;
             let name = top.string("name")?;
             let network = fixed_network(top.object("network", NETWORK_KEYS)?)?;
-            Ok(FaultProfile::Fixed { name, network })
+            let mut storage = top.object("storage", STORAGE_KEYS)?;
+            let storage = StorageRates {
+                disk_error_probability: storage.f64("disk_error_probability")?,
+                disk_corruption_probability: storage.f64("disk_corruption_probability")?,
+            };
+            Ok(FaultProfile::Fixed { name, network, storage })
         }
         "swarm" => {
             let mut top = Object::new(origin, "", Value::Object(map), SWARM_KEYS)?;
             let name = top.string("name")?;
             let network = swarm_network(top.object("network", NETWORK_KEYS)?)?;
             let cluster = swarm_cluster(top.object("cluster", CLUSTER_KEYS)?)?;
+            let mut storage = top.object("storage", STORAGE_KEYS)?;
+            let storage = SwarmStorageRanges {
+                disk_error_probability: storage.probability_range("disk_error_probability")?,
+                disk_corruption_probability: storage.probability_range("disk_corruption_probability")?,
+            };
             Ok(FaultProfile::Swarm {
                 name,
-                ranges: SwarmRanges { network, cluster },
+                ranges: SwarmRanges {
+                    network,
+                    cluster,
+                    storage,
+                },
             })
         }
         _ => Err(ProfileError::at(

@@ -206,6 +206,15 @@ pub struct SwarmClusterRanges {
     pub power_loss_share: ProbabilityRange,
 }
 
+/// Ranges of the disk fault rates, drawn after the cluster's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SwarmStorageRanges {
+    /// Per write, sync or writeback: probability of EIO.
+    pub disk_error_probability: ProbabilityRange,
+    /// Per restart of the corruptible replica: probability a WAL bit rots.
+    pub disk_corruption_probability: ProbabilityRange,
+}
+
 /// Everything a swarm profile may draw.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SwarmRanges {
@@ -213,6 +222,8 @@ pub struct SwarmRanges {
     pub network: SwarmNetworkRanges,
     /// Topology and crash ranges, drawn after the network.
     pub cluster: SwarmClusterRanges,
+    /// Disk fault rates, drawn after the cluster.
+    pub storage: SwarmStorageRanges,
 }
 
 /// The non-network values one swarm seed drew.
@@ -230,6 +241,8 @@ pub struct SwarmDraw {
     pub restart_probability: f64,
     /// Share of crashes that are power losses.
     pub power_loss_share: f64,
+    /// The disk fault rates.
+    pub storage: super::StorageRates,
 }
 
 /// `u64` to `usize`, saturating (only reachable with absurd unvalidated ranges).
@@ -273,6 +286,10 @@ impl SwarmRanges {
         let crash_probability = c.crash_probability.draw(&mut rng);
         let restart_probability = c.restart_probability.draw(&mut rng);
         let power_loss_share = c.power_loss_share.draw(&mut rng);
+        let storage = super::StorageRates {
+            disk_error_probability: self.storage.disk_error_probability.draw(&mut rng),
+            disk_corruption_probability: self.storage.disk_corruption_probability.draw(&mut rng),
+        };
         // New draws go here, below every existing one.
 
         let network = NetworkConfig {
@@ -300,6 +317,7 @@ impl SwarmRanges {
             crash_probability,
             restart_probability,
             power_loss_share,
+            storage,
         };
         (network, draw)
     }

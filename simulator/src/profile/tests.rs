@@ -259,7 +259,8 @@ fn swarm_draw_order_is_pinned() {
     assert_eq!(banner, PINNED_SWARM_SEED_42);
 }
 
-/// Re-locks: (1) first version of swarm.json.
+/// Re-locks: (1) first version of swarm.json. (2) issue #16: the `storage` section's
+/// two rates are appended (a suffix; every earlier value unchanged).
 const PINNED_SWARM_SEED_42: &str = concat!(
     "profile=swarm kind=swarm one_way_delay_min_ticks=3 ",
     "one_way_delay_mean_ticks=5 packet_loss_probability=0.15 ",
@@ -270,7 +271,8 @@ const PINNED_SWARM_SEED_42: &str = concat!(
     "partition_symmetry=asymmetric path_clog_probability=0.01 ",
     "path_clog_duration_mean_ticks=2 clock_offset_max_micros=201000 ",
     "clock_drift_max_ppm=109 replicas=2 clients=1 shards=3 ",
-    "crash_probability=0.005 restart_probability=0.005 power_loss_share=1",
+    "crash_probability=0.005 restart_probability=0.005 power_loss_share=1 ",
+    "disk_error_probability=0.013 disk_corruption_probability=0.5",
 );
 
 #[test]
@@ -482,7 +484,11 @@ fn error_fixed_file_marked_swarm_reports_the_missing_section() {
 #[test]
 fn error_unknown_top_level_field() {
     let error = error_after("heavy", |v| set(v, &["cluster"], json!({})));
-    assert_names(&error, "cluster", "unknown field; expected one of kind, name, network");
+    assert_names(
+        &error,
+        "cluster",
+        "unknown field; expected one of kind, name, network, storage",
+    );
 }
 
 #[test]
@@ -587,6 +593,7 @@ fn error_probability_nan() {
     let profile = FaultProfile::Fixed {
         name: "nan".to_owned(),
         network,
+        storage: StorageRates::default(),
     };
     let error = profile.validate().expect_err("NaN");
     let message = error.to_string();
@@ -834,4 +841,47 @@ fn error_swarm_clock_drift_range_too_large() {
         );
     });
     assert_names(&error, "network.clock_drift_max_ppm.max", "exceeds the limit");
+}
+
+#[test]
+fn the_storage_section_is_required_and_checked() {
+    let error = error_after("light", |v| {
+        v.as_object_mut().expect("object").remove("storage");
+    });
+    assert_names(&error, "storage", "missing");
+    let error = error_after("heavy", |v| set(v, &["storage", "disk_error_probability"], json!(1.5)));
+    assert_names(&error, "storage.disk_error_probability", "outside [0, 1]");
+    let error = error_after("light", |v| set(v, &["storage", "disk_rot"], json!(0.1)));
+    assert_names(&error, "storage.disk_rot", "unknown field");
+    let error = error_after("swarm", |v| {
+        set(v, &["storage", "disk_corruption_probability", "max"], json!(2))
+    });
+    assert!(
+        error.to_string().contains("storage.disk_corruption_probability"),
+        "{error}"
+    );
+}
+
+#[test]
+fn light_heavy_and_swarm_inject_disk_faults_and_none_does_not() {
+    let rates = |name: &str| load_profile(name).expect("built-in").resolve(7).storage;
+    assert_eq!(rates("none"), StorageRates::default());
+    for name in ["light", "heavy"] {
+        let storage = rates(name);
+        assert!(
+            storage.disk_error_probability > 0.0 && storage.disk_corruption_probability > 0.0,
+            "{name}"
+        );
+    }
+    // Swarm draws its rates per seed, after everything else, from the grid.
+    let drawn: Vec<StorageRates> = (0..64).map(rates_of_swarm).collect();
+    assert!(drawn.iter().any(|rates| rates.disk_error_probability > 0.0));
+    assert!(drawn.iter().any(|rates| rates.disk_corruption_probability > 0.0));
+    assert!(drawn.iter().all(|rates| rates.disk_error_probability <= 0.02));
+}
+
+fn rates_of_swarm(seed: u64) -> StorageRates {
+    let resolved = load_profile("swarm").expect("built-in").resolve(seed);
+    assert_eq!(resolved.swarm.map(|draw| draw.storage), Some(resolved.storage));
+    resolved.storage
 }

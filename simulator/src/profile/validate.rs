@@ -218,6 +218,16 @@ fn choices<T: PartialEq + Copy>(
 }
 
 /// The rules for a swarm profile's ranges.
+/// A fixed profile's `storage` section.
+pub(crate) fn storage(origin: &str, rates: &super::StorageRates) -> Result<(), ProfileError> {
+    probability(origin, "storage.disk_error_probability", rates.disk_error_probability)?;
+    probability(
+        origin,
+        "storage.disk_corruption_probability",
+        rates.disk_corruption_probability,
+    )
+}
+
 pub(crate) fn swarm(origin: &str, s: &SwarmRanges) -> Result<(), ProfileError> {
     let n = &s.network;
     let path = |field: &str| format!("network.{field}");
@@ -326,6 +336,12 @@ pub(crate) fn swarm(origin: &str, s: &SwarmRanges) -> Result<(), ProfileError> {
         ("power_loss_share", &c.power_loss_share),
     ] {
         probability_range(origin, &format!("cluster.{field}"), range)?;
+    }
+    for (field, range) in [
+        ("disk_error_probability", &s.storage.disk_error_probability),
+        ("disk_corruption_probability", &s.storage.disk_corruption_probability),
+    ] {
+        probability_range(origin, &format!("storage.{field}"), range)?;
     }
     Ok(())
 }

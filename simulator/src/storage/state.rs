@@ -104,11 +104,15 @@ pub struct InjectedFaults {
     pub misdirected_writes: u64,
     /// Stable bits flipped ([`super::SimStorage::corrupt_stable_bit`]).
     pub corruptions: u64,
+    /// Not a fault: writes and syncs made while an error rate was on (each one a
+    /// chance of an error), so a run can tell "no error came" from "none could".
+    pub exposed_calls: u64,
 }
 
 impl InjectedFaults {
     /// Every fault, of every kind.
     pub fn total(&self) -> u64 {
+        // `exposed_calls` counts chances, not faults.
         self.write_errors + self.sync_errors + self.writeback_failures + self.misdirected_writes + self.corruptions
     }
 }
@@ -484,6 +488,7 @@ impl State {
     /// asked for (or the end, for append), whatever tearing or misdirection did.
     pub fn write(&mut self, call: &Call, id: InodeId, offset: Option<u64>, data: &[u8]) -> io::Result<u64> {
         let error_ppm = self.options.write_error_probability;
+        self.injected.exposed_calls += u64::from(error_ppm > 0);
         if call.fault.is_none() && error_ppm > 0 && self.chance(error_ppm) {
             self.injected.write_errors += 1;
             return Err(io::Error::other(format!(
@@ -544,6 +549,7 @@ impl State {
     /// fdatasync through a handle whose last reported writeback-error count is `seen`.
     pub fn sync(&mut self, call: &Call, id: InodeId, seen: &Cell<u64>) -> io::Result<()> {
         let error_ppm = self.options.sync_error_probability;
+        self.injected.exposed_calls += u64::from(error_ppm > 0);
         if call.fault.is_none() && error_ppm > 0 && self.chance(error_ppm) {
             self.injected.sync_errors += 1;
             let inode = self.inode(id, &call.path)?;

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install the Debian tools the test suite drives real processes with:
+# - strace: syscall fault injection (a node's fdatasync made to fail with EIO in
+#   cluster/tests/failover.rs).
+# Idempotent: installs only what is missing. Needs root (CI and the dev machines run as
+# root) and Debian's package archive.
+set -euo pipefail
+missing=()
+command -v strace >/dev/null 2>&1 || missing+=(strace)
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "test tools present: strace"
+  exit 0
+fi
+echo "installing: ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-test-tools.sh: need root to apt-get install ${missing[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq "${missing[@]}"
