@@ -72,6 +72,7 @@ fn harness(
         power_loss_probability: 0.0,
         journal: Default::default(),
         storage_faults: Default::default(),
+        storage_break: Default::default(),
     };
     let harness = Harness::new(seed, &config, driver.clone());
     (harness, driver)

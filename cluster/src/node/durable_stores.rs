@@ -57,7 +57,7 @@ use crate::storage::partition_wal::{Durability, PartitionWal};
 use crate::storage::snapshot_file::{SnapshotFileError, read_snapshot, remove_leftover_tmp, write_snapshot};
 use crate::storage::superblock::{Identity, SuperblockError, SuperblockFile, SuperblockState};
 use crate::storage::wal::{Wal, WalError, join_path};
-use crate::vsr::store::{Checkpoint, ReplicaStore, StoreError, StoredRecord, Superblock};
+use crate::vsr::store::{Checkpoint, ReplicaStore, StorageBreak, StoreError, StoredRecord, Superblock};
 use crate::wire::HEADER_BYTES;
 
 /// Directory of the node's own files.
@@ -133,6 +133,7 @@ fn now<F: std::future::Future>(future: F) -> Option<F::Output> {
 pub struct DurableStores<S: DurableStorage> {
     storage: S,
     identity: NodeIdentity,
+    storage_break: StorageBreak,
     deleted: Rc<RefCell<BTreeSet<u64>>>,
     durability: Rc<RefCell<BTreeMap<u64, Rc<Cell<Durability>>>>>,
 }
@@ -165,9 +166,17 @@ impl<S: DurableStorage> DurableStores<S> {
         Ok(Self {
             storage,
             identity,
+            storage_break: StorageBreak::None,
             deleted: Rc::new(RefCell::new(deleted)),
             durability: Rc::default(),
         })
+    }
+
+    /// Test-only: open every group's store with a deliberately broken answer to damage
+    /// (see [`StorageBreak`]).
+    pub fn with_storage_break(mut self, storage_break: StorageBreak) -> Self {
+        self.storage_break = storage_break;
+        self
     }
 
     /// The storage the stores live on.
@@ -233,6 +242,7 @@ impl<S: DurableStorage> StoreProvider for DurableStores<S> {
             self.identity.of_group(group),
             &Self::group_dir(group),
             self.durability_cell(group),
+            self.storage_break,
         )
     }
 
@@ -312,7 +322,13 @@ fn failed(what: &'static str) -> StoreError {
 }
 
 impl<S: DurableStorage> DurableReplicaStore<S> {
-    fn open(storage: &S, identity: Identity, dir: &str, durability: Rc<Cell<Durability>>) -> Result<Self, StoreError> {
+    fn open(
+        storage: &S,
+        identity: Identity,
+        dir: &str,
+        durability: Rc<Cell<Durability>>,
+        storage_break: StorageBreak,
+    ) -> Result<Self, StoreError> {
         let superblock = match now(SuperblockFile::open(storage, dir, identity)) {
             None => return Err(failed("superblock open did not complete on its first poll")),
             // Sequence 1 is the format alone: the replica never wrote its first state,
@@ -332,26 +348,34 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
         let (log, may_lack_acknowledged_ops, damaged_at_open) = if identity.group == METADATA_GROUP {
             // Every metadata prepare was synced before it was acknowledged; only a
             // lying disk loses one, and that shows as damage the chain repair refetches.
-            let (wal, recovery) = now(Wal::open(storage))
+            let (mut wal, recovery) = now(Wal::open(storage))
                 .ok_or_else(|| failed("metadata WAL open did not complete on its first poll"))?
                 .map_err(|error| log_wal_error(dir, &error, "metadata WAL open failed"))?;
-            // Damage in the middle is held but unknown: the ops there may be ones this
-            // replica acknowledged, so its log may not be offered as complete (a hole
-            // would count as a nack and could outvote a committed op). A torn tail is
-            // cut, but bit rot in the last record looks the same, and that record may
-            // have been synced and acknowledged: the same caution.
-            let damaged = recovery.damaged.len() as u64 + u64::from(recovery.torn_tail.is_some());
-            if damaged > 0 {
-                tracing::warn!(
-                    dir,
-                    damaged_ranges = recovery.damaged.len(),
-                    torn_tail = ?recovery.torn_tail,
-                    "metadata WAL damaged; its ops are repaired from peers and its log is not offered as complete"
-                );
+            if storage_break == StorageBreak::CutDamageAsTornTail
+                && let Some(first) = recovery.damaged.first()
+            {
+                // The broken answer: cut from the damage on, and claim a whole log.
+                let _ = now(wal.truncate_after(first.after_op.unwrap_or(0)));
+                (Log::Metadata(wal), false, 0)
+            } else {
+                // Damage in the middle is held but unknown: the ops there may be ones this
+                // replica acknowledged, so its log may not be offered as complete (a hole
+                // would count as a nack and could outvote a committed op). A torn tail is
+                // cut, but bit rot in the last record looks the same, and that record may
+                // have been synced and acknowledged: the same caution.
+                let damaged = recovery.damaged.len() as u64 + u64::from(recovery.torn_tail.is_some());
+                if damaged > 0 {
+                    tracing::warn!(
+                        dir,
+                        damaged_ranges = recovery.damaged.len(),
+                        torn_tail = ?recovery.torn_tail,
+                        "metadata WAL damaged; its ops are repaired from peers and its log is not offered as complete"
+                    );
+                }
+                (Log::Metadata(wal), damaged > 0, damaged)
             }
-            (Log::Metadata(wal), damaged > 0, damaged)
         } else {
-            let (wal, recovery) = now(PartitionWal::open(storage, dir, identity.group))
+            let (mut wal, recovery) = now(PartitionWal::open(storage, dir, identity.group))
                 .ok_or_else(|| failed("partition WAL open did not complete on its first poll"))?
                 .map_err(|error| log_wal_error(dir, &error, "partition WAL open failed"))?;
             if recovery.discarded_bytes > 0 {
@@ -378,11 +402,15 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
                      offered as complete"
                 );
             }
-            (
-                Log::Partition(wal),
-                (restart && !persisted) || !recovery.damaged.is_empty(),
-                recovery.damaged.len() as u64,
-            )
+            let mut damaged = recovery.damaged.len() as u64;
+            if storage_break == StorageBreak::CutDamageAsTornTail
+                && let Some(first) = recovery.damaged.first()
+            {
+                // The broken answer: cut from the damage on, and claim a whole log.
+                let _ = now(wal.truncate_after(first.after_op.unwrap_or(0)));
+                damaged = 0;
+            }
+            (Log::Partition(wal), (restart && !persisted) || damaged > 0, damaged)
         };
         Ok(Self {
             storage: storage.clone(),

@@ -64,6 +64,8 @@ pub struct NodeConfig {
     pub owner_fence: OwnerFence,
     /// Bounds of the journals: see [`JournalBounds`].
     pub journal: JournalBounds,
+    /// Test-only: a deliberately broken answer to storage faults (production: `None`).
+    pub storage_break: crate::vsr::StorageBreak,
 }
 
 /// How much of its log each group keeps in memory (see `vsr::checkpoint`).

@@ -21,6 +21,7 @@ fn config(shards: u8) -> NodeConfig {
         root_password: DEFAULT_ROOT_PASSWORD.to_owned(),
         owner_fence: OwnerFence::Enforced,
         journal: Default::default(),
+        storage_break: Default::default(),
     }
 }
 

@@ -213,6 +213,7 @@ async fn serve(config: &ServerConfig, shutdown: impl Future<Output = ()>) -> Res
         root_password: config.root_password.clone(),
         owner_fence: OwnerFence::Enforced,
         journal: JournalBounds::default(),
+        storage_break: Default::default(),
     };
     let node = Node::open(&node_config, stores, realtime_micros());
     if node.stats().shard.groups_open_failed > 0 {

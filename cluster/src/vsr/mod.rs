@@ -35,7 +35,7 @@ mod tests;
 
 pub use normal::{ClientError, seal_refusal};
 pub use replica::{Replica, ReplicaConfig, ReplicaStats, Status};
-pub use store::{MemoryStore, ReplicaStore, StoreError, StoredRecord, Superblock};
+pub use store::{MemoryStore, ReplicaStore, StorageBreak, StoreError, StoredRecord, Superblock};
 
 use crate::wire::Header;
 

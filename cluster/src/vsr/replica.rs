@@ -9,7 +9,7 @@ use super::budget::CatchUpBudget;
 use super::client_table::ClientTable;
 use super::constants::*;
 use super::journal::{Entry, Journal};
-use super::store::{ReplicaStore, StoreError, StoredRecord, Superblock};
+use super::store::{ReplicaStore, StorageBreak, StoreError, StoredRecord, Superblock};
 use super::timeout::Timeout;
 use super::transfer::{Served, Transfer};
 use super::view_change::DoViewChangeLog;
@@ -60,6 +60,8 @@ pub struct ReplicaConfig {
     /// follows to one journal). Otherwise it transfers only when repair finds the ops
     /// it needs evicted everywhere it asked.
     pub transfer_on_rejoin: bool,
+    /// Test-only: a deliberately broken answer to storage faults (see [`StorageBreak`]).
+    pub storage_break: StorageBreak,
 }
 
 impl ReplicaConfig {
@@ -324,7 +326,8 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         // A replica that ever wrote anything is a restart, even if (by a fault) it has
         // prepares but no superblock: only a truly empty store is a fresh replica.
         let recovering = superblock.is_some() || journal.head() > 0 || checkpoint.is_some();
-        let log_incomplete = store.may_lack_acknowledged_ops() || damaged_records > 0;
+        let damage_counts = config.storage_break != StorageBreak::CutDamageAsTornTail;
+        let log_incomplete = store.may_lack_acknowledged_ops() || (damage_counts && damaged_records > 0);
         assert!(
             !log_incomplete || recovering,
             "only a restarted replica can have lost acknowledged ops"
@@ -777,6 +780,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let Some(what) = self.store.failure() else {
             return false;
         };
+        if self.config.storage_break == StorageBreak::KeepGoingAfterFailedWrite {
+            return false;
+        }
         tracing::error!(
             replica = self.config.replica,
             group = self.config.group,

@@ -107,6 +107,42 @@ pub trait ReplicaStore {
     }
 }
 
+/// Test-only breakages of how a replica answers a failing or damaged disk, so the
+/// simulator can show its campaigns catch each one (`workload-fuzz --break-storage`).
+/// Production always runs [`StorageBreak::None`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StorageBreak {
+    /// Handle storage faults as designed.
+    #[default]
+    None,
+    /// A replica whose store failed for good goes on as if nothing happened: a primary
+    /// keeps heartbeating over a disk that refuses its prepares (the outage this
+    /// handling fixes).
+    KeepGoingAfterFailedWrite,
+    /// Damage in the middle of a WAL is cut as if it were a torn tail: the records from
+    /// the damage on are dropped and the log counts as complete, so the replica may
+    /// vote as if it never had ops it acknowledged.
+    CutDamageAsTornTail,
+}
+
+impl StorageBreak {
+    /// The name `--break-storage` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            StorageBreak::None => "none",
+            StorageBreak::KeepGoingAfterFailedWrite => "keep-going-after-failed-write",
+            StorageBreak::CutDamageAsTornTail => "cut-damage-as-torn-tail",
+        }
+    }
+
+    /// Every breakage, for parsing and error messages.
+    pub const ALL: [StorageBreak; 3] = [
+        StorageBreak::None,
+        StorageBreak::KeepGoingAfterFailedWrite,
+        StorageBreak::CutDamageAsTornTail,
+    ];
+}
+
 /// A durable checkpoint as a store returns it: its op and its encoded bytes.
 pub type Checkpoint = (u64, Rc<[u8]>);
 

@@ -44,6 +44,7 @@ pub(super) fn config(replica: u8) -> ReplicaConfig {
         journal_ops_max: constants::JOURNAL_SLOTS_DEFAULT,
         journal_bytes_max: constants::RING_BYTES_DEFAULT,
         transfer_on_rejoin: false,
+        storage_break: StorageBreak::None,
     }
 }
 

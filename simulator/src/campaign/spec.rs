@@ -138,6 +138,10 @@ pub struct CampaignFlags {
     #[arg(long, hide = true)]
     pub break_check: bool,
 
+    /// Passed to every run: a test-only broken answer to disk faults (see workload-fuzz).
+    #[arg(long, hide = true, default_value = "none", value_parser = crate::fuzz::parse_storage_break)]
+    pub break_storage: cluster::vsr::StorageBreak,
+
     /// Passed to every run: network overrides.
     #[command(flatten)]
     pub network: NetworkOverrides,
@@ -288,6 +292,7 @@ impl CampaignFlags {
             network: self.network.clone(),
             break_check: self.break_check,
             break_fence: false,
+            break_storage: self.break_storage,
         }
     }
 

@@ -166,6 +166,13 @@ pub struct FuzzArgs {
     /// tests can check the lifecycle plane notices a stale owner's write succeeding.
     #[arg(long, hide = true)]
     pub break_fence: bool,
+
+    /// Test-only: a deliberately broken answer to disk faults in the cluster
+    /// (`keep-going-after-failed-write`: a replica whose store failed goes on, its
+    /// primary heartbeating; `cut-damage-as-torn-tail`: WAL damage is cut as a torn tail
+    /// and the log counts as complete), so tests can show the campaigns catch it.
+    #[arg(long, hide = true, default_value = "none", value_parser = parse_storage_break)]
+    pub break_storage: cluster::vsr::StorageBreak,
 }
 
 /// Workload planes.
@@ -387,6 +394,18 @@ pub fn parse_storage_faults(text: &str) -> Result<StorageFaultMode, String> {
     .ok_or_else(|| format!("{text:?} is not a storage fault mode; expected budgeted, off or unsafe"))
 }
 
+/// A `--break-storage` value.
+pub fn parse_storage_break(text: &str) -> Result<cluster::vsr::StorageBreak, String> {
+    let all = cluster::vsr::StorageBreak::ALL;
+    all.into_iter().find(|kind| kind.name() == text).ok_or_else(|| {
+        let names: Vec<&str> = all.iter().map(|kind| kind.name()).collect();
+        format!(
+            "{text:?} is not a storage breakage; expected one of {}",
+            names.join(", ")
+        )
+    })
+}
+
 /// A storage model name (`sim` or `memory`).
 pub fn parse_storage(text: &str) -> Result<StorageModel, String> {
     text.parse()
@@ -467,6 +486,9 @@ impl FuzzArgs {
             if set {
                 parts.push(flag.to_owned());
             }
+        }
+        if self.break_storage != cluster::vsr::StorageBreak::None {
+            parts.push(format!("--break-storage {}", self.break_storage.name()));
         }
         if let Some(probability) = self.disk_error_prob {
             parts.push(format!("--disk-error-prob {probability}"));

@@ -104,6 +104,7 @@ pub(super) fn run(
         power_loss_probability: args.power_loss_prob,
         journal: args.journal(),
         storage_faults: args.storage_faults(profile_storage),
+        storage_break: args.break_storage,
     };
     let mut harness = Harness::new(report.seed, &harness_config, workload.clone());
     print_world(harness.simulation(), out)?;

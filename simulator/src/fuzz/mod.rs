@@ -11,7 +11,8 @@ mod echo_run;
 use std::io::{self, Write};
 
 pub use args::{
-    FuzzArgs, NetworkOverrides, Plane, StorageFaultMode, parse_probability, parse_storage, parse_storage_faults,
+    FuzzArgs, NetworkOverrides, Plane, StorageFaultMode, parse_probability, parse_storage, parse_storage_break,
+    parse_storage_faults,
 };
 
 use crate::profile::{ResolvedProfile, load_profile, validate_network};

@@ -28,7 +28,7 @@ use cluster::partition::{OwnerFence, PartitionMachine};
 use cluster::seam::ProcessId;
 use cluster::storage::superblock::cluster_id;
 use cluster::vsr::journal::root_header;
-use cluster::vsr::{MemoryStore, Replica, StateMachine, Status};
+use cluster::vsr::{MemoryStore, Replica, StateMachine, Status, StorageBreak};
 
 use crate::rng::SimRng;
 use crate::storage::{CrashKind, FaultRates, InjectedFaults, PARTS_PER_MILLION, SimStorage, SimStorageOptions};
@@ -94,6 +94,9 @@ pub struct HarnessConfig {
     pub journal: JournalBounds,
     /// Disk faults inside the run (with [`StorageModel::Sim`]).
     pub storage_faults: StorageFaults,
+    /// Test-only: a deliberately broken answer to disk faults in the cluster (see
+    /// `workload-fuzz --break-storage`).
+    pub storage_break: StorageBreak,
 }
 
 /// Disk faults a cluster run injects on its simulated disks, and the budget that keeps
@@ -334,6 +337,7 @@ pub struct Harness {
     shards: usize,
     break_check: bool,
     owner_fence: OwnerFence,
+    storage_break: StorageBreak,
     power_loss_probability: f64,
     /// Draws whether a crash cuts the power (only when the probability is above zero,
     /// so runs without power loss draw nothing from it).
@@ -389,6 +393,7 @@ impl Harness {
                 OwnerFence::Enforced
             },
             power_loss_probability: config.power_loss_probability,
+            storage_break: config.storage_break,
             power_rng: SimRng::new(storage_seed),
             boot_failure: None,
             journal: config.journal,
@@ -457,6 +462,7 @@ impl Harness {
             root_password: DEFAULT_ROOT_PASSWORD.to_owned(),
             owner_fence: self.owner_fence,
             journal: self.journal,
+            storage_break: self.storage_break,
         };
         self.slots[index].injected_at_boot = self.injected_on(index);
         let slot = &self.slots[index];
@@ -469,7 +475,7 @@ impl Harness {
                     replica_count: self.replica_count as u8,
                 };
                 match DurableStores::open(storage.clone(), identity) {
-                    Ok(stores) => SimStores::Durable(stores),
+                    Ok(stores) => SimStores::Durable(stores.with_storage_break(self.storage_break)),
                     Err(error) => {
                         self.refused_boot(index, &error.to_string());
                         return;

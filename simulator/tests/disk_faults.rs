@@ -1,0 +1,99 @@
+//! Disk faults inside cluster runs: the campaigns catch a cluster that answers them
+//! wrongly, and a cluster that answers them rightly passes the same campaign.
+//!
+//! Each broken answer is switched on by the test-only `--break-storage` flag (the
+//! cluster's `StorageBreak`), never by editing the code under test.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use simulator::campaign::report::{CampaignReport, RunVerdict};
+
+fn campaign(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_campaign"))
+        .args(args)
+        .output()
+        .expect("the campaign binary runs")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("disk-faults-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// A short campaign under the heavy profile (disk errors on, one replica at a time,
+/// WAL bits rotting on the corruptible replica), primaries crashed too.
+fn short_campaign(name: &str, extra: &[&str]) -> (Output, CampaignReport) {
+    let out = scratch(name);
+    let mut args = vec![
+        "--profiles",
+        "heavy",
+        "--planes",
+        "metadata,uniform",
+        "--seeds",
+        "1..40",
+        "--ticks",
+        "6000",
+        "--crash-prob",
+        "0.01",
+        "--restart-prob",
+        "0.05",
+        "--crash-primary",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ];
+    args.extend_from_slice(extra);
+    let output = campaign(&args);
+    let report = CampaignReport::read(&out).unwrap_or_else(|error| panic!("report: {error}\n{}", text(&output)));
+    let _ = std::fs::remove_dir_all(&out);
+    (output, report)
+}
+
+#[test]
+fn a_replica_that_keeps_going_after_its_disk_failed_is_caught_by_a_short_campaign() {
+    // The outage this handling fixes: a primary whose disk refuses its prepares goes on
+    // heartbeating, so its backups never elect another and nothing commits.
+    let (output, report) = short_campaign("keep-going", &["--break-storage", "keep-going-after-failed-write"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let failed: Vec<&str> = report
+        .runs
+        .iter()
+        .filter(|run| run.verdict == RunVerdict::Fail)
+        .map(|run| run.signature.as_deref().unwrap_or_default())
+        .collect();
+    assert!(!failed.is_empty(), "no run failed:\n{}", text(&output));
+    assert!(
+        failed
+            .iter()
+            .all(|signature| signature.starts_with("commit stuck") || signature.starts_with("drain")),
+        "a stuck group is what the broken answer shows as: {failed:?}"
+    );
+    for run in report.runs.iter().filter(|run| run.verdict == RunVerdict::Fail) {
+        assert!(
+            run.command.contains("--break-storage keep-going-after-failed-write"),
+            "the repro carries the switch: {}",
+            run.command
+        );
+    }
+}
+
+#[test]
+fn the_same_short_campaign_passes_with_disk_faults_answered_as_designed() {
+    let (output, report) = short_campaign("as-designed", &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(report.runs.len(), 80);
+    assert!(
+        report.runs.iter().all(|run| run.verdict == RunVerdict::Pass),
+        "{}",
+        text(&output)
+    );
+}
