@@ -280,6 +280,9 @@ enum Loss {
     Admitted,
     /// The record is there but a bit of it rotted (it fails its checksum).
     Damaged,
+    /// As `Damaged`, with the test-only broken answer that reads the damage as a torn
+    /// tail nobody acknowledged ([`StorageBreak::CutDamageAsTornTail`]).
+    DamageCutAsTornTail,
 }
 
 /// Op 1 commits on replicas 0 and 1 (replica 2 never sees it); replica 1 restarts
@@ -297,7 +300,7 @@ fn amnesia_scenario(loss: Loss) -> Vec<Replica<Counter, MemoryStore>> {
 
     // Replica 1 restarts without op 1 (a partition WAL's unpublished tail, discarded,
     // or a record that rotted on its disk).
-    if loss == Loss::Damaged {
+    if matches!(loss, Loss::Damaged | Loss::DamageCutAsTornTail) {
         let Some((_, StoredRecord::Prepare(frame))) = stores[1].records().into_iter().find(|(op, _)| *op == 1) else {
             panic!("replica 1 stored op 1");
         };
@@ -309,7 +312,16 @@ fn amnesia_scenario(loss: Loss) -> Vec<Replica<Counter, MemoryStore>> {
         stores[1].remove_prepare(1);
     }
     stores[1].set_may_lack_acknowledged_ops(loss == Loss::Admitted);
-    replicas[1] = Replica::open(config(1), Counter(0), stores[1].clone(), 1).expect("open");
+    let storage_break = if loss == Loss::DamageCutAsTornTail {
+        StorageBreak::CutDamageAsTornTail
+    } else {
+        StorageBreak::None
+    };
+    let reopened = ReplicaConfig {
+        storage_break,
+        ..config(1)
+    };
+    replicas[1] = Replica::open(reopened, Counter(0), stores[1].clone(), 1).expect("open");
     exchange(&mut replicas, &[1, 2], 3_000, 30);
     replicas.into_iter().skip(1).collect()
 }
@@ -329,6 +341,11 @@ fn a_replica_that_lost_acknowledged_ops_cannot_outvote_a_committed_op() {
     assert!(
         lost(&control),
         "without the rule, a view starts without the committed op 1"
+    );
+    let broken = amnesia_scenario(Loss::DamageCutAsTornTail);
+    assert!(
+        lost(&broken),
+        "a damaged record cut as a torn tail (the test-only broken answer) loses the committed op 1"
     );
 
     for loss in [Loss::Admitted, Loss::Damaged] {

@@ -6,9 +6,11 @@
 //! packets lost) and restart on the disk they kept, under a new incarnation, booting
 //! through the production recovery code ([`stores`]); a crash may cut the power, which
 //! loses whatever the disk had not made stable; shards within a replica, with router
-//! hops; clients that follow the resend discipline of [`client`]. What it does not model
-//! yet: I/O errors and torn writes inside a cluster run (the storage sweeps cover them
-//! one structure at a time).
+//! hops; clients that follow the resend discipline of [`client`]; disk faults inside the
+//! run ([`StorageFaults`]: write and sync EIO, latent WAL corruption, under a budget) and
+//! a supervisor that restarts a node that fail-stopped on one. What it does not model
+//! yet: read errors, slow I/O, torn writes at a crash, damaged checkpoints, superblocks
+//! and frontiers (the storage sweeps cover these one structure at a time).
 
 pub mod catch_up;
 pub mod client;
