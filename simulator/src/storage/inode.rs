@@ -238,6 +238,26 @@ impl Inode {
         }
     }
 
+    /// A writeback of dirty page `page` torn by a power cut: its first `sectors` sectors
+    /// reach the platter (the stable bytes grow to cover them, zeros before them if the
+    /// stable copy was shorter), the rest do not. Called just before the power is lost,
+    /// which drops what stayed dirty.
+    pub fn tear_page(&mut self, page: usize, sectors: usize) {
+        let Some(bytes) = self.dirty.get(&page) else {
+            return;
+        };
+        let start = page * PAGE_BYTES;
+        let end = (start + sectors * SECTOR_BYTES).min(self.len);
+        if end <= start {
+            return;
+        }
+        let landed = bytes[..end - start].to_vec();
+        if self.stable.len() < end {
+            grow_to(&mut self.stable, end);
+        }
+        self.stable[start..end].copy_from_slice(&landed);
+    }
+
     /// fdatasync: every byte and the length become stable.
     pub fn sync(&mut self) {
         let len = self.len;

@@ -41,6 +41,9 @@ pub struct SimStorageOptions {
     /// error is recorded for every open handle, as Linux's errseq does; this handle
     /// reports it now. 0 (the default) draws nothing.
     pub sync_error_probability: u32,
+    /// At a power loss, one dirty page (if any) was being written back and tears: a
+    /// strict prefix of its sectors lands. `false` (the default) draws nothing.
+    pub torn_write_at_power_loss: bool,
     /// Keep the trace entries (`true` by default). Off, [`SimStorage::trace`] is empty
     /// but positions still count, for long runs that only need faults and halts.
     pub record_trace: bool,
@@ -57,6 +60,7 @@ impl Default for SimStorageOptions {
             writeback_failure_probability: 0,
             write_error_probability: 0,
             sync_error_probability: 0,
+            torn_write_at_power_loss: false,
             record_trace: true,
         }
     }

@@ -104,6 +104,8 @@ pub struct InjectedFaults {
     pub misdirected_writes: u64,
     /// Stable bits flipped ([`super::SimStorage::corrupt_stable_bit`]).
     pub corruptions: u64,
+    /// Pages torn by a power loss (a strict prefix of their sectors landed).
+    pub torn_writes: u64,
     /// Not a fault: writes and syncs made while an error rate was on (each one a
     /// chance of an error), so a run can tell "no error came" from "none could".
     pub exposed_calls: u64,
@@ -113,7 +115,12 @@ impl InjectedFaults {
     /// Every fault, of every kind.
     pub fn total(&self) -> u64 {
         // `exposed_calls` counts chances, not faults.
-        self.write_errors + self.sync_errors + self.writeback_failures + self.misdirected_writes + self.corruptions
+        self.write_errors
+            + self.sync_errors
+            + self.writeback_failures
+            + self.misdirected_writes
+            + self.corruptions
+            + self.torn_writes
     }
 }
 
@@ -723,6 +730,9 @@ impl State {
             self.writeback_some();
         }
         if kind == CrashKind::PowerLoss {
+            if self.options.torn_write_at_power_loss {
+                self.tear_one_page();
+            }
             self.lose_power();
         }
         for inode in self.inodes.values_mut() {
@@ -732,6 +742,30 @@ impl State {
         self.crashes += 1;
         self.options.fault = None;
         self.options.halt_after = None;
+    }
+
+    /// The power is cut mid-writeback: one random dirty page of one random dirty file
+    /// lands only a strict, sector-aligned prefix (at least one sector).
+    fn tear_one_page(&mut self) {
+        let inodes = self.dirty_inodes();
+        if inodes.is_empty() {
+            return;
+        }
+        let id = inodes[self.rng.index(inodes.len())];
+        let pages: Vec<usize> = self
+            .inodes
+            .get(&id)
+            .map(|inode| inode.dirty_pages().collect())
+            .unwrap_or_default();
+        if pages.is_empty() {
+            return;
+        }
+        let page = pages[self.rng.index(pages.len())];
+        let sectors = 1 + self.rng.index(PAGE_BYTES / SECTOR_BYTES - 1);
+        if let Some(inode) = self.inodes.get_mut(&id) {
+            inode.tear_page(page, sectors);
+            self.injected.torn_writes += 1;
+        }
     }
 
     /// Only stable state survives: stable entries under stable directories, stable bytes.

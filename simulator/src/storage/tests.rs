@@ -720,3 +720,117 @@ fn random_calls_keep_the_invariants_and_a_crash_leaves_what_the_model_promised()
         }
     }
 }
+
+// ---- random faults -----------------------------------------------------------------
+
+fn with_rates(seed: u64, rates: FaultRates) -> SimStorage {
+    let storage = sim(seed);
+    storage.set_fault_rates(rates);
+    storage
+}
+
+#[test]
+fn a_write_error_takes_no_effect_and_is_counted() {
+    let storage = with_rates(
+        1,
+        FaultRates {
+            write_error_probability: PARTS_PER_MILLION,
+            ..FaultRates::default()
+        },
+    );
+    let file = create(&storage, "log");
+    let error = ready(file.write_at(0, b"record")).expect_err("every write fails");
+    assert!(error.to_string().contains("injected write error"), "{error}");
+    assert_eq!(ready(file.len()).expect("len"), 0, "nothing landed");
+    let injected = storage.injected();
+    assert_eq!((injected.write_errors, injected.exposed_calls), (1, 1));
+    assert_eq!(injected.total(), 1);
+}
+
+#[test]
+fn a_sync_error_drops_the_dirty_pages_and_every_other_handle_hears_of_it_once() {
+    let storage = sim(2);
+    let file = create(&storage, "log");
+    ready(file.write_at(0, &pages(1, 7))).expect("write");
+    ready(file.sync()).expect("first sync is good");
+    let other = ready(storage.open("log", OpenMode::Existing)).expect("second handle");
+    ready(file.write_at(0, &pages(1, 9))).expect("overwrite");
+    storage.set_fault_rates(FaultRates {
+        sync_error_probability: PARTS_PER_MILLION,
+        ..FaultRates::default()
+    });
+    let error = ready(file.sync()).expect_err("the sync fails");
+    assert!(error.to_string().contains("injected sync error"), "{error}");
+    storage.set_fault_rates(FaultRates::default());
+    assert_eq!(read_all(&file), pages(1, 7), "the cache dropped the overwrite");
+    let reported = ready(other.sync()).expect_err("the other handle hears of it");
+    assert!(reported.to_string().contains("writeback failed"), "{reported}");
+    ready(other.sync()).expect("once");
+    ready(file.sync()).expect("the failing handle already heard of it");
+    assert_eq!(storage.injected().sync_errors, 1);
+}
+
+#[test]
+fn zero_rates_draw_nothing_so_a_run_without_faults_replays_as_before() {
+    let plain = sim(5);
+    let zero = with_rates(5, FaultRates::default());
+    for storage in [&plain, &zero] {
+        let file = create(storage, "log");
+        for round in 0..50u8 {
+            ready(file.write_at(u64::from(round) * 100, &[round; 100])).expect("write");
+            ready(file.sync()).expect("sync");
+        }
+    }
+    assert_eq!(plain.state_hash(), zero.state_hash());
+    assert_eq!(zero.injected(), InjectedFaults::default());
+}
+
+#[test]
+fn latent_corruption_flips_one_stable_bit_under_a_clean_page_only() {
+    let storage = sim(3);
+    let file = create(&storage, "wal");
+    ready(file.write_at(0, &pages(2, 0))).expect("write");
+    ready(file.sync()).expect("sync");
+    ready(storage.sync_dir("")).expect("sync dir");
+    // Page 1 dirty again: only page 0 may rot.
+    ready(file.write_at(PAGE_BYTES as u64, &pages(1, 0))).expect("dirty page 1");
+    assert_eq!(
+        storage.corrupt_stable_bit(|path| path == "other"),
+        None,
+        "no eligible file"
+    );
+    let (path, offset) = storage
+        .corrupt_stable_bit(|path| path == "wal")
+        .expect("a clean stable byte");
+    assert_eq!(path, "wal");
+    assert!(offset < PAGE_BYTES as u64, "{offset} is under the dirty page");
+    let stable = storage.stable_bytes("wal").expect("stable");
+    let flipped: u32 = stable.iter().map(|byte| byte.count_ones()).sum();
+    assert_eq!(flipped, 1, "exactly one bit");
+    assert_eq!(read_all(&file)[offset as usize].count_ones(), 1, "reads see the rot");
+    assert_eq!(storage.injected().corruptions, 1);
+}
+
+#[test]
+fn a_power_cut_can_tear_a_dirty_page_to_a_strict_prefix_of_its_sectors() {
+    let storage = SimStorage::new(SimStorageOptions {
+        seed: 4,
+        torn_write_at_power_loss: true,
+        ..SimStorageOptions::default()
+    });
+    let file = create(&storage, "wal");
+    ready(file.write_at(0, &pages(1, 1))).expect("write");
+    ready(file.sync()).expect("sync");
+    ready(storage.sync_dir("")).expect("sync dir");
+    ready(file.write_at(0, &pages(1, 2))).expect("overwrite, unsynced");
+    storage.crash(CrashKind::PowerLoss);
+    let bytes = storage.stable_bytes("wal").expect("the file survives");
+    assert_eq!(bytes.len(), PAGE_BYTES);
+    let new = bytes.iter().take_while(|&&byte| byte == 2).count();
+    assert!(
+        new > 0 && new < PAGE_BYTES && new % SECTOR_BYTES == 0,
+        "a strict sector prefix landed: {new} bytes"
+    );
+    assert!(bytes[new..].iter().all(|&byte| byte == 1), "the rest is the old page");
+    assert_eq!(storage.injected().torn_writes, 1);
+}
