@@ -766,3 +766,115 @@ mod tests {
         );
     }
 }
+
+/// Property tests of `decode_manifest` (bytes from a disk, read at boot to roll an
+/// install back): the manifest is one checksummed record, so a flipped bit or a cut is
+/// always refused; any bytes give a reason or a manifest that re-encodes to exactly
+/// those bytes, never a panic; a file count beyond [`INSTALL_FILES_MAX`] is refused
+/// before a list is built from it.
+#[cfg(test)]
+mod proptests {
+    use proptest::prelude::*;
+    use proptest::sample::Index;
+    use proptest::test_runner::{RngAlgorithm, RngSeed};
+
+    use super::*;
+
+    fn config() -> ProptestConfig {
+        ProptestConfig {
+            cases: 256,
+            rng_algorithm: RngAlgorithm::ChaCha,
+            rng_seed: RngSeed::Fixed(0x16_D15C_FA17),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        }
+    }
+
+    /// Flip one bit, cut short, or overwrite a range with other bytes (`how` picks).
+    fn damage(bytes: &[u8], how: u8, at: Index, bit: u8, other: &[u8]) -> Vec<u8> {
+        let mut out = bytes.to_vec();
+        if out.is_empty() {
+            return out;
+        }
+        let at = at.index(out.len());
+        match how % 3 {
+            0 => out[at] ^= 1 << bit,
+            1 => out.truncate(at),
+            _ => {
+                let end = (at + other.len()).min(out.len());
+                out.splice(at..end, other.iter().copied());
+            }
+        }
+        out
+    }
+
+    fn install_file() -> impl Strategy<Value = InstallFile> {
+        (any::<u64>(), any::<bool>(), any::<u64>(), any::<u128>()).prop_map(|(start, log, bytes, checksum)| {
+            let name = if log {
+                crate::storage::segment::log_file_name(start)
+            } else {
+                crate::storage::segment::index_file_name(start)
+            };
+            InstallFile { name, bytes, checksum }
+        })
+    }
+
+    fn manifest() -> impl Strategy<Value = (Vec<InstallFile>, Vec<InstallFile>)> {
+        (
+            prop::collection::vec(install_file(), 0..5),
+            prop::collection::vec(install_file(), 0..5),
+        )
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        #[test]
+        fn manifests_round_trip_and_any_flip_or_cut_is_refused(
+            (old, new) in manifest(),
+            (donor_old, donor_new) in manifest(),
+            (how, at, bit) in (any::<u8>(), any::<Index>(), 0u8..8),
+            from in any::<Index>(),
+        ) {
+            let bytes = encode_manifest(&old, &new);
+            prop_assert_eq!(decode_manifest(&bytes), Ok((old.clone(), new.clone())));
+            let donor = encode_manifest(&donor_old, &donor_new);
+            let from = from.index(donor.len());
+            let damaged = damage(&bytes, how, at, bit, &donor[from..(from + 64).min(donor.len())]);
+            match decode_manifest(&damaged) {
+                Ok(decoded) => {
+                    prop_assert!(how % 3 == 2, "a flipped bit or a cut went unnoticed");
+                    prop_assert!(decoded == (old, new) || decoded == (donor_old, donor_new));
+                }
+                Err(why) => prop_assert!(!why.is_empty()),
+            }
+        }
+
+        #[test]
+        fn random_bytes_never_decode_as_a_manifest(
+            input in prop::collection::vec(any::<u8>(), 0..1024),
+            kind in 0u8..3,
+        ) {
+            prop_assert!(decode_manifest(&input).is_err());
+            // Garbage inside a valid record reaches the list decoder, which must refuse it
+            // or give back exactly these bytes.
+            let record = record::encode(INSTALL_MAGIC, kind, 0, &input);
+            if let Ok((old, new)) = decode_manifest(&record) {
+                prop_assert_eq!(encode_manifest(&old, &new), record);
+            }
+        }
+
+        #[test]
+        fn a_file_count_beyond_install_files_max_is_refused_before_allocating(
+            count in (INSTALL_FILES_MAX as u64 + 1)..=u64::MAX,
+            tail in prop::collection::vec(any::<u8>(), 0..16),
+        ) {
+            let mut w = Writer::new();
+            w.varint(count);
+            w.raw(&tail);
+            let record = record::encode(INSTALL_MAGIC, MANIFEST_RECORD_KIND, 0, &w.finish());
+            let why = decode_manifest(&record).expect_err("the count is refused");
+            prop_assert!(why.contains("install file count"), "{why}");
+        }
+    }
+}

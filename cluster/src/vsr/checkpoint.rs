@@ -329,3 +329,183 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         Ok(op)
     }
 }
+
+/// Property tests of [`decode_checkpoint`] (bytes from a disk, and from a peer in a
+/// state transfer): any bytes give a typed [`CheckpointError`] or a checkpoint that
+/// re-encodes to exactly those bytes, never a panic, and the two length-prefixed
+/// fields are bounded by `CHECKPOINT_BYTES_MAX` before anything is read from them. The
+/// checkpoint's own header is verified; its other bytes are covered by the store's and
+/// the transfer's checksums, so damage there may decode here (canonically): catching
+/// it is those checksums' job.
+#[cfg(test)]
+mod proptests {
+    use proptest::prelude::*;
+    use proptest::sample::Index;
+    use proptest::test_runner::{RngAlgorithm, RngSeed};
+
+    use super::*;
+
+    const GROUP: u64 = 0x7_0000_0003;
+
+    fn config() -> ProptestConfig {
+        ProptestConfig {
+            cases: 256,
+            rng_algorithm: RngAlgorithm::ChaCha,
+            rng_seed: RngSeed::Fixed(0x16_D15C_FA17),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        }
+    }
+
+    /// Flip one bit, cut short, or overwrite a range with other bytes (`how` picks).
+    fn damage(bytes: &[u8], how: u8, at: Index, bit: u8, other: &[u8]) -> Vec<u8> {
+        let mut out = bytes.to_vec();
+        if out.is_empty() {
+            return out;
+        }
+        let at = at.index(out.len());
+        match how % 3 {
+            0 => out[at] ^= 1 << bit,
+            1 => out.truncate(at),
+            _ => {
+                let end = (at + other.len()).min(out.len());
+                out.splice(at..end, other.iter().copied());
+            }
+        }
+        out
+    }
+
+    /// The prepare header of checkpoint op `op`.
+    fn prepare(op: u64, view: u64, parent: u128) -> Header {
+        let mut header = Header::new(Command::Prepare);
+        header.group = GROUP;
+        header.op = op;
+        header.view = view;
+        header.parent = parent;
+        header
+    }
+
+    /// A checkpoint's parts: header, digest, client table bytes, state.
+    fn checkpoint() -> impl Strategy<Value = (Header, u128, Vec<u8>, Vec<u8>)> {
+        (
+            any::<(u64, u64, u128, u128)>(),
+            prop::collection::btree_map(
+                any::<u128>(),
+                (any::<u64>(), prop::collection::vec(any::<u8>(), 0..32)),
+                0..4,
+            ),
+            prop::collection::vec(any::<u8>(), 0..256),
+        )
+            .prop_map(|((op, view, parent, digest), clients, state)| {
+                let mut table = ClientTable::default();
+                for (client, (request, reply)) in clients {
+                    table.record(client, request, op, reply, None);
+                }
+                (prepare(op, view, parent), digest, table.encode(), state)
+            })
+    }
+
+    /// Decode and re-encode: `Ok` only if the checkpoint is exactly `bytes` again.
+    fn check_canonical(bytes: &[u8]) -> Result<(), TestCaseError> {
+        if let Ok(decoded) = decode_checkpoint(GROUP, bytes) {
+            let again = encode_checkpoint(
+                GROUP,
+                &decoded.header,
+                decoded.digest,
+                &decoded.clients.encode(),
+                decoded.state,
+            );
+            prop_assert!(
+                again == bytes,
+                "a checkpoint decoded from bytes that are not its encoding"
+            );
+            prop_assert_eq!(decoded.header.checksum, decoded.header.compute_checksum());
+            prop_assert_eq!(decoded.header.command, Command::Prepare);
+            prop_assert_eq!(decoded.header.group, GROUP);
+        }
+        Ok(())
+    }
+
+    /// `[varint]` as the codec writes a length.
+    fn varint(value: u64) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.varint(value);
+        w.finish()
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        #[test]
+        fn checkpoints_round_trip_through_their_encoding((header, digest, clients, state) in checkpoint()) {
+            let bytes = encode_checkpoint(GROUP, &header, digest, &clients, &state);
+            let decoded = decode_checkpoint(GROUP, &bytes).expect("a checkpoint's own bytes decode");
+            prop_assert_eq!(decoded.header, Header { checksum: header.compute_checksum(), ..header });
+            prop_assert_eq!(decoded.digest, digest);
+            prop_assert_eq!(decoded.clients.encode(), clients);
+            prop_assert_eq!(decoded.state, &state[..]);
+            // Another group's replica refuses it.
+            let refused = decode_checkpoint(GROUP + 1, &bytes).err();
+            prop_assert!(matches!(refused, Some(CheckpointError::WrongGroupOrOp { .. })), "{refused:?}");
+        }
+
+        #[test]
+        fn random_bytes_never_panic_the_checkpoint_decoder(input in prop::collection::vec(any::<u8>(), 0..1024)) {
+            prop_assert!(decode_checkpoint(GROUP, &input).is_err());
+            // Behind the right magic the bytes reach the header and length checks.
+            let led = [&CHECKPOINT_MAGIC.to_le_bytes()[..], &input].concat();
+            check_canonical(&led)?;
+        }
+
+        #[test]
+        fn a_damaged_checkpoint_decodes_to_an_error_or_to_exactly_its_bytes(
+            (header, digest, clients, state) in checkpoint(),
+            (how, at, bit) in (any::<u8>(), any::<Index>(), 0u8..8),
+            other in prop::collection::vec(any::<u8>(), 0..48),
+        ) {
+            let bytes = encode_checkpoint(GROUP, &header, digest, &clients, &state);
+            let damaged = damage(&bytes, how, at, bit, &other);
+            check_canonical(&damaged)?;
+            let header_bytes = 4 + 8 + 8..4 + 8 + 8 + HEADER_BYTES;
+            if how % 3 == 0 && header_bytes.contains(&at.index(bytes.len())) {
+                prop_assert!(decode_checkpoint(GROUP, &damaged).is_err(), "a flipped header bit went unnoticed");
+            }
+            if how % 3 == 1 {
+                prop_assert!(decode_checkpoint(GROUP, &damaged).is_err(), "a cut checkpoint decoded");
+            }
+        }
+
+        #[test]
+        fn checkpoint_lengths_beyond_checkpoint_bytes_max_are_refused_before_allocating(
+            (header, digest, _, _) in checkpoint(),
+            claim in (CHECKPOINT_BYTES_MAX as u64 + 1)..=u64::MAX,
+            within in 1..=CHECKPOINT_BYTES_MAX as u64,
+            tail in prop::collection::vec(any::<u8>(), 0..16),
+        ) {
+            // CHECKPOINT_BYTES_MAX (256 MiB) bounds both length-prefixed fields. A claim
+            // within it over too few bytes is truncated: the fields are borrowed from the
+            // input, never copied from a claimed length.
+            let prefix = encode_checkpoint(GROUP, &header, digest, &[], &[]);
+            let fixed = &prefix[..prefix.len() - 2];
+            let too_long = [fixed, &varint(claim), &tail].concat();
+            let refused = decode_checkpoint(GROUP, &too_long).err();
+            prop_assert!(
+                matches!(refused, Some(CheckpointError::Decode(DecodeError::TooLong { field: "checkpoint client table", .. }))),
+                "{refused:?}"
+            );
+            // An empty client table is one byte (its count): a field of length 1.
+            let too_long = [fixed, &[1, 0], &varint(claim), &tail].concat();
+            let refused = decode_checkpoint(GROUP, &too_long).err();
+            prop_assert!(
+                matches!(refused, Some(CheckpointError::Decode(DecodeError::TooLong { field: "checkpoint state", .. }))),
+                "{refused:?}"
+            );
+            let short = [fixed, &[1, 0], &varint(within.max(tail.len() as u64 + 1)), &tail].concat();
+            let refused = decode_checkpoint(GROUP, &short).err();
+            prop_assert!(
+                matches!(refused, Some(CheckpointError::Decode(DecodeError::Truncated { .. }))),
+                "{refused:?}"
+            );
+        }
+    }
+}
