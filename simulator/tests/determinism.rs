@@ -30,7 +30,10 @@ fn fingerprint(out: &[u8], schedule_hash: u64) -> u64 {
 ///   is unchanged.
 /// - 2026-11-29: re-locked (issue #5): the `seeds:` banner names the storage seed; the
 ///   schedule hash (0x02d72c5a660d2ab4) is unchanged, checked against the previous build.
-const LOCKED_ECHO_HEAVY_FINGERPRINT: u64 = 0xc9f3_1163_4699_5ed5;
+/// - 2026-12-01: re-locked (issue #16): the profile banner prints the `storage` section's
+///   rates; the schedule hash (0x02d72c5a660d2ab4) is unchanged, checked against the
+///   previous build.
+const LOCKED_ECHO_HEAVY_FINGERPRINT: u64 = 0x2602_ca85_2903_0872;
 
 #[test]
 fn echo_replay_is_deterministic() {
@@ -104,7 +107,12 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 /// - 2026-12-01: re-locked (issue #16, disk faults): the report prints a
 ///   `storage-faults:` line; the schedule and reply hashes (0x88a75aa8e16e9e0a,
 ///   0xfd6a0a1815f30a16) are unchanged, checked against the previous build.
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x1fae_ecf7_4fdf_17b6;
+/// - 2026-12-01: re-locked (issues #16 and #17): heavy now injects disk faults (this run
+///   rots a WAL bit on its corruptible replica, and its repair moves the schedule), the
+///   banner prints the disk fault rates, and a backup's repair turns to another peer
+///   after a round that timed out (with `--storage-faults off` the schedule hash is
+///   0xba3f97a623a4db55, moved by that alone).
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x211b_e4db_b0a1_e8d3;
 
 #[test]
 fn workload_replay_is_deterministic() {
@@ -158,7 +166,11 @@ fn workload_replay_is_deterministic() {
 /// - 2026-12-01: re-locked (issue #16, disk faults): the `storage-faults:` line, as the
 ///   metadata lock says; schedule and reply hashes (0x22763e1697cb10d2,
 ///   0xc7903c0ec11333e2) unchanged against the previous build.
-const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0xbbef_ab50_bc6e_fcfe;
+/// - 2026-12-01: re-locked (issues #16 and #17): the banner prints the disk fault rates,
+///   the `storage-faults:` line gained fields, and repair may turn to another peer;
+///   this run injects no disk fault and its schedule (0xde6c3355a983618f) is the same
+///   with `--storage-faults off`.
+const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0xe3aa_1d07_91c0_b171;
 
 #[test]
 fn multi_shard_replay_is_deterministic() {

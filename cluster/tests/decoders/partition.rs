@@ -1,0 +1,339 @@
+//! Partition: ops, replies, polls, index entries, the state snapshot.
+
+#[allow(unused_imports)]
+use crate::{memory::*, metadata::*, storage_boot::*, storage_logs::*, support::*, vsr_node::*, wire::*};
+
+// ---------------------------------------------------------------------------------------
+// Partition: ops, replies, polls, index entries, the state snapshot
+// ---------------------------------------------------------------------------------------
+
+pub(crate) fn consumer() -> impl Strategy<Value = Consumer> {
+    prop_oneof![
+        any::<u32>().prop_map(|consumer_id| Consumer::Single { consumer_id }),
+        (any::<u32>(), any::<u32>(), any::<u64>()).prop_map(|(group_id, member_id, generation)| Consumer::Group {
+            group_id,
+            member_id,
+            generation
+        }),
+    ]
+}
+
+pub(crate) fn messages(max: usize) -> impl Strategy<Value = Vec<Message>> {
+    prop::collection::vec(
+        (any::<u128>(), bytes(48)).prop_map(|(id, payload)| Message { id, payload }),
+        0..max,
+    )
+}
+
+pub(crate) fn partition_op() -> impl Strategy<Value = PartitionOp> {
+    prop_oneof![
+        messages(6).prop_map(|messages| PartitionOp::SendMessages { messages }),
+        (consumer(), any::<u64>()).prop_map(|(consumer, offset)| PartitionOp::StoreConsumerOffset { consumer, offset }),
+        consumer().prop_map(|consumer| PartitionOp::DeleteConsumerOffset { consumer }),
+        (any::<u32>(), any::<u32>(), any::<u64>()).prop_map(|(group_id, member_id, generation)| {
+            PartitionOp::SetGroupOwner {
+                group_id,
+                member_id,
+                generation,
+            }
+        }),
+        Just(PartitionOp::Purge),
+        any::<u32>().prop_map(|count| PartitionOp::DeleteSegments { count }),
+    ]
+}
+
+pub(crate) fn partition_reply() -> impl Strategy<Value = PartitionReply> {
+    prop_oneof![
+        (any::<u64>(), any::<u64>()).prop_map(|(a, b)| PartitionReply::Appended {
+            base_offset: a.min(b),
+            last_offset: a.max(b),
+        }),
+        Just(PartitionReply::Ok),
+        any::<u32>().prop_map(|count| PartitionReply::SegmentsDeleted { count }),
+        Just(PartitionReply::EmptyBatch),
+        Just(PartitionReply::BatchTooLarge),
+        any::<u64>().prop_map(|next_offset| PartitionReply::OffsetBeyondLog { next_offset }),
+        any::<u64>().prop_map(|current_generation| PartitionReply::StaleOwner { current_generation }),
+        Just(PartitionReply::StaleGeneration),
+    ]
+}
+
+pub(crate) fn polled_message() -> impl Strategy<Value = PolledMessage> {
+    (any::<u64>(), any::<u64>(), any::<u128>(), bytes(64)).prop_map(|(offset, timestamp_micros, id, payload)| {
+        PolledMessage {
+            offset,
+            timestamp_micros,
+            id,
+            payload,
+        }
+    })
+}
+
+/// A poll answer as a primary gives one: consecutive offsets below the next offset.
+pub(crate) fn poll_reply() -> impl Strategy<Value = PollReply> {
+    (0u64..1 << 40, prop::collection::vec(polled_message(), 0..5), 0u64..10).prop_map(|(first, messages, gap)| {
+        let messages: Vec<PolledMessage> = messages
+            .into_iter()
+            .zip(first..)
+            .map(|(message, offset)| PolledMessage { offset, ..message })
+            .collect();
+        PollReply {
+            next_offset: first + messages.len() as u64 + gap,
+            messages,
+        }
+    })
+}
+
+/// The ops a partition state is built from (small, so states stay small).
+pub(crate) fn partition_history_op() -> impl Strategy<Value = PartitionOp> {
+    prop_oneof![
+        4 => messages(20).prop_map(|messages| PartitionOp::SendMessages { messages }),
+        2 => ((0u32..3).prop_map(|consumer_id| Consumer::Single { consumer_id }), 0u64..40)
+            .prop_map(|(consumer, offset)| PartitionOp::StoreConsumerOffset { consumer, offset }),
+        1 => ((0u32..3), (0u32..3), (1u64..4)).prop_map(|(group_id, member_id, generation)| {
+            PartitionOp::SetGroupOwner { group_id, member_id, generation }
+        }),
+        1 => ((0u32..3), (0u32..3), (0u64..4), 0u64..40).prop_map(|(group_id, member_id, generation, offset)| {
+            PartitionOp::StoreConsumerOffset {
+                consumer: Consumer::Group { group_id, member_id, generation },
+                offset,
+            }
+        }),
+        1 => Just(PartitionOp::Purge),
+        1 => (0u32..3).prop_map(|count| PartitionOp::DeleteSegments { count }),
+    ]
+}
+
+pub(crate) fn apply_partition_ops(state: &mut PartitionState, ops: &[PartitionOp]) {
+    for (index, op) in ops.iter().enumerate() {
+        let op_number = index as u64 + 1;
+        let context = PartitionContext {
+            timestamp_micros: 1_000_000 + op_number * 10_000,
+            op_number,
+        };
+        state.apply(op, &context);
+    }
+}
+
+/// A partition state reached by applying ops (retention, purges and segment deletions
+/// included).
+pub(crate) fn partition_state() -> impl Strategy<Value = PartitionState> {
+    (prop::collection::vec(partition_history_op(), 0..12), 0u64..50_000).prop_map(|(ops, expiry)| {
+        let mut state = PartitionState::new(expiry, OwnerFence::Enforced);
+        apply_partition_ops(&mut state, &ops);
+        state
+    })
+}
+
+/// A state with several segments (a segment rolls every `SEGMENT_MESSAGES_MAX`
+/// messages), built once per case from two full batches.
+pub(crate) fn multi_segment_partition_state(payload: u8) -> PartitionState {
+    let batch = |first: u128| PartitionOp::SendMessages {
+        messages: (first..first + MESSAGES_PER_BATCH_MAX as u128)
+            .map(|id| Message {
+                id,
+                payload: vec![payload; (id % 5) as usize],
+            })
+            .collect(),
+    };
+    let mut state = PartitionState::new(0, OwnerFence::Enforced);
+    apply_partition_ops(
+        &mut state,
+        &[
+            batch(0),
+            batch(1_000),
+            PartitionOp::StoreConsumerOffset {
+                consumer: Consumer::Single { consumer_id: 1 },
+                offset: 1_500,
+            },
+            PartitionOp::SetGroupOwner {
+                group_id: 2,
+                member_id: 3,
+                generation: 4,
+            },
+        ],
+    );
+    assert!(state.log().segments().len() >= 2);
+    state
+}
+
+pub(crate) fn decode_partition_state(bytes: &[u8]) -> Result<PartitionState, DecodeError> {
+    PartitionState::decode_state(bytes, OwnerFence::Enforced)
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn partition_ops_round_trip_through_their_encoding(op in partition_op()) {
+        prop_assert_eq!(PartitionOp::decode(&op.encode()), Ok(op));
+    }
+
+    #[test]
+    fn random_bytes_never_panic_the_partition_op_decoder(input in bytes(512), code in 60u8..72) {
+        check_canonical(&input, &PartitionOp::decode(&input), PartitionOp::encode)?;
+        let led = [&[code][..], &input].concat();
+        check_canonical(&led, &PartitionOp::decode(&led), PartitionOp::encode)?;
+    }
+
+    #[test]
+    fn a_damaged_partition_op_decodes_to_an_error_or_to_exactly_its_bytes(
+        op in partition_op(),
+        donor in partition_op(),
+        damage in damage(),
+    ) {
+        let damaged = damage.apply(&op.encode(), &donor.encode());
+        check_canonical(&damaged, &PartitionOp::decode(&damaged), PartitionOp::encode)?;
+    }
+
+    #[test]
+    fn partition_length_prefixes_beyond_their_bounds_are_refused_before_allocating(
+        count in (MESSAGES_PER_BATCH_MAX as u64 + 1)..=u64::MAX,
+        payload in (PAYLOAD_BYTES_MAX as u64 + 1)..=u64::MAX,
+        polled in (POLL_MESSAGES_MAX as u64 + 1)..=u64::MAX,
+        tail in bytes(16),
+    ) {
+        // MESSAGES_PER_BATCH_MAX bounds a batch's message list, PAYLOAD_BYTES_MAX one
+        // payload, POLL_MESSAGES_MAX a poll answer's message list.
+        let send = PartitionOp::SendMessages { messages: Vec::new() }.encode()[0];
+        let claim = [&[send][..], &varint(count), &tail].concat();
+        check_too_long(PartitionOp::decode(&claim), "message count")?;
+        let claim = [&[send, 1][..], &[0; 16], &varint(payload), &tail].concat();
+        check_too_long(PartitionOp::decode(&claim), "message payload")?;
+        let claim = [&[0u8; 32][..], &varint(payload), &tail].concat();
+        check_too_long(PolledMessage::decode(&claim), "message payload")?;
+        let claim = [&[0u8; 8][..], &varint(polled), &tail].concat();
+        check_too_long(PollReply::decode(&claim), "polled message count")?;
+        // A count within its bound but with nothing behind it: truncated, and what was
+        // reserved for it is bounded by MESSAGES_PER_BATCH_MAX.
+        let claim = [&[send][..], &varint(MESSAGES_PER_BATCH_MAX as u64), &tail].concat();
+        let decoded = PartitionOp::decode(&claim);
+        prop_assert!(matches!(decoded, Err(DecodeError::Truncated { .. })), "{decoded:?}");
+    }
+
+    #[test]
+    fn partition_replies_round_trip_and_decode_canonically(
+        reply in partition_reply(),
+        donor in partition_reply(),
+        damage in damage(),
+        input in bytes(32),
+    ) {
+        prop_assert_eq!(PartitionReply::decode(&reply.encode()), Ok(reply));
+        let damaged = damage.apply(&reply.encode(), &donor.encode());
+        check_canonical(&damaged, &PartitionReply::decode(&damaged), PartitionReply::encode)?;
+        check_canonical(&input, &PartitionReply::decode(&input), PartitionReply::encode)?;
+    }
+
+    #[test]
+    fn poll_requests_round_trip_and_decode_canonically(
+        offset in any::<u64>(),
+        count in any::<u32>(),
+        damage in damage(),
+        input in bytes(32),
+    ) {
+        let request = PollRequest { offset, count };
+        prop_assert_eq!(PollRequest::decode(&request.encode()), Ok(request));
+        let damaged = damage.apply(&request.encode(), &[POLL_MESSAGES_CODE]);
+        check_canonical(&damaged, &PollRequest::decode(&damaged), PollRequest::encode)?;
+        check_canonical(&input, &PollRequest::decode(&input), PollRequest::encode)?;
+    }
+
+    #[test]
+    fn polled_messages_round_trip_and_decode_canonically(
+        message in polled_message(),
+        donor in polled_message(),
+        damage in damage(),
+        input in bytes(128),
+    ) {
+        prop_assert_eq!(PolledMessage::decode(&message.encode()), Ok(message.clone()));
+        let damaged = damage.apply(&message.encode(), &donor.encode());
+        check_canonical(&damaged, &PolledMessage::decode(&damaged), PolledMessage::encode)?;
+        check_canonical(&input, &PolledMessage::decode(&input), PolledMessage::encode)?;
+    }
+
+    #[test]
+    fn poll_replies_round_trip_and_decode_canonically(
+        reply in poll_reply(),
+        donor in poll_reply(),
+        damage in damage(),
+        input in bytes(512),
+    ) {
+        prop_assert_eq!(PollReply::decode(&reply.encode()), Ok(reply.clone()));
+        let damaged = damage.apply(&reply.encode(), &donor.encode());
+        check_canonical(&damaged, &PollReply::decode(&damaged), PollReply::encode)?;
+        check_canonical(&input, &PollReply::decode(&input), PollReply::encode)?;
+    }
+
+    #[test]
+    fn index_entries_decode_exactly_24_bytes_and_nothing_else(
+        offset in any::<u64>(),
+        position in any::<u64>(),
+        timestamp_micros in any::<u64>(),
+        input in bytes(64),
+    ) {
+        let entry = IndexEntry { offset, position, timestamp_micros };
+        prop_assert_eq!(decode_index_entry(&encode_index_entry(&entry)), Ok(entry));
+        match decode_index_entry(&input) {
+            Ok(decoded) => prop_assert_eq!(&encode_index_entry(&decoded)[..], &input[..]),
+            Err(_) => prop_assert_ne!(input.len(), INDEX_ENTRY_BYTES),
+        }
+    }
+
+    #[test]
+    fn partition_states_round_trip_through_their_snapshot(state in partition_state()) {
+        let bytes = state.encode_state();
+        let decoded = decode_partition_state(&bytes).expect("a state's own snapshot decodes");
+        prop_assert_eq!(decoded.digest(), state.digest());
+        prop_assert_eq!(decoded, state);
+    }
+
+    #[test]
+    fn random_bytes_never_panic_the_partition_snapshot_decoder(input in bytes(4096)) {
+        check_canonical(&input, &decode_partition_state(&input), PartitionState::encode_state)?;
+    }
+
+    #[test]
+    fn a_damaged_partition_snapshot_decodes_to_an_error_or_to_exactly_its_bytes(
+        state in partition_state(),
+        donor in partition_state(),
+        damage in damage(),
+    ) {
+        let damaged = damage.apply(&state.encode_state(), &donor.encode_state());
+        check_canonical(&damaged, &decode_partition_state(&damaged), PartitionState::encode_state)?;
+    }
+
+    #[test]
+    fn partition_snapshot_counts_beyond_their_bounds_are_refused_before_allocating(
+        segments in (1u64 << 24) + 1..=u64::MAX,
+        messages in 1_001u64..=u64::MAX,
+        payload in (512u64 * 1024 + 1)..=u64::MAX,
+        tail in bytes(16),
+    ) {
+        // SNAPSHOT_SEGMENTS_MAX (1 << 24) segments, SEGMENT_MESSAGES_MAX (1,000) messages
+        // per segment, BATCH_BYTES_MAX (512 KiB) per payload.
+        let claim = [&[0u8; 16][..], &varint(segments), &tail].concat();
+        check_too_long(decode_partition_state(&claim), "segment count")?;
+        let claim = [&[0u8; 16][..], &[1], &[0; 8], &varint(messages), &tail].concat();
+        check_too_long(decode_partition_state(&claim), "segment message count")?;
+        let claim = [&[0u8; 16][..], &[1], &[0; 8], &[1], &[0; 32], &varint(payload), &tail].concat();
+        check_too_long(decode_partition_state(&claim), "message payload")?;
+    }
+}
+
+#[test]
+pub(crate) fn a_damaged_multi_segment_snapshot_decodes_to_an_error_or_to_exactly_its_bytes() {
+    // Each case builds, copies and damages a snapshot of two thousand messages.
+    check_few(32, (any::<u8>(), damage()), |(payload, damage)| {
+        let state = multi_segment_partition_state(payload);
+        let bytes = state.encode_state();
+        let decoded = decode_partition_state(&bytes);
+        prop_assert_eq!(decoded.as_ref(), Ok(&state));
+        let donor = multi_segment_partition_state(payload.wrapping_add(1)).encode_state();
+        let damaged = damage.apply(&bytes, &donor);
+        check_canonical(
+            &damaged,
+            &decode_partition_state(&damaged),
+            PartitionState::encode_state,
+        )
+    });
+}
