@@ -78,15 +78,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if self.repair_retry.ticking() {
             return;
         }
-        let Some((first, last)) = self.repair_range() else {
-            // Everything asked for arrived: the session is over.
-            self.end_repair_session();
-            return;
-        };
         let target = match self.status {
             // The primary, or after a round that timed out, maybe another peer (see
-            // `repair_peer`).
-            Status::Normal if !self.is_primary() => Some(self.repair_peer(last)),
+            // `repair_peer`); nothing to ask for ends the session below.
+            Status::Normal if !self.is_primary() => self.repair_range().map(|(_, last)| self.repair_peer(last)),
             Status::ViewChange if self.is_primary() && self.do_view_change_sent => {
                 // Rotate among the peers whose logs are being merged.
                 let peers: Vec<u8> = self
@@ -103,6 +98,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             _ => None,
         };
         let Some(target) = target else {
+            self.end_repair_session();
+            return;
+        };
+        let Some((first, last)) = self.repair_range() else {
+            // Everything asked for arrived: the session is over.
             self.end_repair_session();
             return;
         };
