@@ -617,10 +617,12 @@ impl Harness {
     pub fn step(&mut self) -> Result<(), CheckFailure> {
         let tick = self.simulation.tick();
         self.supervise(tick);
-        self.gate_disk_errors(tick);
         if self.crashes_enabled && self.crash.active() {
             self.inject_crashes(tick);
         }
+        // After this tick's crashes and restarts: a replica crashed now leaves no room
+        // for another to fail in the same tick.
+        self.gate_disk_errors(tick);
         if let Some(failure) = self.boot_failure.take() {
             return Err(failure);
         }
@@ -653,6 +655,26 @@ impl Harness {
                     detail: format!(
                         "replica {index} stopped on a storage failure ({failure}) although its disk injected no \
                          fault since it booted"
+                    ),
+                    tick,
+                });
+            }
+            // The budget's own promise: an injected error stops a replica only while
+            // enough others are up to cover for it (see `gate_disk_errors`).
+            let others_up = (0..self.slots.len())
+                .filter(|&other| other != index && self.slots[other].node.is_some())
+                .count();
+            if matches!(slot.disk, Disk::Sim(_))
+                && !self.storage_faults_asked.unsafe_budget
+                && others_up < self.quorum_live_min
+            {
+                return Err(CheckFailure {
+                    check: "disk fault budget",
+                    detail: format!(
+                        "replica {index} stopped on an injected disk fault ({failure}) with only {others_up} other \
+                         replica(s) up; the budget allows errors only while {} others are (a harness bug, not the \
+                         cluster's)",
+                        self.quorum_live_min
                     ),
                     tick,
                 });
