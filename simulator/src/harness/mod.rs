@@ -708,6 +708,32 @@ impl Harness {
         }
     }
 
+    /// Whether replica `index` is up and whole, so the cluster could lose another:
+    /// its node has rejoined (every group it hosts holds its log in full) and its
+    /// metadata has applied the newest change to the partition set any live replica
+    /// applied, so it hosts every group it will host. Without the second half, a
+    /// node that had not yet applied a partition's creation counted as whole while that
+    /// group's store, once opened, would hold an amnesiac log (CI's power-loss campaign,
+    /// `--seed 92 --plane uniform --faults light --power-loss-prob 0.5`: the node had led
+    /// seven groups before a fail-stop, and the crash injector took the only other copy).
+    fn whole(&self, index: usize) -> bool {
+        let Some(node) = self.slots[index].node.as_ref() else {
+            return false;
+        };
+        // The op of the newest change to the partition set any live replica applied.
+        let partitions_changed = |replica: &MetadataReplica| replica.state_machine().state().partitions_changed_at();
+        let newest = self
+            .live_replicas()
+            .iter()
+            .map(|(_, handle)| partitions_changed(&handle.borrow()))
+            .max()
+            .unwrap_or(0);
+        node.rejoined()
+            && self
+                .metadata(index)
+                .is_some_and(|handle| partitions_changed(&handle.borrow()) >= newest)
+    }
+
     /// Turn disk errors on for the replica whose turn it is, if the cluster can afford
     /// it a restart now, and off for every other (see [`StorageFaults`]).
     fn gate_disk_errors(&mut self, tick: u64) {
@@ -718,11 +744,7 @@ impl Harness {
         let eligible = if self.storage_faults.unsafe_budget {
             None
         } else {
-            let live = self
-                .slots
-                .iter()
-                .filter(|slot| slot.node.as_ref().is_some_and(Node::rejoined))
-                .count();
+            let live = (0..self.slots.len()).filter(|&index| self.whole(index)).count();
             let turn = (tick / DISK_ERROR_WINDOW_TICKS) as usize % self.slots.len();
             (live > self.quorum_live_min && self.slots[turn].node.is_some()).then_some(turn)
         };
@@ -755,7 +777,7 @@ impl Harness {
                 primary: self
                     .metadata(index)
                     .is_some_and(|replica| replica.borrow().is_primary()),
-                rejoined: self.slots[index].node.as_ref().is_some_and(Node::rejoined),
+                rejoined: self.whole(index),
             })
             .collect();
         for action in self.crash.decide(tick, &lives) {
