@@ -30,6 +30,16 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// Run one workload-fuzz command line (without the program name) at `seed`: its
+/// verdict and its output.
+fn fuzz_run(flags: &[&str], seed: u64) -> (simulator::fuzz::Verdict, String) {
+    use clap::Parser;
+    let args = simulator::fuzz::FuzzArgs::parse_from(std::iter::once("workload-fuzz").chain(flags.iter().copied()));
+    let mut out = Vec::new();
+    let report = simulator::fuzz::run(&args, seed, &mut out).expect("writing to a Vec never fails");
+    (report.verdict, String::from_utf8_lossy(&out).into_owned())
+}
+
 /// A short campaign under the heavy profile (disk errors on, one replica at a time,
 /// WAL bits rotting on the corruptible replica), primaries crashed too.
 fn short_campaign(name: &str, extra: &[&str]) -> (Output, CampaignReport) {
@@ -107,33 +117,29 @@ fn a_disk_error_never_stops_a_replica_in_the_tick_another_one_crashes() {
     // harness now gates errors after the tick's crashes and checks its own budget at
     // every fail-stop (`disk fault budget`); on the old order this run fails that check
     // at tick 9796.
-    use clap::Parser;
-    use simulator::fuzz::{self, FuzzArgs, Verdict};
-    let flags = [
-        "workload-fuzz",
-        "--ticks",
-        "10000",
-        "--clients",
-        "4",
-        "--shards",
-        "2",
-        "--plane",
-        "uniform",
-        "--faults",
-        "light",
-        "--crash-prob",
-        "0.01",
-        "--restart-prob",
-        "0.05",
-        "--power-loss-prob",
-        "0.3",
-        "--crash-primary",
-    ];
-    let args = FuzzArgs::parse_from(flags);
-    let mut out = Vec::new();
-    let report = fuzz::run(&args, 20126, &mut out).expect("writing to a Vec never fails");
-    let text = String::from_utf8_lossy(&out);
-    assert_eq!(report.verdict, Verdict::Pass, "{text}");
+    let (verdict, text) = fuzz_run(
+        &[
+            "--ticks",
+            "10000",
+            "--clients",
+            "4",
+            "--shards",
+            "2",
+            "--plane",
+            "uniform",
+            "--faults",
+            "light",
+            "--crash-prob",
+            "0.01",
+            "--restart-prob",
+            "0.05",
+            "--power-loss-prob",
+            "0.3",
+            "--crash-primary",
+        ],
+        20126,
+    );
+    assert_eq!(verdict, simulator::fuzz::Verdict::Pass, "{text}");
     assert!(text.contains("fail_stops="), "{text}");
 }
 
@@ -145,27 +151,24 @@ fn a_node_is_whole_only_once_it_hosts_every_partition_the_cluster_created() {
     // WAL that had published nothing, the groups could never start a view. The budget
     // (crashes and disk errors alike) now waits until the node's metadata has applied
     // the newest change to the partition set any live replica applied.
-    use clap::Parser;
-    use simulator::fuzz::{self, FuzzArgs, Verdict};
-    let args = FuzzArgs::parse_from([
-        "workload-fuzz",
-        "--ticks",
-        "10000",
-        "--plane",
-        "uniform",
-        "--faults",
-        "light",
-        "--crash-prob",
-        "0.01",
-        "--restart-prob",
-        "0.05",
-        "--power-loss-prob",
-        "0.5",
-        "--crash-primary",
-    ]);
-    let mut out = Vec::new();
-    let report = fuzz::run(&args, 92, &mut out).expect("writing to a Vec never fails");
-    let text = String::from_utf8_lossy(&out);
-    assert_eq!(report.verdict, Verdict::Pass, "{text}");
+    let (verdict, text) = fuzz_run(
+        &[
+            "--ticks",
+            "10000",
+            "--plane",
+            "uniform",
+            "--faults",
+            "light",
+            "--crash-prob",
+            "0.01",
+            "--restart-prob",
+            "0.05",
+            "--power-loss-prob",
+            "0.5",
+            "--crash-primary",
+        ],
+        92,
+    );
+    assert_eq!(verdict, simulator::fuzz::Verdict::Pass, "{text}");
     assert!(!text.contains("fail_stops=0"), "the run must fail-stop a node: {text}");
 }

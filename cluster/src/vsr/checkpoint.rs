@@ -341,39 +341,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
 mod proptests {
     use proptest::prelude::*;
     use proptest::sample::Index;
-    use proptest::test_runner::{RngAlgorithm, RngSeed};
 
     use super::*;
+    use crate::testing::proptest_support::{config, damage};
 
     const GROUP: u64 = 0x7_0000_0003;
-
-    fn config() -> ProptestConfig {
-        ProptestConfig {
-            cases: 256,
-            rng_algorithm: RngAlgorithm::ChaCha,
-            rng_seed: RngSeed::Fixed(0x16_D15C_FA17),
-            failure_persistence: None,
-            ..ProptestConfig::default()
-        }
-    }
-
-    /// Flip one bit, cut short, or overwrite a range with other bytes (`how` picks).
-    fn damage(bytes: &[u8], how: u8, at: Index, bit: u8, other: &[u8]) -> Vec<u8> {
-        let mut out = bytes.to_vec();
-        if out.is_empty() {
-            return out;
-        }
-        let at = at.index(out.len());
-        match how % 3 {
-            0 => out[at] ^= 1 << bit,
-            1 => out.truncate(at),
-            _ => {
-                let end = (at + other.len()).min(out.len());
-                out.splice(at..end, other.iter().copied());
-            }
-        }
-        out
-    }
 
     /// The prepare header of checkpoint op `op`.
     fn prepare(op: u64, view: u64, parent: u128) -> Header {

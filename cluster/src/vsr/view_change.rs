@@ -723,41 +723,13 @@ mod tests {
 mod proptests {
     use proptest::prelude::*;
     use proptest::sample::Index;
-    use proptest::test_runner::{RngAlgorithm, RngSeed};
 
     use super::*;
     use crate::metadata::MetadataMachine;
+    use crate::testing::proptest_support::{config, damage};
     use crate::vsr::MemoryStore;
 
     type Decoders = Replica<MetadataMachine, MemoryStore>;
-
-    fn config() -> ProptestConfig {
-        ProptestConfig {
-            cases: 256,
-            rng_algorithm: RngAlgorithm::ChaCha,
-            rng_seed: RngSeed::Fixed(0x16_D15C_FA17),
-            failure_persistence: None,
-            ..ProptestConfig::default()
-        }
-    }
-
-    /// Flip one bit, cut short, or overwrite a range with garbage (`how` picks).
-    fn damage(bytes: &[u8], how: u8, at: Index, bit: u8, garbage: &[u8]) -> Vec<u8> {
-        let mut out = bytes.to_vec();
-        if out.is_empty() {
-            return out;
-        }
-        let at = at.index(out.len());
-        match how % 3 {
-            0 => out[at] ^= 1 << bit,
-            1 => out.truncate(at),
-            _ => {
-                let end = (at + garbage.len()).min(out.len());
-                out.splice(at..end, garbage.iter().copied());
-            }
-        }
-        out
-    }
 
     /// A chain of prepare headers `first..first + len`, each naming its predecessor.
     fn chain(first: u64, len: usize, tag: u128) -> Vec<Header> {
