@@ -344,7 +344,16 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
         };
         let restart = superblock.is_some();
         let checkpoint_path = join_path(dir, CHECKPOINT_FILE);
-        let checkpoint = read_checkpoint(storage, &checkpoint_path)?;
+        // A checkpoint that does not read back whole (damage, or a read error) is not
+        // trusted, and not taken for "none" either: the group boots without it, with
+        // its log marked incomplete (the ops below the WAL's first record are gone), so
+        // it takes no part in a view change as if whole, applies nothing until it holds
+        // every op from 1 or installs a peer's checkpoint by state transfer, and writes
+        // a new checkpoint over the damaged one.
+        let (checkpoint, checkpoint_damaged) = match read_checkpoint(storage, &checkpoint_path) {
+            Ok(checkpoint) => (checkpoint, false),
+            Err(_) => (None, true),
+        };
         let (log, may_lack_acknowledged_ops, damaged_at_open) = if identity.group == METADATA_GROUP {
             // Every metadata prepare was synced before it was acknowledged; only a
             // lying disk loses one, and that shows as damage the chain repair refetches.
@@ -412,6 +421,8 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
             }
             (Log::Partition(wal), (restart && !persisted) || damaged > 0, damaged)
         };
+        let damaged_at_open = damaged_at_open + u64::from(checkpoint_damaged);
+        let may_lack_acknowledged_ops = may_lack_acknowledged_ops || checkpoint_damaged;
         Ok(Self {
             storage: storage.clone(),
             identity,
@@ -488,12 +499,10 @@ fn read_checkpoint<S: DurableStorage>(storage: &S, path: &str) -> Result<Option<
             tracing::error!(
                 path,
                 %error,
-                "checkpoint unreadable: the group refuses to open (booting without it would replay from op 1 a \
-                 log whose start was discarded)"
+                "checkpoint unreadable or damaged: the group boots without it, its log incomplete, and fetches \
+                 its state from a peer"
             );
-            Err(failed(
-                "checkpoint file unreadable or damaged; the group refuses to open",
-            ))
+            Err(failed("checkpoint file unreadable or damaged"))
         }
         None => Err(failed("checkpoint read did not complete on its first poll")),
     }
@@ -795,7 +804,7 @@ mod tests {
     }
 
     #[test]
-    fn a_damaged_checkpoint_refuses_the_group_s_open_instead_of_reading_as_none() {
+    fn a_damaged_checkpoint_is_never_read_as_none_the_group_boots_with_an_incomplete_log() {
         let root = temp_root("stores-checkpoint-damaged");
         let storage = DiskStorage::new(&root).expect("temp dir");
         let mut store = open_group(&storage, PARTITION).expect("open");
@@ -808,19 +817,24 @@ mod tests {
         let last = bytes.len() - 1;
         bytes[last] ^= 0xff;
         std::fs::write(&path, &bytes).expect("damage");
-        let error = open_group(&storage, PARTITION).expect_err("damaged checkpoint");
-        assert!(error.what.contains("checkpoint"), "{error}");
-        std::fs::write(&path, b"").expect("truncate to empty");
+        let damaged = open_group(&storage, PARTITION).expect("a damaged checkpoint does not refuse the open");
+        assert_eq!(damaged.checkpoint(), Ok(None), "not trusted");
         assert!(
-            open_group(&storage, PARTITION).is_err(),
-            "an empty checkpoint file is damage too"
+            damaged.may_lack_acknowledged_ops() && damaged.damaged_at_open() == 1,
+            "and not taken for none: the log is incomplete"
         );
+        drop(damaged);
+        std::fs::write(&path, b"").expect("truncate to empty");
+        let empty = open_group(&storage, PARTITION).expect("open");
+        assert!(empty.damaged_at_open() == 1, "an empty checkpoint file is damage too");
+        drop(empty);
         // A leftover tmp from an interrupted write is removed at open, and is no error.
         std::fs::remove_file(&path).expect("remove");
         let tmp = path.with_file_name(tmp_path(CHECKPOINT_FILE));
         std::fs::write(&tmp, b"half").expect("tmp");
         let store = open_group(&storage, PARTITION).expect("a missing checkpoint is none");
         assert_eq!(store.checkpoint(), Ok(None));
+        assert_eq!(store.damaged_at_open(), 0, "missing is not damaged");
         assert!(!tmp.exists());
         std::fs::remove_dir_all(root).expect("cleanup");
     }

@@ -325,7 +325,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
         // A replica that ever wrote anything is a restart, even if (by a fault) it has
         // prepares but no superblock: only a truly empty store is a fresh replica.
-        let recovering = superblock.is_some() || journal.head() > 0 || checkpoint.is_some();
+        let recovering = superblock.is_some() || journal.head() > 0 || checkpoint.is_some() || damaged_records > 0;
         let damage_counts = config.storage_break != StorageBreak::CutDamageAsTornTail;
         let log_incomplete = store.may_lack_acknowledged_ops() || (damage_counts && damaged_records > 0);
         assert!(

@@ -83,7 +83,7 @@ pub struct CampaignFlags {
     pub disk_error_prob: Option<f64>,
 
     /// Passed to every run: probability, per restart of the budget's corruptible
-    /// replica, that a bit of its WAL rots, overriding each profile's (see
+    /// replica, that a bit of its WAL or checkpoint rots, overriding each profile's (see
     /// workload-fuzz).
     #[arg(long, value_parser = crate::fuzz::parse_probability)]
     pub disk_corruption_prob: Option<f64>,

@@ -105,8 +105,9 @@ pub struct FuzzArgs {
     /// Latent disk corruption (with `--storage sim`), overriding the profile's
     /// `storage.disk_corruption_probability`: the probability, each time the budget's
     /// corruptible replica (one per run, drawn from the seed) restarts, that one bit of
-    /// one of its WALs rots before it boots. The replica must hold the record as
-    /// unknown, never apply it or read it as a nack, and repair it from peers.
+    /// one of its WAL or checkpoint files rots before it boots. The replica must hold a
+    /// damaged record as unknown (never apply it or read it as a nack) and repair it
+    /// from peers, and fetch a damaged checkpoint's state by state transfer.
     #[arg(long, value_parser = parse_probability)]
     pub disk_corruption_prob: Option<f64>,
 

@@ -116,10 +116,10 @@ pub struct HarnessConfig {
 /// Corruption is budgeted: the protocol repairs a damaged record from a peer that
 /// holds it, so no op may be damaged on more replicas than the rest can cover. The
 /// budget here is the simplest that holds for every cluster size: one replica per run,
-/// drawn from the storage stream (the *corruptible* replica), may have WAL bits rot;
-/// a bit rots, with `corruption_probability`, each time that replica restarts, before
-/// it boots (latent corruption found by the boot's read). Checkpoints, superblocks and
-/// frontiers are not corrupted yet (their repair by state transfer is the next step).
+/// drawn from the storage stream (the *corruptible* replica), may have bits of its WAL
+/// and checkpoint files rot; a bit rots, with `corruption_probability`, each time that
+/// replica restarts, before it boots (latent corruption found by the boot's read).
+/// Superblocks and frontiers are not corrupted yet.
 /// With `unsafe_budget`, errors hit every replica at once, a background writeback may
 /// fail (dropping dirty pages silently until the file's next sync), any replica may rot
 /// and writes may be misdirected: such runs explore, and are reported, never counted as
@@ -607,7 +607,8 @@ impl Harness {
             return;
         }
         if let Disk::Sim(storage) = &self.slots[index].disk
-            && let Some((path, offset)) = storage.corrupt_stable_bit(|path| path.ends_with("/wal"))
+            && let Some((path, offset)) =
+                storage.corrupt_stable_bit(|path| path.ends_with("/wal") || path.ends_with("/checkpoint"))
         {
             tracing::info!(replica = index, path, offset, "latent corruption");
         }
