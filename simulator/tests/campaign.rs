@@ -1,32 +1,14 @@
 //! The `campaign` binary as users run it: reports, shards and merging, failure groups
 //! whose repros fail again, the corpus, and bad input.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Command;
 
+use common::{campaign, scratch, text};
 use simulator::campaign::report::{CampaignReport, RunVerdict};
-
-fn campaign(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_campaign"))
-        .args(args)
-        .output()
-        .expect("the campaign binary runs")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("campaign-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
 
 fn verdicts(report: &CampaignReport) -> BTreeMap<(String, String, u64), RunVerdict> {
     report.runs.iter().map(|run| (run.key(), run.verdict)).collect()

@@ -4,31 +4,12 @@
 //! Each broken answer is switched on by the test-only `--break-storage` flag (the
 //! cluster's `StorageBreak`), never by editing the code under test.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
+use std::process::Output;
+
+use common::{campaign, scratch, text};
 use simulator::campaign::report::{CampaignReport, RunVerdict};
-
-fn campaign(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_campaign"))
-        .args(args)
-        .output()
-        .expect("the campaign binary runs")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("disk-faults-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
 
 /// Run one workload-fuzz command line (without the program name) at `seed`: its
 /// verdict and its output.

@@ -249,26 +249,7 @@ fn repair_takes_the_top_of_the_lowest_run_when_it_exceeds_the_window() {
 /// Deliver frames among the `live` replicas (frames to or from any other are lost) and
 /// tick them, for `ticks` ticks of 10 ms.
 pub(super) fn exchange(replicas: &mut [Replica<Counter, MemoryStore>], live: &[usize], ticks: u64, start_tick: u64) {
-    for tick in start_tick..start_tick + ticks {
-        let now = tick * 10_000;
-        for _ in 0..4 {
-            let mut frames = Vec::new();
-            for (index, replica) in replicas.iter_mut().enumerate() {
-                for out in replica.drain_outbox() {
-                    frames.push((index, out));
-                }
-            }
-            for (from, out) in frames {
-                let to = out.to.0 as usize;
-                if live.contains(&from) && live.contains(&to) {
-                    replicas[to].on_frame(crate::seam::ProcessId(from as u32), &out.frame, now);
-                }
-            }
-        }
-        for &index in live {
-            replicas[index].tick(now);
-        }
-    }
+    exchange_cutting(replicas, live, start_tick..start_tick + ticks, |_, _, _| false);
 }
 
 /// How replica 1 loses op 1 from its disk in [`amnesia_scenario`].
@@ -385,10 +366,12 @@ fn assert_guarded(guarded: &[Replica<Counter, MemoryStore>], lost: bool) {
     }
 }
 
-/// Deliver frames among all replicas for `ticks` ticks, dropping every frame whose
+/// Deliver frames among the `live` replicas for the ticks in `ticks` (10 ms each) and
+/// tick them, dropping frames to or from any other replica and every frame whose
 /// (sender, receiver, command) `cut` matches.
 fn exchange_cutting(
     replicas: &mut [Replica<Counter, MemoryStore>],
+    live: &[usize],
     ticks: std::ops::Range<u64>,
     cut: impl Fn(usize, usize, crate::wire::Command) -> bool,
 ) {
@@ -403,16 +386,19 @@ fn exchange_cutting(
             }
             for (from, out) in frames {
                 let to = out.to.0 as usize;
+                if !(live.contains(&from) && live.contains(&to)) {
+                    continue;
+                }
                 let Ok((header, _)) = crate::wire::open(&out.frame) else {
                     continue;
                 };
-                if to < replicas.len() && !cut(from, to, header.command) {
+                if !cut(from, to, header.command) {
                     replicas[to].on_frame(crate::seam::ProcessId(from as u32), &out.frame, now);
                 }
             }
         }
-        for replica in replicas.iter_mut() {
-            replica.tick(now);
+        for &index in live {
+            replicas[index].tick(now);
         }
     }
 }
@@ -428,14 +414,14 @@ fn a_backup_repairs_from_another_peer_when_its_primary_never_answers() {
         .collect();
     replicas[0].on_frame(crate::seam::ProcessId(9), &client_request(1), 0);
     // Op 1 commits on replicas 0 and 1; replica 2 sees none of it.
-    exchange_cutting(&mut replicas, 0..100, |from, to, _| from == 2 || to == 2);
+    exchange_cutting(&mut replicas, &[0, 1, 2], 0..100, |from, to, _| from == 2 || to == 2);
     assert_eq!((replicas[0].commit_min(), replicas[1].commit_min()), (1, 1));
     assert_eq!(replicas[2].head(), 0);
     // Op 2 reaches every replica, so replica 2 holds op 2 (trusted) above its gap at
     // op 1; every repair between it and the primary is lost.
     replicas[0].on_frame(crate::seam::ProcessId(9), &client_request(2), 1_000_000);
     let repair = |command: Command| matches!(command, Command::RequestPrepares | Command::RepairPrepare);
-    exchange_cutting(&mut replicas, 100..450, |from, to, command| {
+    exchange_cutting(&mut replicas, &[0, 1, 2], 100..450, |from, to, command| {
         matches!((from, to), (0, 2) | (2, 0)) && repair(command)
     });
     assert_eq!(

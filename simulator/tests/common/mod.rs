@@ -1,0 +1,31 @@
+//! Helpers the simulator's integration tests share: running the `campaign` binary and
+//! a scratch directory per test.
+
+#![allow(dead_code, reason = "each test binary uses the helpers it needs")]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// Run the `campaign` binary cargo built for the tests with `args`.
+pub fn campaign(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_campaign"))
+        .args(args)
+        .output()
+        .expect("the campaign binary runs")
+}
+
+/// A process's stdout and stderr, for failure messages.
+pub fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// A fresh, empty (not yet created) directory for test `name` of this process.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("simulator-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
