@@ -153,3 +153,31 @@ fn a_node_is_whole_only_once_it_hosts_every_partition_the_cluster_created() {
     assert_eq!(verdict, simulator::fuzz::Verdict::Pass, "{text}");
     assert!(!text.contains("fail_stops=0"), "the run must fail-stop a node: {text}");
 }
+
+#[test]
+fn disk_faults_asked_of_in_memory_stores_are_an_invalid_configuration() {
+    for flag in ["--disk-error-prob", "--disk-corruption-prob"] {
+        let (verdict, text) = fuzz_run(&["--storage", "memory", "--plane", "metadata", flag, "0.1"], 1);
+        assert!(
+            matches!(verdict, simulator::fuzz::Verdict::Invalid(_)),
+            "{flag}: {text}"
+        );
+        assert!(text.contains(&format!("{flag} 0.1 needs --storage sim")), "{text}");
+    }
+    // A profile's rates do not apply to in-memory stores; the run is not refused for them.
+    let (verdict, text) = fuzz_run(
+        &[
+            "--storage",
+            "memory",
+            "--plane",
+            "metadata",
+            "--faults",
+            "light",
+            "--ticks",
+            "1000",
+        ],
+        1,
+    );
+    assert_eq!(verdict, simulator::fuzz::Verdict::Pass, "{text}");
+    assert!(!text.contains("storage-faults:"), "{text}");
+}

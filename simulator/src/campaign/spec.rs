@@ -77,8 +77,8 @@ pub struct CampaignFlags {
     #[arg(long, default_value_t = 0.0, value_parser = crate::fuzz::parse_probability)]
     pub power_loss_prob: f64,
 
-    /// Passed to every run: probability that one disk write, sync or writeback fails
-    /// with EIO, overriding each profile's (see workload-fuzz).
+    /// Passed to every run: probability that one disk write or sync fails with EIO,
+    /// overriding each profile's (see workload-fuzz).
     #[arg(long, value_parser = crate::fuzz::parse_probability)]
     pub disk_error_prob: Option<f64>,
 

@@ -94,8 +94,9 @@ pub struct FuzzArgs {
     pub storage: StorageModel,
 
     /// Disk errors inside the run (with `--storage sim`), overriding the profile's
-    /// `storage.disk_error_probability`: the probability that one write, sync or
-    /// background writeback of a replica's simulated disk fails with EIO. Any replica
+    /// `storage.disk_error_probability`: the probability that one write or sync of a
+    /// replica's simulated disk fails with EIO (a failed sync drops the file's dirty
+    /// pages). Any replica
     /// may be hit, primaries included (one at a time, while the others can cover for
     /// it): the replica stops, its node fail-stops, and a supervisor restarts it 100
     /// ticks later on the same disk.
@@ -114,9 +115,10 @@ pub struct FuzzArgs {
     /// `budgeted` (default): disk faults as the profile and the two flags above ask,
     /// within the budget that keeps every failure a bug (errors on one replica at a
     /// time, corruption on one replica per run). `off`: no disk faults whatever the
-    /// profile and flags say. `unsafe`: lift the budget (any replica may rot,
-    /// writes may be misdirected); for exploration, such a run never counts as a pass
-    /// (it ends vacuous when nothing fails).
+    /// profile and flags say. `unsafe`: lift the budget (errors on every replica at once,
+    /// background writebacks that fail silently, corruption on any replica, misdirected
+    /// writes); for exploration, such a run never counts as a pass (it ends vacuous when
+    /// nothing fails).
     #[arg(long, default_value = "budgeted", value_parser = parse_storage_faults)]
     pub storage_faults: StorageFaultMode,
 

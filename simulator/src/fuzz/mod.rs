@@ -158,6 +158,18 @@ fn configure(args: &FuzzArgs, seed: u64) -> Result<(SimulationConfig, ResolvedPr
             args.power_loss_prob
         ));
     }
+    for (flag, value) in [
+        ("--disk-error-prob", args.disk_error_prob),
+        ("--disk-corruption-prob", args.disk_corruption_prob),
+    ] {
+        if let Some(probability) = value.filter(|&probability| probability > 0.0)
+            && args.storage == crate::harness::StorageModel::Memory
+        {
+            return Err(format!(
+                "{flag} {probability} needs --storage sim: in-memory stores have no disk to fail"
+            ));
+        }
+    }
     let profile = load_profile(&args.faults).map_err(|error| error.to_string())?;
     let mut resolved = profile.resolve(crate::seeds::SimSeeds::derive(seed).swarm);
     args.network.apply(&mut resolved.network);
