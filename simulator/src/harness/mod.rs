@@ -162,6 +162,17 @@ impl StorageFaults {
     }
 }
 
+/// Whose disks the budget lets fail (see [`StorageFaults`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ErrorsOn {
+    /// Nobody's: too few replicas are whole, or errors are off.
+    Nobody,
+    /// The one replica whose turn it is.
+    One(usize),
+    /// Everyone's (`--storage-faults unsafe`).
+    Everyone,
+}
+
 /// What the run's disks suffered and what the cluster made of it, over every replica
 /// and incarnation (the `storage-faults:` line).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -350,17 +361,16 @@ pub struct Harness {
     journal: JournalBounds,
     /// Catch-up counters of nodes that crashed (a node's own die with it).
     retired: CatchUpCounters,
+    /// The disk faults the run asked for; injected while `crashes_enabled` (the drain
+    /// injects none).
     storage_faults: StorageFaults,
-    /// The disk faults the run asked for (kept when the drain turns them off).
-    storage_faults_asked: StorageFaults,
     /// Restarts of a replica whose WAL the budget let rot (each a chance of a rot).
     rot_chances: u64,
     /// The larger of the two quorums: more than this many replicas up and rejoined
     /// leaves room for one more to restart (the crash injector's rule).
     quorum_live_min: usize,
-    /// The replica whose disk may fail now (see [`DISK_ERROR_WINDOW_TICKS`]), as last
-    /// applied to the disks.
-    error_eligible: Option<usize>,
+    /// Whose disks may fail now (see [`DISK_ERROR_WINDOW_TICKS`]), as last applied.
+    errors_on: ErrorsOn,
     /// The one replica whose WAL may rot under the budget (see [`StorageFaults`]).
     corruptible: usize,
     /// Draws whether a restarting replica's WAL rots (only when the probability is
@@ -403,10 +413,9 @@ impl Harness {
             retired: CatchUpCounters::default(),
             checkpoints: CheckpointChecker::default(),
             storage_faults: config.storage_faults,
-            storage_faults_asked: config.storage_faults,
             rot_chances: 0,
             quorum_live_min: quorum,
-            error_eligible: None,
+            errors_on: ErrorsOn::Nobody,
             // Derived from the storage stream without drawing from it, so turning
             // corruption on shifts no other draw.
             corruptible: SimRng::new(storage_seed ^ CORRUPTIBLE_SALT).index(replicas),
@@ -549,7 +558,7 @@ impl Harness {
     /// Stop injecting crashes and disk faults (for the drain at the end of a run).
     pub fn disable_crashes(&mut self) {
         self.crashes_enabled = false;
-        self.storage_faults = StorageFaults::default();
+        self.errors_on = ErrorsOn::Nobody;
         for slot in &self.slots {
             if let Disk::Sim(storage) = &slot.disk {
                 storage.set_fault_rates(FaultRates::default());
@@ -582,8 +591,8 @@ impl Harness {
         }
         StorageFaultCounts {
             calls,
-            expected: injected.exposed_calls as f64 * self.storage_faults_asked.error_probability
-                + self.rot_chances as f64 * self.storage_faults_asked.corruption_probability,
+            expected: injected.exposed_calls as f64 * self.storage_faults.error_probability
+                + self.rot_chances as f64 * self.storage_faults.corruption_probability,
             injected,
             detected: catch_up.damaged_at_boot,
             repaired: catch_up.damaged_logs_replaced,
@@ -596,7 +605,7 @@ impl Harness {
     /// With the budget's leave, rot one bit of replica `index`'s WAL before it boots.
     fn maybe_rot(&mut self, index: usize) {
         let probability = self.storage_faults.corruption_probability;
-        if probability <= 0.0 || !matches!(self.slots[index].disk, Disk::Sim(_)) {
+        if !self.crashes_enabled || probability <= 0.0 || !matches!(self.slots[index].disk, Disk::Sim(_)) {
             return;
         }
         if !self.storage_faults.unsafe_budget && index != self.corruptible {
@@ -666,7 +675,7 @@ impl Harness {
                 .filter(|&other| other != index && self.slots[other].node.is_some())
                 .count();
             if matches!(slot.disk, Disk::Sim(_))
-                && !self.storage_faults_asked.unsafe_budget
+                && !self.storage_faults.unsafe_budget
                 && others_up < self.quorum_live_min
             {
                 return Err(CheckFailure {
@@ -709,7 +718,7 @@ impl Harness {
         }
     }
 
-    /// Whether replica `index` is up and whole, so the cluster could lose another:
+    /// Whether each replica is up and whole, so the cluster could lose another:
     /// its node has rejoined (every group it hosts holds its log in full) and its
     /// metadata has applied the newest change to the partition set any live replica
     /// applied, so it hosts every group it will host. Without the second half, a
@@ -717,45 +726,49 @@ impl Harness {
     /// group's store, once opened, would hold an amnesiac log (CI's power-loss campaign,
     /// `--seed 92 --plane uniform --faults light --power-loss-prob 0.5`: the node had led
     /// seven groups before a fail-stop, and the crash injector took the only other copy).
-    fn whole(&self, index: usize) -> bool {
-        let Some(node) = self.slots[index].node.as_ref() else {
-            return false;
-        };
+    fn wholes(&self) -> Vec<bool> {
         // The op of the newest change to the partition set any live replica applied.
-        let partitions_changed = |replica: &MetadataReplica| replica.state_machine().state().partitions_changed_at();
-        let newest = self
-            .live_replicas()
+        let partitions_changed =
+            |handle: &MetadataHandle| handle.borrow().state_machine().state().partitions_changed_at();
+        let live = self.live_replicas();
+        let newest = live
             .iter()
-            .map(|(_, handle)| partitions_changed(&handle.borrow()))
+            .map(|(_, handle)| partitions_changed(handle))
             .max()
             .unwrap_or(0);
-        node.rejoined()
-            && self
-                .metadata(index)
-                .is_some_and(|handle| partitions_changed(&handle.borrow()) >= newest)
+        let mut wholes = vec![false; self.slots.len()];
+        for (index, handle) in &live {
+            let rejoined = self.slots[*index].node.as_ref().is_some_and(Node::rejoined);
+            wholes[*index] = rejoined && partitions_changed(handle) >= newest;
+        }
+        wholes
     }
 
     /// Turn disk errors on for the replica whose turn it is, if the cluster can afford
     /// it a restart now, and off for every other (see [`StorageFaults`]).
     fn gate_disk_errors(&mut self, tick: u64) {
         let rates = self.storage_faults.rates();
-        if rates.write_error_probability == 0 {
+        if !self.crashes_enabled || rates.write_error_probability == 0 {
             return;
         }
-        let eligible = if self.storage_faults.unsafe_budget {
-            None
+        let target = if self.storage_faults.unsafe_budget {
+            ErrorsOn::Everyone
         } else {
-            let live = (0..self.slots.len()).filter(|&index| self.whole(index)).count();
+            let live = self.wholes().into_iter().filter(|&whole| whole).count();
             let turn = (tick / DISK_ERROR_WINDOW_TICKS) as usize % self.slots.len();
-            (live > self.quorum_live_min && self.slots[turn].node.is_some()).then_some(turn)
+            if live > self.quorum_live_min && self.slots[turn].node.is_some() {
+                ErrorsOn::One(turn)
+            } else {
+                ErrorsOn::Nobody
+            }
         };
-        if eligible == self.error_eligible && !self.storage_faults.unsafe_budget {
+        if target == self.errors_on {
             return;
         }
-        self.error_eligible = eligible;
+        self.errors_on = target;
         for (index, slot) in self.slots.iter().enumerate() {
             if let Disk::Sim(storage) = &slot.disk {
-                let on = self.storage_faults.unsafe_budget || eligible == Some(index);
+                let on = target == ErrorsOn::Everyone || target == ErrorsOn::One(index);
                 storage.set_fault_rates(if on {
                     rates
                 } else {
@@ -771,6 +784,7 @@ impl Harness {
     fn inject_crashes(&mut self, tick: u64) {
         // "Primary" means the metadata primary: with a group per partition nearly
         // every replica leads some partition, and sparing all of them would spare all.
+        let wholes = self.wholes();
         let lives: Vec<ReplicaLife> = (0..self.slots.len())
             .map(|index| ReplicaLife {
                 up: self.slots[index].node.is_some(),
@@ -778,7 +792,7 @@ impl Harness {
                 primary: self
                     .metadata(index)
                     .is_some_and(|replica| replica.borrow().is_primary()),
-                rejoined: self.whole(index),
+                rejoined: wholes[index],
             })
             .collect();
         for action in self.crash.decide(tick, &lives) {
