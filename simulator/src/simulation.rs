@@ -11,7 +11,14 @@
 //!    arrive this tick);
 //! 4. advance the network (partitions and clogs start or end).
 //!
-//! After each run to quiescence every live process's inbox must be empty: a frame
+//! A process can *stall* (its thread blocked in a slow disk call): whoever owns its
+//! storage adds ticks to its stall counter ([`Simulation::set_stall_source`]); before
+//! phase 3 the simulation turns a non-zero counter into a pause of that many ticks.
+//! While paused its tasks are not polled, frames wait in its inboxes, and what it had
+//! queued to send stays in its outbox: nothing it does is seen until the pause ends
+//! (also what it did earlier in the stalled tick, a simplification).
+//!
+//! After each run to quiescence every live, unpaused process's inbox must be empty: a frame
 //! still waiting means something queued it without waking its reader (a lost wakeup),
 //! which in production the next tick would hide. What a process *is* (echo service,
 //! cluster shard) is decided by whoever spawns its tasks; this module only hosts them.
@@ -124,6 +131,10 @@ struct Process {
     inboxes: Vec<Inbox>,
     outbox: Outbox,
     up: bool,
+    /// Ticks of stall its storage reported and the simulation has not yet applied.
+    stall_source: Option<Rc<std::cell::Cell<u64>>>,
+    /// The tick its current stall ends (it runs again in that tick's step).
+    paused_until: Option<u64>,
 }
 
 /// A simulated world of replicas and clients.
@@ -160,6 +171,8 @@ impl Simulation {
                     .collect(),
                 outbox: Rc::new(RefCell::new(Vec::new())),
                 up: true,
+                stall_source: None,
+                paused_until: None,
             })
             .collect();
         Self {
@@ -221,12 +234,29 @@ impl Simulation {
         self.processes[process.index()].up
     }
 
+    /// Let `process` stall: every tick added to `source` (by its storage, on a slow
+    /// call) pauses it that much longer (see the module doc).
+    pub fn set_stall_source(&mut self, process: ProcessId, source: Rc<std::cell::Cell<u64>>) {
+        self.processes[process.index()].stall_source = Some(source);
+    }
+
+    /// Whether `process` is stalled now.
+    pub fn is_paused(&self, process: ProcessId) -> bool {
+        self.processes[process.index()].paused_until.is_some()
+    }
+
     /// Crash `process`: drop its tasks mid-await, its unsent outbox and its inbox, and
     /// everything in flight to it. Its storage (kept by the caller) survives.
     pub fn crash(&mut self, process: ProcessId) {
         let slot = &mut self.processes[process.index()];
         assert!(slot.up, "crashing {process}, which is already down");
         slot.up = false;
+        // A process that ends is blocked in nothing; a stall it had not served yet
+        // ends with it (the executor ends its pause in `abort_owner`).
+        slot.paused_until = None;
+        if let Some(source) = &slot.stall_source {
+            source.set(0);
+        }
         slot.outbox.borrow_mut().clear();
         for inbox in &slot.inboxes {
             while inbox.try_recv().is_some() {}
@@ -254,6 +284,12 @@ impl Simulation {
         // 1. Time.
         self.tick += 1;
         crate::log::set_tick(self.tick);
+        for (index, slot) in self.processes.iter_mut().enumerate() {
+            if slot.paused_until.is_some_and(|until| until <= self.tick) {
+                slot.paused_until = None;
+                self.executor.resume_owner(ProcessId(index as u32));
+            }
+        }
         self.executor.advance_time(self.tick * TICK_MICROS);
         self.run_to_quiescence()?;
 
@@ -285,8 +321,23 @@ impl Simulation {
         self.deliveries = deliveries;
         self.run_to_quiescence()?;
 
-        // 3. Outboxes onto the wire, in process order.
+        // Stalls the storage reported this tick begin now (see the module doc).
+        for (index, slot) in self.processes.iter_mut().enumerate() {
+            let Some(stall_ticks) = slot.stall_source.as_ref().map(|source| source.replace(0)) else {
+                continue;
+            };
+            if stall_ticks > 0 && slot.up {
+                let until = slot.paused_until.unwrap_or(self.tick) + stall_ticks;
+                slot.paused_until = Some(until);
+                self.executor.pause_owner(ProcessId(index as u32));
+            }
+        }
+
+        // 3. Outboxes onto the wire, in process order (a paused process's wait).
         for (index, slot) in self.processes.iter().enumerate() {
+            if slot.paused_until.is_some() {
+                continue;
+            }
             for (to, frame) in slot.outbox.borrow_mut().drain(..) {
                 if to.index() >= self.processes.len() {
                     self.stats.frames_unroutable += 1;
@@ -305,7 +356,7 @@ impl Simulation {
         self.executor.run_until_idle()?;
         for (index, slot) in self.processes.iter().enumerate() {
             for inbox in &slot.inboxes {
-                if slot.up && !inbox.is_empty() {
+                if slot.up && slot.paused_until.is_none() && !inbox.is_empty() {
                     return Err(SimulationError::LostWakeup {
                         process: ProcessId(index as u32),
                         frames: inbox.len(),

@@ -33,7 +33,9 @@ fn fingerprint(out: &[u8], schedule_hash: u64) -> u64 {
 /// - 2026-12-01: re-locked (issue #16): the profile banner prints the `storage` section's
 ///   rates; the schedule hash (0x02d72c5a660d2ab4) is unchanged, checked against the
 ///   previous build.
-const LOCKED_ECHO_HEAVY_FINGERPRINT: u64 = 0x2602_ca85_2903_0872;
+/// - 2026-12-01: re-locked (issue #16): the banner prints `disk_slow_probability`; the
+///   schedule hash (0x02d72c5a660d2ab4) is unchanged.
+const LOCKED_ECHO_HEAVY_FINGERPRINT: u64 = 0xeeba_3619_3450_ffd5;
 
 #[test]
 fn echo_replay_is_deterministic() {
@@ -112,7 +114,11 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 ///   banner prints the disk fault rates, and a backup's repair turns to another peer
 ///   after a round that timed out (with `--storage-faults off` the schedule hash is
 ///   0xba3f97a623a4db55, moved by that alone).
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x211b_e4db_b0a1_e8d3;
+/// - 2026-12-01: re-locked (issue #16): reads may fail (transiently) and writes and
+///   syncs may be slow (two slow calls stall a node here); the banner and the
+///   `storage-faults:` line print both. Schedule 0x143f935d565b8ed8, replies
+///   0xd7c42c9466f76ac8 (with `--disk-slow-prob 0`: 0x1663453e80d0f718).
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x4a16_e46f_6dce_b43f;
 
 #[test]
 fn workload_replay_is_deterministic() {
@@ -175,7 +181,12 @@ fn workload_replay_is_deterministic() {
 ///   replica applied, so fewer calls are exposed to errors (`exposed_calls` 36 -> 16);
 ///   the schedule and reply hashes (0xde6c3355a983618f, 0x84a4b76632131bd9) are
 ///   unchanged.
-const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x411e_49ef_2dc6_86c5;
+/// - 2026-12-01: re-locked (issue #16): read errors and slow calls join the disk's
+///   draws (with `--disk-slow-prob 0` the schedule is still 0xde6c3355a983618f, one
+///   read error retried; with slowness on, the storage stream shifts and the schedule
+///   is 0xa7072acd7e910380, replies 0xeb24bbd3a19676c1); the banner and the
+///   `storage-faults:` line print the new kinds.
+const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x0535_1661_3611_ff2c;
 
 #[test]
 fn multi_shard_replay_is_deterministic() {

@@ -54,6 +54,7 @@ use crate::metadata::Durability as TopicDurability;
 use crate::node::METADATA_GROUP;
 use crate::seam::DurableStorage;
 use crate::storage::partition_wal::{Durability, PartitionWal};
+use crate::storage::read_retry::{ReadErrors, RetryReads};
 use crate::storage::snapshot_file::{SnapshotFileError, read_snapshot, remove_leftover_tmp, write_snapshot};
 use crate::storage::superblock::{Identity, SuperblockError, SuperblockFile, SuperblockState};
 use crate::storage::wal::{Wal, WalError, join_path};
@@ -152,7 +153,9 @@ impl<S: DurableStorage> DurableStores<S> {
     /// identity, and read the tombstones.
     pub fn open(storage: S, identity: NodeIdentity) -> Result<Self, StoresOpenError> {
         let node = identity.of_group(NODE_IDENTITY_GROUP);
-        let opened = now(SuperblockFile::open(&storage, NODE_DIR, node)).ok_or_else(pending_superblock)?;
+        // Reads retried through transient errors, as every group store's are.
+        let reads = RetryReads::new(storage.clone(), ReadErrors::Retry);
+        let opened = now(SuperblockFile::open(&reads, NODE_DIR, node)).ok_or_else(pending_superblock)?;
         match opened {
             Ok(_) => {}
             Err(SuperblockError::NotFormatted { .. }) => {
@@ -162,7 +165,7 @@ impl<S: DurableStorage> DurableStores<S> {
             }
             Err(error) => return Err(StoresOpenError::Superblock(error)),
         }
-        let deleted = read_tombstones(&storage)?;
+        let deleted = read_tombstones(&reads)?;
         Ok(Self {
             storage,
             identity,
@@ -290,15 +293,15 @@ enum Log<S: DurableStorage> {
 
 /// One group's superblock, checkpoint and WAL.
 pub struct DurableReplicaStore<S: DurableStorage> {
-    storage: S,
+    storage: RetryReads<S>,
     identity: Identity,
     dir: String,
-    superblock: Option<SuperblockFile<S>>,
+    superblock: Option<SuperblockFile<RetryReads<S>>>,
     /// `<dir>/checkpoint`.
     checkpoint_path: String,
     /// The newest durable checkpoint (read at open, replaced by each write).
     checkpoint: Option<Checkpoint>,
-    log: Log<S>,
+    log: Log<RetryReads<S>>,
     durability: Rc<Cell<Durability>>,
     may_lack_acknowledged_ops: bool,
     /// The first write or sync of the log or superblock that failed: from then on the
@@ -329,6 +332,12 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
         durability: Rc<Cell<Durability>>,
         storage_break: StorageBreak,
     ) -> Result<Self, StoreError> {
+        let read_errors = if storage_break == StorageBreak::ReadErrorAsEndOfFile {
+            ReadErrors::EndOfFile
+        } else {
+            ReadErrors::Retry
+        };
+        let storage = &RetryReads::new(storage.clone(), read_errors);
         let superblock = match now(SuperblockFile::open(storage, dir, identity)) {
             None => return Err(failed("superblock open did not complete on its first poll")),
             // Sequence 1 is the format alone: the replica never wrote its first state,
@@ -897,6 +906,141 @@ mod tests {
                 "group {group:#x}: kept {kept:?}: held, not cut"
             );
         }
+        std::fs::remove_dir_all(root).expect("cleanup");
+    }
+
+    /// A disk whose reads of one byte range of files named `*<suffix>` always fail (an
+    /// unreadable sector that no retry gets past).
+    #[derive(Clone, Debug)]
+    struct Unreadable {
+        inner: DiskStorage,
+        suffix: &'static str,
+        bad: std::ops::Range<u64>,
+    }
+
+    #[derive(Debug)]
+    struct UnreadableFile {
+        inner: crate::runtime::DiskFile,
+        bad: Option<std::ops::Range<u64>>,
+    }
+
+    impl DurableStorage for Unreadable {
+        type File = UnreadableFile;
+        async fn open(&self, path: &str, mode: crate::seam::OpenMode) -> std::io::Result<UnreadableFile> {
+            Ok(UnreadableFile {
+                inner: self.inner.open(path, mode).await?,
+                bad: path.ends_with(self.suffix).then(|| self.bad.clone()),
+            })
+        }
+        async fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
+            self.inner.rename(from, to).await
+        }
+        async fn remove(&self, path: &str) -> std::io::Result<()> {
+            self.inner.remove(path).await
+        }
+        async fn list(&self, dir: &str) -> std::io::Result<Vec<String>> {
+            self.inner.list(dir).await
+        }
+        async fn sync_dir(&self, dir: &str) -> std::io::Result<()> {
+            self.inner.sync_dir(dir).await
+        }
+    }
+
+    impl crate::seam::DurableFile for UnreadableFile {
+        async fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+            let end = offset + buf.len() as u64;
+            if self.bad.as_ref().is_some_and(|bad| offset < bad.end && bad.start < end) {
+                return Err(std::io::Error::other("unreadable sector"));
+            }
+            self.inner.read_at(offset, buf).await
+        }
+        async fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+            self.inner.write_at(offset, data).await
+        }
+        async fn append(&self, data: &[u8]) -> std::io::Result<u64> {
+            self.inner.append(data).await
+        }
+        async fn len(&self) -> std::io::Result<u64> {
+            self.inner.len().await
+        }
+        async fn sync(&self) -> std::io::Result<()> {
+            self.inner.sync().await
+        }
+        async fn truncate(&self, len: u64) -> std::io::Result<()> {
+            self.inner.truncate(len).await
+        }
+    }
+
+    #[test]
+    fn an_unreadable_page_in_the_middle_of_a_wal_is_held_as_damage_never_cut() {
+        // A read error the retries do not get past is answered as corruption is: the
+        // records on that page are held but unknown, the log is not offered as complete,
+        // and the records after it are kept.
+        let root = temp_root("stores-unreadable-page");
+        let storage = DiskStorage::new(&root).expect("temp dir");
+        let ops_written = 400;
+        let mut store = open_group(&storage, METADATA_GROUP).expect("open");
+        for op in 1..=ops_written {
+            store.write_prepare(op, &frame(op)).expect("prepare");
+        }
+        store.write_superblock(Superblock::default()).expect("superblock");
+        drop(store);
+        let wal_len = std::fs::metadata(root.join("metadata/wal")).expect("the WAL").len();
+        assert!(wal_len > 4 * 4096, "the WAL spans several pages ({wal_len} bytes)");
+        let page = wal_len / 2 / 4096 * 4096;
+        let unreadable = Unreadable {
+            inner: storage.clone(),
+            suffix: "metadata/wal",
+            bad: page..page + 4096,
+        };
+        let stores = DurableStores::open(unreadable, identity()).expect("node storage");
+        let reopened =
+            StoreProvider::open(&stores, METADATA_GROUP).expect("an unreadable page does not refuse the open");
+        assert!(
+            reopened.may_lack_acknowledged_ops(),
+            "an unreadable record may be an acknowledged op"
+        );
+        assert!(reopened.damaged_at_open() > 0, "counted as damage");
+        let kept: Vec<u64> = reopened.records().into_iter().map(|(op, _)| op).collect();
+        assert!(
+            kept.len() < ops_written as usize && kept.contains(&ops_written) && kept.contains(&1),
+            "held, not cut: kept {} of {ops_written}",
+            kept.len()
+        );
+        std::fs::remove_dir_all(root).expect("cleanup");
+    }
+
+    #[test]
+    fn an_unreadable_superblock_copy_is_a_damaged_copy_the_others_stand_in_for() {
+        let root = temp_root("stores-unreadable-superblock");
+        let storage = DiskStorage::new(&root).expect("temp dir");
+        let mut store = open_group(&storage, METADATA_GROUP).expect("open");
+        let written = Superblock {
+            view: 3,
+            log_view: 3,
+            commit_max: 0,
+        };
+        store.write_superblock(written).expect("superblock");
+        drop(store);
+        let first_copy = Unreadable {
+            inner: storage.clone(),
+            suffix: "groups/0000000000000000/superblock",
+            bad: 0..1,
+        };
+        let stores = DurableStores::open(first_copy, identity()).expect("node storage");
+        let reopened = StoreProvider::open(&stores, METADATA_GROUP).expect("three copies remain");
+        assert_eq!(reopened.superblock(), Some(written));
+        drop(reopened);
+        // With every copy unreadable the group refuses to open (and its node fails
+        // stop, naming the file in its log): never booted as fresh.
+        let every_copy = Unreadable {
+            inner: storage.clone(),
+            suffix: "groups/0000000000000000/superblock",
+            bad: 0..u64::MAX,
+        };
+        let stores = DurableStores::open(every_copy, identity()).expect("node storage");
+        let refused = StoreProvider::open(&stores, METADATA_GROUP).expect_err("no copy can be read");
+        assert!(refused.what.contains("superblock refused"), "{}", refused.what);
         std::fs::remove_dir_all(root).expect("cleanup");
     }
 

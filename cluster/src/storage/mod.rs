@@ -7,6 +7,7 @@
 //! not checksummed, never panics on what it reads, and reports what it discarded.
 //!
 //! - [`record`]: the checksummed frame every log-shaped file is made of.
+//! - [`read_retry`]: reads retried through a transient disk error.
 //! - [`superblock`]: a replica's durable identity and view state, in several copies.
 //! - [`wal`]: the metadata write-ahead log of prepares.
 //! - [`partition_wal`]: a partition's log of prepares and its durable publish frontier.
@@ -16,6 +17,7 @@
 
 pub mod install;
 pub mod partition_wal;
+pub mod read_retry;
 pub mod record;
 pub mod segment;
 pub mod snapshot_file;

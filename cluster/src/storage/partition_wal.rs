@@ -257,11 +257,14 @@ async fn read_frontier<F: DurableFile>(
     let mut bytes = vec![0; FRONTIER_SLOT_BYTES as usize];
     for slot in 0..FRONTIER_SLOTS {
         let offset = slot * FRONTIER_SLOT_BYTES;
-        let read = file.read_at(offset, &mut bytes).await.map_err(|source| WalError::Io {
-            path: path.to_owned(),
-            action: "reading the frontier",
-            source,
-        })?;
+        // An unreadable slot is a damaged slot (the other may still be whole).
+        let read = match file.read_at(offset, &mut bytes).await {
+            Ok(read) => read,
+            Err(error) => {
+                damage.push(format!("{path}: slot {slot} at offset {offset}: unreadable: {error}"));
+                continue;
+            }
+        };
         match decode_frontier(slot, &bytes[..read]) {
             Ok(Some(found)) if newest.is_none_or(|newest| found.sequence > newest.sequence) => newest = Some(found),
             Ok(_) => {}

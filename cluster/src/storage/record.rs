@@ -210,7 +210,24 @@ pub fn decode(magic: u32, bytes: &[u8]) -> Result<Record<'_>, RecordError> {
 /// into memory whole.
 pub const READ_TO_END_BYTES_MAX: u64 = 1 << 30;
 
+/// Byte written in place of a page no read could fetch (see [`read_to_end`]). Not zero,
+/// so an unreadable page never looks like space that was never written: it fails the
+/// checksum of any record that overlaps it, and recovery treats it as damage.
+pub const UNREADABLE_FILL_BYTE: u8 = 0xDB;
+
+/// Granularity of the second pass over a file whose whole read failed, in bytes: a
+/// page, the smallest unit a drive reports unreadable in practice (4 KiB sectors).
+pub const UNREADABLE_PAGE_BYTES: usize = 4096;
+
 /// Read a whole file (boot and recovery read each file once, front to back).
+///
+/// A read that fails (after the storage's own retries, see
+/// [`super::read_retry::RetryReads`]) does not fail the boot: the file is read again
+/// page by page, and every page that still cannot be read is filled with
+/// [`UNREADABLE_FILL_BYTE`]. Every format read this way is checksummed, so an
+/// unreadable page shows as damage, which recovery already answers (a WAL record held
+/// but unknown and repaired from peers, a checkpoint not trusted): a read error is
+/// answered as corruption is. The error is logged with the page's offset.
 pub async fn read_to_end<F: DurableFile>(file: &F) -> io::Result<Vec<u8>> {
     let len = file.len().await?;
     if len > READ_TO_END_BYTES_MAX {
@@ -223,7 +240,13 @@ pub async fn read_to_end<F: DurableFile>(file: &F) -> io::Result<Vec<u8>> {
     let mut bytes = vec![0; len];
     let mut filled = 0;
     while filled < len {
-        let read = file.read_at(filled as u64, &mut bytes[filled..]).await?;
+        let read = match file.read_at(filled as u64, &mut bytes[filled..]).await {
+            Ok(read) => read,
+            Err(_) => {
+                read_by_page(file, filled, &mut bytes[filled..]).await;
+                bytes.len() - filled
+            }
+        };
         if read == 0 {
             // The file shrank under us (another handle truncated it): what we have is it.
             bytes.truncate(filled);
@@ -232,6 +255,26 @@ pub async fn read_to_end<F: DurableFile>(file: &F) -> io::Result<Vec<u8>> {
         filled += read;
     }
     Ok(bytes)
+}
+
+/// Fill `buf` (the file from `start` on) page by page, marking every page that cannot
+/// be read with [`UNREADABLE_FILL_BYTE`]; a short read leaves the rest zero.
+async fn read_by_page<F: DurableFile>(file: &F, start: usize, buf: &mut [u8]) {
+    for (index, page) in buf.chunks_mut(UNREADABLE_PAGE_BYTES).enumerate() {
+        let offset = (start + index * UNREADABLE_PAGE_BYTES) as u64;
+        let mut filled = 0;
+        while filled < page.len() {
+            match file.read_at(offset + filled as u64, &mut page[filled..]).await {
+                Ok(0) => break,
+                Ok(read) => filled += read,
+                Err(error) => {
+                    tracing::warn!(offset, bytes = page.len(), %error, "unreadable page; read as damaged");
+                    page.fill(UNREADABLE_FILL_BYTE);
+                    break;
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -471,10 +471,17 @@ impl<S: DurableStorage> SuperblockFile<S> {
         let mut slot = vec![0; SUPERBLOCK_SLOT_BYTES as usize];
         for copy in 0..SUPERBLOCK_COPIES {
             let offset = copy as u64 * SUPERBLOCK_SLOT_BYTES;
-            let read = file
-                .read_at(offset, &mut slot)
-                .await
-                .map_err(io_error(&path, "reading"))?;
+            // An unreadable copy is a damaged copy (another copy may still be whole).
+            let read = match file.read_at(offset, &mut slot).await {
+                Ok(read) => read,
+                Err(error) => {
+                    damaged.push(CopyDamage {
+                        copy,
+                        reason: format!("unreadable: {error}"),
+                    });
+                    continue;
+                }
+            };
             if read < slot.len() {
                 damaged.push(CopyDamage {
                     copy,

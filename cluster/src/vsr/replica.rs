@@ -454,6 +454,17 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     pub fn index(&self) -> u8 {
         self.config.replica
     }
+    /// The highest op whose body this replica's journal holds (its floor when it holds
+    /// none above it): the most it may have acknowledged, since a body is journaled only
+    /// once its store write returned. A restart that offers its log as complete in the
+    /// same log view must hold this much again; the simulator checks it at every boot.
+    pub fn held_head(&self) -> u64 {
+        let floor = self.journal.floor();
+        (floor + 1..=self.journal.head())
+            .rev()
+            .find(|&op| self.journal.get(op).is_some_and(|entry| entry.frame().is_some()))
+            .unwrap_or(floor)
+    }
     /// Whether this replica is the primary of its current view.
     pub fn is_primary(&self) -> bool {
         self.primary_of(self.view) == self.config.replica

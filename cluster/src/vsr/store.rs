@@ -123,6 +123,9 @@ pub enum StorageBreak {
     /// the damage on are dropped and the log counts as complete, so the replica may
     /// vote as if it never had ops it acknowledged.
     CutDamageAsTornTail,
+    /// A read error at boot reads as the end of the file (no retry, no damage): the
+    /// replica boots with a shorter log and offers it as complete.
+    ReadErrorAsEndOfFile,
 }
 
 impl StorageBreak {
@@ -132,14 +135,16 @@ impl StorageBreak {
             StorageBreak::None => "none",
             StorageBreak::KeepGoingAfterFailedWrite => "keep-going-after-failed-write",
             StorageBreak::CutDamageAsTornTail => "cut-damage-as-torn-tail",
+            StorageBreak::ReadErrorAsEndOfFile => "read-error-as-end-of-file",
         }
     }
 
     /// Every breakage, for parsing and error messages.
-    pub const ALL: [StorageBreak; 3] = [
+    pub const ALL: [StorageBreak; 4] = [
         StorageBreak::None,
         StorageBreak::KeepGoingAfterFailedWrite,
         StorageBreak::CutDamageAsTornTail,
+        StorageBreak::ReadErrorAsEndOfFile,
     ];
 }
 

@@ -88,6 +88,11 @@ pub struct CampaignFlags {
     #[arg(long, value_parser = crate::fuzz::parse_probability)]
     pub disk_corruption_prob: Option<f64>,
 
+    /// Passed to every run: probability that one disk write or sync is slow, stalling
+    /// its node (see workload-fuzz), overriding each profile's.
+    #[arg(long, value_parser = crate::fuzz::parse_probability)]
+    pub disk_slow_prob: Option<f64>,
+
     /// Passed to every run: `budgeted`, `off` or `unsafe` (see workload-fuzz).
     #[arg(long, default_value = "budgeted", value_parser = crate::fuzz::parse_storage_faults)]
     pub storage_faults: crate::fuzz::StorageFaultMode,
@@ -283,6 +288,7 @@ impl CampaignFlags {
             storage: self.storage,
             disk_error_prob: self.disk_error_prob,
             disk_corruption_prob: self.disk_corruption_prob,
+            disk_slow_prob: self.disk_slow_prob,
             storage_faults: self.storage_faults,
             journal_slots: self.journal_slots,
             ring_entries: self.ring_entries,

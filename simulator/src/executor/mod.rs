@@ -44,6 +44,10 @@ const TAG_POLL: u8 = 1;
 const TAG_SPAWN: u8 = 3;
 /// Schedule-hash tag for an abort of a process's tasks.
 const TAG_ABORT: u8 = 4;
+/// Schedule-hash tag for a pause of a process's tasks.
+const TAG_PAUSE: u8 = 5;
+/// Schedule-hash tag for the end of a pause.
+const TAG_RESUME: u8 = 6;
 
 /// A task's identity: slab index plus a generation, so a waker that outlives its task
 /// (or a reused slot) can never wake the wrong task.
@@ -140,7 +144,12 @@ struct State {
     slots: Vec<Slot>,
     free: Vec<u32>,
     /// Ready tasks in the order they became ready; the pick removes without reordering.
+    /// Never a task of a paused owner.
     ready: Vec<TaskId>,
+    /// Owners whose tasks are not polled for now (a process blocked in a slow call).
+    paused: Vec<ProcessId>,
+    /// Ready tasks of paused owners, in the order they became ready.
+    parked: Vec<TaskId>,
     live: usize,
     polls_total: u64,
     spawns_total: u64,
@@ -178,6 +187,8 @@ impl DetExecutor {
                 slots: Vec::new(),
                 free: Vec::new(),
                 ready: Vec::new(),
+                paused: Vec::new(),
+                parked: Vec::new(),
                 live: 0,
                 polls_total: 0,
                 spawns_total: 0,
@@ -288,11 +299,15 @@ impl DetExecutor {
                     .iter()
                     .map(|&index| (index, state.slots[index as usize].generation))
                     .collect();
-                state.ready.retain(|id| {
-                    !generations
+                let is_aborted = |id: &TaskId| {
+                    generations
                         .iter()
                         .any(|&(index, generation)| id.index == index && id.generation != generation)
-                });
+                };
+                state.ready.retain(|id| !is_aborted(id));
+                state.parked.retain(|id| !is_aborted(id));
+                // A process that ends is no longer blocked in anything.
+                state.paused.retain(|&paused| paused != owner);
                 state.live -= freed.len();
                 state.free.extend(freed);
                 doomed
@@ -303,6 +318,51 @@ impl DetExecutor {
             aborted += doomed.len();
             drop(doomed);
         }
+    }
+
+    /// Stop polling `owner`'s tasks until [`DetExecutor::resume_owner`]: they stay
+    /// alive, their wakes and timers are kept, and they run again, in the order they
+    /// became ready, once resumed. Models a process whose thread is blocked (in a slow
+    /// disk call): nothing it would do happens until the call returns.
+    pub fn pause_owner(&mut self, owner: ProcessId) {
+        self.collect_woken();
+        let mut state = self.shared.state.borrow_mut();
+        if state.paused.contains(&owner) {
+            return;
+        }
+        state.hash.event(TAG_PAUSE, u64::from(owner.0));
+        state.paused.push(owner);
+        let ready = std::mem::take(&mut state.ready);
+        for id in ready {
+            if state.slots[id.index as usize].owner == Some(owner) {
+                state.parked.push(id);
+            } else {
+                state.ready.push(id);
+            }
+        }
+    }
+
+    /// Poll `owner`'s tasks again (nothing if it was not paused).
+    pub fn resume_owner(&mut self, owner: ProcessId) {
+        let mut state = self.shared.state.borrow_mut();
+        let Some(position) = state.paused.iter().position(|&paused| paused == owner) else {
+            return;
+        };
+        state.hash.event(TAG_RESUME, u64::from(owner.0));
+        state.paused.remove(position);
+        let parked = std::mem::take(&mut state.parked);
+        for id in parked {
+            if state.slots[id.index as usize].owner == Some(owner) {
+                state.ready.push(id);
+            } else {
+                state.parked.push(id);
+            }
+        }
+    }
+
+    /// Whether `owner`'s tasks are paused.
+    pub fn is_paused(&self, owner: ProcessId) -> bool {
+        self.shared.state.borrow().paused.contains(&owner)
     }
 
     /// Live tasks owned by `owner`.
@@ -367,7 +427,11 @@ impl DetExecutor {
             if slot.generation != id.generation || (slot.task.is_none() && !slot.polling) {
                 continue;
             }
-            state.ready.push(id);
+            if slot.owner.is_some_and(|owner| state.paused.contains(&owner)) {
+                state.parked.push(id);
+            } else {
+                state.ready.push(id);
+            }
         }
     }
 
@@ -426,6 +490,7 @@ impl Drop for DetExecutor {
                     return;
                 };
                 state.ready.clear();
+                state.parked.clear();
                 state.live = 0;
                 state.slots.iter_mut().filter_map(|slot| slot.task.take()).collect()
             };
@@ -470,7 +535,11 @@ impl Shared {
             notified: AtomicBool::new(true),
             queue: self.woken.clone(),
         }));
-        state.ready.push(id);
+        if owner.is_some_and(|owner| state.paused.contains(&owner)) {
+            state.parked.push(id);
+        } else {
+            state.ready.push(id);
+        }
         state.live += 1;
         state.spawns_total += 1;
         let owner_bits = owner.map_or(u64::from(u32::MAX), |owner| u64::from(owner.0));

@@ -327,3 +327,54 @@ fn dropping_the_executor_drops_tasks_that_hold_handles_to_it() {
     assert_eq!(dropped.get(), 1, "the task was dropped with its executor");
     assert!(weak.upgrade().is_none(), "nothing keeps the executor alive");
 }
+
+#[test]
+fn a_paused_owner_is_not_polled_until_resumed_and_loses_no_wake() {
+    let mut executor = DetExecutor::new(7);
+    let log = Rc::new(RefCell::new(Vec::new()));
+    for task in 0..2u32 {
+        let log = log.clone();
+        executor.spawn(Some(ProcessId(task)), async move {
+            for step in 0..3u32 {
+                log.borrow_mut().push((task, step));
+                yield_now().await;
+            }
+        });
+    }
+    executor.pause_owner(ProcessId(1));
+    assert!(executor.is_paused(ProcessId(1)));
+    executor.run_until_idle().expect("no spin");
+    assert_eq!(
+        *log.borrow(),
+        vec![(0, 0), (0, 1), (0, 2)],
+        "only the running owner moved"
+    );
+    assert_eq!(executor.live_tasks(), 1, "the paused task is alive, not dropped");
+    // A task spawned for a paused owner waits too.
+    let spawned = Rc::new(Cell::new(false));
+    let flag = spawned.clone();
+    executor.spawn(Some(ProcessId(1)), async move { flag.set(true) });
+    executor.run_until_idle().expect("no spin");
+    assert!(!spawned.get());
+    executor.resume_owner(ProcessId(1));
+    assert!(!executor.is_paused(ProcessId(1)));
+    executor.run_until_idle().expect("no spin");
+    assert!(spawned.get());
+    assert_eq!(log.borrow().iter().filter(|(task, _)| *task == 1).count(), 3);
+    assert_eq!(executor.live_tasks(), 0);
+}
+
+#[test]
+fn aborting_a_paused_owner_drops_its_tasks_and_ends_the_pause() {
+    let mut executor = DetExecutor::new(8);
+    executor.spawn(Some(ProcessId(0)), async { yield_now().await });
+    executor.pause_owner(ProcessId(0));
+    assert_eq!(executor.abort_owner(ProcessId(0)), 1);
+    assert!(!executor.is_paused(ProcessId(0)));
+    assert_eq!(executor.live_tasks(), 0);
+    let ran = Rc::new(Cell::new(false));
+    let flag = ran.clone();
+    executor.spawn(Some(ProcessId(0)), async move { flag.set(true) });
+    executor.run_until_idle().expect("no spin");
+    assert!(ran.get(), "a restarted process runs at once");
+}

@@ -112,6 +112,15 @@ pub struct FuzzArgs {
     #[arg(long, value_parser = parse_probability)]
     pub disk_corruption_prob: Option<f64>,
 
+    /// A limping disk (with `--storage sim`), overriding the profile's
+    /// `storage.disk_slow_probability`: the probability that one write or sync of any
+    /// replica's simulated disk is slow. The call completes, but its node is blocked in
+    /// it for 1 to 40 ticks (drawn): it receives, ticks and sends nothing meanwhile, and
+    /// frames to it wait in its inbox. Any replica may limp, primaries included; the
+    /// others must elect around a primary that stalls too long.
+    #[arg(long, value_parser = parse_probability)]
+    pub disk_slow_prob: Option<f64>,
+
     /// `budgeted` (default): disk faults as the profile and the two flags above ask,
     /// within the budget that keeps every failure a bug (errors on one replica at a
     /// time, corruption on one replica per run). `off`: no disk faults whatever the
@@ -435,6 +444,7 @@ impl FuzzArgs {
             mode => crate::harness::StorageFaults {
                 error_probability: self.disk_error_prob.unwrap_or(profile.disk_error_probability),
                 corruption_probability: self.disk_corruption_prob.unwrap_or(profile.disk_corruption_probability),
+                slow_probability: self.disk_slow_prob.unwrap_or(profile.disk_slow_probability),
                 unsafe_budget: mode == StorageFaultMode::Unsafe,
             },
         }
@@ -499,6 +509,9 @@ impl FuzzArgs {
         if let Some(probability) = self.disk_corruption_prob {
             parts.push(format!("--disk-corruption-prob {probability}"));
         }
+        if let Some(probability) = self.disk_slow_prob {
+            parts.push(format!("--disk-slow-prob {probability}"));
+        }
         parts.extend(self.network.flags());
         parts.join(" ")
     }
@@ -522,6 +535,8 @@ mod tests {
             "isolate-single",
             "--ticks",
             "77",
+            "--disk-slow-prob",
+            "0.25",
         ])
         .expect("valid flags");
         assert_eq!(args.seed, Some(16));
@@ -536,6 +551,7 @@ mod tests {
         assert_eq!(reparsed.network.packet_loss, Some(0.5));
         assert_eq!(reparsed.network.partition_mode, Some(PartitionMode::IsolateSingle));
         assert_eq!(reparsed.ticks, 77);
+        assert_eq!(reparsed.disk_slow_prob, Some(0.25));
     }
 
     #[test]

@@ -161,6 +161,7 @@ fn configure(args: &FuzzArgs, seed: u64) -> Result<(SimulationConfig, ResolvedPr
     for (flag, value) in [
         ("--disk-error-prob", args.disk_error_prob),
         ("--disk-corruption-prob", args.disk_corruption_prob),
+        ("--disk-slow-prob", args.disk_slow_prob),
     ] {
         if let Some(probability) = value.filter(|&probability| probability > 0.0)
             && args.storage == crate::harness::StorageModel::Memory

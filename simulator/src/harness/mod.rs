@@ -57,6 +57,18 @@ pub const SUPERVISOR_RESTART_TICKS: u64 = 100;
 /// primary included, gets its turn many times in a run.
 pub const DISK_ERROR_WINDOW_TICKS: u64 = 200;
 
+/// Longest stall one slow disk call causes, in ticks (the draw is uniform from 1):
+/// 400 ms of a node blocked in one fsync, a disk limping badly but not dead. Longer
+/// than a primary's commit heartbeat, shorter than the backups' liveness window, so a
+/// single slow call delays the group and a run of them forces a view change.
+pub const SLOW_IO_TICKS_MAX: u64 = 40;
+
+/// Most transient read errors a simulated disk returns in a row within the budget: one
+/// fewer than the cluster's read attempts (`cluster::storage::read_retry::READ_ATTEMPTS_MAX`),
+/// so a budgeted read error is always outlasted and never turns into damage on a
+/// replica the corruption budget did not choose.
+pub const READ_ERRORS_IN_A_ROW_MAX: u32 = cluster::storage::read_retry::READ_ATTEMPTS_MAX - 1;
+
 /// Faults a run must have been able to expect before getting none makes it vacuous: at
 /// five expected (Poisson), none arriving has odds under 1 in 140, so a run that sees
 /// none points at the fault machinery, not at luck.
@@ -131,6 +143,9 @@ pub struct StorageFaults {
     /// Probability, per restart of a replica the budget allows, that a bit of its WAL
     /// rots before it boots.
     pub corruption_probability: f64,
+    /// Probability that one write or sync of any replica's disk is slow (see
+    /// [`SLOW_IO_TICKS_MAX`]); slowness corrupts nothing, so it is outside the budget.
+    pub slow_probability: f64,
     /// Lift the budget (see above).
     pub unsafe_budget: bool,
 }
@@ -138,7 +153,7 @@ pub struct StorageFaults {
 impl StorageFaults {
     /// Whether any fault is asked for.
     pub fn enabled(&self) -> bool {
-        self.error_probability > 0.0 || self.corruption_probability > 0.0
+        self.error_probability > 0.0 || self.corruption_probability > 0.0 || self.slow_probability > 0.0
     }
 
     /// The disk's random rates, in parts per million.
@@ -158,6 +173,29 @@ impl StorageFaults {
             } else {
                 0
             },
+            read_error_probability: error,
+            // Budgeted read errors are transient: fewer in a row than the cluster's
+            // read attempts, so none becomes damage a peer must cover. Unsafe runs lift
+            // the bound (an unreadable page is read as damaged, on any replica).
+            read_errors_in_a_row_max: if self.unsafe_budget {
+                u32::MAX
+            } else {
+                READ_ERRORS_IN_A_ROW_MAX
+            },
+            slow_probability: ppm(self.slow_probability),
+            slow_ticks_max: SLOW_IO_TICKS_MAX,
+        }
+    }
+
+    /// The rates every replica's disk has whoever's turn it is to fail: slowness, and
+    /// (unsafe only) misdirected writes.
+    fn rates_for_everyone(&self) -> FaultRates {
+        let rates = self.rates();
+        FaultRates {
+            misdirected_write_probability: rates.misdirected_write_probability,
+            slow_probability: rates.slow_probability,
+            slow_ticks_max: rates.slow_ticks_max,
+            ..FaultRates::default()
         }
     }
 }
@@ -218,14 +256,16 @@ impl std::fmt::Display for StorageFaultCounts {
         let i = self.injected;
         write!(
             f,
-            "storage-faults: calls={} exposed_calls={} expected={:.1} injected write_errors={} sync_errors={} writeback_failures={} misdirected_writes={} \
-             corruptions={} torn_writes={}; detected damaged_records={}; repaired damaged_logs={} (incomplete_logs={}); stopped \
+            "storage-faults: calls={} exposed_calls={} expected={:.1} injected write_errors={} sync_errors={} read_errors={} slow_calls={} \
+             writeback_failures={} misdirected_writes={} corruptions={} torn_writes={}; detected damaged_records={}; repaired damaged_logs={} (incomplete_logs={}); stopped \
              replicas={} fail_stops={}",
             self.calls,
             i.exposed_calls,
             self.expected,
             i.write_errors,
             i.sync_errors,
+            i.read_errors,
+            i.slow_calls,
             i.writeback_failures,
             i.misdirected_writes,
             i.corruptions,
@@ -275,6 +315,12 @@ struct GroupWatch {
     checkpoint_seen: u64,
     /// The tick the state transfer in progress was first seen, this incarnation.
     transfer_since: Option<u64>,
+    /// (log view, held head) at the last check of this incarnation: the most it may
+    /// have acknowledged in that log view (see `Replica::held_head`).
+    held: Option<(u64, u64)>,
+    /// `held` as the previous incarnation left it, compared at this incarnation's first
+    /// check: a log offered as complete in the same log view holds at least as much.
+    held_before_restart: Option<(u64, u64)>,
 }
 
 impl GroupWatch {
@@ -431,13 +477,24 @@ impl Harness {
                     // by position, so the trace is not kept.
                     record_trace: false,
                     // Errors start off: `gate_disk_errors` turns them on for one replica at a time.
-                    misdirected_write_probability: config.storage_faults.rates().misdirected_write_probability,
+                    misdirected_write_probability: config
+                        .storage_faults
+                        .rates_for_everyone()
+                        .misdirected_write_probability,
+                    slow_probability: config.storage_faults.rates_for_everyone().slow_probability,
+                    slow_ticks_max: config.storage_faults.rates_for_everyone().slow_ticks_max,
                     // A page torn at a power cut holds only unsynced bytes, which nothing
                     // acknowledged depends on: within every budget.
                     torn_write_at_power_loss: config.storage_faults.enabled(),
                     ..SimStorageOptions::default()
                 })),
             };
+            if let Disk::Sim(storage) = &disk {
+                // A slow call blocks the node that made it (see `simulation`).
+                harness
+                    .simulation
+                    .set_stall_source(ProcessId(index as u32), storage.stall_source());
+            }
             harness.slots.push(Slot {
                 node: None,
                 disk,
@@ -468,6 +525,29 @@ impl Harness {
     }
 
     fn boot(&mut self, index: usize) {
+        self.slots[index].injected_at_boot = self.injected_on(index);
+        // A booting replica is not whole, so its failing costs the cluster nothing: its
+        // boot reads (superblocks, WALs, checkpoints) meet read errors whenever errors
+        // are on at all. Writes stay as the budget's turn has them.
+        let rates_before_boot = match &self.slots[index].disk {
+            Disk::Sim(storage) if self.crashes_enabled && self.storage_faults.rates().read_error_probability > 0 => {
+                let (before, rates) = (storage.fault_rates(), self.storage_faults.rates());
+                storage.set_fault_rates(FaultRates {
+                    read_error_probability: rates.read_error_probability,
+                    read_errors_in_a_row_max: rates.read_errors_in_a_row_max,
+                    ..before
+                });
+                Some(before)
+            }
+            _ => None,
+        };
+        self.open_node(index);
+        if let (Some(before), Disk::Sim(storage)) = (rates_before_boot, &self.slots[index].disk) {
+            storage.set_fault_rates(before);
+        }
+    }
+
+    fn open_node(&mut self, index: usize) {
         let config = NodeConfig {
             cluster: SIMULATED_CLUSTER_ID,
             replica: index as u8,
@@ -479,7 +559,6 @@ impl Harness {
             journal: self.journal,
             storage_break: self.storage_break,
         };
-        self.slots[index].injected_at_boot = self.injected_on(index);
         let slot = &self.slots[index];
         let stores = match &slot.disk {
             Disk::Memory(stores) => SimStores::Memory(stores.clone()),
@@ -518,6 +597,7 @@ impl Harness {
             watch.progress = (0, tick);
             watch.present = false;
             watch.hosted = false;
+            watch.held_before_restart = watch.held.take();
         }
     }
 
@@ -579,14 +659,7 @@ impl Harness {
         for slot in &self.slots {
             if let Disk::Sim(storage) = &slot.disk {
                 calls += storage.operations();
-                let disk = storage.injected();
-                injected.write_errors += disk.write_errors;
-                injected.sync_errors += disk.sync_errors;
-                injected.writeback_failures += disk.writeback_failures;
-                injected.misdirected_writes += disk.misdirected_writes;
-                injected.corruptions += disk.corruptions;
-                injected.torn_writes += disk.torn_writes;
-                injected.exposed_calls += disk.exposed_calls;
+                injected = injected.plus(&storage.injected());
             }
         }
         StorageFaultCounts {
@@ -689,6 +762,13 @@ impl Harness {
                     tick,
                 });
             }
+            // A store that failed mid-input may have done half of what it was asked
+            // (a view change truncates the log before it makes the new log view
+            // durable, and that second write can be the one refused), so what it held
+            // is not compared at the next boot.
+            for watch in self.slots[index].watches.values_mut() {
+                watch.held = None;
+            }
             // As the production node does: publish what the healthy stores hold, then exit.
             let (flushed, failed) = self.slots[index].node.as_ref().map_or((0, 0), Node::flush_for_shutdown);
             tracing::info!(replica = index, %failure, flushed, failed, "fail-stop");
@@ -772,10 +852,7 @@ impl Harness {
                 storage.set_fault_rates(if on {
                     rates
                 } else {
-                    FaultRates {
-                        misdirected_write_probability: rates.misdirected_write_probability,
-                        ..FaultRates::default()
-                    }
+                    self.storage_faults.rates_for_everyone()
                 });
             }
         }
@@ -1092,6 +1169,22 @@ fn check_group<S: StateMachine>(
         ));
     }
     watch.view_seen = replica.view();
+    if let Some((log_view, held_head)) = watch.held_before_restart.take()
+        && !replica.log_incomplete()
+        && replica.log_view() == log_view
+        && replica.held_head() < held_head
+    {
+        return Err(fail(
+            "acknowledged op forgotten",
+            format!(
+                "replica {index} group {group:#x} held op {held_head} in log view {log_view} before it went down, \
+                 and booted holding only up to op {} in the same log view while offering its log as complete \
+                 (a log that may lack ops it acknowledged must say so, or a view change can outvote a committed op)",
+                replica.held_head()
+            ),
+        ));
+    }
+    watch.held = Some((replica.log_view(), replica.held_head()));
     if replica.stats().frames_misrouted > 0 {
         return Err(fail(
             "misrouted frame",

@@ -38,6 +38,9 @@ pub struct StorageRates {
     /// Probability, per restart of the run's corruptible replica, that one bit of its
     /// WAL rots before it boots.
     pub disk_corruption_probability: f64,
+    /// Probability that one write or sync of any replica's disk is slow, stalling its
+    /// node for up to `harness::SLOW_IO_TICKS_MAX` ticks (a limping disk).
+    pub disk_slow_probability: f64,
 }
 
 use crate::network::config::NetworkConfig;
@@ -308,8 +311,10 @@ impl ResolvedProfile {
             ));
         }
         line.push_str(&format!(
-            " disk_error_probability={} disk_corruption_probability={}",
-            self.storage.disk_error_probability, self.storage.disk_corruption_probability
+            " disk_error_probability={} disk_corruption_probability={} disk_slow_probability={}",
+            self.storage.disk_error_probability,
+            self.storage.disk_corruption_probability,
+            self.storage.disk_slow_probability
         ));
         line
     }

@@ -20,7 +20,11 @@ const FIXED_KEYS: &[&str] = &["kind", "name", "network", "storage"];
 /// Keys of a swarm profile's top level.
 const SWARM_KEYS: &[&str] = &["kind", "name", "network", "cluster", "storage"];
 /// Keys of a `storage` object (fixed values or swarm ranges), in draw order.
-pub(crate) const STORAGE_KEYS: &[&str] = &["disk_error_probability", "disk_corruption_probability"];
+pub(crate) const STORAGE_KEYS: &[&str] = &[
+    "disk_error_probability",
+    "disk_corruption_probability",
+    "disk_slow_probability",
+];
 /// Keys of a `network` object (fixed values or swarm ranges), in draw order.
 pub(crate) const NETWORK_KEYS: &[&str] = &[
     "one_way_delay_min_ticks",
@@ -292,6 +296,7 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<FaultProfile, ProfileErr
             let storage = StorageRates {
                 disk_error_probability: storage.f64("disk_error_probability")?,
                 disk_corruption_probability: storage.f64("disk_corruption_probability")?,
+                disk_slow_probability: storage.f64("disk_slow_probability")?,
             };
             Ok(FaultProfile::Fixed { name, network, storage })
         }
@@ -304,6 +309,7 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<FaultProfile, ProfileErr
             let storage = SwarmStorageRanges {
                 disk_error_probability: storage.probability_range("disk_error_probability")?,
                 disk_corruption_probability: storage.probability_range("disk_corruption_probability")?,
+                disk_slow_probability: storage.probability_range("disk_slow_probability")?,
             };
             Ok(FaultProfile::Swarm {
                 name,

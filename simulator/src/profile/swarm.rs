@@ -213,6 +213,8 @@ pub struct SwarmStorageRanges {
     pub disk_error_probability: ProbabilityRange,
     /// Per restart of the corruptible replica: probability a WAL bit rots.
     pub disk_corruption_probability: ProbabilityRange,
+    /// Per write or sync: probability it is slow (drawn last of the three).
+    pub disk_slow_probability: ProbabilityRange,
 }
 
 /// Everything a swarm profile may draw.
@@ -289,8 +291,15 @@ impl SwarmRanges {
         let storage = super::StorageRates {
             disk_error_probability: self.storage.disk_error_probability.draw(&mut rng),
             disk_corruption_probability: self.storage.disk_corruption_probability.draw(&mut rng),
+            // Drawn below, after every older draw (append only).
+            disk_slow_probability: 0.0,
         };
         // New draws go here, below every existing one.
+        let disk_slow_probability = self.storage.disk_slow_probability.draw(&mut rng);
+        let storage = super::StorageRates {
+            disk_slow_probability,
+            ..storage
+        };
 
         let network = NetworkConfig {
             one_way_delay_min_ticks,

@@ -217,7 +217,6 @@ fn choices<T: PartialEq + Copy>(
     Ok(())
 }
 
-/// The rules for a swarm profile's ranges.
 /// A fixed profile's `storage` section.
 pub(crate) fn storage(origin: &str, rates: &super::StorageRates) -> Result<(), ProfileError> {
     probability(origin, "storage.disk_error_probability", rates.disk_error_probability)?;
@@ -225,9 +224,11 @@ pub(crate) fn storage(origin: &str, rates: &super::StorageRates) -> Result<(), P
         origin,
         "storage.disk_corruption_probability",
         rates.disk_corruption_probability,
-    )
+    )?;
+    probability(origin, "storage.disk_slow_probability", rates.disk_slow_probability)
 }
 
+/// The rules for a swarm profile's ranges.
 pub(crate) fn swarm(origin: &str, s: &SwarmRanges) -> Result<(), ProfileError> {
     let n = &s.network;
     let path = |field: &str| format!("network.{field}");
@@ -340,6 +341,7 @@ pub(crate) fn swarm(origin: &str, s: &SwarmRanges) -> Result<(), ProfileError> {
     for (field, range) in [
         ("disk_error_probability", &s.storage.disk_error_probability),
         ("disk_corruption_probability", &s.storage.disk_corruption_probability),
+        ("disk_slow_probability", &s.storage.disk_slow_probability),
     ] {
         probability_range(origin, &format!("storage.{field}"), range)?;
     }

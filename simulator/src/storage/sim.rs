@@ -41,6 +41,21 @@ pub struct SimStorageOptions {
     /// error is recorded for every open handle, as Linux's errseq does; this handle
     /// reports it now. 0 (the default) draws nothing.
     pub sync_error_probability: u32,
+    /// Parts per million of `read_at` calls that fail with a transient I/O error (EIO
+    /// on read) before reading anything. At most `read_errors_in_a_row_max` reads fail
+    /// in a row; the next one succeeds (a transient error clears when the reader tries
+    /// again; an unreadable sector is damage, not this). 0 (the default) draws nothing.
+    pub read_error_probability: u32,
+    /// See `read_error_probability`.
+    pub read_errors_in_a_row_max: u32,
+    /// Parts per million of `write_at`/`append`/`sync` calls that are slow (a limping
+    /// disk): each adds 1 to `slow_ticks_max` ticks, drawn, to the stall counter
+    /// ([`SimStorage::stall_source`]), which the simulation turns into a pause of the
+    /// process that made the call. The call itself completes as usual. 0 (the default)
+    /// draws nothing.
+    pub slow_probability: u32,
+    /// See `slow_probability`.
+    pub slow_ticks_max: u64,
     /// At a power loss, one dirty page (if any) was being written back and tears: a
     /// strict prefix of its sectors lands. `false` (the default) draws nothing.
     pub torn_write_at_power_loss: bool,
@@ -60,6 +75,10 @@ impl Default for SimStorageOptions {
             writeback_failure_probability: 0,
             write_error_probability: 0,
             sync_error_probability: 0,
+            read_error_probability: 0,
+            read_errors_in_a_row_max: 0,
+            slow_probability: 0,
+            slow_ticks_max: 0,
             torn_write_at_power_loss: false,
             record_trace: true,
         }
@@ -132,6 +151,31 @@ impl SimStorage {
         state.options.sync_error_probability = rates.sync_error_probability;
         state.options.writeback_failure_probability = rates.writeback_failure_probability;
         state.options.misdirected_write_probability = rates.misdirected_write_probability;
+        state.options.read_error_probability = rates.read_error_probability;
+        state.options.read_errors_in_a_row_max = rates.read_errors_in_a_row_max;
+        state.options.slow_probability = rates.slow_probability;
+        state.options.slow_ticks_max = rates.slow_ticks_max;
+    }
+
+    /// The stall counter slow calls add to (see
+    /// [`SimStorageOptions::slow_probability`]); the simulation takes it.
+    pub fn stall_source(&self) -> Rc<Cell<u64>> {
+        self.state.borrow().stall.clone()
+    }
+
+    /// The random fault rates in force now.
+    pub fn fault_rates(&self) -> FaultRates {
+        let state = self.state.borrow();
+        FaultRates {
+            write_error_probability: state.options.write_error_probability,
+            sync_error_probability: state.options.sync_error_probability,
+            writeback_failure_probability: state.options.writeback_failure_probability,
+            misdirected_write_probability: state.options.misdirected_write_probability,
+            read_error_probability: state.options.read_error_probability,
+            read_errors_in_a_row_max: state.options.read_errors_in_a_row_max,
+            slow_probability: state.options.slow_probability,
+            slow_ticks_max: state.options.slow_ticks_max,
+        }
     }
 
     /// Latent corruption: flip one bit of one random stable byte of one random file
@@ -298,6 +342,7 @@ impl DurableFile for SimFile {
     async fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         let mut state = self.state.borrow_mut();
         let call = state.begin(TraceOp::ReadAt, self.path.clone(), Some(self.epoch))?;
+        state.maybe_fail_read(&call)?;
         let read = state.read_at(self.inode, &self.path, offset, buf);
         call.finish(read)
     }

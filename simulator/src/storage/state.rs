@@ -5,6 +5,7 @@ use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::ops::Bound;
+use std::rc::Rc;
 
 use cluster::seam::{OpenMode, validate_relative_path};
 
@@ -106,12 +107,42 @@ pub struct InjectedFaults {
     pub corruptions: u64,
     /// Pages torn by a power loss (a strict prefix of their sectors landed).
     pub torn_writes: u64,
+    /// Reads refused with a transient I/O error.
+    pub read_errors: u64,
+    /// Slow calls (each stalled its process).
+    pub slow_calls: u64,
     /// Not a fault: writes and syncs made while an error rate was on (each one a
     /// chance of an error), so a run can tell "no error came" from "none could".
     pub exposed_calls: u64,
 }
 
 impl InjectedFaults {
+    /// Both counts added field by field (every field, so a new kind is summed too).
+    pub fn plus(&self, other: &InjectedFaults) -> InjectedFaults {
+        let InjectedFaults {
+            write_errors,
+            sync_errors,
+            writeback_failures,
+            misdirected_writes,
+            corruptions,
+            torn_writes,
+            read_errors,
+            slow_calls,
+            exposed_calls,
+        } = *other;
+        InjectedFaults {
+            write_errors: self.write_errors + write_errors,
+            sync_errors: self.sync_errors + sync_errors,
+            writeback_failures: self.writeback_failures + writeback_failures,
+            misdirected_writes: self.misdirected_writes + misdirected_writes,
+            corruptions: self.corruptions + corruptions,
+            torn_writes: self.torn_writes + torn_writes,
+            read_errors: self.read_errors + read_errors,
+            slow_calls: self.slow_calls + slow_calls,
+            exposed_calls: self.exposed_calls + exposed_calls,
+        }
+    }
+
     /// Every fault, of every kind.
     pub fn total(&self) -> u64 {
         // `exposed_calls` counts chances, not faults.
@@ -121,6 +152,8 @@ impl InjectedFaults {
             + self.misdirected_writes
             + self.corruptions
             + self.torn_writes
+            + self.read_errors
+            + self.slow_calls
     }
 }
 
@@ -135,6 +168,14 @@ pub struct FaultRates {
     pub writeback_failure_probability: u32,
     /// See [`super::SimStorageOptions::misdirected_write_probability`].
     pub misdirected_write_probability: u32,
+    /// See [`super::SimStorageOptions::read_error_probability`].
+    pub read_error_probability: u32,
+    /// See [`super::SimStorageOptions::read_errors_in_a_row_max`].
+    pub read_errors_in_a_row_max: u32,
+    /// See [`super::SimStorageOptions::slow_probability`].
+    pub slow_probability: u32,
+    /// See [`super::SimStorageOptions::slow_ticks_max`].
+    pub slow_ticks_max: u64,
 }
 
 /// Everything a SimStorage holds.
@@ -160,6 +201,11 @@ pub(super) struct State {
     pub crashes: u64,
     pub fault_injected: bool,
     pub injected: InjectedFaults,
+    /// Reads failed since the last one that succeeded (bounded by
+    /// `read_errors_in_a_row_max`).
+    read_errors_in_a_row: u32,
+    /// Ticks of stall slow calls added, not yet taken by the simulation.
+    pub stall: Rc<Cell<u64>>,
 }
 
 impl State {
@@ -179,6 +225,8 @@ impl State {
             crashes: 0,
             fault_injected: false,
             injected: InjectedFaults::default(),
+            read_errors_in_a_row: 0,
+            stall: Rc::default(),
         }
     }
 
@@ -482,6 +530,26 @@ impl State {
         self.free_if_orphan(id);
     }
 
+    /// A transient read error, drawn for a `read_at` call not planned to fail; at most
+    /// `read_errors_in_a_row_max` in a row.
+    pub fn maybe_fail_read(&mut self, call: &Call) -> io::Result<()> {
+        let error_ppm = self.options.read_error_probability;
+        if call.fault.is_some() || error_ppm == 0 {
+            return Ok(());
+        }
+        self.injected.exposed_calls += 1;
+        if self.read_errors_in_a_row < self.options.read_errors_in_a_row_max && self.chance(error_ppm) {
+            self.read_errors_in_a_row += 1;
+            self.injected.read_errors += 1;
+            return Err(io::Error::other(format!(
+                "read {}: input/output error (injected transient read error)",
+                call.path
+            )));
+        }
+        self.read_errors_in_a_row = 0;
+        Ok(())
+    }
+
     pub fn read_at(&mut self, id: InodeId, path: &str, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         let start = usize::try_from(offset).unwrap_or(usize::MAX);
         Ok(self.inode(id, path)?.read(start, buf))
@@ -493,7 +561,21 @@ impl State {
 
     /// `write_at` (`offset` given) or `append` (`None`): returns the offset the caller
     /// asked for (or the end, for append), whatever tearing or misdirection did.
+    /// A slow call, drawn for a write or sync not planned to fail: adds its stall.
+    fn maybe_slow(&mut self, call: &Call) {
+        let slow_ppm = self.options.slow_probability;
+        if call.fault.is_some() || slow_ppm == 0 || self.options.slow_ticks_max == 0 {
+            return;
+        }
+        if self.chance(slow_ppm) {
+            self.injected.slow_calls += 1;
+            let ticks = 1 + self.rng.below(self.options.slow_ticks_max);
+            self.stall.set(self.stall.get() + ticks);
+        }
+    }
+
     pub fn write(&mut self, call: &Call, id: InodeId, offset: Option<u64>, data: &[u8]) -> io::Result<u64> {
+        self.maybe_slow(call);
         let error_ppm = self.options.write_error_probability;
         self.injected.exposed_calls += u64::from(error_ppm > 0);
         if call.fault.is_none() && error_ppm > 0 && self.chance(error_ppm) {
@@ -555,6 +637,7 @@ impl State {
 
     /// fdatasync through a handle whose last reported writeback-error count is `seen`.
     pub fn sync(&mut self, call: &Call, id: InodeId, seen: &Cell<u64>) -> io::Result<()> {
+        self.maybe_slow(call);
         let error_ppm = self.options.sync_error_probability;
         self.injected.exposed_calls += u64::from(error_ppm > 0);
         if call.fault.is_none() && error_ppm > 0 && self.chance(error_ppm) {

@@ -748,6 +748,35 @@ fn a_write_error_takes_no_effect_and_is_counted() {
 }
 
 #[test]
+fn read_errors_are_transient_no_more_in_a_row_than_the_bound_and_read_nothing() {
+    let storage = sim(4);
+    let file = create(&storage, "log");
+    ready(file.write_at(0, b"record")).expect("write");
+    storage.set_fault_rates(FaultRates {
+        read_error_probability: PARTS_PER_MILLION,
+        read_errors_in_a_row_max: 2,
+        ..FaultRates::default()
+    });
+    for round in 0..3 {
+        for attempt in 0..2 {
+            let mut buf = [0u8; 6];
+            let error = ready(file.read_at(0, &mut buf)).expect_err("every draw fails");
+            assert!(error.to_string().contains("injected transient read error"), "{error}");
+            assert_eq!(buf, [0; 6], "round {round} attempt {attempt}: nothing was read");
+        }
+        let mut buf = [0u8; 6];
+        assert_eq!(
+            ready(file.read_at(0, &mut buf)).expect("the third read in a row succeeds"),
+            6
+        );
+        assert_eq!(&buf, b"record");
+    }
+    let injected = storage.injected();
+    assert_eq!((injected.read_errors, injected.exposed_calls), (6, 9));
+    assert_eq!(injected.total(), 6);
+}
+
+#[test]
 fn a_sync_error_drops_the_dirty_pages_and_every_other_handle_hears_of_it_once() {
     let storage = sim(2);
     let file = create(&storage, "log");
