@@ -35,7 +35,9 @@ fn fingerprint(out: &[u8], schedule_hash: u64) -> u64 {
 ///   previous build.
 /// - 2026-12-01: re-locked (issue #16): the banner prints `disk_slow_probability`; the
 ///   schedule hash (0x02d72c5a660d2ab4) is unchanged.
-const LOCKED_ECHO_HEAVY_FINGERPRINT: u64 = 0xeeba_3619_3450_ffd5;
+/// - 2026-12-01: re-locked (issue #16): the banner prints `power_outage_probability`;
+///   the schedule hash (0x02d72c5a660d2ab4) is unchanged.
+const LOCKED_ECHO_HEAVY_FINGERPRINT: u64 = 0x73c2_08ce_8045_25bf;
 
 #[test]
 fn echo_replay_is_deterministic() {
@@ -118,7 +120,11 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 ///   syncs may be slow (two slow calls stall a node here); the banner and the
 ///   `storage-faults:` line print both. Schedule 0x143f935d565b8ed8, replies
 ///   0xd7c42c9466f76ac8 (with `--disk-slow-prob 0`: 0x1663453e80d0f718).
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x4a16_e46f_6dce_b43f;
+/// - 2026-12-01: re-locked (issue #16): frontiers and whole superblocks may rot too
+///   (the rot's file draw moved), the disk-fault budget remembers partition changes
+///   of any incarnation, and the banner prints `power_outage_probability`. Schedule
+///   0x1dafd5de6514581c, replies 0x7dda6d00e936e7b7.
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xcb5b_4910_fa96_4e00;
 
 #[test]
 fn workload_replay_is_deterministic() {
@@ -186,7 +192,10 @@ fn workload_replay_is_deterministic() {
 ///   read error retried; with slowness on, the storage stream shifts and the schedule
 ///   is 0xa7072acd7e910380, replies 0xeb24bbd3a19676c1); the banner and the
 ///   `storage-faults:` line print the new kinds.
-const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x0535_1661_3611_ff2c;
+/// - 2026-12-01: re-locked (issue #16): as the metadata lock says (frontier and
+///   superblock rot, the budget's memory of partition changes, the banner). Schedule
+///   0x9bca4e52a53fcd9c, replies 0x19652aed7dd97d7c.
+const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x1a6a_d2ad_0b86_312d;
 
 #[test]
 fn multi_shard_replay_is_deterministic() {

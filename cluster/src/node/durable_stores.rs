@@ -303,6 +303,8 @@ pub struct DurableReplicaStore<S: DurableStorage> {
     checkpoint: Option<Checkpoint>,
     log: Log<RetryReads<S>>,
     durability: Rc<Cell<Durability>>,
+    /// Test-only: see [`StorageBreak::AckPersistedBeforePublish`].
+    ack_persisted_before_publish: bool,
     may_lack_acknowledged_ops: bool,
     /// The first write or sync of the log or superblock that failed: from then on the
     /// store is not trusted until reopened (see [`ReplicaStore::failure`]).
@@ -428,7 +430,16 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
                 let _ = now(wal.truncate_after(first.after_op.unwrap_or(0)));
                 damaged = 0;
             }
-            (Log::Partition(wal), (restart && !persisted) || damaged > 0, damaged)
+            // A damaged frontier slot may have held the newest publication: boot then
+            // went by the older slot and discarded what was published since, which may
+            // be ops this replica acknowledged (a `persisted` prepare is published
+            // before its PrepareOk). Which slot rotted cannot be told, so either counts.
+            let frontier_damaged = !recovery.frontier_damage.is_empty();
+            (
+                Log::Partition(wal),
+                (restart && !persisted) || damaged > 0 || frontier_damaged,
+                damaged + u64::from(frontier_damaged),
+            )
         };
         let damaged_at_open = damaged_at_open + u64::from(checkpoint_damaged);
         let may_lack_acknowledged_ops = may_lack_acknowledged_ops || checkpoint_damaged;
@@ -441,6 +452,7 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
             checkpoint,
             log,
             durability,
+            ack_persisted_before_publish: storage_break == StorageBreak::AckPersistedBeforePublish,
             may_lack_acknowledged_ops,
             failure: None,
             damaged_at_open,
@@ -454,7 +466,11 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
     }
 
     fn put(&mut self, op: u64, record: &StoredRecord) -> Result<(), StoreError> {
-        let durability = self.durability.get();
+        let durability = match self.durability.get() {
+            // The broken answer: a persisted prepare is acknowledged unpublished.
+            Durability::Persisted if self.ack_persisted_before_publish => Durability::Replicated,
+            durability => durability,
+        };
         let result = match &mut self.log {
             Log::Metadata(wal) => {
                 if op > wal.last_op() {
@@ -906,6 +922,57 @@ mod tests {
                 "group {group:#x}: kept {kept:?}: held, not cut"
             );
         }
+        std::fs::remove_dir_all(root).expect("cleanup");
+    }
+
+    #[test]
+    fn a_rotted_newest_frontier_slot_leaves_a_persisted_partition_log_incomplete() {
+        // Every prepare of a `persisted` partition is published before it is
+        // acknowledged, each publication in the other of two frontier slots. Rot the
+        // newest slot and boot falls back to the older one, discarding the ops published
+        // since: ops this replica acknowledged. Its log must not be offered as complete.
+        let root = temp_root("stores-rotted-frontier");
+        let storage = DiskStorage::new(&root).expect("temp dir");
+        let mut store = open_group(&storage, PARTITION).expect("open");
+        for op in 1..=5 {
+            store.write_prepare(op, &frame(op)).expect("prepare");
+        }
+        store.write_superblock(Superblock::default()).expect("superblock");
+        drop(store);
+        let intact = open_group(&storage, PARTITION).expect("reopen");
+        assert!(
+            !intact.may_lack_acknowledged_ops(),
+            "an intact persisted log is complete"
+        );
+        assert_eq!(ops(&intact), vec![1, 2, 3, 4, 5]);
+        drop(intact);
+        let path = root.join(format!(
+            "{}/frontier",
+            DurableStores::<DiskStorage>::group_dir(PARTITION)
+        ));
+        let mut bytes = std::fs::read(&path).expect("read the frontier");
+        // Find the newest slot: rot each in turn on a copy and keep the rot that loses ops.
+        let original = bytes.clone();
+        let mut lost_ops = false;
+        for slot in 0..2usize {
+            bytes.clone_from(&original);
+            bytes[slot * 4096 + 40] ^= 0x10;
+            std::fs::write(&path, &bytes).expect("rot one bit");
+            let reopened = open_group(&storage, PARTITION).expect("a damaged frontier slot does not refuse the open");
+            let kept = ops(&reopened);
+            lost_ops |= kept.len() < 5;
+            assert!(
+                reopened.may_lack_acknowledged_ops(),
+                "slot {slot} rotted (kept {kept:?}): a frontier that may have lost its newest publication may have \
+                 lost acknowledged ops"
+            );
+            drop(reopened);
+            std::fs::write(&path, &original).expect("restore");
+        }
+        assert!(
+            lost_ops,
+            "rotting the newest slot loses the ops published since the older one"
+        );
         std::fs::remove_dir_all(root).expect("cleanup");
     }
 

@@ -325,6 +325,19 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(raw)
 }
 
+/// How many of the [`SUPERBLOCK_COPIES`] copies in a superblock file's bytes decode
+/// intact (whatever their sequence or identity). For a simulator that must not damage
+/// more copies than boot can do without.
+pub fn intact_copies(bytes: &[u8]) -> usize {
+    (0..SUPERBLOCK_COPIES)
+        .filter(|&copy| {
+            let start = copy * SUPERBLOCK_SLOT_BYTES as usize;
+            let end = (start + SUPERBLOCK_SLOT_BYTES as usize).min(bytes.len());
+            start < end && decode_copy(copy, &bytes[start..end]).is_ok()
+        })
+        .count()
+}
+
 fn decode_copy(slot_index: usize, slot: &[u8]) -> Result<Copy, String> {
     let record = record::decode(SUPERBLOCK_MAGIC, slot).map_err(|error| match error {
         RecordError::End => "never written (zeros)".to_owned(),

@@ -97,6 +97,9 @@ pub struct ReplicaStats {
     pub prepare_write_failures: u64,
     /// DoViewChanges offered with an incomplete log (counted only with every replica's).
     pub do_view_changes_incomplete: u64,
+    /// Committed ops a view started without because no replica held them any more
+    /// (every replica lost its unpublished tail: a whole-cluster power loss).
+    pub committed_ops_lost: u64,
     /// Checkpoints made durable (taken or installed).
     pub checkpoints_written: u64,
     /// Checkpoint writes the store refused (nothing was evicted).

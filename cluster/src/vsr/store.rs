@@ -126,6 +126,10 @@ pub enum StorageBreak {
     /// A read error at boot reads as the end of the file (no retry, no damage): the
     /// replica boots with a shorter log and offers it as complete.
     ReadErrorAsEndOfFile,
+    /// A `persisted` partition acknowledges a prepare its WAL has only queued (as a
+    /// `replicated` one does): a whole-cluster power outage then takes acknowledged
+    /// writes the topic promised to keep.
+    AckPersistedBeforePublish,
 }
 
 impl StorageBreak {
@@ -136,15 +140,17 @@ impl StorageBreak {
             StorageBreak::KeepGoingAfterFailedWrite => "keep-going-after-failed-write",
             StorageBreak::CutDamageAsTornTail => "cut-damage-as-torn-tail",
             StorageBreak::ReadErrorAsEndOfFile => "read-error-as-end-of-file",
+            StorageBreak::AckPersistedBeforePublish => "ack-persisted-before-publish",
         }
     }
 
     /// Every breakage, for parsing and error messages.
-    pub const ALL: [StorageBreak; 4] = [
+    pub const ALL: [StorageBreak; 5] = [
         StorageBreak::None,
         StorageBreak::KeepGoingAfterFailedWrite,
         StorageBreak::CutDamageAsTornTail,
         StorageBreak::ReadErrorAsEndOfFile,
+        StorageBreak::AckPersistedBeforePublish,
     ];
 }
 

@@ -192,10 +192,16 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// This replica's log summary.
     fn do_view_change_log(&self) -> DoViewChangeLog {
         let head = self.journal.head();
-        let from = self
-            .commit_max
-            .max(head.saturating_sub(VIEW_CHANGE_HEADERS_MAX - 1))
-            .min(head);
+        // A complete log carries what lies above its commit point. An incomplete one
+        // carries from its floor too: if every replica lost its unpublished tail, the
+        // merge must see which ops, committed ones included, no replica holds a body
+        // for any more (see `merge`).
+        let low = if self.log_incomplete {
+            self.journal.floor() + 1
+        } else {
+            self.commit_max
+        };
+        let from = low.max(head.saturating_sub(VIEW_CHANGE_HEADERS_MAX - 1)).min(head);
         let records = (from..=head)
             .map(|op| {
                 let record = match self.journal.get(op) {
@@ -312,6 +318,37 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
     }
 
+    /// The commit point a view whose log ends at `head` starts with: this replica's,
+    /// unless every replica lost the committed ops above `head` (a whole-cluster power
+    /// loss of a `replicated` partition, decided by a log from every replica): those
+    /// are gone, and the view's next op takes the number of the first of them. Counted
+    /// and logged, never silent.
+    fn commit_point_after_merge(&mut self, head: u64) -> u64 {
+        if head >= self.commit_max {
+            return self.commit_max;
+        }
+        assert!(
+            self.commit_min <= head,
+            "replica {} group {:#x}: applied op {} is above the view's head {head}",
+            self.config.replica,
+            self.config.group,
+            self.commit_min
+        );
+        let lost = self.commit_max - head;
+        self.stats.committed_ops_lost += lost;
+        tracing::warn!(
+            replica = self.config.replica,
+            group = self.config.group,
+            view = self.view,
+            head,
+            commit_max = self.commit_max,
+            lost,
+            "committed ops no replica holds any more (every replica lost its unpublished tail): the view starts \
+             without them"
+        );
+        head
+    }
+
     /// Whether the DoViewChanges received can decide the view: a view-change quorum of
     /// complete logs, or a log from every replica (after every replica lost its disk's
     /// unpublished tail, waiting brings nothing back; what no log holds is gone).
@@ -398,11 +435,43 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             }
             headers.push(header);
         }
-        Some(Merge {
-            commit: merged_commit,
-            head,
-            headers,
-        })
+        if !only_complete {
+            // Every replica sent its log and none proves what committed alone: an op
+            // whose body no log holds can be fetched from nobody. Every replica lost it
+            // with its unpublished tail (a whole-cluster power loss of a `replicated`
+            // partition), so the view ends below it, or it could never start.
+            let lost = logs
+                .values()
+                .flat_map(|log| log.records.keys().copied())
+                .filter(|&op| op <= head)
+                .filter(|op| {
+                    !logs
+                        .values()
+                        .any(|log| log.records.get(op).is_some_and(|record| record.present))
+                })
+                .min();
+            if let Some(op) = lost {
+                let held = self.journal.get(op).is_some_and(|entry| entry.frame().is_some());
+                if !held {
+                    head = op.saturating_sub(1);
+                }
+            }
+        }
+        let commit = merged_commit.min(head);
+        if commit < merged_commit {
+            headers.clear();
+            if let Some(anchor) = header_at(commit).or_else(|| {
+                self.journal
+                    .get(commit)
+                    .filter(|_| commit <= self.commit_min)
+                    .map(|entry| entry.header())
+            }) {
+                headers.push(anchor);
+            }
+        } else {
+            headers.retain(|header| header.op <= head);
+        }
+        Some(Merge { commit, head, headers })
     }
 
     /// New primary: merge, fetch what is missing, and start the view once complete.
@@ -424,13 +493,25 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.install_canonical_header(header);
         }
         self.commit_max = self.commit_max.max(merge.commit);
-        // Every op known committed is in some quorum's log, so the merge keeps it: a
-        // merged head below the commit point means every log offered lost an op it
-        // acknowledged (more replicas lost data than the fault model allows).
+        // Every op known committed is in some quorum's log, so a merge of a complete
+        // quorum keeps it. A merged head below the commit point means every replica
+        // lost those ops with its disk's unpublished tail (a power loss of the whole
+        // cluster, which a `replicated` partition is allowed to suffer): decided by a
+        // log from every replica, now or in a view after the one this replica last
+        // logged in (its commit point is then from before that decision), and the view
+        // starts at the merged head (see `commit_point_after_merge`).
+        let newest_log_view = self
+            .do_view_change_from
+            .values()
+            .map(|log| log.log_view)
+            .max()
+            .unwrap_or(self.log_view);
         assert!(
-            merge.head >= self.commit_max,
-            "replica {} group {:#x}: view {} would start with head {} below the commit point {} (every log in the \
-             merge lacks committed ops)",
+            merge.head >= self.commit_max
+                || !self.complete_do_view_changes_form_quorum()
+                || self.log_view < newest_log_view,
+            "replica {} group {:#x}: view {} would start with head {} below the commit point {} although a complete \
+             quorum took part (a complete log lacks a committed op)",
             self.config.replica,
             self.config.group,
             self.view,
@@ -443,13 +524,15 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             return;
         }
         // Every op it will announce is held and verified: the view can start.
+        let commit_max = self.commit_point_after_merge(merge.head);
         if !self.persist(Superblock {
             view: self.view,
             log_view: self.view,
-            commit_max: self.commit_max,
+            commit_max,
         }) {
             return;
         }
+        self.commit_max = commit_max;
         self.log_view = self.view;
         self.status = Status::Normal;
         self.note_log_replaced();
@@ -576,10 +659,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         for canonical in &headers {
             self.install_canonical_header(canonical);
         }
+        let commit_max = self.commit_point_after_merge(header.op).max(header.commit);
         if !self.persist(Superblock {
             view: header.view,
             log_view: header.view,
-            commit_max: self.commit_max.max(header.commit),
+            commit_max,
         }) {
             return;
         }
@@ -607,7 +691,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.do_view_change_from.clear();
         self.do_view_change_sent = false;
         self.request_start_view_probes = 0;
-        self.commit_max = self.commit_max.max(header.commit);
+        self.commit_max = commit_max;
         self.enter_normal_timers();
         self.walk_chain();
         // Acknowledge everything the new primary may still need to commit: its pipeline

@@ -93,6 +93,11 @@ pub struct CampaignFlags {
     #[arg(long, value_parser = crate::fuzz::parse_probability)]
     pub disk_slow_prob: Option<f64>,
 
+    /// Passed to every run: probability per tick of a whole-cluster power outage (see
+    /// workload-fuzz), overriding each profile's.
+    #[arg(long, value_parser = crate::fuzz::parse_probability)]
+    pub power_outage_prob: Option<f64>,
+
     /// Passed to every run: `budgeted`, `off` or `unsafe` (see workload-fuzz).
     #[arg(long, default_value = "budgeted", value_parser = crate::fuzz::parse_storage_faults)]
     pub storage_faults: crate::fuzz::StorageFaultMode,
@@ -289,6 +294,7 @@ impl CampaignFlags {
             disk_error_prob: self.disk_error_prob,
             disk_corruption_prob: self.disk_corruption_prob,
             disk_slow_prob: self.disk_slow_prob,
+            power_outage_prob: self.power_outage_prob,
             storage_faults: self.storage_faults,
             journal_slots: self.journal_slots,
             ring_entries: self.ring_entries,

@@ -121,6 +121,17 @@ pub struct FuzzArgs {
     #[arg(long, value_parser = parse_probability)]
     pub disk_slow_prob: Option<f64>,
 
+    /// Whole-cluster power outages (with `--storage sim`), overriding the profile's
+    /// `storage.power_outage_probability`: the probability, per tick of the run, that
+    /// every replica loses power at once (a data-centre outage). The workload pauses
+    /// until nothing is outstanding, the cluster stays dark for 100 ticks, every
+    /// replica starts again and the cluster must settle; then every partition is judged
+    /// by its topic's durability: a `persisted` one must hold everything acknowledged,
+    /// a `replicated` one may come back at an earlier op (what it lost is counted on the
+    /// `outages:` line). `--storage-faults off` turns outages off too.
+    #[arg(long, value_parser = parse_probability)]
+    pub power_outage_prob: Option<f64>,
+
     /// `budgeted` (default): disk faults as the profile and the two flags above ask,
     /// within the budget that keeps every failure a bug (errors on one replica at a
     /// time, corruption on one replica per run). `off`: no disk faults whatever the
@@ -450,6 +461,15 @@ impl FuzzArgs {
         }
     }
 
+    /// The per-tick probability of a whole-cluster power outage: the profile's,
+    /// overridden by the flag; none with `--storage-faults off` or in-memory stores.
+    pub fn power_outage_probability(&self, profile: crate::profile::StorageRates) -> f64 {
+        if self.storage_faults == StorageFaultMode::Off || self.storage == crate::harness::StorageModel::Memory {
+            return 0.0;
+        }
+        self.power_outage_prob.unwrap_or(profile.power_outage_probability)
+    }
+
     /// The journal bounds the flags ask for.
     pub fn journal(&self) -> JournalBounds {
         JournalBounds {
@@ -511,6 +531,9 @@ impl FuzzArgs {
         }
         if let Some(probability) = self.disk_slow_prob {
             parts.push(format!("--disk-slow-prob {probability}"));
+        }
+        if let Some(probability) = self.power_outage_prob {
+            parts.push(format!("--power-outage-prob {probability}"));
         }
         parts.extend(self.network.flags());
         parts.join(" ")

@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use cluster::node::{Directory, METADATA_GROUP};
 use cluster::vsr::{StateMachine, Status};
 
+use super::outage::{OUTAGE_DARK_TICKS, OUTAGE_QUIET_TICKS_MAX, OUTAGE_RECOVERY_TICKS_MAX, Outages};
 use super::{FuzzArgs, RunReport, Verdict, print_packets, print_world};
 use crate::harness::crash::CrashConfig;
 use crate::harness::{CheckFailure, Harness, HarnessConfig, StorageModel};
@@ -27,7 +28,7 @@ pub const QUIESCE_TICKS_MAX: u64 = 20_000;
 /// Whether every live replica is Normal in one view with one primary and caught up
 /// with it, for the metadata group and for every partition group in the leader's
 /// applied metadata (each hosted by every live node).
-fn settled(harness: &Harness) -> bool {
+pub(super) fn settled(harness: &Harness) -> bool {
     let live = harness.live_replicas();
     let Some((_, leader)) = live
         .iter()
@@ -129,9 +130,26 @@ pub(super) fn run(
         )?;
     }
 
+    let mut outages = Outages::new(seeds.storage, args.power_outage_probability(profile_storage));
+    if outages.enabled() {
+        writeln!(
+            out,
+            "outages: power_outage_prob={} (per tick; quiet {OUTAGE_QUIET_TICKS_MAX}, dark {OUTAGE_DARK_TICKS}, recovery \
+             {OUTAGE_RECOVERY_TICKS_MAX} ticks at most)",
+            args.power_outage_probability(profile_storage)
+        )?;
+    }
+
     let mut failure: Option<CheckFailure> = None;
+    // `--ticks` of workload: an outage's own ticks (quiet, dark, recovery) come on top.
     for _ in 0..args.ticks {
         if let Err(error) = harness.step() {
+            failure = Some(error);
+            break;
+        }
+        if outages.due()
+            && let Err(error) = outages.run(&mut harness, &workload)
+        {
             failure = Some(error);
             break;
         }
@@ -209,6 +227,9 @@ pub(super) fn run(
         harness.stats().restarts,
     )?;
     print_packets(harness.simulation(), out)?;
+    if outages.enabled() {
+        writeln!(out, "{}", outages.stats)?;
+    }
     let storage_counts = harness.storage_fault_counts();
     if args.storage == StorageModel::Sim {
         writeln!(out, "{storage_counts}")?;

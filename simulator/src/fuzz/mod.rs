@@ -7,6 +7,7 @@
 mod args;
 mod cluster_run;
 mod echo_run;
+pub mod outage;
 
 use std::io::{self, Write};
 
@@ -162,6 +163,7 @@ fn configure(args: &FuzzArgs, seed: u64) -> Result<(SimulationConfig, ResolvedPr
         ("--disk-error-prob", args.disk_error_prob),
         ("--disk-corruption-prob", args.disk_corruption_prob),
         ("--disk-slow-prob", args.disk_slow_prob),
+        ("--power-outage-prob", args.power_outage_prob),
     ] {
         if let Some(probability) = value.filter(|&probability| probability > 0.0)
             && args.storage == crate::harness::StorageModel::Memory

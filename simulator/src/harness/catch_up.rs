@@ -159,6 +159,13 @@ impl CheckpointChecker {
         self.journal_peak
     }
 
+    /// Forget `group`'s checkpoint digests above `op` (see
+    /// `Harness::forget_commits_above`: those ops take new values).
+    pub fn forget_above(&mut self, group: u64, op: u64) {
+        self.digests
+            .retain(|&(digest_group, at), _| digest_group != group || at <= op);
+    }
+
     /// Checkpoint states compared with one seen before.
     pub fn compared(&self) -> u64 {
         self.compared

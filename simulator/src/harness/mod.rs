@@ -19,7 +19,7 @@ pub mod state_checker;
 pub mod stores;
 
 use std::cell::{Ref, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use cluster::metadata::{DEFAULT_ROOT_PASSWORD, MetadataMachine};
@@ -28,7 +28,7 @@ use cluster::node::{
 };
 use cluster::partition::{OwnerFence, PartitionMachine};
 use cluster::seam::ProcessId;
-use cluster::storage::superblock::cluster_id;
+use cluster::storage::superblock::{self, cluster_id};
 use cluster::vsr::journal::root_header;
 use cluster::vsr::{MemoryStore, Replica, StateMachine, Status, StorageBreak};
 
@@ -128,10 +128,15 @@ pub struct HarnessConfig {
 /// Corruption is budgeted: the protocol repairs a damaged record from a peer that
 /// holds it, so no op may be damaged on more replicas than the rest can cover. The
 /// budget here is the simplest that holds for every cluster size: one replica per run,
-/// drawn from the storage stream (the *corruptible* replica), may have bits of its WAL
-/// and checkpoint files rot; a bit rots, with `corruption_probability`, each time that
-/// replica restarts, before it boots (latent corruption found by the boot's read).
-/// Superblocks and frontiers are not corrupted yet.
+/// drawn from the storage stream (the *corruptible* replica), may have bits of its WAL,
+/// checkpoint, publish-frontier and superblock files rot; a bit rots, with
+/// `corruption_probability`, each time that replica restarts, before it boots (latent
+/// corruption found by the boot's read). A superblock rots only while all its copies
+/// are intact, so boot always has the others.
+///
+/// Reads fail like writes (one replica at a time, and at any replica's boot) but stay
+/// transient ([`READ_ERRORS_IN_A_ROW_MAX`]). Slowness ([`SLOW_IO_TICKS_MAX`]) damages
+/// nothing and hits anyone.
 /// With `unsafe_budget`, errors hit every replica at once, a background writeback may
 /// fail (dropping dirty pages silently until the file's next sync), any replica may rot
 /// and writes may be misdirected: such runs explore, and are reported, never counted as
@@ -381,6 +386,8 @@ pub struct HarnessStats {
     pub fail_stops: u64,
     /// Of the restarts, those made by the supervisor after a fail-stop.
     pub supervisor_restarts: u64,
+    /// Whole-cluster power outages (every replica lost power at once).
+    pub power_outages: u64,
 }
 
 /// A simulated cluster.
@@ -412,6 +419,9 @@ pub struct Harness {
     storage_faults: StorageFaults,
     /// Restarts of a replica whose WAL the budget let rot (each a chance of a rot).
     rot_chances: u64,
+    /// The op of the newest change to the partition set any replica ever applied, in
+    /// any incarnation (see `wholes`).
+    partitions_changed_max: u64,
     /// The larger of the two quorums: more than this many replicas up and rejoined
     /// leaves room for one more to restart (the crash injector's rule).
     quorum_live_min: usize,
@@ -460,6 +470,7 @@ impl Harness {
             checkpoints: CheckpointChecker::default(),
             storage_faults: config.storage_faults,
             rot_chances: 0,
+            partitions_changed_max: 0,
             quorum_live_min: quorum,
             errors_on: ErrorsOn::Nobody,
             // Derived from the storage stream without drawing from it, so turning
@@ -635,6 +646,54 @@ impl Harness {
         }
     }
 
+    /// Inject crashes and disk faults again after [`Harness::disable_crashes`] (the
+    /// run goes on after an outage's recovery).
+    pub fn enable_crashes(&mut self) {
+        self.crashes_enabled = true;
+        self.errors_on = ErrorsOn::Nobody;
+        let everyone = self.storage_faults.rates_for_everyone();
+        for slot in &self.slots {
+            if let Disk::Sim(storage) = &slot.disk {
+                storage.set_fault_rates(everyone);
+            }
+        }
+    }
+
+    /// A data-centre outage: every live replica loses power now (only what its disk
+    /// made stable survives). They stay down until [`Harness::restart_all`].
+    pub fn power_outage_now(&mut self) {
+        for index in 0..self.slots.len() {
+            if self.slots[index].node.is_some() {
+                self.end_process(index, true);
+            }
+        }
+        self.stats.power_outages += 1;
+    }
+
+    /// Start every replica that is down (after an outage), each as a new incarnation.
+    pub fn restart_all(&mut self) {
+        for index in 0..self.slots.len() {
+            if self.slots[index].node.is_none() {
+                let incarnation = self.slots[index]
+                    .incarnation
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                self.restart_now(index, incarnation);
+            }
+        }
+    }
+
+    /// Forget `group`'s committed ops above `op`: after an outage a `replicated`
+    /// partition may come back at an earlier op, and its next ops take those numbers
+    /// again. Only the caller, who knows the group's durability and checked what came
+    /// back, may say so; every other group's chain stays final.
+    pub fn forget_commits_above(&mut self, group: u64, op: u64) {
+        if let Some(checker) = self.checkers.get_mut(&group) {
+            checker.forget_above(op);
+        }
+        self.checkpoints.forget_above(group, op);
+    }
+
     /// Stop injecting crashes and disk faults (for the drain at the end of a run).
     pub fn disable_crashes(&mut self) {
         self.crashes_enabled = false;
@@ -688,10 +747,29 @@ impl Harness {
         if !self.corruption_rng.chance(probability) {
             return;
         }
-        if let Disk::Sim(storage) = &self.slots[index].disk
-            && let Some((path, offset)) =
-                storage.corrupt_stable_bit(|path| path.ends_with("/wal") || path.ends_with("/checkpoint"))
-        {
+        let Disk::Sim(storage) = &self.slots[index].disk else {
+            return;
+        };
+        // A superblock may rot only while every copy is intact, so boot always has all
+        // but one to choose from (four copies, written in two synced halves, so the
+        // newest state survives in another copy); rotting more would be beyond the
+        // budget: with every copy damaged the replica rightly refuses to boot, for good.
+        let whole_superblocks: BTreeSet<String> = storage
+            .paths()
+            .into_iter()
+            .filter(|path| path.ends_with("/superblock"))
+            .filter(|path| {
+                storage
+                    .buffered_bytes(path)
+                    .is_some_and(|bytes| superblock::intact_copies(&bytes) == superblock::SUPERBLOCK_COPIES)
+            })
+            .collect();
+        if let Some((path, offset)) = storage.corrupt_stable_bit(|path| {
+            path.ends_with("/wal")
+                || path.ends_with("/checkpoint")
+                || path.ends_with("/frontier")
+                || whole_superblocks.contains(path)
+        }) {
             tracing::info!(replica = index, path, offset, "latent corruption");
         }
     }
@@ -717,6 +795,12 @@ impl Harness {
             detail: error.to_string(),
             tick,
         })?;
+        // Before anyone fail-stops: what a replica applied in this step counts even if
+        // its node stops at the end of it.
+        for (_, handle) in self.live_replicas() {
+            let changed = handle.borrow().state_machine().state().partitions_changed_at();
+            self.partitions_changed_max = self.partitions_changed_max.max(changed);
+        }
         self.fail_stop_nodes()?;
         self.check(self.simulation.tick())
     }
@@ -762,6 +846,20 @@ impl Harness {
                     tick,
                 });
             }
+            // A group the node closed in this very step (deleted) is forgotten now, as
+            // `check` would have after the step: its next incarnation may re-create it
+            // fresh while replaying the metadata log, in an older view.
+            if let Some(node) = &self.slots[index].node {
+                let hosted: BTreeSet<u64> = node
+                    .shards()
+                    .iter()
+                    .flat_map(|shard| shard.borrow().partitions().keys().copied().collect::<Vec<u64>>())
+                    .chain([METADATA_GROUP])
+                    .collect();
+                self.slots[index]
+                    .watches
+                    .retain(|group, watch| !watch.hosted || hosted.contains(group));
+            }
             // A store that failed mid-input may have done half of what it was asked
             // (a view change truncates the log before it makes the new log view
             // durable, and that second write can be the one refused), so what it held
@@ -800,22 +898,22 @@ impl Harness {
 
     /// Whether each replica is up and whole, so the cluster could lose another:
     /// its node has rejoined (every group it hosts holds its log in full) and its
-    /// metadata has applied the newest change to the partition set any live replica
+    /// metadata has applied the newest change to the partition set any replica ever
     /// applied, so it hosts every group it will host. Without the second half, a
     /// node that had not yet applied a partition's creation counted as whole while that
     /// group's store, once opened, would hold an amnesiac log (CI's power-loss campaign,
     /// `--seed 92 --plane uniform --faults light --power-loss-prob 0.5`: the node had led
     /// seven groups before a fail-stop, and the crash injector took the only other copy).
+    /// "Ever", not "any live replica": in `--seed 253 --plane uniform --faults heavy
+    /// --power-loss-prob 0.5` the only replica that had applied a creation fail-stopped
+    /// in the same tick (its group superblocks written), no live replica had applied it
+    /// yet, all counted whole, and the crash injector took a third replica for good
+    /// while the restarted one's new groups were amnesiac: stuck through the drain.
     fn wholes(&self) -> Vec<bool> {
-        // The op of the newest change to the partition set any live replica applied.
         let partitions_changed =
             |handle: &MetadataHandle| handle.borrow().state_machine().state().partitions_changed_at();
         let live = self.live_replicas();
-        let newest = live
-            .iter()
-            .map(|(_, handle)| partitions_changed(handle))
-            .max()
-            .unwrap_or(0);
+        let newest = self.partitions_changed_max;
         let mut wholes = vec![false; self.slots.len()];
         for (index, handle) in &live {
             let rejoined = self.slots[*index].node.as_ref().is_some_and(Node::rejoined);

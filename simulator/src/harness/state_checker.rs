@@ -122,6 +122,13 @@ impl StateChecker {
         self.canonical.get(op).map(|link| link.checksum)
     }
 
+    /// Forget the chain above `op` (see `Harness::forget_commits_above`).
+    pub fn forget_above(&mut self, op: u64) {
+        for link in self.canonical.remove_above(op) {
+            self.op_of_checksum.remove(&link.checksum);
+        }
+    }
+
     /// Check that `replica` (in `incarnation`) applied `committed`.
     pub fn on_commit(&mut self, replica: usize, incarnation: u64, committed: CommittedOp) -> Result<(), String> {
         let op = committed.op;

@@ -41,6 +41,9 @@ pub struct StorageRates {
     /// Probability that one write or sync of any replica's disk is slow, stalling its
     /// node for up to `harness::SLOW_IO_TICKS_MAX` ticks (a limping disk).
     pub disk_slow_probability: f64,
+    /// Probability, per tick of a run on the simulated disk, that the whole cluster
+    /// loses power at once (see `fuzz::outage`).
+    pub power_outage_probability: f64,
 }
 
 use crate::network::config::NetworkConfig;
@@ -311,10 +314,12 @@ impl ResolvedProfile {
             ));
         }
         line.push_str(&format!(
-            " disk_error_probability={} disk_corruption_probability={} disk_slow_probability={}",
+            " disk_error_probability={} disk_corruption_probability={} disk_slow_probability={} \
+             power_outage_probability={}",
             self.storage.disk_error_probability,
             self.storage.disk_corruption_probability,
-            self.storage.disk_slow_probability
+            self.storage.disk_slow_probability,
+            self.storage.power_outage_probability
         ));
         line
     }

@@ -24,6 +24,7 @@ pub(crate) const STORAGE_KEYS: &[&str] = &[
     "disk_error_probability",
     "disk_corruption_probability",
     "disk_slow_probability",
+    "power_outage_probability",
 ];
 /// Keys of a `network` object (fixed values or swarm ranges), in draw order.
 pub(crate) const NETWORK_KEYS: &[&str] = &[
@@ -297,6 +298,7 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<FaultProfile, ProfileErr
                 disk_error_probability: storage.f64("disk_error_probability")?,
                 disk_corruption_probability: storage.f64("disk_corruption_probability")?,
                 disk_slow_probability: storage.f64("disk_slow_probability")?,
+                power_outage_probability: storage.f64("power_outage_probability")?,
             };
             Ok(FaultProfile::Fixed { name, network, storage })
         }
@@ -310,6 +312,7 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<FaultProfile, ProfileErr
                 disk_error_probability: storage.probability_range("disk_error_probability")?,
                 disk_corruption_probability: storage.probability_range("disk_corruption_probability")?,
                 disk_slow_probability: storage.probability_range("disk_slow_probability")?,
+                power_outage_probability: storage.probability_range("power_outage_probability")?,
             };
             Ok(FaultProfile::Swarm {
                 name,

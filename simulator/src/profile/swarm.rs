@@ -213,8 +213,10 @@ pub struct SwarmStorageRanges {
     pub disk_error_probability: ProbabilityRange,
     /// Per restart of the corruptible replica: probability a WAL bit rots.
     pub disk_corruption_probability: ProbabilityRange,
-    /// Per write or sync: probability it is slow (drawn last of the three).
+    /// Per write or sync: probability it is slow (drawn after the two above).
     pub disk_slow_probability: ProbabilityRange,
+    /// Per tick: probability of a whole-cluster power outage (drawn last).
+    pub power_outage_probability: ProbabilityRange,
 }
 
 /// Everything a swarm profile may draw.
@@ -293,11 +295,14 @@ impl SwarmRanges {
             disk_corruption_probability: self.storage.disk_corruption_probability.draw(&mut rng),
             // Drawn below, after every older draw (append only).
             disk_slow_probability: 0.0,
+            power_outage_probability: 0.0,
         };
         // New draws go here, below every existing one.
         let disk_slow_probability = self.storage.disk_slow_probability.draw(&mut rng);
+        let power_outage_probability = self.storage.power_outage_probability.draw(&mut rng);
         let storage = super::StorageRates {
             disk_slow_probability,
+            power_outage_probability,
             ..storage
         };
 

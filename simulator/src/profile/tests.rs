@@ -261,7 +261,8 @@ fn swarm_draw_order_is_pinned() {
 
 /// Re-locks: (1) first version of swarm.json. (2) issue #16: the `storage` section's
 /// two rates are appended (a suffix; every earlier value unchanged). (3) issue #16:
-/// `disk_slow_probability` appended (a suffix again).
+/// `disk_slow_probability` appended (a suffix again). (4) issue #16:
+/// `power_outage_probability` appended (its range is 0..=0 for now, so it draws 0).
 const PINNED_SWARM_SEED_42: &str = concat!(
     "profile=swarm kind=swarm one_way_delay_min_ticks=3 ",
     "one_way_delay_mean_ticks=5 packet_loss_probability=0.15 ",
@@ -274,7 +275,7 @@ const PINNED_SWARM_SEED_42: &str = concat!(
     "clock_drift_max_ppm=109 replicas=2 clients=1 shards=3 ",
     "crash_probability=0.005 restart_probability=0.005 power_loss_share=1 ",
     "disk_error_probability=0.013 disk_corruption_probability=0.5 ",
-    "disk_slow_probability=0.002",
+    "disk_slow_probability=0.002 power_outage_probability=0",
 );
 
 #[test]

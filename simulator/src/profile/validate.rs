@@ -225,7 +225,12 @@ pub(crate) fn storage(origin: &str, rates: &super::StorageRates) -> Result<(), P
         "storage.disk_corruption_probability",
         rates.disk_corruption_probability,
     )?;
-    probability(origin, "storage.disk_slow_probability", rates.disk_slow_probability)
+    probability(origin, "storage.disk_slow_probability", rates.disk_slow_probability)?;
+    probability(
+        origin,
+        "storage.power_outage_probability",
+        rates.power_outage_probability,
+    )
 }
 
 /// The rules for a swarm profile's ranges.
@@ -342,6 +347,7 @@ pub(crate) fn swarm(origin: &str, s: &SwarmRanges) -> Result<(), ProfileError> {
         ("disk_error_probability", &s.storage.disk_error_probability),
         ("disk_corruption_probability", &s.storage.disk_corruption_probability),
         ("disk_slow_probability", &s.storage.disk_slow_probability),
+        ("power_outage_probability", &s.storage.power_outage_probability),
     ] {
         probability_range(origin, &format!("storage.{field}"), range)?;
     }

@@ -211,6 +211,11 @@ impl SimStorage {
         self.state.borrow().bytes()
     }
 
+    /// Every file's path now (the buffered namespace), sorted. Not a traced call.
+    pub fn paths(&self) -> Vec<String> {
+        self.state.borrow().paths()
+    }
+
     /// Whether `path` names a file now (the buffered namespace).
     pub fn exists(&self, path: &str) -> bool {
         self.state.borrow().buffered_bytes(path).is_some()

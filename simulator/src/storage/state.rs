@@ -737,6 +737,10 @@ impl State {
     }
 
     /// See [`super::SimStorage::corrupt_stable_bit`].
+    pub fn paths(&self) -> Vec<String> {
+        self.names.keys().cloned().collect()
+    }
+
     pub fn corrupt_stable_bit(&mut self, eligible: impl Fn(&str) -> bool) -> Option<(String, u64)> {
         let candidates: Vec<(String, InodeId)> = self
             .names

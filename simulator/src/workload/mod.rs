@@ -53,6 +53,7 @@
 
 pub mod actions;
 pub mod compare;
+pub mod outage;
 pub mod outcome;
 pub mod request;
 pub mod scope;
@@ -152,6 +153,9 @@ pub struct MetadataWorkload {
     clients: Vec<ClientState>,
     weights: ActionWeights,
     stopped: bool,
+    /// No new requests for now (a plan waits where it is), e.g. while the cluster
+    /// recovers from an outage; unlike `stopped`, it ends.
+    paused: bool,
     requests: [u64; Action::COUNT],
     replies: [u64; Action::COUNT],
     outcomes: BTreeMap<(Action, Outcome), u64>,
@@ -250,6 +254,7 @@ impl MetadataWorkload {
             clients,
             weights,
             stopped: false,
+            paused: false,
             requests: [0; Action::COUNT],
             replies: [0; Action::COUNT],
             outcomes: BTreeMap::new(),
@@ -276,6 +281,45 @@ impl MetadataWorkload {
     /// any plan included; replies to outstanding ones are still judged.
     pub fn stop(&mut self) {
         self.stopped = true;
+    }
+
+    /// Hand out no new request while `paused` (replies to outstanding ones are still
+    /// judged, and a plan goes on where it stopped once resumed).
+    pub fn set_paused(&mut self, paused: bool) {
+        self.paused = paused;
+    }
+
+    /// After a whole-cluster power outage (nothing outstanding), judge every partition
+    /// the shadow holds against `recovered` (its group's state on its primary) by its
+    /// topic's durability, and take the recovered state (see [`outage`]). `Err` names
+    /// what no durability mode allows; a partition `recovered` does not know is one.
+    pub fn rebase_after_outage(
+        &mut self,
+        recovered: impl Fn(u64) -> Option<PartitionState>,
+    ) -> Result<outage::OutageLoss, String> {
+        self.drained()?;
+        // A plan's later steps aim at what the shadow held when it was drawn, which the
+        // outage may have taken back: they go on (a plan may hold its client's login),
+        // their replies judged against the shadow as always, but no longer held to
+        // their aims.
+        for step in self.clients.iter_mut().flat_map(|client| client.queued.iter_mut()) {
+            step.aimed = false;
+        }
+        let mut total = outage::OutageLoss::default();
+        for stream in self.shadow.streams.values_mut() {
+            for topic in stream.topics.values_mut() {
+                for partition in &mut topic.partitions {
+                    let Some(state) = recovered(partition.group) else {
+                        return Err(format!(
+                            "partition {} (group {:#x}) has no primary after a whole-cluster power outage",
+                            partition.id, partition.group
+                        ));
+                    };
+                    total = total.plus(outage::rebase(partition, &state)?);
+                }
+            }
+        }
+        Ok(total)
     }
 
     /// Requests sent and not answered.
@@ -616,6 +660,19 @@ impl MetadataWorkload {
         groups
     }
 
+    /// The partition groups that may have lost committed ops in a whole-cluster power
+    /// outage (not `persisted` since their creation), in id order.
+    pub fn partition_groups_that_may_lose_ops(&self) -> Vec<u64> {
+        let mut groups: Vec<u64> = self
+            .shadow
+            .partitions()
+            .filter(|(_, partition)| !partition.persisted_since_creation)
+            .map(|(at, _)| at.group)
+            .collect();
+        groups.sort_unstable();
+        groups
+    }
+
     /// Compare the shadow's partition replicated by `group` with `state` (its primary's
     /// applied state, after the drain): message expiry, next offset, where the retained
     /// log starts, every retained message (offset, id, payload checksum, timestamp),
@@ -638,7 +695,7 @@ impl MetadataWorkload {
 
 impl ClientDriver for MetadataWorkload {
     fn next_request(&mut self, client: usize) -> Option<ClientRequest> {
-        if self.stopped {
+        if self.stopped || self.paused {
             return None;
         }
         let Some(state) = self.clients.get(client) else {

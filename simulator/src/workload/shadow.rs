@@ -135,12 +135,29 @@ impl ShadowTopic {
     pub fn add_partitions(&mut self, count: u32, op: u64) {
         let first = self.partition_count();
         for id in first..first.saturating_add(count) {
-            self.partitions.push(ShadowPartition::new(
+            let mut partition = ShadowPartition::new(
                 id,
                 cluster::metadata::partition_group_id(op, id),
                 self.message_expiry_micros,
-            ));
+            );
+            partition.persisted_from = (self.durability == Durability::Persisted).then_some(0);
+            partition.persisted_since_creation = self.durability == Durability::Persisted;
+            self.partitions.push(partition);
         }
+    }
+
+    /// Fold in an acknowledged change of durability: a partition that becomes
+    /// `persisted` promises to keep what it acknowledges from its next offset on (what
+    /// it acknowledged before may still be unpublished); one that becomes `replicated`
+    /// promises nothing past an outage.
+    pub fn set_durability(&mut self, durability: Durability) {
+        if durability != self.durability {
+            for partition in &mut self.partitions {
+                partition.persisted_from = (durability == Durability::Persisted).then(|| partition.log.next_offset());
+                partition.persisted_since_creation = false;
+            }
+        }
+        self.durability = durability;
     }
 }
 

@@ -103,6 +103,16 @@ impl ShadowLog {
         }
     }
 
+    /// The log a partition came back with after an outage: `messages` at consecutive
+    /// offsets from `floor`, which is exactly where the retained log starts.
+    pub fn recovered(floor: u64, messages: Vec<ShadowMessage>) -> Self {
+        Self {
+            messages: messages.into(),
+            floor,
+            floor_exact: true,
+        }
+    }
+
     /// The offset the next message gets.
     pub fn next_offset(&self) -> u64 {
         // usize -> u64 is lossless on every supported target.
@@ -344,6 +354,13 @@ pub struct ShadowPartition {
     /// Owners each group had before its current one, most recent last (at most
     /// [`FORMER_OWNERS_KEPT_MAX`]).
     pub former_owners: BTreeMap<u32, Vec<GroupOwner>>,
+    /// The offset from which its topic has been `persisted` without a break (`None`:
+    /// the topic is `replicated`). What a whole-cluster power outage must leave (see
+    /// `workload::outage`).
+    pub persisted_from: Option<u64>,
+    /// Whether its topic has been `persisted` since the partition was created: then
+    /// an outage must leave all of it, consumer offsets and owners included.
+    pub persisted_since_creation: bool,
 }
 
 impl ShadowPartition {
@@ -357,6 +374,8 @@ impl ShadowPartition {
             offsets: BTreeMap::new(),
             owners: BTreeMap::new(),
             former_owners: BTreeMap::new(),
+            persisted_from: None,
+            persisted_since_creation: false,
         }
     }
 

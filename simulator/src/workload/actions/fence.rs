@@ -58,9 +58,15 @@ pub fn allowed_consumer(scope: &Scope<'_>, at: &PartitionAt, rng: &mut SimRng) -
 pub fn stale_consumer(partition: &ShadowPartition, rng: &mut SimRng) -> Option<Consumer> {
     let group_id = shadow::pick_key(&partition.owners, rng)?;
     let owner = partition.owners[&group_id];
-    let formers = partition.former_owners.get(&group_id).map(Vec::as_slice).unwrap_or(&[]);
-    let stale = match shadow::pick(formers, rng) {
-        // Generations only grow, so a former owner is never the current one.
+    // Generations only grow, so a former owner is never the current one, except after
+    // a whole-cluster power outage took a `replicated` partition's newer owners back:
+    // leave out any former that is the owner again.
+    let formers: Vec<GroupOwner> = partition
+        .former_owners
+        .get(&group_id)
+        .map(|formers| formers.iter().copied().filter(|former| *former != owner).collect())
+        .unwrap_or_default();
+    let stale = match shadow::pick(&formers, rng) {
         Some(former) => *former,
         None => GroupOwner {
             // Any pool member other than the owner: the owner + 1..POOL, wrapped.

@@ -117,7 +117,7 @@ pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
         MetadataReply::Ok => {
             if let Some(topic) = shadow.topic_mut(*stream_id, *topic_id) {
                 topic.name = name.clone();
-                topic.durability = *durability;
+                topic.set_durability(*durability);
                 topic.message_expiry_micros = *message_expiry_micros;
             }
         }

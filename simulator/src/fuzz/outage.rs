@@ -1,0 +1,207 @@
+//! The whole-cluster power outage, a phase of a consensus run: every replica loses
+//! power at the same tick (a data-centre outage) and all start again.
+//!
+//! The crash injector never takes more replicas than the cluster can lose, so this is
+//! the only fault that tests what a power loss of everyone costs, which is what a
+//! topic's durability mode promises: a `persisted` topic loses nothing acknowledged,
+//! a `replicated` one may lose a suffix of what it acknowledged (see
+//! `workload::outage`). The phase, top to bottom:
+//!
+//! 1. quiet: the workload stops handing out requests and the run goes on until none is
+//!    outstanding (at most [`OUTAGE_QUIET_TICKS_MAX`]; still busy, the outage is
+//!    skipped and counted): with nothing in flight, every acknowledged write is known;
+//! 2. dark: crashes and disk faults stop, every live replica loses power, and the
+//!    cluster stays down for [`OUTAGE_DARK_TICKS`]; then every replica starts again;
+//! 3. recovery: the cluster must settle (every group in one view, everything committed
+//!    applied everywhere) within [`OUTAGE_RECOVERY_TICKS_MAX`], under the profile's
+//!    network faults: failing that is a liveness failure (`outage recovery`);
+//! 4. judgement: every partition the shadow holds is judged against its primary's
+//!    state by its topic's durability (`outage durability` on a violation), and what a
+//!    `replicated` partition lost is counted and forgotten (the state checker's and the
+//!    checkpoint checker's record of its ops above the recovered commit too);
+//! 5. the workload and the faults go on.
+//!
+//! Metadata is synced before every acknowledgement, so it must come back whole: the
+//! state checker (every replica re-applies from its disk) and the end-of-run oracle
+//! judge it as always.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::rc::Rc;
+
+use super::cluster_run::settled;
+use crate::harness::{CheckFailure, Harness};
+use crate::rng::SimRng;
+use crate::workload::MetadataWorkload;
+use crate::workload::outage::OutageLoss;
+
+/// Ticks the run waits for outstanding requests before an outage. A request is
+/// answered within a few liveness windows under any profile; 20 s of cluster time
+/// without a quiet moment means the cluster is struggling, and the outage waits for
+/// another draw (counted as skipped).
+pub const OUTAGE_QUIET_TICKS_MAX: u64 = 2_000;
+
+/// Ticks the cluster stays dark: 1 s, long enough for every client to time out and
+/// retry into the void, short against the run.
+pub const OUTAGE_DARK_TICKS: u64 = 100;
+
+/// Ticks the cluster may take to settle after an outage: the drain's bound
+/// (`QUIESCE_TICKS_MAX`), for the same reason (a wedge fails, it does not hang).
+pub const OUTAGE_RECOVERY_TICKS_MAX: u64 = 20_000;
+
+/// Salts the storage seed into the outage coin's stream (derived without drawing, so
+/// turning outages on shifts no other draw).
+const OUTAGE_SALT: u64 = 0x0D7A_6E00_5EED_0003;
+
+/// What the run's outages did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OutageStats {
+    /// Outages cut.
+    pub outages: u64,
+    /// Outages drawn but skipped because requests stayed outstanding.
+    pub skipped_busy: u64,
+    /// What the partitions lost, summed over outages.
+    pub loss: OutageLoss,
+}
+
+impl fmt::Display for OutageStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let loss = self.loss;
+        write!(
+            f,
+            "outages: cut={} skipped_busy={} partitions_judged={} persisted_intact={} messages_compared={} \
+             replicated_messages_lost={} replicated_offsets_or_owners_reverted={}",
+            self.outages,
+            self.skipped_busy,
+            loss.partitions,
+            loss.persisted_intact,
+            loss.messages_compared,
+            loss.messages_lost,
+            loss.offsets_or_owners_reverted
+        )
+    }
+}
+
+/// The run's outages: when they come, and what they did.
+pub struct Outages {
+    rng: SimRng,
+    /// Per tick of the run (not of the drain).
+    probability: f64,
+    /// What happened so far.
+    pub stats: OutageStats,
+}
+
+impl Outages {
+    /// Outages with `probability` per tick, drawn from the run's storage seed.
+    pub fn new(storage_seed: u64, probability: f64) -> Self {
+        Self {
+            rng: SimRng::new(storage_seed ^ OUTAGE_SALT),
+            probability,
+            stats: OutageStats::default(),
+        }
+    }
+
+    /// Whether outages may come at all.
+    pub fn enabled(&self) -> bool {
+        self.probability > 0.0
+    }
+
+    /// Whether an outage comes now (one draw per tick, only when enabled).
+    pub fn due(&mut self) -> bool {
+        self.enabled() && self.rng.chance(self.probability)
+    }
+
+    /// Run one outage (the module doc's phases).
+    pub fn run(&mut self, harness: &mut Harness, workload: &Rc<RefCell<MetadataWorkload>>) -> Result<(), CheckFailure> {
+        workload.borrow_mut().set_paused(true);
+        let result = self.cut_and_judge(harness, workload);
+        workload.borrow_mut().set_paused(false);
+        result
+    }
+
+    fn cut_and_judge(
+        &mut self,
+        harness: &mut Harness,
+        workload: &Rc<RefCell<MetadataWorkload>>,
+    ) -> Result<(), CheckFailure> {
+        // 1. Quiet.
+        let mut quiet = false;
+        for _ in 0..OUTAGE_QUIET_TICKS_MAX {
+            if workload.borrow().outstanding() == 0 {
+                quiet = true;
+                break;
+            }
+            harness.step()?;
+        }
+        if !quiet {
+            self.stats.skipped_busy += 1;
+            return Ok(());
+        }
+        // 2. Dark.
+        tracing::info!("whole-cluster power outage");
+        harness.disable_crashes();
+        harness.power_outage_now();
+        self.stats.outages += 1;
+        for _ in 0..OUTAGE_DARK_TICKS {
+            harness.step()?;
+        }
+        harness.restart_all();
+        // 3. Recovery.
+        let mut recovered = false;
+        for _ in 0..OUTAGE_RECOVERY_TICKS_MAX {
+            if settled(harness) {
+                recovered = true;
+                break;
+            }
+            harness.step()?;
+        }
+        let tick = harness.simulation().tick();
+        if !recovered {
+            return Err(CheckFailure {
+                check: "outage recovery",
+                detail: format!(
+                    "after a whole-cluster power outage every replica is up, but the cluster has not settled on one \
+                     view with everything committed applied within {OUTAGE_RECOVERY_TICKS_MAX} ticks"
+                ),
+                tick,
+            });
+        }
+        // 4. Judgement.
+        let primary_state = |group: u64| {
+            harness
+                .partition_replicas(group)
+                .into_iter()
+                .find(|(_, replica)| replica.is_primary())
+                .map(|(_, replica)| (replica.state_machine().state().clone(), replica.commit_max()))
+        };
+        let recovered: Vec<(u64, Option<(cluster::partition::PartitionState, u64)>)> = workload
+            .borrow()
+            .partition_groups()
+            .into_iter()
+            .map(|group| (group, primary_state(group)))
+            .collect();
+        let loss = workload
+            .borrow_mut()
+            .rebase_after_outage(|group| {
+                recovered
+                    .iter()
+                    .find(|(at, _)| *at == group)
+                    .and_then(|(_, state)| state.as_ref().map(|(state, _)| state.clone()))
+            })
+            .map_err(|detail| CheckFailure {
+                check: "outage durability",
+                detail,
+                tick,
+            })?;
+        self.stats.loss = self.stats.loss.plus(loss);
+        let may_lose = workload.borrow().partition_groups_that_may_lose_ops();
+        for (group, state) in &recovered {
+            if let (true, Some((_, commit))) = (may_lose.contains(group), state) {
+                harness.forget_commits_above(*group, *commit);
+            }
+        }
+        // 5. On.
+        harness.enable_crashes();
+        Ok(())
+    }
+}
