@@ -45,7 +45,8 @@ const RECORD_BYTES: usize = 8 + 1 + HEADER_BYTES;
 pub struct DoViewChangeRecord {
     /// The sender's header for the op, if it has one.
     pub header: Option<Header>,
-    /// Whether the sender holds the body.
+    /// Whether the sender holds the body, or, at its journal's floor (the root or its
+    /// checkpoint), the state it stands for (which a peer can fetch by state transfer).
     pub present: bool,
 }
 
@@ -207,7 +208,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 let record = match self.journal.get(op) {
                     Some(entry) => DoViewChangeRecord {
                         header: Some(entry.header()),
-                        present: entry.frame().is_some(),
+                        present: entry.frame().is_some() || op == self.journal.floor(),
                     },
                     None => DoViewChangeRecord {
                         header: None,
@@ -440,15 +441,17 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             // whose body no log holds can be fetched from nobody. Every replica lost it
             // with its unpublished tail (a whole-cluster power loss of a `replicated`
             // partition), so the view ends below it, or it could never start.
+            // A log may hold the body if it says so, or if the op lies below the window
+            // it carried and at or below its head (it said nothing of it).
+            let may_hold = |log: &DoViewChangeLog, op: u64| match log.records.get(&op) {
+                Some(record) => record.present,
+                None => log.records.keys().next().is_none_or(|&first| op < first) && op <= log.head,
+            };
             let lost = logs
                 .values()
                 .flat_map(|log| log.records.keys().copied())
                 .filter(|&op| op <= head)
-                .filter(|op| {
-                    !logs
-                        .values()
-                        .any(|log| log.records.get(op).is_some_and(|record| record.present))
-                })
+                .filter(|&op| !logs.values().any(|log| may_hold(log, op)))
                 .min();
             if let Some(op) = lost {
                 let held = self.journal.get(op).is_some_and(|entry| entry.frame().is_some());
