@@ -124,7 +124,11 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 ///   (the rot's file draw moved), the disk-fault budget remembers partition changes
 ///   of any incarnation, and the banner prints `power_outage_probability`. Schedule
 ///   0x1dafd5de6514581c, replies 0x7dda6d00e936e7b7.
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xcb5b_4910_fa96_4e00;
+/// - 2026-12-01: re-locked (issue #16): three rots in four go to WALs and checkpoints,
+///   one to frontiers and superblocks (picked like any file, those many small files took
+///   most hits); schedule 0x143f935d565b8ed8, replies 0xd7c42c9466f76ac8 (this run rots
+///   WAL bits only, as before frontiers could rot).
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x4323_8b66_87bb_3195;
 
 #[test]
 fn workload_replay_is_deterministic() {
@@ -195,7 +199,10 @@ fn workload_replay_is_deterministic() {
 /// - 2026-12-01: re-locked (issue #16): as the metadata lock says (frontier and
 ///   superblock rot, the budget's memory of partition changes, the banner). Schedule
 ///   0x9bca4e52a53fcd9c, replies 0x19652aed7dd97d7c.
-const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x1a6a_d2ad_0b86_312d;
+/// - 2026-12-01: re-locked (issue #16): the rot's split between data and structures,
+///   as the metadata lock says; schedule 0x1663453e80d0f718, replies
+///   0xc11cb6fef3c111cb.
+const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x7c56_5da7_a469_467a;
 
 #[test]
 fn multi_shard_replay_is_deterministic() {

@@ -74,6 +74,10 @@ pub const READ_ERRORS_IN_A_ROW_MAX: u32 = cluster::storage::read_retry::READ_ATT
 /// none points at the fault machinery, not at luck.
 pub const DISK_FAULTS_EXPECTED_MIN: f64 = 5.0;
 
+/// One rot in this many hits a publish frontier or a superblock instead of a WAL or a
+/// checkpoint (see `maybe_rot`).
+const ROT_STRUCTURES_ONE_IN: u64 = 4;
+
 /// Salts the storage seed into the draw of the corruptible replica.
 const CORRUPTIBLE_SALT: u64 = 0xC0FF_EE00_5EED_0001;
 /// Salts the storage seed into the corruption coin's stream.
@@ -764,11 +768,17 @@ impl Harness {
                     .is_some_and(|bytes| superblock::intact_copies(&bytes) == superblock::SUPERBLOCK_COPIES)
             })
             .collect();
+        // Three rots in four hit what peers repair (WAL records, checkpoints), one the
+        // structures a replica keeps its own copies of (publish frontiers, superblocks):
+        // these are many small files, and picked like the rest they would take most
+        // hits from the data the protocol has to answer for.
+        let structures = self.corruption_rng.below(ROT_STRUCTURES_ONE_IN) == 0;
         if let Some((path, offset)) = storage.corrupt_stable_bit(|path| {
-            path.ends_with("/wal")
-                || path.ends_with("/checkpoint")
-                || path.ends_with("/frontier")
-                || whole_superblocks.contains(path)
+            if structures {
+                path.ends_with("/frontier") || whole_superblocks.contains(path)
+            } else {
+                path.ends_with("/wal") || path.ends_with("/checkpoint")
+            }
         }) {
             tracing::info!(replica = index, path, offset, "latent corruption");
         }
