@@ -324,8 +324,9 @@ struct GroupWatch {
     checkpoint_seen: u64,
     /// The tick the state transfer in progress was first seen, this incarnation.
     transfer_since: Option<u64>,
-    /// (log view, held head) at the last check of this incarnation: the most it may
-    /// have acknowledged in that log view (see `Replica::held_head`).
+    /// (log view, held head) when this incarnation crashed: the most it may have
+    /// acknowledged in that log view (see `Replica::held_head`). Taken at the crash
+    /// (what the last check saw, since a crash comes between steps), not every tick.
     held: Option<(u64, u64)>,
     /// `held` as the previous incarnation left it, compared at this incarnation's first
     /// check: a log offered as complete in the same log view holds at least as much.
@@ -668,6 +669,7 @@ impl Harness {
     pub fn power_outage_now(&mut self) {
         for index in 0..self.slots.len() {
             if self.slots[index].node.is_some() {
+                self.remember_held(index);
                 self.end_process(index, true);
             }
         }
@@ -807,9 +809,11 @@ impl Harness {
         })?;
         // Before anyone fail-stops: what a replica applied in this step counts even if
         // its node stops at the end of it.
-        for (_, handle) in self.live_replicas() {
-            let changed = handle.borrow().state_machine().state().partitions_changed_at();
-            self.partitions_changed_max = self.partitions_changed_max.max(changed);
+        for index in 0..self.slots.len() {
+            if let Some(handle) = self.metadata(index) {
+                let changed = handle.borrow().state_machine().state().partitions_changed_at();
+                self.partitions_changed_max = self.partitions_changed_max.max(changed);
+            }
         }
         self.fail_stop_nodes()?;
         self.check(self.simulation.tick())
@@ -1165,9 +1169,31 @@ impl Harness {
         }
     }
 
+    /// Note what every group of replica `index` holds now, for the check at its next
+    /// boot (see `GroupWatch::held`). A crash comes between steps, so this is what the
+    /// last check saw.
+    fn remember_held(&mut self, index: usize) {
+        let slot = &mut self.slots[index];
+        let Some(node) = &slot.node else { return };
+        for shard in node.shards() {
+            let shard = shard.borrow();
+            if let Some(metadata) = shard.metadata()
+                && let Some(watch) = slot.watches.get_mut(&METADATA_GROUP)
+            {
+                watch.held = Some((metadata.log_view(), metadata.held_head()));
+            }
+            for (group, replica) in shard.partitions() {
+                if let Some(watch) = slot.watches.get_mut(group) {
+                    watch.held = Some((replica.log_view(), replica.held_head()));
+                }
+            }
+        }
+    }
+
     /// Crash replica `index` now (the crash injector, tests and scenarios); with
     /// [`StorageModel::Sim`] the crash is a power loss with the configured probability.
     pub fn crash_now(&mut self, index: usize) {
+        self.remember_held(index);
         let power_loss = self.power_loss_probability > 0.0 && self.power_rng.chance(self.power_loss_probability);
         self.end_process(index, power_loss);
         self.stats.crashes += 1;
@@ -1175,6 +1201,7 @@ impl Harness {
 
     /// Cut the power to replica `index` now, whatever the power-loss probability.
     pub fn power_loss_now(&mut self, index: usize) {
+        self.remember_held(index);
         self.end_process(index, true);
         self.stats.crashes += 1;
     }
@@ -1292,7 +1319,6 @@ fn check_group<S: StateMachine>(
             ),
         ));
     }
-    watch.held = Some((replica.log_view(), replica.held_head()));
     if replica.stats().frames_misrouted > 0 {
         return Err(fail(
             "misrouted frame",
