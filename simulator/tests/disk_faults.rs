@@ -355,3 +355,41 @@ fn a_view_change_after_a_whole_cluster_outage_starts_without_the_ops_every_repli
         assert!(outage_count(&text, "cut") >= 1 || seed == 176, "seed {seed}: {text}");
     }
 }
+
+#[test]
+fn a_replica_that_installed_a_transfer_releases_its_peers_pin_at_once() {
+    // Found by the long-downtime campaign with outages on: after a whole-cluster outage
+    // every group of a tiny-journal cluster transfers state at once; a receiver that
+    // installed and had nothing left to repair never sent the repair request that
+    // releases its peer's pin, the pin held one of the peer shard's two transfer
+    // places until it idled out (1,000 ticks), and the last groups starved past the
+    // stuck check (`commit stuck`, transfers abandoned with nothing received).
+    let (verdict, text) = fuzz_run(
+        &[
+            "--ticks",
+            "20000",
+            "--clients",
+            "4",
+            "--shards",
+            "2",
+            "--plane",
+            "partition",
+            "--faults",
+            "light",
+            "--crash-prob",
+            "0.02",
+            "--restart-prob",
+            "0.002",
+            "--journal-slots",
+            "80",
+            "--ring-entries",
+            "80",
+            "--crash-primary",
+            "--power-outage-prob",
+            "0.00005",
+        ],
+        46,
+    );
+    assert_eq!(verdict, simulator::fuzz::Verdict::Pass, "{text}");
+    assert!(outage_count(&text, "cut") >= 1, "{text}");
+}

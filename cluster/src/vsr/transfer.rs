@@ -324,6 +324,16 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.make_checkpoint_durable(op, &bytes);
         self.stats.transfers_installed += 1;
         self.installed_awaiting_connect = Some(op);
+        // The peer pinned its ring above `op` for this install and holds one of its
+        // shard's few transfer places until it hears a repair request from above `op`.
+        // With nothing left to repair none would come, and the place would stay taken
+        // until the pin idles out (after a whole-cluster power outage every group
+        // transfers at once, and the last ones starved for 2,000 ticks). Ask for the
+        // op above now: it releases the pin, and the op comes back if there is one.
+        let mut release = self.header(Command::RequestPrepares);
+        release.op = op + 1;
+        release.commit = op + 1;
+        self.send_to_replica(transfer.peer, release, &[]);
         tracing::info!(
             replica = self.config.replica,
             group = self.config.group,
