@@ -390,14 +390,17 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             best.iter()
                 .find_map(|log| log.records.get(&op).and_then(|record| record.header))
         };
-        let mut headers = Vec::new();
         // The header at the commit point anchors the chain walk below it.
-        if let Some(anchor) = header_at(merged_commit).or_else(|| {
-            self.journal
-                .get(merged_commit)
-                .filter(|_| merged_commit <= self.commit_min)
-                .map(|entry| entry.header())
-        }) {
+        let anchor_at = |op: u64| {
+            header_at(op).or_else(|| {
+                self.journal
+                    .get(op)
+                    .filter(|_| op <= self.commit_min)
+                    .map(|entry| entry.header())
+            })
+        };
+        let mut headers = Vec::new();
+        if let Some(anchor) = anchor_at(merged_commit) {
             headers.push(anchor);
         }
         let nack_quorum = self.quorum_view_change();
@@ -463,14 +466,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let commit = merged_commit.min(head);
         if commit < merged_commit {
             headers.clear();
-            if let Some(anchor) = header_at(commit).or_else(|| {
-                self.journal
-                    .get(commit)
-                    .filter(|_| commit <= self.commit_min)
-                    .map(|entry| entry.header())
-            }) {
-                headers.push(anchor);
-            }
+            headers.extend(anchor_at(commit));
         } else {
             headers.retain(|header| header.op <= head);
         }

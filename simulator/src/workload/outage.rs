@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 
 use cluster::partition::PartitionState;
 
-use super::shadow_partition::{ShadowLog, ShadowMessage, ShadowPartition, payload_checksum};
+use super::shadow_partition::{ShadowLog, ShadowMessage, ShadowPartition};
 
 /// What one partition lost in an outage, as its durability mode allows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -90,12 +90,7 @@ pub fn rebase(partition: &mut ShadowPartition, recovered: &PartitionState) -> Re
     }
     let mut messages = Vec::new();
     for message in log.segments().iter().flat_map(|segment| segment.messages()) {
-        let actual = ShadowMessage {
-            id: message.id,
-            checksum: payload_checksum(&message.payload),
-            len: message.payload.len(),
-            timestamp_micros: message.timestamp_micros,
-        };
+        let actual = ShadowMessage::observed(message.id, &message.payload, message.timestamp_micros);
         if let Some(expected) = partition.log.message(message.offset) {
             loss.messages_compared += 1;
             if *expected != actual {

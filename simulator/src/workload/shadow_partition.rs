@@ -47,6 +47,17 @@ pub struct ShadowMessage {
 }
 
 impl ShadowMessage {
+    /// What the cluster answered or holds: a message `id` with `payload`, appended at
+    /// `timestamp_micros`.
+    pub fn observed(id: u128, payload: &[u8], timestamp_micros: u64) -> Self {
+        Self {
+            id,
+            checksum: payload_checksum(payload),
+            len: payload.len(),
+            timestamp_micros,
+        }
+    }
+
     /// The shadow's record of `message`, appended at `timestamp_micros`.
     pub fn of(message: &Message, timestamp_micros: u64) -> Self {
         Self {
@@ -253,12 +264,7 @@ impl ShadowLog {
                 ));
                 continue;
             };
-            let actual = ShadowMessage {
-                id: polled.id,
-                checksum: payload_checksum(&polled.payload),
-                len: polled.payload.len(),
-                timestamp_micros: polled.timestamp_micros,
-            };
+            let actual = ShadowMessage::observed(polled.id, &polled.payload, polled.timestamp_micros);
             if actual != *expected {
                 differences.push(format!(
                     "the poll returned at offset {} {actual:?}, the shadow holds {expected:?}",
@@ -314,12 +320,7 @@ impl ShadowLog {
         }
         let mut compared = 0;
         for message in log.segments().iter().flat_map(|segment| segment.messages()) {
-            let actual = ShadowMessage {
-                id: message.id,
-                checksum: payload_checksum(&message.payload),
-                len: message.payload.len(),
-                timestamp_micros: message.timestamp_micros,
-            };
+            let actual = ShadowMessage::observed(message.id, &message.payload, message.timestamp_micros);
             match self.message(message.offset) {
                 Some(expected) if *expected == actual => compared += 1,
                 Some(expected) => differences.push(format!(
