@@ -37,7 +37,10 @@ fn fingerprint(out: &[u8], schedule_hash: u64) -> u64 {
 ///   schedule hash (0x02d72c5a660d2ab4) is unchanged.
 /// - 2026-12-01: re-locked (issue #16): the banner prints `power_outage_probability`;
 ///   the schedule hash (0x02d72c5a660d2ab4) is unchanged.
-const LOCKED_ECHO_HEAVY_FINGERPRINT: u64 = 0x73c2_08ce_8045_25bf;
+/// - 2026-12-01: re-locked (issue #16): `heavy` cuts whole-cluster power now and then
+///   (0.00005 per tick), which its banner prints; the schedule hash
+///   (0x02d72c5a660d2ab4) is unchanged.
+const LOCKED_ECHO_HEAVY_FINGERPRINT: u64 = 0x9bf1_bdf3_239c_1816;
 
 #[test]
 fn echo_replay_is_deterministic() {
@@ -128,7 +131,15 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 ///   one to frontiers and superblocks (picked like any file, those many small files took
 ///   most hits); schedule 0x143f935d565b8ed8, replies 0xd7c42c9466f76ac8 (this run rots
 ///   WAL bits only, as before frontiers could rot).
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x4323_8b66_87bb_3195;
+/// - 2026-12-01: re-locked (issue #16): a backup acknowledges the front of its
+///   primary's pipeline again when the commit point stood still between two
+///   broadcasts, and a primary resends only the front of its pipeline
+///   (`PREPARE_RESEND_WINDOW_OPS`): runs with lost acknowledgements move. Schedule
+///   0x8b5264787fc03199, replies 0xdfc0ca42dc426a64.
+/// - 2026-12-01: re-locked (issue #16): `heavy` cuts whole-cluster power now and then
+///   (none in this run); the banner and the `outages:` line print it. Schedule and
+///   replies unchanged.
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xd872_2230_713b_e908;
 
 #[test]
 fn workload_replay_is_deterministic() {
@@ -202,7 +213,12 @@ fn workload_replay_is_deterministic() {
 /// - 2026-12-01: re-locked (issue #16): the rot's split between data and structures,
 ///   as the metadata lock says; schedule 0x1663453e80d0f718, replies
 ///   0xc11cb6fef3c111cb.
-const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x7c56_5da7_a469_467a;
+/// - 2026-12-01: re-locked (issue #16): the pipeline's front is re-acknowledged on a
+///   stalled commit point and resent alone, as the metadata lock says. Schedule
+///   0x854d8a35340535f8, replies 0x614155bca67c306b.
+/// - 2026-12-01: re-locked (issue #16): `heavy` cuts whole-cluster power now and then
+///   (none in this run), printed in the banner; schedule and replies unchanged.
+const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x810b_4a2b_c704_f3ca;
 
 #[test]
 fn multi_shard_replay_is_deterministic() {

@@ -309,6 +309,9 @@ pub struct DurableReplicaStore<S: DurableStorage> {
     /// The first write or sync of the log or superblock that failed: from then on the
     /// store is not trusted until reopened (see [`ReplicaStore::failure`]).
     failure: Option<&'static str>,
+    /// A record the boot scan found could not be read back when the replica loaded it
+    /// (a read that failed for good): the log may lack an acknowledged op.
+    unreadable_at_open: Cell<bool>,
     /// Damaged ranges (and a cut tail) the WAL found at open.
     damaged_at_open: u64,
 }
@@ -368,7 +371,7 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
         let (log, may_lack_acknowledged_ops, damaged_at_open) = if identity.group == METADATA_GROUP {
             // Every metadata prepare was synced before it was acknowledged; only a
             // lying disk loses one, and that shows as damage the chain repair refetches.
-            let (mut wal, recovery) = now(Wal::open(storage))
+            let (mut wal, recovery) = now(Wal::open_with(storage, storage_break.wal_checksums()))
                 .ok_or_else(|| failed("metadata WAL open did not complete on its first poll"))?
                 .map_err(|error| log_wal_error(dir, &error, "metadata WAL open failed"))?;
             if storage_break == StorageBreak::CutDamageAsTornTail
@@ -395,9 +398,14 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
                 (Log::Metadata(wal), damaged > 0, damaged)
             }
         } else {
-            let (mut wal, recovery) = now(PartitionWal::open(storage, dir, identity.group))
-                .ok_or_else(|| failed("partition WAL open did not complete on its first poll"))?
-                .map_err(|error| log_wal_error(dir, &error, "partition WAL open failed"))?;
+            let (mut wal, recovery) = now(PartitionWal::open_with(
+                storage,
+                dir,
+                identity.group,
+                storage_break.wal_checksums(),
+            ))
+            .ok_or_else(|| failed("partition WAL open did not complete on its first poll"))?
+            .map_err(|error| log_wal_error(dir, &error, "partition WAL open failed"))?;
             if recovery.discarded_bytes > 0 {
                 tracing::info!(
                     dir,
@@ -455,6 +463,7 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
             ack_persisted_before_publish: storage_break == StorageBreak::AckPersistedBeforePublish,
             may_lack_acknowledged_ops,
             failure: None,
+            unreadable_at_open: Cell::new(false),
             damaged_at_open,
         })
     }
@@ -655,15 +664,22 @@ impl<S: DurableStorage> ReplicaStore for DurableReplicaStore<S> {
                 };
                 match record {
                     Some(Ok(Some(record))) => Some((op, record)),
+                    Some(Ok(None)) => None,
                     // A record that cannot be read back is missing: repair refetches it.
-                    _ => None,
+                    // It may be an op this replica acknowledged, so its log may not be
+                    // offered as complete (the boot scan read it whole a moment ago,
+                    // so only a read that failed for good gets here).
+                    Some(Err(_)) | None => {
+                        self.unreadable_at_open.set(true);
+                        None
+                    }
                 }
             })
             .collect()
     }
 
     fn may_lack_acknowledged_ops(&self) -> bool {
-        self.may_lack_acknowledged_ops
+        self.may_lack_acknowledged_ops || self.unreadable_at_open.get()
     }
 
     fn write_checkpoint(&mut self, op: u64, bytes: &Rc<[u8]>) -> Result<(), StoreError> {
@@ -983,12 +999,20 @@ mod tests {
         inner: DiskStorage,
         suffix: &'static str,
         bad: std::ops::Range<u64>,
+        /// The sector fails only while this is set (a test may turn it on after boot's
+        /// scan read the file whole).
+        armed: Rc<Cell<bool>>,
+    }
+
+    fn armed() -> Rc<Cell<bool>> {
+        Rc::new(Cell::new(true))
     }
 
     #[derive(Debug)]
     struct UnreadableFile {
         inner: crate::runtime::DiskFile,
         bad: Option<std::ops::Range<u64>>,
+        armed: Rc<Cell<bool>>,
     }
 
     impl DurableStorage for Unreadable {
@@ -997,6 +1021,7 @@ mod tests {
             Ok(UnreadableFile {
                 inner: self.inner.open(path, mode).await?,
                 bad: path.ends_with(self.suffix).then(|| self.bad.clone()),
+                armed: Rc::clone(&self.armed),
             })
         }
         async fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
@@ -1016,7 +1041,7 @@ mod tests {
     impl crate::seam::DurableFile for UnreadableFile {
         async fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
             let end = offset + buf.len() as u64;
-            if self.bad.as_ref().is_some_and(|bad| offset < bad.end && bad.start < end) {
+            if self.armed.get() && self.bad.as_ref().is_some_and(|bad| offset < bad.end && bad.start < end) {
                 return Err(std::io::Error::other("unreadable sector"));
             }
             self.inner.read_at(offset, buf).await
@@ -1059,6 +1084,7 @@ mod tests {
             inner: storage.clone(),
             suffix: "metadata/wal",
             bad: page..page + 4096,
+            armed: armed(),
         };
         let stores = DurableStores::open(unreadable, identity()).expect("node storage");
         let reopened =
@@ -1073,6 +1099,43 @@ mod tests {
             kept.len() < ops_written as usize && kept.contains(&ops_written) && kept.contains(&1),
             "held, not cut: kept {} of {ops_written}",
             kept.len()
+        );
+        std::fs::remove_dir_all(root).expect("cleanup");
+    }
+
+    #[test]
+    fn a_record_the_boot_scan_read_but_the_load_cannot_is_held_as_missing_not_forgotten() {
+        // Boot scans the WAL whole, then the replica loads each record the scan found by
+        // reading it again. A read that fails for good in between (a sector gone bad)
+        // used to drop the record silently, and the log was offered as complete without
+        // it: an op this replica acknowledged could be outvoted.
+        let root = temp_root("stores-unreadable-at-load");
+        let storage = DiskStorage::new(&root).expect("temp dir");
+        let mut store = open_group(&storage, METADATA_GROUP).expect("open");
+        for op in 1..=3 {
+            store.write_prepare(op, &frame(op)).expect("prepare");
+        }
+        store.write_superblock(Superblock::default()).expect("superblock");
+        drop(store);
+        let sector = armed();
+        sector.set(false);
+        let later = Unreadable {
+            inner: storage.clone(),
+            suffix: "metadata/wal",
+            bad: 0..u64::MAX,
+            armed: Rc::clone(&sector),
+        };
+        let stores = DurableStores::open(later, identity()).expect("node storage");
+        let reopened = StoreProvider::open(&stores, METADATA_GROUP).expect("open");
+        assert!(
+            !reopened.may_lack_acknowledged_ops(),
+            "the scan read every record whole"
+        );
+        sector.set(true);
+        assert!(reopened.records().is_empty(), "no record can be read back now");
+        assert!(
+            reopened.may_lack_acknowledged_ops(),
+            "a record that could not be loaded may be an acknowledged op"
         );
         std::fs::remove_dir_all(root).expect("cleanup");
     }
@@ -1093,6 +1156,7 @@ mod tests {
             inner: storage.clone(),
             suffix: "groups/0000000000000000/superblock",
             bad: 0..1,
+            armed: armed(),
         };
         let stores = DurableStores::open(first_copy, identity()).expect("node storage");
         let reopened = StoreProvider::open(&stores, METADATA_GROUP).expect("three copies remain");
@@ -1104,6 +1168,7 @@ mod tests {
             inner: storage.clone(),
             suffix: "groups/0000000000000000/superblock",
             bad: 0..u64::MAX,
+            armed: armed(),
         };
         let stores = DurableStores::open(every_copy, identity()).expect("node storage");
         let refused = StoreProvider::open(&stores, METADATA_GROUP).expect_err("no copy can be read");

@@ -180,7 +180,8 @@ impl<P: StoreProvider> Node<P> {
     pub fn rejoined(&self) -> bool {
         self.shards.iter().all(|shard| {
             let shard = shard.borrow();
-            shard.reconciled_with_directory()
+            shard.directory_current()
+                && shard.reconciled_with_directory()
                 && shard.metadata().is_none_or(|replica| replica.caught_up())
                 && shard.partitions().values().all(|replica| replica.caught_up())
         })

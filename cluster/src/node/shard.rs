@@ -243,6 +243,18 @@ impl<P: StoreProvider> Shard<P> {
         self.reconciled == Some(self.directory.borrow().version)
     }
 
+    /// Shard 0: whether the directory lists the partition set of everything its
+    /// metadata replica knows to be committed (other shards: true). Until then a
+    /// shard can be reconciled with a directory that lacks groups the cluster created,
+    /// and the node is not yet hosting every group it will host.
+    pub fn directory_current(&self) -> bool {
+        self.metadata.as_ref().is_none_or(|metadata| {
+            metadata.status() == Status::Normal
+                && metadata.commit_min() == metadata.commit_max()
+                && self.directory.borrow().version == metadata.state_machine().state().partitions_changed_at()
+        })
+    }
+
     /// Counters.
     pub fn stats(&self) -> ShardStats {
         self.stats

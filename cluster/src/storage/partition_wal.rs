@@ -58,8 +58,10 @@
 
 use std::fmt;
 
-use super::record::{self, RecordError};
-use super::wal::{DamagedRange, InterruptedRewrite, PrefixDrop, RecordLog, WalError, join_path, scan, sync_ancestors};
+use super::record::{self, Checksums, RecordError};
+use super::wal::{
+    DamagedRange, InterruptedRewrite, PrefixDrop, RecordLog, WalError, join_path, scan_with, sync_ancestors,
+};
 use crate::seam::{DurableFile, DurableStorage, OpenMode};
 use crate::vsr::store::StoredRecord;
 
@@ -288,6 +290,17 @@ impl<S: DurableStorage> PartitionWal<S> {
     /// rewrite forward, discard every byte past the published frontier, validate the
     /// bytes below it, and report what was discarded and damaged.
     pub async fn open(storage: &S, dir: &str, group: u64) -> Result<(Self, PartitionWalRecovery), WalError> {
+        Self::open_with(storage, dir, group, Checksums::Verify).await
+    }
+
+    /// [`PartitionWal::open`], verifying the records' checksums or not (skipping is the
+    /// test-only storage break that applies damaged records).
+    pub async fn open_with(
+        storage: &S,
+        dir: &str,
+        group: u64,
+        checksums: Checksums,
+    ) -> Result<(Self, PartitionWalRecovery), WalError> {
         let wal_path = join_path(dir, PARTITION_WAL_FILE);
         let frontier_path = join_path(dir, FRONTIER_FILE);
         let (mut log, interrupted_rewrite) = RecordLog::open(storage, &wal_path, PARTITION_WAL_MAGIC).await?;
@@ -329,7 +342,8 @@ impl<S: DurableStorage> PartitionWal<S> {
             log.cut(trusted).await?;
         }
         let bytes = log.read_all().await?;
-        let scanned = scan(PARTITION_WAL_MAGIC, &bytes);
+        log.set_checksums(checksums);
+        let scanned = scan_with(PARTITION_WAL_MAGIC, &bytes, checksums);
         let mut damaged = scanned.damaged;
         let mut interrupted_prefix_drop = false;
         let last_valid = scanned.slots.keys().next_back().copied();

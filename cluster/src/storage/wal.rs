@@ -54,6 +54,7 @@ use std::io;
 use std::ops::RangeInclusive;
 
 use crate::seam::DurableStorage;
+use crate::storage::record::Checksums;
 use crate::vsr::store::StoredRecord;
 
 mod engine;
@@ -61,7 +62,7 @@ mod engine;
 pub use engine::{
     NEXT_SUFFIX, PREFIX_DROP_COPIED_PER_DROPPED_BYTE_MAX, PrefixDrop, REWRITE_BYTES_MAX, WAL_WRITE_BYTES_MAX,
 };
-pub(crate) use engine::{RecordLog, scan};
+pub(crate) use engine::{RecordLog, scan_with};
 
 /// Path of the metadata WAL.
 pub const WAL_PATH: &str = "metadata/wal";
@@ -284,12 +285,19 @@ impl<S: DurableStorage> Wal<S> {
     /// Open (creating on first boot) `metadata/wal`, recover it, and return what it
     /// holds and what was damaged or discarded.
     pub async fn open(storage: &S) -> Result<(Self, WalRecovery), WalError> {
+        Self::open_with(storage, Checksums::Verify).await
+    }
+
+    /// [`Wal::open`], verifying the records' checksums or not (skipping is the
+    /// test-only storage break that applies damaged records).
+    pub async fn open_with(storage: &S, checksums: Checksums) -> Result<(Self, WalRecovery), WalError> {
         let (mut log, interrupted_rewrite) = RecordLog::open(storage, WAL_PATH, WAL_MAGIC).await?;
         if interrupted_rewrite.is_some() {
             log.clear_redo().await?;
         }
         let bytes = log.read_all().await?;
-        let scan = scan(WAL_MAGIC, &bytes);
+        log.set_checksums(checksums);
+        let scan = scan_with(WAL_MAGIC, &bytes, checksums);
         let torn_tail = scan.tail.map(|(offset, reason)| TornTail {
             offset,
             bytes: bytes.len() as u64 - offset,

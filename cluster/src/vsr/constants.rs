@@ -17,6 +17,16 @@ pub const PREPARE_RETRANSMIT_BASE_TICKS: u64 = 25;
 /// ticks), so a healed link is retried within four seconds.
 pub const PREPARE_RETRANSMIT_BACKOFF_MULTIPLIER_MAX: u64 = 16;
 
+/// Pipeline ops, from the oldest uncommitted one, whose prepares the primary resends
+/// when their timeouts fire; the ops behind them wait (their timeouts do not run) until
+/// the front commits. Commits go in op order, so an acknowledgement of a later op is
+/// no use before the front's; resending the whole pipeline at once (32 ops, or up to
+/// 128 inherited by a view change) overflows a link of the smallest capacity the swarm
+/// profile draws (8 packets), and a full link drops the front as readily as the back:
+/// after a whole-cluster outage a 2-replica group needed over 20,000 ticks to commit 42
+/// inherited ops that way. Four leaves room on such a link for heartbeats and replies.
+pub const PREPARE_RESEND_WINDOW_OPS: usize = 4;
+
 /// Ticks between resends of StartViewChange and DoViewChange while a view change runs.
 pub const VIEW_CHANGE_RESEND_TICKS: u64 = 50;
 

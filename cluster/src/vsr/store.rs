@@ -130,9 +130,27 @@ pub enum StorageBreak {
     /// `replicated` one does): a whole-cluster power outage then takes acknowledged
     /// writes the topic promised to keep.
     AckPersistedBeforePublish,
+    /// WALs are read (at boot and after) without verifying any checksum, neither the
+    /// record's nor the prepare frame's header and body: a bit that rotted in a
+    /// prepare is journaled and applied as if it were the op.
+    SkipWalChecksums,
+    /// A state transfer's chunks are taken without verifying their bodies, and the
+    /// assembled checkpoint is installed without verifying its checksum: a chunk the
+    /// network corrupted becomes the replica's state. (Not a disk fault, but the same
+    /// kind of broken answer to damaged bytes, caught the same way.)
+    InstallUnverifiedTransfer,
 }
 
 impl StorageBreak {
+    /// Whether WAL reads verify checksums.
+    pub fn wal_checksums(self) -> crate::wire::Checksums {
+        if self == StorageBreak::SkipWalChecksums {
+            crate::wire::Checksums::Skip
+        } else {
+            crate::wire::Checksums::Verify
+        }
+    }
+
     /// The name `--break-storage` takes.
     pub fn name(self) -> &'static str {
         match self {
@@ -141,16 +159,20 @@ impl StorageBreak {
             StorageBreak::CutDamageAsTornTail => "cut-damage-as-torn-tail",
             StorageBreak::ReadErrorAsEndOfFile => "read-error-as-end-of-file",
             StorageBreak::AckPersistedBeforePublish => "ack-persisted-before-publish",
+            StorageBreak::SkipWalChecksums => "skip-wal-checksums",
+            StorageBreak::InstallUnverifiedTransfer => "install-unverified-transfer",
         }
     }
 
     /// Every breakage, for parsing and error messages.
-    pub const ALL: [StorageBreak; 5] = [
+    pub const ALL: [StorageBreak; 7] = [
         StorageBreak::None,
         StorageBreak::KeepGoingAfterFailedWrite,
         StorageBreak::CutDamageAsTornTail,
         StorageBreak::ReadErrorAsEndOfFile,
         StorageBreak::AckPersistedBeforePublish,
+        StorageBreak::SkipWalChecksums,
+        StorageBreak::InstallUnverifiedTransfer,
     ];
 }
 

@@ -106,14 +106,33 @@ pub fn seal(command: Command, body: &[u8]) -> Vec<u8> {
     seal_header(Header::new(command), body)
 }
 
+/// Whether a reader verifies checksums. Production always verifies; skipping exists
+/// only for the test-only storage break that applies damaged records
+/// (`StorageBreak::SkipWalChecksums`), so a campaign can show it would be caught.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Checksums {
+    /// Verify every checksum (the only production setting).
+    #[default]
+    Verify,
+    /// Take the bytes as they are (the broken answer).
+    Skip,
+}
+
 /// Verify a frame and return its header (with `checksum` filled in) and body.
 pub fn open(frame: &[u8]) -> Result<(Header, &[u8]), FrameError> {
+    open_with(frame, Checksums::Verify)
+}
+
+/// [`open`], verifying the header and body checksums or not (skipping is for the
+/// test-only storage break that applies damaged records, never for production).
+pub fn open_with(frame: &[u8], checksums: Checksums) -> Result<(Header, &[u8]), FrameError> {
+    let verify = checksums == Checksums::Verify;
     if frame.len() < HEADER_BYTES {
         return Err(FrameError::Truncated { len: frame.len() });
     }
     let mut sum = [0u8; 16];
     sum.copy_from_slice(&frame[..16]);
-    if u128::from_le_bytes(sum) != checksum(&frame[16..HEADER_BYTES]) {
+    if verify && u128::from_le_bytes(sum) != checksum(&frame[16..HEADER_BYTES]) {
         return Err(FrameError::HeaderChecksum);
     }
     let header = Header::decode(&frame[..HEADER_BYTES])?;
@@ -128,7 +147,7 @@ pub fn open(frame: &[u8]) -> Result<(Header, &[u8]), FrameError> {
         });
     }
     let body = &frame[HEADER_BYTES..];
-    if checksum(body) != header.checksum_body {
+    if verify && checksum(body) != header.checksum_body {
         return Err(FrameError::BodyChecksum);
     }
     Ok((header, body))

@@ -193,7 +193,11 @@ pub struct FuzzArgs {
     /// Test-only: a deliberately broken answer to disk faults in the cluster
     /// (`keep-going-after-failed-write`: a replica whose store failed goes on, its
     /// primary heartbeating; `cut-damage-as-torn-tail`: WAL damage is cut as a torn tail
-    /// and the log counts as complete), so tests can show the campaigns catch it.
+    /// and the log counts as complete; `read-error-as-end-of-file`: a boot takes a read
+    /// error for the end of its WAL; `skip-wal-checksums`: the WAL is read without
+    /// verifying checksums, so a rotted prepare is applied; `ack-persisted-before-publish`:
+    /// a persisted partition acknowledges before its WAL is published), so tests can show
+    /// the campaigns catch it.
     #[arg(long, hide = true, default_value = "none", value_parser = parse_storage_break)]
     pub break_storage: cluster::vsr::StorageBreak,
 }

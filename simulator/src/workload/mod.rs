@@ -459,7 +459,6 @@ impl MetadataWorkload {
         let appended = self.outcome_count(Action::SendMessages, Outcome::Appended) > 0;
         let created = self.outcome_count(Action::CreateStream, Outcome::Ok) > 0;
         let fenced = self.outcome_count(Action::StoreStaleOwnerOffset, Outcome::StaleOwner) > 0;
-        let handed = self.outcome_count(Action::SetGroupOwner, Outcome::Ok) > 0;
         let rng = &mut self.clients[client].rng;
         {
             // See `WarmUp`: a plane's defining path first, then draws by weight.
@@ -476,15 +475,13 @@ impl MetadataWorkload {
                     &[(Action::CreateTopic, Outcome::Ok), (Action::CreateStream, Outcome::Ok)]
                 }
                 // The furthest step the shadow can reach first: a stale owner's write,
-                // else a hand-off, else another member, else a group to join.
-                WarmUp::OwnerHandOff if !fenced && !handed => &[
-                    (Action::StoreStaleOwnerOffset, Outcome::StaleOwner),
-                    (Action::SetGroupOwner, Outcome::Ok),
-                    (Action::JoinConsumerGroup, Outcome::Ok),
-                    (Action::CreateConsumerGroup, Outcome::Ok),
-                ],
+                // else a hand-off, else another member, else a group to join. A run
+                // that handed off already may need to again: a whole-cluster outage
+                // can take back a replicated partition's hand-off, leaving no former
+                // owner to write as.
                 WarmUp::OwnerHandOff if !fenced => &[
                     (Action::StoreStaleOwnerOffset, Outcome::StaleOwner),
+                    (Action::SetGroupOwner, Outcome::Ok),
                     (Action::JoinConsumerGroup, Outcome::Ok),
                     (Action::CreateConsumerGroup, Outcome::Ok),
                 ],

@@ -14,7 +14,7 @@ use super::{DamagedRange, InterruptedRewrite, WalError, sync_ancestors};
 use crate::seam::{DurableFile, DurableStorage, OpenMode};
 use crate::storage::record::{self, RECORD_HEADER_BYTES};
 use crate::vsr::store::StoredRecord;
-use crate::wire::{self, FRAME_BYTES_MAX, HEADER_BYTES, Header};
+use crate::wire::{self, Checksums, FRAME_BYTES_MAX, HEADER_BYTES, Header};
 
 /// Magic of redo-file records ("REDO").
 const REDO_MAGIC: u32 = 0x5245_444F;
@@ -137,7 +137,7 @@ fn encode_content(out: &mut Vec<u8>, magic: u32, op: u64, content: &Content<'_>,
 }
 
 /// Decode the content of a valid record (`None` for a removed op).
-fn parse_content(kind: u8, op: u64, payload: &[u8]) -> Result<Option<StoredRecord>, String> {
+fn parse_content(kind: u8, op: u64, payload: &[u8], checksums: Checksums) -> Result<Option<StoredRecord>, String> {
     match kind {
         KIND_PREPARE => {
             if payload.len() < HEADER_BYTES {
@@ -150,7 +150,7 @@ fn parse_content(kind: u8, op: u64, payload: &[u8]) -> Result<Option<StoredRecor
             let frame = payload
                 .get(..size)
                 .ok_or_else(|| format!("frame size {size} exceeds its payload"))?;
-            let (header, _) = wire::open(frame).map_err(|error| format!("prepare frame: {error}"))?;
+            let (header, _) = wire::open_with(frame, checksums).map_err(|error| format!("prepare frame: {error}"))?;
             if header.op != op {
                 return Err(format!("record of op {op} holds the frame of op {}", header.op));
             }
@@ -186,10 +186,10 @@ type Accepted = (u64, usize, Option<StoredRecord>);
 
 /// The record at the start of `bytes`, if it is valid and above `last`; otherwise how
 /// far to skip before searching again, and why.
-fn accept(magic: u32, bytes: &[u8], last: Option<u64>) -> Result<Accepted, (usize, String)> {
-    let record = record::decode(magic, bytes).map_err(|error| (1, error.to_string()))?;
+fn accept(magic: u32, bytes: &[u8], last: Option<u64>, checksums: Checksums) -> Result<Accepted, (usize, String)> {
+    let record = record::decode_with(magic, bytes, checksums).map_err(|error| (1, error.to_string()))?;
     let skip = record.encoded_bytes();
-    let content = parse_content(record.kind, record.key, record.payload).map_err(|reason| (skip, reason))?;
+    let content = parse_content(record.kind, record.key, record.payload, checksums).map_err(|reason| (skip, reason))?;
     if let Some(last) = last
         && record.key <= last
     {
@@ -200,13 +200,19 @@ fn accept(magic: u32, bytes: &[u8], last: Option<u64>) -> Result<Accepted, (usiz
 
 /// Scan `bytes` from the start: every valid record in strictly increasing op order,
 /// damage in the middle (with the ops around it), and a damaged tail.
+#[cfg(test)]
 pub(crate) fn scan(magic: u32, bytes: &[u8]) -> Scan {
+    scan_with(magic, bytes, Checksums::Verify)
+}
+
+/// [`scan`], verifying checksums or not (see [`Checksums`]).
+pub(crate) fn scan_with(magic: u32, bytes: &[u8], checksums: Checksums) -> Scan {
     let mut scan = Scan::default();
     let magic_bytes = magic.to_le_bytes();
     let mut position = 0;
     let mut last = None;
     while position < bytes.len() {
-        let (skip, reason) = match accept(magic, &bytes[position..], last) {
+        let (skip, reason) = match accept(magic, &bytes[position..], last, checksums) {
             Ok((op, len, content)) => {
                 scan.slots.insert(
                     op,
@@ -231,7 +237,7 @@ pub(crate) fn scan(magic: u32, bytes: &[u8]) -> Scan {
                 break None;
             }
             if bytes[probe + 16..probe + 20] == magic_bytes
-                && let Ok(accepted) = accept(magic, &bytes[probe..], last)
+                && let Ok(accepted) = accept(magic, &bytes[probe..], last, checksums)
             {
                 break Some(accepted);
             }
@@ -398,9 +404,16 @@ pub(crate) struct RecordLog<S: DurableStorage> {
     /// last write.
     synced: u64,
     poisoned: Option<String>,
+    /// Whether reads verify checksums (always, but for a test-only storage break).
+    checksums: Checksums,
 }
 
 impl<S: DurableStorage> RecordLog<S> {
+    /// Verify checksums on reads or not (see [`Checksums`]): for a test-only break.
+    pub(crate) fn set_checksums(&mut self, checksums: Checksums) {
+        self.checksums = checksums;
+    }
+
     /// Open (creating if missing) `path` and its redo file, remove what an interrupted
     /// prefix drop left (`<path>.next`, never renamed into place, so never the log), and
     /// roll an interrupted rewrite forward. The redo is left in place until
@@ -481,6 +494,7 @@ impl<S: DurableStorage> RecordLog<S> {
             end,
             synced: 0,
             poisoned: None,
+            checksums: Checksums::Verify,
         };
         Ok((log, interrupted))
     }
@@ -984,11 +998,12 @@ impl<S: DurableStorage> RecordLog<S> {
                 format!("op {op} at offset {}: {reason}", slot.offset),
             ),
         };
-        let record = record::decode(self.magic, &bytes[..read]).map_err(|error| damaged(error.to_string()))?;
+        let record = record::decode_with(self.magic, &bytes[..read], self.checksums)
+            .map_err(|error| damaged(error.to_string()))?;
         if record.key != op {
             return Err(damaged(format!("holds op {}", record.key)));
         }
-        parse_content(record.kind, op, record.payload).map_err(damaged)
+        parse_content(record.kind, op, record.payload, self.checksums).map_err(damaged)
     }
 }
 
