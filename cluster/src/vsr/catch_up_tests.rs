@@ -213,3 +213,34 @@ fn a_failed_checkpoint_is_retried_once_a_second_not_after_every_input() {
     assert_eq!(replicas[0].checkpoint_op(), 16);
     assert_eq!(replicas[0].stats().checkpoint_write_failures, 1);
 }
+
+#[test]
+fn repair_asks_for_no_op_above_what_the_journal_can_hold() {
+    // `--seed 783 --plane metadata --faults swarm`: a backup 535 ops behind with a
+    // 1,024-slot journal asked for the newest committed op, whose answer it then
+    // dropped as beyond its journal, every 100 ticks until the run ended.
+    let mut backup = Replica::open(small(1), Counter(0), MemoryStore::new(), 0).expect("open");
+    let mut commit = crate::wire::Header::new(crate::wire::Command::Commit);
+    commit.cluster = 7;
+    commit.replica = 0;
+    commit.commit = 10 * JOURNAL_OPS_MIN;
+    let frame = crate::wire::seal_header(commit, &[]);
+    backup.on_frame(ProcessId(0), &frame, 0);
+    assert_eq!(backup.commit_max(), 10 * JOURNAL_OPS_MIN);
+    let mut asked = None;
+    for tick in 1..=200 {
+        backup.tick(tick * 10_000);
+        for out in backup.drain_outbox() {
+            if let Ok((header, _)) = crate::wire::open(&out.frame)
+                && header.command == crate::wire::Command::RequestPrepares
+            {
+                asked.get_or_insert((header.op, header.commit));
+            }
+        }
+    }
+    let (first, last) = asked.expect("the backup asks for the ops it lacks");
+    assert!(
+        (1..=JOURNAL_OPS_MIN).contains(&first) && last <= JOURNAL_OPS_MIN,
+        "asked for {first}..={last}, beyond the {JOURNAL_OPS_MIN} ops its journal holds above its checkpoint"
+    );
+}

@@ -50,8 +50,14 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// swarm --crash-prob 0.01 --restart-prob 0.05 --crash-primary --seed 58`, and by
     /// eight clients on a clean network overflowing links while a restarted replica
     /// caught up).
+    ///
+    /// Nothing above what the journal may hold (`op_prepare_max`) is asked for: such an
+    /// answer is dropped as journal-full, and a replica far enough behind asked for
+    /// that one op forever (`--seed 783 --plane metadata --faults swarm`, 1,024 journal
+    /// slots, 535 ops behind). Capped there, the range's top is vouched for by the
+    /// primary alone, which `repair_peer` asks.
     pub(crate) fn repair_range(&self) -> Option<(u64, u64)> {
-        let top = self.commit_max.max(self.journal.head());
+        let top = self.commit_max.min(self.op_prepare_max()).max(self.journal.head());
         let mut op = self.commit_min + 1;
         while op <= top && self.journal.ready(op) {
             op += 1;
