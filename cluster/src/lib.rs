@@ -8,6 +8,7 @@
 
 pub mod client;
 mod codec;
+pub mod coverage;
 pub mod metadata;
 pub mod node;
 pub mod partition;

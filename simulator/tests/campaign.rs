@@ -46,6 +46,25 @@ fn a_small_campaign_writes_a_complete_report() {
     let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(text(&output).contains("20 passed, 0 failed"));
+    // Coverage: heavy runs crash replicas, whose restarts rejoin through a StartView
+    // and whose primaries resend prepares; each run records the marks it reached, and
+    // the summary and the page count them (marks never reached listed by name).
+    let coverage = report.coverage();
+    for mark in ["vc.start_view_to_recovering", "normal.prepare_resent"] {
+        let reach = coverage
+            .get(mark)
+            .unwrap_or_else(|| panic!("{mark} reached: {}", text(&output)));
+        assert!(reach.runs > 0 && reach.first.0 == "heavy", "{mark}: {reach:?}");
+    }
+    assert!(
+        report.runs.iter().all(|run| run
+            .coverage
+            .iter()
+            .all(|name| cluster::coverage::Mark::from_name(name).is_some())),
+        "every recorded mark is a known mark"
+    );
+    assert!(text(&output).contains("marks reached over all runs; never reached: "));
+    assert!(html.contains("<h2>Coverage</h2>") && html.contains("vc.start_view_to_recovering"));
     std::fs::remove_dir_all(&out).expect("cleanup");
 }
 

@@ -40,7 +40,9 @@ fn fingerprint(out: &[u8], schedule_hash: u64) -> u64 {
 /// - 2026-12-01: re-locked (issue #16): `heavy` cuts whole-cluster power now and then
 ///   (0.00005 per tick), which its banner prints; the schedule hash
 ///   (0x02d72c5a660d2ab4) is unchanged.
-const LOCKED_ECHO_HEAVY_FINGERPRINT: u64 = 0x9bf1_bdf3_239c_1816;
+/// - 2026-12-01: re-locked (issue #17): every run prints a `coverage:` line (the echo
+///   plane reaches no mark); the schedule hash is unchanged.
+const LOCKED_ECHO_HEAVY_FINGERPRINT: u64 = 0x84a7_3431_e946_10c5;
 
 #[test]
 fn echo_replay_is_deterministic() {
@@ -139,7 +141,9 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 /// - 2026-12-01: re-locked (issue #16): `heavy` cuts whole-cluster power now and then
 ///   (none in this run); the banner and the `outages:` line print it. Schedule and
 ///   replies unchanged.
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xd872_2230_713b_e908;
+/// - 2026-12-01: re-locked (issue #17): the report prints a `coverage:` line (the
+///   marks the run reached); schedule 0x8b5264787fc03199 and replies unchanged.
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x7074_86bd_2e1c_2384;
 
 #[test]
 fn workload_replay_is_deterministic() {
@@ -218,7 +222,9 @@ fn workload_replay_is_deterministic() {
 ///   0x854d8a35340535f8, replies 0x614155bca67c306b.
 /// - 2026-12-01: re-locked (issue #16): `heavy` cuts whole-cluster power now and then
 ///   (none in this run), printed in the banner; schedule and replies unchanged.
-const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x810b_4a2b_c704_f3ca;
+/// - 2026-12-01: re-locked (issue #17): the report prints a `coverage:` line;
+///   schedule 0x854d8a35340535f8 and replies unchanged.
+const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x80e4_51a5_b628_3645;
 
 #[test]
 fn multi_shard_replay_is_deterministic() {
@@ -252,5 +258,41 @@ fn multi_shard_replay_is_deterministic() {
     assert_eq!(
         fingerprint, LOCKED_MULTI_SHARD_FINGERPRINT,
         "replay fingerprint moved to {fingerprint:#018x}; if intended, re-lock and say why.\n{text}"
+    );
+}
+
+#[test]
+fn a_run_prints_the_coverage_marks_it_reached_the_same_way_every_time() {
+    // Marks are counted per thread and reset at a run's start, so two runs of one seed
+    // on one thread, and a run on another thread, print the same `coverage:` line.
+    let flags = [
+        "--plane",
+        "uniform",
+        "--faults",
+        "heavy",
+        "--crash-prob",
+        "0.01",
+        "--restart-prob",
+        "0.05",
+        "--crash-primary",
+        "--ticks",
+        "4000",
+    ];
+    let coverage_of = |out: &[u8]| {
+        String::from_utf8_lossy(out)
+            .lines()
+            .find(|line| line.starts_with("coverage: reached "))
+            .map(str::to_owned)
+            .expect("a coverage line")
+    };
+    let (first, _) = run(&flags, 3);
+    let (second, _) = run(&flags, 3);
+    let elsewhere = std::thread::scope(|scope| scope.spawn(|| run(&flags, 3).0).join()).expect("the run's thread");
+    let line = coverage_of(&first);
+    assert_eq!(line, coverage_of(&second));
+    assert_eq!(line, coverage_of(&elsewhere));
+    assert!(
+        line.contains("vc.start_view_to_recovering="),
+        "a run with crashes rejoins through a StartView: {line}"
     );
 }

@@ -366,7 +366,10 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
         // a new checkpoint over the damaged one.
         let (checkpoint, checkpoint_damaged) = match read_checkpoint(storage, &checkpoint_path) {
             Ok(checkpoint) => (checkpoint, false),
-            Err(_) => (None, true),
+            Err(_) => {
+                crate::cover!(CheckpointDamagedAtOpen);
+                (None, true)
+            }
         };
         let (log, may_lack_acknowledged_ops, damaged_at_open) = if identity.group == METADATA_GROUP {
             // Every metadata prepare was synced before it was acknowledged; only a
@@ -407,6 +410,7 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
             .ok_or_else(|| failed("partition WAL open did not complete on its first poll"))?
             .map_err(|error| log_wal_error(dir, &error, "partition WAL open failed"))?;
             if recovery.discarded_bytes > 0 {
+                crate::cover!(PartitionWalTailDiscarded);
                 tracing::info!(
                     dir,
                     discarded_bytes = recovery.discarded_bytes,
@@ -423,6 +427,7 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
                 .is_some_and(|frontier| frontier.durability == Durability::Persisted);
             // Damage below the frontier is in published, possibly acknowledged ops.
             if !recovery.damaged.is_empty() {
+                crate::cover!(WalDamagedMiddle);
                 tracing::warn!(
                     dir,
                     damaged_ranges = recovery.damaged.len(),
@@ -443,6 +448,9 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
             // be ops this replica acknowledged (a `persisted` prepare is published
             // before its PrepareOk). Which slot rotted cannot be told, so either counts.
             let frontier_damaged = !recovery.frontier_damage.is_empty();
+            if frontier_damaged {
+                crate::cover!(FrontierSlotDamaged);
+            }
             (
                 Log::Partition(wal),
                 (restart && !persisted) || damaged > 0 || frontier_damaged,
@@ -670,6 +678,7 @@ impl<S: DurableStorage> ReplicaStore for DurableReplicaStore<S> {
                     // offered as complete (the boot scan read it whole a moment ago,
                     // so only a read that failed for good gets here).
                     Some(Err(_)) | None => {
+                        crate::cover!(RecordUnreadableAtLoad);
                         self.unreadable_at_open.set(true);
                         None
                     }

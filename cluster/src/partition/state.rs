@@ -268,9 +268,12 @@ impl PartitionState {
         match self.group_owners.get(&group_id) {
             None => Ok(()),
             Some(owner) if owner.member_id == member_id && owner.generation == generation => Ok(()),
-            Some(owner) => Err(PartitionReply::StaleOwner {
-                current_generation: owner.generation,
-            }),
+            Some(owner) => {
+                crate::cover!(OwnerFenceRefused);
+                Err(PartitionReply::StaleOwner {
+                    current_generation: owner.generation,
+                })
+            }
         }
     }
 

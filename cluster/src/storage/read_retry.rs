@@ -98,6 +98,7 @@ impl<F: DurableFile> DurableFile for RetryReadsFile<F> {
                 Err(error) if attempt >= READ_ATTEMPTS_MAX => return Err(error),
                 Err(error) => {
                     tracing::debug!(offset, attempt, %error, "read failed; trying again");
+                    crate::cover!(ReadRetried);
                     attempt += 1;
                 }
             }

@@ -276,6 +276,7 @@ async fn read_by_page<F: DurableFile>(file: &F, start: usize, buf: &mut [u8]) {
                 Err(error) => {
                     tracing::warn!(offset, bytes = page.len(), %error, "unreadable page; read as damaged");
                     page.fill(UNREADABLE_FILL_BYTE);
+                    crate::cover!(ReadUnreadablePage);
                     break;
                 }
             }

@@ -306,6 +306,7 @@ impl<S: DurableStorage> Wal<S> {
         log.adopt(scan.slots);
         match &torn_tail {
             Some(tail) => {
+                crate::cover!(WalTornTailCut);
                 tracing::warn!(
                     path = WAL_PATH,
                     offset = tail.offset,
@@ -318,6 +319,7 @@ impl<S: DurableStorage> Wal<S> {
             None => log.sync().await?,
         }
         for damage in &scan.damaged {
+            crate::cover!(WalDamagedMiddle);
             tracing::warn!(
                 path = WAL_PATH,
                 offset = damage.offset,

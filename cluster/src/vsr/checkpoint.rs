@@ -223,6 +223,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 "checkpoint exceeds CHECKPOINT_BYTES_MAX ({CHECKPOINT_BYTES_MAX}); not taken"
             );
             self.stats.checkpoint_write_failures += 1;
+            crate::cover!(CheckpointWriteFailed);
             self.checkpoint_retry_wait_ticks = CHECKPOINT_RETRY_TICKS;
             return;
         }
@@ -243,11 +244,14 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 );
                 self.checkpoint_op = op;
                 self.stats.checkpoints_written += 1;
+                crate::cover!(CheckpointTaken);
                 self.store.discard_through(op);
             }
             Err(error) => {
                 tracing::warn!(replica = self.config.replica, group = self.config.group, op, %error, "checkpoint write failed");
                 self.stats.checkpoint_write_failures += 1;
+                crate::cover!(CheckpointWriteFailed);
+                crate::cover!(CheckpointWriteFailed);
                 self.checkpoint_retry_wait_ticks = CHECKPOINT_RETRY_TICKS;
             }
         }

@@ -64,6 +64,7 @@ impl ClientTable {
             let oldest = self.clients.iter().min_by_key(|(_, entry)| entry.op).map(|(id, _)| *id);
             if let Some(oldest) = oldest {
                 self.clients.remove(&oldest);
+                crate::cover!(ClientEvicted);
             }
         }
         debug_assert!(

@@ -164,8 +164,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if self.can_prepare_next() {
             self.prepare(header, body);
         } else if self.request_queue.len() < REQUEST_QUEUE_MAX {
+            crate::cover!(RequestQueuedBehindPipeline);
             self.request_queue.push_back((from, header, body.to_vec()));
         } else {
+            crate::cover!(RequestRefusedQueueFull);
             self.refuse(from, &header);
         }
     }
@@ -318,6 +320,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             // Beyond what the journal may hold above this replica's checkpoint: not
             // journaled, not acknowledged; repair or a state transfer brings it later.
             self.stats.prepares_dropped_journal_full += 1;
+            crate::cover!(PrepareDroppedJournalFull);
             return;
         }
         if header.view < self.view {
@@ -328,6 +331,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 .get(header.op + 1)
                 .is_some_and(|above| above.trusted && above.header().parent == header.checksum);
             if named && self.journal_prepare(header, frame.to_vec()) {
+                crate::cover!(OlderViewPrepareKept);
                 self.send_prepare_ok(header.op);
             }
             return;
@@ -450,6 +454,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             }
         }
         let fired = !resend.is_empty();
+        if fired {
+            crate::cover!(PrepareResent);
+        }
         for (op, oks) in resend {
             let Some(frame) = self.journal.get(op).and_then(|entry| entry.frame().cloned()) else {
                 continue;
@@ -495,6 +502,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let stalled = self.commit_heard == (header.view, header.commit);
         self.commit_heard = (header.view, header.commit);
         if stalled && header.commit < self.journal.head() {
+            crate::cover!(PipelineFrontReacknowledged);
             let last = self
                 .journal
                 .head()

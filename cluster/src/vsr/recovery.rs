@@ -31,6 +31,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 "probes unanswered"
             );
             self.request_start_view_probes = 0;
+            crate::cover!(ViewChangeAfterUnansweredProbes);
             self.start_view_change(self.view + 1);
             return;
         }

@@ -120,6 +120,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             {
                 self.repair_deferred = true;
                 self.stats.repair_sessions_deferred += 1;
+                crate::cover!(RepairSessionDeferred);
                 return;
             }
             self.repair_session = true;
@@ -181,6 +182,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             return primary;
         }
         let peer = others[(self.repair_misses / 2) as usize % others.len()];
+        crate::cover!(RepairFromAnotherPeer);
         debug_assert!(peer != self.config.replica && peer != primary);
         peer
     }
@@ -222,6 +224,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             evicted.commit = self.checkpoint_op;
             self.send_to_replica(sender, evicted, &[]);
             self.stats.range_evicted_sent += 1;
+            crate::cover!(RangeEvictedSent);
             first = floor + 1;
         }
         let last = header.commit.min(first + REPAIR_PREPARES_MAX - 1);
@@ -305,6 +308,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 if op <= self.journal.head() && self.repair_buffer.len() < REPAIR_BUFFER_PREPARES_MAX {
                     self.repair_buffer
                         .insert(op, (inner, std::rc::Rc::from(inner_frame.to_vec())));
+                    crate::cover!(RepairBuffered);
                 }
                 return;
             }

@@ -338,6 +338,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             !log_incomplete || recovering,
             "only a restarted replica can have lost acknowledged ops"
         );
+        if log_incomplete {
+            crate::cover!(LogIncompleteAtBoot);
+        }
         let durable = superblock.unwrap_or(Superblock {
             view: config.initial_view,
             log_view: config.initial_view,
@@ -735,6 +738,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
         if self.view_change_escalate.tick() {
             fired = true;
+            crate::cover!(ViewChangeEscalated);
             debug_assert_eq!(self.status, Status::ViewChange);
             self.start_view_change(self.view + 1);
         }
@@ -823,6 +827,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         );
         self.storage_failure = Some(what);
         self.stats.storage_failures += 1;
+        crate::cover!(StoreFailStop);
         self.outbox.clear();
         assert!(self.storage_failure.is_some() && self.outbox.is_empty());
         true

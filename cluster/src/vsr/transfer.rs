@@ -126,6 +126,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.stats.transfers_stale += 1;
         }
         self.stats.transfers_started += 1;
+        crate::cover!(TransferStarted);
         tracing::info!(
             replica = self.config.replica,
             group = self.config.group,
@@ -164,6 +165,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let before = self.served.len();
         self.served
             .retain(|served| served.idle_ticks <= TRANSFER_PIN_IDLE_TICKS_MAX);
+        if self.served.len() < before {
+            crate::cover!(TransferPinReleasedIdle);
+        }
         self.stats.transfer_pins_released += (before - self.served.len()) as u64;
         let Some(transfer) = self.transfer.as_mut() else {
             return false;
@@ -192,6 +196,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 "state transfer abandoned"
             );
             self.stats.transfers_abandoned += 1;
+            crate::cover!(TransferAbandoned);
         }
     }
 
@@ -298,6 +303,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if verify && checksum(&transfer.bytes) != transfer.checksum {
             self.stats.frames_rejected += 1;
             self.stats.transfers_abandoned += 1;
+            crate::cover!(TransferAbandoned);
             return;
         }
         self.finish_transfer(transfer);
@@ -315,6 +321,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                     "transferred checkpoint refused"
                 );
                 self.stats.transfers_abandoned += 1;
+                crate::cover!(TransferAbandoned);
                 return;
             }
         };
@@ -324,6 +331,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         // the older checkpoint.
         self.make_checkpoint_durable(op, &bytes);
         self.stats.transfers_installed += 1;
+        crate::cover!(TransferInstalled);
         self.installed_awaiting_connect = Some(op);
         // The peer pinned its ring above `op` for this install and holds one of its
         // shard's few transfer places until it hears a repair request from above `op`.

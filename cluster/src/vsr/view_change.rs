@@ -89,7 +89,11 @@ impl DoViewChangeLog {
             return false;
         }
         let (held, present) = self.holds(header);
-        !held || (!present && header.op > self.commit)
+        let nack = !held || (!present && header.op > self.commit);
+        if held && nack {
+            crate::cover!(ViewChangeHeaderWithoutBodyNacks);
+        }
+        nack
     }
 }
 
@@ -385,6 +389,15 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             .filter(|log| log.log_view == best_log_view)
             .collect();
         let canonical_head = best.iter().map(|log| log.head).max()?;
+        if logs
+            .values()
+            .any(|log| log.log_view < best_log_view && log.head > canonical_head)
+        {
+            crate::cover!(ViewChangeLongerOlderLogLoses);
+        }
+        if only_complete && self.do_view_change_from.values().any(|log| log.incomplete) {
+            crate::cover!(ViewChangeIncompleteLogsLeftOut);
+        }
         let merged_commit = logs.values().map(|log| log.commit).max()?.min(canonical_head);
         let header_at = |op: u64| {
             best.iter()
@@ -421,6 +434,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                     })
                     .count();
                 if nacks >= nack_quorum {
+                    crate::cover!(ViewChangeNackQuorumDropsUnnamedOp);
                     head = op - 1;
                     break;
                 }
@@ -434,12 +448,14 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             };
             let nacks = logs.values().filter(|log| log.nacks(&header)).count();
             if nacks >= nack_quorum {
+                crate::cover!(ViewChangeNackQuorumDropsOp);
                 head = op - 1;
                 break;
             }
             headers.push(header);
         }
         if !only_complete {
+            crate::cover!(ViewChangeEveryLogTakesPart);
             // Every replica sent its log and none proves what committed alone: an op
             // whose body no log holds can be fetched from nobody. Every replica lost it
             // with its unpublished tail (a whole-cluster power loss of a `replicated`
@@ -459,12 +475,14 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             if let Some(op) = lost {
                 let held = self.journal.get(op).is_some_and(|entry| entry.frame().is_some());
                 if !held {
+                    crate::cover!(ViewChangeEndsBelowLostOp);
                     head = op.saturating_sub(1);
                 }
             }
         }
         let commit = merged_commit.min(head);
         if commit < merged_commit {
+            crate::cover!(ViewChangeCommitPointLowered);
             headers.clear();
             headers.extend(anchor_at(commit));
         } else {
@@ -552,6 +570,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         // them than a pipeline holds (backups learn the commit point lazily), and no
         // new op is prepared until the pipeline is back under its bound.
         self.pipeline_inherited = (merge.head - self.commit_max) as usize;
+        if self.pipeline_inherited > super::constants::PIPELINE_PREPARES_MAX {
+            crate::cover!(InheritedPipelineOverBound);
+        }
         for op in self.commit_max + 1..=merge.head {
             let checksum = self.journal.checksum(op).expect("complete log");
             let mut retransmit = Timeout::new("prepare_retransmit", PREPARE_RETRANSMIT_BASE_TICKS);
@@ -650,6 +671,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         };
         // The new view's log is made durable first, then the log_view that names it.
         if self.journal.head() > header.op {
+            crate::cover!(StartViewTruncatesLog);
             assert!(header.op >= self.commit_min, "a StartView below an applied op");
             self.journal.truncate_after(header.op);
             self.store.truncate_after(header.op);
@@ -676,9 +698,13 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             "adopted start view"
         );
         if self.status == Status::Normal && self.is_primary() {
+            crate::cover!(PrimaryAbandonsRequests);
             self.abandon_client_requests();
         }
         let rejoining = self.status == Status::Recovering;
+        if rejoining {
+            crate::cover!(StartViewToRecovering);
+        }
         self.view = header.view;
         self.log_view = header.view;
         self.status = Status::Normal;

@@ -117,6 +117,22 @@ fn summarize(report: &CampaignReport, dir: &std::path::Path, known: Option<&[Str
          {exercised} of {} runs installed at least one",
         report.runs.len()
     );
+    let reached = report.coverage();
+    let never: Vec<&str> = cluster::coverage::Mark::ALL
+        .iter()
+        .map(|mark| mark.name())
+        .filter(|name| !reached.contains_key(*name))
+        .collect();
+    println!(
+        "coverage: {} of {} marks reached over all runs; never reached: {}",
+        reached.len(),
+        cluster::coverage::MARKS,
+        if never.is_empty() {
+            "none".to_owned()
+        } else {
+            never.join(", ")
+        }
+    );
     let mut new_signatures = 0;
     for group in report.failure_groups() {
         let seeds: Vec<String> = group.runs.iter().take(10).map(|run| run.seed.to_string()).collect();

@@ -71,6 +71,10 @@ pub struct RunRecord {
     pub wall_ms: f64,
     /// The executor's schedule hash, hex.
     pub schedule_hash: String,
+    /// The coverage marks the run reached, by name (`cluster::coverage`; absent from
+    /// reports written before marks existed).
+    #[serde(default)]
+    pub coverage: Vec<String>,
 }
 
 impl RunRecord {
@@ -153,7 +157,35 @@ impl fmt::Display for ReportError {
 
 impl std::error::Error for ReportError {}
 
+/// How a campaign reached one coverage mark.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MarkReach {
+    /// Runs that reached it.
+    pub runs: u64,
+    /// The first run (in report order: profile, plane, seed) that reached it.
+    pub first: (String, String, u64),
+    /// Runs that reached it, per plane.
+    pub by_plane: BTreeMap<String, u64>,
+}
+
 impl CampaignReport {
+    /// Every coverage mark some run reached, by name, with how it was reached.
+    pub fn coverage(&self) -> BTreeMap<String, MarkReach> {
+        let mut reached: BTreeMap<String, MarkReach> = BTreeMap::new();
+        for run in &self.runs {
+            for mark in &run.coverage {
+                let reach = reached.entry(mark.clone()).or_insert_with(|| MarkReach {
+                    runs: 0,
+                    first: run.key(),
+                    by_plane: BTreeMap::new(),
+                });
+                reach.runs += 1;
+                *reach.by_plane.entry(run.plane.clone()).or_default() += 1;
+            }
+        }
+        reached
+    }
+
     /// Totals over all runs.
     pub fn totals(&self) -> Totals {
         let mut totals = Totals::default();

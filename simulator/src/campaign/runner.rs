@@ -57,6 +57,8 @@ pub fn execute(run: &PlannedRun) -> RunRecord {
         transfers_installed: 0,
         wall_ms,
         schedule_hash: String::new(),
+        // Read even after a panic: the marks show how far the run got.
+        coverage: fuzz::marks_reached(),
     };
     match outcome {
         Ok(Ok(report)) => {

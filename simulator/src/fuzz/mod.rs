@@ -70,6 +70,8 @@ pub struct RunReport {
 /// Run the workload described by `args` with `seed`, printing the banner, the figures
 /// and the verdict line to `out`.
 pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunReport> {
+    // The run owns this thread while it runs: its coverage marks start from zero.
+    cluster::coverage::reset();
     let mut report = RunReport {
         verdict: Verdict::Pass,
         seed,
@@ -108,6 +110,7 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
             cluster_run::run(args, &config, resolved.storage, &mut report, out)?
         }
     }
+    writeln!(out, "{}", coverage_line())?;
     match &report.verdict {
         Verdict::Pass => writeln!(out, "workload-fuzz: OK (seed={seed})")?,
         Verdict::Vacuous(reason) => writeln!(out, "vacuous: {reason}")?,
@@ -115,6 +118,32 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
         Verdict::Invalid(_) => unreachable!("invalid configurations return early"),
     }
     Ok(report)
+}
+
+/// The `coverage:` line: how many of the cluster's coverage marks this run reached, and
+/// each reached mark with its hits, in the table's order (`cluster::coverage`).
+pub fn coverage_line() -> String {
+    let reached: Vec<String> = cluster::coverage::hits()
+        .into_iter()
+        .filter(|(_, hits)| *hits > 0)
+        .map(|(mark, hits)| format!("{}={hits}", mark.name()))
+        .collect();
+    format!(
+        "coverage: reached {} of {} marks{}{}",
+        reached.len(),
+        cluster::coverage::MARKS,
+        if reached.is_empty() { "" } else { ": " },
+        reached.join(" ")
+    )
+}
+
+/// The names of the coverage marks this thread's run reached, in the table's order.
+pub fn marks_reached() -> Vec<String> {
+    cluster::coverage::hits()
+        .into_iter()
+        .filter(|(_, hits)| *hits > 0)
+        .map(|(mark, _)| mark.name().to_owned())
+        .collect()
 }
 
 /// Print the seeds and the network of a world (part of every banner).

@@ -145,6 +145,7 @@ impl<P: StoreProvider> Shard<P> {
                 self.on_frame(request.from, request.frame, realtime_micros);
             } else if self.ticks >= request.until_tick {
                 self.stats.requests_parked_expired += 1;
+                crate::cover!(ParkedRequestExpired);
                 self.refuse_request(request.from, &header, ClientError::TransientNotAccepted);
             } else {
                 self.parked.push_back(request);
@@ -156,6 +157,7 @@ impl<P: StoreProvider> Shard<P> {
         let error = match denied {
             Denied::Unbound => {
                 self.stats.requests_unbound += 1;
+                crate::cover!(SessionUnboundRefused);
                 ClientError::Unbound
             }
             Denied::Unauthenticated => {

@@ -70,6 +70,8 @@ td.cell .main { font-weight: 600; } td.cell .sub { display: block; font-size: 12
 td.cell.pass { background: #dafbe1; } td.cell.fail { background: #ffd8d3; }
 td.cell.vacuous { background: #fff1c5; } td.cell.none { background: #f6f8fa; color: #8c959f; }
 .legend span { display: inline-block; padding: 0 8px; margin-right: 6px; border-radius: 4px; }
+table.coverage tr.never td { background: #ffd8d3; font-weight: 600; }
+table.coverage td.num { text-align: right; }
 .legend .pass { background: #dafbe1; } .legend .fail { background: #ffd8d3; } .legend .vacuous { background: #fff1c5; }
 article.group { border: 1px solid #d0d7de; border-left: 4px solid #cf222e; border-radius: 6px;
   padding: 12px 16px; margin: 0 0 16px; }
@@ -157,6 +159,7 @@ fn write_page(out: &mut String, report: &CampaignReport) -> fmt::Result {
     write_matrix(out, report)?;
     write_failures(out, &groups)?;
     write_vacuous(out, report, totals.vacuous)?;
+    coverage::write_coverage(out, report)?;
     write_charts(out, report)?;
 
     writeln!(
@@ -821,6 +824,8 @@ fn duration(seconds: f64) -> String {
         format!("{minutes} min {secs:02} s")
     }
 }
+
+mod coverage;
 
 #[cfg(test)]
 mod tests;
