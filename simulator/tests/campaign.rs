@@ -317,3 +317,40 @@ fn a_spec_file_holds_the_campaign_flags() {
     assert!(text(&output).contains("--spec /nonexistent.spec"), "{}", text(&output));
     std::fs::remove_dir_all(&out).expect("cleanup");
 }
+
+#[test]
+fn a_campaign_fails_when_a_required_coverage_mark_is_never_reached() {
+    // A nightly must not silently stop reaching a path: the marks it requires are
+    // checked over the whole campaign, and a mark nobody reached fails it by name.
+    let out = scratch("required-marks");
+    let out_str = out.to_str().expect("utf-8 temp dir");
+    let flags = |marks: &'static str| {
+        let mut args = vec![
+            "--profiles",
+            "heavy",
+            "--seeds",
+            "1..4",
+            "--out",
+            out_str,
+            "--require-marks",
+            marks,
+        ];
+        args.extend(COMMON);
+        args
+    };
+    let reached = campaign(&flags("vc.start_view_to_recovering"));
+    assert_eq!(reached.status.code(), Some(0), "{}", text(&reached));
+    // With one client nothing fills the client table: no run evicts one.
+    let missed = campaign(&flags("vc.start_view_to_recovering,normal.client_evicted"));
+    assert_eq!(missed.status.code(), Some(1), "{}", text(&missed));
+    assert!(
+        text(&missed).contains("required mark normal.client_evicted was reached by no run"),
+        "{}",
+        text(&missed)
+    );
+    assert!(!text(&missed).contains("required mark vc.start_view_to_recovering"));
+    let unknown = campaign(&flags("vc.no_such_mark"));
+    assert_eq!(unknown.status.code(), Some(2), "{}", text(&unknown));
+    assert!(text(&unknown).contains("\"vc.no_such_mark\" is not a coverage mark"));
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -55,7 +55,31 @@ enum Command {
         /// signature not listed (a new bug) makes the merge exit 1.
         #[arg(long, value_name = "FILE")]
         known: Option<PathBuf>,
+        /// Coverage marks the merged campaign must reach (comma-separated names, as the
+        /// `coverage:` lines print them); one that no run reached makes it exit 1.
+        #[arg(long, value_name = "MARKS")]
+        require_marks: Option<String>,
     },
+}
+
+/// Parse `--require-marks`: every name must be a coverage mark.
+fn parse_required_marks(text: Option<&str>) -> Result<Vec<String>, String> {
+    let Some(text) = text else { return Ok(Vec::new()) };
+    text.split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .map(|name| {
+            cluster::coverage::Mark::from_name(name)
+                .map(|mark| mark.name().to_owned())
+                .ok_or_else(|| {
+                    let names: Vec<&str> = cluster::coverage::Mark::ALL.iter().map(|mark| mark.name()).collect();
+                    format!(
+                        "--require-marks: {name:?} is not a coverage mark; the marks are: {}",
+                        names.join(", ")
+                    )
+                })
+        })
+        .collect()
 }
 
 /// Read a known-signatures file.
@@ -93,8 +117,9 @@ fn utc_stamp() -> String {
 }
 
 /// Print the summary; the exit code is 1 when any run failed, was vacuous or invalid
-/// (with `known`: only a failure of a signature not in it, or a vacuous run, counts).
-fn summarize(report: &CampaignReport, dir: &std::path::Path, known: Option<&[String]>) -> u8 {
+/// (with `known`: only a failure of a signature not in it, or a vacuous run, counts),
+/// or when a mark of `required` was reached by no run.
+fn summarize(report: &CampaignReport, dir: &std::path::Path, known: Option<&[String]>, required: &[String]) -> u8 {
     let totals = report.totals();
     let rate = totals.runs() as f64 / report.wall_seconds.max(1e-9);
     println!(
@@ -133,6 +158,11 @@ fn summarize(report: &CampaignReport, dir: &std::path::Path, known: Option<&[Str
             never.join(", ")
         }
     );
+    let missing: Vec<&String> = required.iter().filter(|name| !reached.contains_key(*name)).collect();
+    for name in &missing {
+        let why = cluster::coverage::Mark::from_name(name).map_or("", |mark| mark.why());
+        println!("  [coverage] required mark {name} was reached by no run ({why})");
+    }
     let mut new_signatures = 0;
     for group in report.failure_groups() {
         let seeds: Vec<String> = group.runs.iter().take(10).map(|run| run.seed.to_string()).collect();
@@ -159,10 +189,11 @@ fn summarize(report: &CampaignReport, dir: &std::path::Path, known: Option<&[Str
         totals.pass,
         totals.fail + totals.vacuous + totals.invalid
     );
-    match known {
-        Some(_) => u8::from(new_signatures > 0 || totals.vacuous > 0),
-        None => u8::from(totals.fail + totals.vacuous + totals.invalid > 0),
-    }
+    let runs_bad = match known {
+        Some(_) => new_signatures > 0 || totals.vacuous > 0,
+        None => totals.fail + totals.vacuous + totals.invalid > 0,
+    };
+    u8::from(runs_bad || !missing.is_empty())
 }
 
 /// Replace `--spec FILE` (or `--spec=FILE`) with the flags the file holds.
@@ -201,9 +232,18 @@ fn main() -> ExitCode {
         ExitCode::from(2)
     };
     match cli.command {
-        Some(Command::Merge { dirs, out, known }) => {
+        Some(Command::Merge {
+            dirs,
+            out,
+            known,
+            require_marks,
+        }) => {
             let known = match known.as_deref().map(read_known).transpose() {
                 Ok(known) => known,
+                Err(message) => return invalid(message),
+            };
+            let required = match parse_required_marks(require_marks.as_deref()) {
+                Ok(required) => required,
                 Err(message) => return invalid(message),
             };
             let mut reports = Vec::new();
@@ -221,9 +261,13 @@ fn main() -> ExitCode {
             if let Err(error) = write_report(&merged, &dir) {
                 return invalid(error);
             }
-            ExitCode::from(summarize(&merged, &dir, known.as_deref()))
+            ExitCode::from(summarize(&merged, &dir, known.as_deref(), &required))
         }
         None => {
+            let required = match parse_required_marks(cli.run.require_marks.as_deref()) {
+                Ok(required) => required,
+                Err(message) => return invalid(message),
+            };
             let spec = match cli.run.plan() {
                 Ok(spec) => spec,
                 Err(message) => return invalid(message),
@@ -248,7 +292,7 @@ fn main() -> ExitCode {
             if let Err(error) = write_report(&report, &dir) {
                 return invalid(error);
             }
-            ExitCode::from(summarize(&report, &dir, None))
+            ExitCode::from(summarize(&report, &dir, None, &required))
         }
     }
 }

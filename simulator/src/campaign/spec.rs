@@ -44,6 +44,12 @@ pub struct CampaignFlags {
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
 
+    /// Coverage marks the campaign must reach (comma-separated names, as the `coverage:`
+    /// lines print them): one that no run reached makes it exit 1, naming the mark. A
+    /// sharded campaign gives them to `campaign merge` instead.
+    #[arg(long, value_name = "MARKS")]
+    pub require_marks: Option<String>,
+
     /// Passed to every run: ticks to simulate.
     #[arg(long, default_value_t = 6_000)]
     pub ticks: u64,
