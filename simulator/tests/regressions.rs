@@ -152,25 +152,23 @@ fn a_restarted_node_is_not_whole_before_its_directory_lists_what_its_metadata_co
     // log, and the group could not start a view through the whole drain. A node is now
     // whole only once its directory lists the partition set of everything its metadata
     // knows to be committed.
-    let args = FuzzArgs::parse_from([
-        "workload-fuzz",
-        "--ticks",
-        "10000",
-        "--shards",
-        "2",
-        "--plane",
-        "mixed",
-        "--faults",
-        "heavy",
-        "--crash-prob",
-        "0.01",
-        "--restart-prob",
-        "0.05",
-        "--crash-primary",
-    ]);
-    let mut out = Vec::new();
-    let report = fuzz::run(&args, 104, &mut out).expect("writing to a Vec never fails");
-    let text = String::from_utf8_lossy(&out).into_owned();
-    assert_eq!(report.verdict, Verdict::Pass, "{text}");
+    let text = replay_command(
+        &[
+            "--ticks",
+            "10000",
+            "--shards",
+            "2",
+            "--plane",
+            "mixed",
+            "--faults",
+            "heavy",
+            "--crash-prob",
+            "0.01",
+            "--restart-prob",
+            "0.05",
+            "--crash-primary",
+        ],
+        104,
+    );
     assert!(!text.contains("crashes=0 "), "the run must crash replicas: {text}");
 }

@@ -143,11 +143,7 @@ fn summarize(report: &CampaignReport, dir: &std::path::Path, known: Option<&[Str
         report.runs.len()
     );
     let reached = report.coverage();
-    let never: Vec<&str> = cluster::coverage::Mark::ALL
-        .iter()
-        .map(|mark| mark.name())
-        .filter(|name| !reached.contains_key(*name))
-        .collect();
+    let never = report.marks_never_reached();
     println!(
         "coverage: {} of {} marks reached over all runs; never reached: {}",
         reached.len(),

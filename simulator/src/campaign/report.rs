@@ -169,6 +169,16 @@ pub struct MarkReach {
 }
 
 impl CampaignReport {
+    /// The coverage marks no run reached, in the table's order.
+    pub fn marks_never_reached(&self) -> Vec<&'static str> {
+        let reached = self.coverage();
+        cluster::coverage::Mark::ALL
+            .iter()
+            .map(|mark| mark.name())
+            .filter(|name| !reached.contains_key(*name))
+            .collect()
+    }
+
     /// Every coverage mark some run reached, by name, with how it was reached.
     pub fn coverage(&self) -> BTreeMap<String, MarkReach> {
         let mut reached: BTreeMap<String, MarkReach> = BTreeMap::new();

@@ -123,9 +123,7 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
 /// The `coverage:` line: how many of the cluster's coverage marks this run reached, and
 /// each reached mark with its hits, in the table's order (`cluster::coverage`).
 pub fn coverage_line() -> String {
-    let reached: Vec<String> = cluster::coverage::hits()
-        .into_iter()
-        .filter(|(_, hits)| *hits > 0)
+    let reached: Vec<String> = reached_marks()
         .map(|(mark, hits)| format!("{}={hits}", mark.name()))
         .collect();
     format!(
@@ -139,11 +137,12 @@ pub fn coverage_line() -> String {
 
 /// The names of the coverage marks this thread's run reached, in the table's order.
 pub fn marks_reached() -> Vec<String> {
-    cluster::coverage::hits()
-        .into_iter()
-        .filter(|(_, hits)| *hits > 0)
-        .map(|(mark, _)| mark.name().to_owned())
-        .collect()
+    reached_marks().map(|(mark, _)| mark.name().to_owned()).collect()
+}
+
+/// This thread's marks with at least one hit, and their hits, in the table's order.
+fn reached_marks() -> impl Iterator<Item = (cluster::coverage::Mark, u64)> {
+    cluster::coverage::hits().into_iter().filter(|(_, hits)| *hits > 0)
 }
 
 /// Print the seeds and the network of a world (part of every banner).

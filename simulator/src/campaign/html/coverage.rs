@@ -17,7 +17,7 @@ pub(super) fn write_coverage(out: &mut String, report: &CampaignReport) -> fmt::
         planes
     };
     let marks = cluster::coverage::Mark::ALL;
-    let never = marks.iter().filter(|mark| !reached.contains_key(mark.name())).count();
+    let never = report.marks_never_reached().len();
     writeln!(out, "<section id=\"coverage\">")?;
     writeln!(out, "<h2>Coverage</h2>")?;
     writeln!(
