@@ -110,6 +110,8 @@ marks! {
     TransferPinReleasedIdle => "catch_up.pin_released_idle":
         "a served transfer's ring pin was released because its receiver went quiet";
     CheckpointTaken => "catch_up.checkpoint_taken": "a replica made a checkpoint durable";
+    CheckpointedOpAcknowledged => "catch_up.checkpointed_op_acknowledged":
+        "a backup acknowledged an op it holds only in its checkpoint, for a primary that must commit it again";
     CheckpointWriteFailed => "catch_up.checkpoint_write_failed":
         "a checkpoint write failed and waits for its retry";
     // Storage.

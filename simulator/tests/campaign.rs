@@ -10,7 +10,7 @@ use std::process::Command;
 use common::{campaign, scratch, text};
 use simulator::campaign::report::{CampaignReport, RunVerdict};
 
-fn verdicts(report: &CampaignReport) -> BTreeMap<(String, String, u64), RunVerdict> {
+fn verdicts(report: &CampaignReport) -> BTreeMap<(String, String, String, u64), RunVerdict> {
     report.runs.iter().map(|run| (run.key(), run.verdict)).collect()
 }
 
@@ -54,7 +54,7 @@ fn a_small_campaign_writes_a_complete_report() {
         let reach = coverage
             .get(mark)
             .unwrap_or_else(|| panic!("{mark} reached: {}", text(&output)));
-        assert!(reach.runs > 0 && reach.first.0 == "heavy", "{mark}: {reach:?}");
+        assert!(reach.runs > 0 && reach.first.1 == "heavy", "{mark}: {reach:?}");
     }
     assert!(
         report.runs.iter().all(|run| run
@@ -122,6 +122,21 @@ fn merged_shards_equal_the_unsharded_campaign() {
         hashes(&whole_report),
         "every run replays the same schedule in a shard"
     );
+    // A merge that lacks a shard says so and fails: a lost machine is not a whole night.
+    let lonely = scratch("merge-one-shard");
+    let output = campaign(&[
+        "merge",
+        first.to_str().expect("utf-8"),
+        "--out",
+        lonely.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(
+        text(&output).contains("shard(s) 2 of 2 are missing"),
+        "{}",
+        text(&output)
+    );
+    std::fs::remove_dir_all(&lonely).expect("cleanup");
     // Merging a shard with itself is refused: the runs overlap.
     let output = campaign(&["merge", first.to_str().expect("utf-8"), first.to_str().expect("utf-8")]);
     assert_eq!(output.status.code(), Some(2));
@@ -353,4 +368,62 @@ fn a_campaign_fails_when_a_required_coverage_mark_is_never_reached() {
     assert_eq!(unknown.status.code(), Some(2), "{}", text(&unknown));
     assert!(text(&unknown).contains("\"vc.no_such_mark\" is not a coverage mark"));
     let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn a_spec_with_sub_campaigns_runs_each_with_its_own_flags_into_one_report() {
+    // The nightly's shape: campaign-wide flags, then weighted sub-campaigns, each with
+    // its own planes, profiles and run flags; required marks travel in the report so a
+    // merge of shards checks them.
+    let out = scratch("spec-subs");
+    std::fs::create_dir_all(&out).expect("temp dir");
+    let spec = out.join("nightly.spec");
+    std::fs::write(
+        &spec,
+        "--seeds 1..3 --ticks 2000 --crash-prob 0.01 --restart-prob 0.05 --crash-primary\n\
+         --require-marks vc.start_view_to_recovering\n\
+         sub meta 2 --planes metadata --profiles heavy\n\
+         sub part 1 --planes partition --profiles light \\\n    --node-shards 2 --clients 2\n",
+    )
+    .expect("write spec");
+    let report_dir = out.join("report");
+    let output = campaign(&[
+        "--spec",
+        spec.to_str().expect("utf-8"),
+        "--out",
+        report_dir.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let report = CampaignReport::read(&report_dir).expect("report");
+    let names: Vec<&str> = report.sub_campaigns.iter().map(|sub| sub.sub.name.as_str()).collect();
+    assert_eq!(names, ["meta", "part"]);
+    assert_eq!(report.required_marks, ["vc.start_view_to_recovering"]);
+    assert_eq!(report.runs.len(), 6, "three seeds in each sub-campaign");
+    for run in &report.runs {
+        match run.campaign.as_str() {
+            "meta" => assert!(run.plane == "metadata" && run.profile == "heavy", "{run:?}"),
+            "part" => assert!(
+                run.plane == "partition" && run.command.contains("--shards 2") && run.command.contains("--clients 2"),
+                "{run:?}"
+            ),
+            other => panic!("run of an unknown sub-campaign {other:?}"),
+        }
+        assert!(
+            run.command.contains("--ticks 2000 "),
+            "campaign-wide flags reach every run"
+        );
+    }
+    assert!(text(&output).contains("sub-campaign meta: 3 runs"), "{}", text(&output));
+    let html = std::fs::read_to_string(report_dir.join("report.html")).expect("report.html");
+    assert!(html.contains("<h2>Sub-campaigns</h2>"));
+    // A sub line that shapes the whole campaign is bad input, named with its line.
+    std::fs::write(&spec, "--seeds 1..3\nsub meta 1 --planes metadata --minutes 5\n").expect("write spec");
+    let output = campaign(&["--spec", spec.to_str().expect("utf-8")]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(
+        text(&output).contains("nightly.spec:2: sub-campaign meta: --minutes shapes the whole campaign"),
+        "{}",
+        text(&output)
+    );
+    std::fs::remove_dir_all(&out).expect("cleanup");
 }

@@ -179,6 +179,7 @@ fn a_replica_down_past_every_ring_catches_every_partition_up_under_load() {
         },
         storage_faults: Default::default(),
         storage_break: Default::default(),
+        buggify: Default::default(),
     };
     let mut harness = Harness::new(11, &config, driver.clone());
     for _ in 0..WARM_UP_TICKS {

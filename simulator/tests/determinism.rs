@@ -42,7 +42,9 @@ fn fingerprint(out: &[u8], schedule_hash: u64) -> u64 {
 ///   (0x02d72c5a660d2ab4) is unchanged.
 /// - 2026-12-01: re-locked (issue #17): every run prints a `coverage:` line (the echo
 ///   plane reaches no mark); the schedule hash is unchanged.
-const LOCKED_ECHO_HEAVY_FINGERPRINT: u64 = 0x84a7_3431_e946_10c5;
+/// - 2026-12-02: re-locked (issue #17): the `coverage:` line counts 45 marks (a backup
+///   acknowledging an op it holds only in its checkpoint); schedule unchanged.
+const LOCKED_ECHO_HEAVY_FINGERPRINT: u64 = 0x86c3_e54c_fa27_6240;
 
 #[test]
 fn echo_replay_is_deterministic() {
@@ -143,7 +145,12 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 ///   replies unchanged.
 /// - 2026-12-01: re-locked (issue #17): the report prints a `coverage:` line (the
 ///   marks the run reached); schedule 0x8b5264787fc03199 and replies unchanged.
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x7074_86bd_2e1c_2384;
+/// - 2026-12-02: re-locked (issue #17): the liveness phase runs after the fault phase
+///   (a healed core must settle alone, then everything heals for the drain), and the
+///   `coverage:` line counts 45 marks. Schedule 0xb1ec677cc7b35502, replies
+///   0x0e224060865a1ae7; with `--no-liveness` the run is the previous one exactly
+///   (schedule 0x8b5264787fc03199, replies 0xdfc0ca42dc426a64), checked.
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x2f3d_4f64_974d_bc09;
 
 #[test]
 fn workload_replay_is_deterministic() {
@@ -224,7 +231,10 @@ fn workload_replay_is_deterministic() {
 ///   (none in this run), printed in the banner; schedule and replies unchanged.
 /// - 2026-12-01: re-locked (issue #17): the report prints a `coverage:` line;
 ///   schedule 0x854d8a35340535f8 and replies unchanged.
-const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x80e4_51a5_b628_3645;
+/// - 2026-12-02: re-locked (issue #17): the liveness phase, as the metadata lock says.
+///   Schedule 0xd15fe4c39ab8ef9e, replies 0xbd12749ec33526b8; with `--no-liveness`
+///   schedule 0x854d8a35340535f8 and replies 0x614155bca67c306b, as before, checked.
+const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0xb9e9_5146_de66_a482;
 
 #[test]
 fn multi_shard_replay_is_deterministic() {

@@ -77,8 +77,9 @@ fn assert_caught(name: &str, signatures: &[&str]) {
 #[test]
 fn a_replica_that_keeps_going_after_its_disk_failed_is_caught_by_a_short_campaign() {
     // The outage this handling fixes: a primary whose disk refuses its prepares goes on
-    // heartbeating, so its backups never elect another and nothing commits.
-    assert_caught("keep-going-after-failed-write", &["commit stuck", "drain"]);
+    // heartbeating, so its backups never elect another and nothing commits (seen by
+    // the per-tick commit check, or by the liveness phase when its core holds it).
+    assert_caught("keep-going-after-failed-write", &["commit stuck", "drain", "liveness"]);
 }
 
 #[test]
@@ -111,6 +112,7 @@ fn a_rotted_record_applied_without_its_checksums_is_caught_by_a_short_campaign()
             "workload",
             "acknowledged op forgotten",
             "outage",
+            "liveness",
         ],
     );
 }

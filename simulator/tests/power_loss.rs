@@ -146,6 +146,7 @@ fn a_cluster_wide_power_loss_keeps_persisted_writes_and_loses_the_unpublished_re
         journal: Default::default(),
         storage_faults: Default::default(),
         storage_break: Default::default(),
+        buggify: Default::default(),
     };
     let mut harness = Harness::new(5, &config, driver.clone());
     step(&mut harness, 3_000);

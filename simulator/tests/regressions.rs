@@ -172,3 +172,45 @@ fn a_restarted_node_is_not_whole_before_its_directory_lists_what_its_metadata_co
     );
     assert!(!text.contains("crashes=0 "), "the run must crash replicas: {text}");
 }
+
+#[test]
+fn a_backup_acknowledges_ops_it_holds_only_in_its_checkpoint() {
+    // Found by the first nightly spec run (`--seed 1000001`, small journals): after a
+    // whole-cluster power outage, a 2-replica group's primary started view 4 alone (one
+    // log is a view-change quorum of two) at commit 145, while its backup had applied
+    // and checkpointed through 147. The primary resent ops 146-147 for 20,000 ticks; the
+    // backup, holding them only inside its checkpoint, treated them as stale and never
+    // acknowledged them, so nothing committed again. A backup now acknowledges a
+    // prepare at or below its journal floor (checking the checksum where the floor's
+    // header still can).
+    let text = replay_command(
+        &[
+            "--ticks",
+            "6000",
+            "--clients",
+            "4",
+            "--shards",
+            "2",
+            "--plane",
+            "lifecycle",
+            "--faults",
+            "swarm",
+            "--crash-prob",
+            "0.01",
+            "--restart-prob",
+            "0.05",
+            "--power-loss-prob",
+            "0.3",
+            "--journal-slots",
+            "80",
+            "--ring-entries",
+            "80",
+            "--crash-primary",
+        ],
+        1_000_001,
+    );
+    assert!(
+        text.contains("catch_up.checkpointed_op_acknowledged="),
+        "the run must reach the acknowledgement from a checkpoint:\n{text}"
+    );
+}

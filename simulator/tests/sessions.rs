@@ -111,6 +111,7 @@ fn after_every_node_restarts_the_client_binds_its_session_again_and_each_send_la
         journal: Default::default(),
         storage_faults: Default::default(),
         storage_break: Default::default(),
+        buggify: Default::default(),
     };
     let mut harness = Harness::new(9, &config, driver.clone());
     // Until about half the sends are in, then crash every node with a send in flight.

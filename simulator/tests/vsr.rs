@@ -73,6 +73,7 @@ fn harness(
         journal: Default::default(),
         storage_faults: Default::default(),
         storage_break: Default::default(),
+        buggify: Default::default(),
     };
     let harness = Harness::new(seed, &config, driver.clone());
     (harness, driver)

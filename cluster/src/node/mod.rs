@@ -66,6 +66,9 @@ pub struct NodeConfig {
     pub journal: JournalBounds,
     /// Test-only: a deliberately broken answer to storage faults (production: `None`).
     pub storage_break: crate::vsr::StorageBreak,
+    /// Simulation-only smaller bounds for every group's replicas (production: `OFF`,
+    /// see [`crate::vsr::Buggify`]).
+    pub buggify: crate::vsr::Buggify,
 }
 
 /// How much of its log each group keeps in memory (see `vsr::checkpoint`).

@@ -520,6 +520,7 @@ impl NodeConfig {
             journal_bytes_max: self.journal.ring_bytes,
             transfer_on_rejoin: group == METADATA_GROUP,
             storage_break: self.storage_break,
+            buggify: self.buggify,
         }
     }
 }

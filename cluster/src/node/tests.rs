@@ -22,6 +22,7 @@ fn config(shards: u8) -> NodeConfig {
         owner_fence: OwnerFence::Enforced,
         journal: Default::default(),
         storage_break: Default::default(),
+        buggify: Default::default(),
     }
 }
 

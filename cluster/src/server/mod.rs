@@ -214,6 +214,8 @@ async fn serve(config: &ServerConfig, shutdown: impl Future<Output = ()>) -> Res
         owner_fence: OwnerFence::Enforced,
         journal: JournalBounds::default(),
         storage_break: Default::default(),
+        // Production never shrinks a bound: buggify is the simulator's alone.
+        buggify: crate::vsr::Buggify::OFF,
     };
     let node = Node::open(&node_config, stores, realtime_micros());
     if node.stats().shard.groups_open_failed > 0 {

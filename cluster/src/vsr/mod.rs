@@ -15,6 +15,7 @@
 //! [`client_table`], [`timeout`], [`constants`].
 
 pub mod budget;
+pub mod buggify;
 pub mod checkpoint;
 pub mod client_table;
 pub mod constants;
@@ -33,6 +34,7 @@ mod catch_up_tests;
 #[cfg(test)]
 mod tests;
 
+pub use buggify::Buggify;
 pub use normal::{ClientError, seal_refusal};
 pub use replica::{Replica, ReplicaConfig, ReplicaStats, Status};
 pub use store::{MemoryStore, ReplicaStore, StorageBreak, StoreError, StoredRecord, Superblock};

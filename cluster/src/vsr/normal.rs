@@ -163,7 +163,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
         if self.can_prepare_next() {
             self.prepare(header, body);
-        } else if self.request_queue.len() < REQUEST_QUEUE_MAX {
+        } else if self.request_queue.len() < self.config.buggify.request_queue_max {
             crate::cover!(RequestQueuedBehindPipeline);
             self.request_queue.push_back((from, header, body.to_vec()));
         } else {
@@ -261,7 +261,8 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// Primary: whether the next op may be prepared now (room in the pipeline and in
     /// the journal above the checkpoint).
     fn can_prepare_next(&self) -> bool {
-        self.pipeline.len() < PIPELINE_PREPARES_MAX && self.journal_has_room_for_new_op(self.journal.head() + 1)
+        self.pipeline.len() < self.config.buggify.pipeline_prepares_max
+            && self.journal_has_room_for_new_op(self.journal.head() + 1)
     }
 
     /// The next replica in this view's prepare chain after this one, if any.
@@ -292,6 +293,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             return;
         }
         if self.status != Status::Normal || self.is_primary() {
+            return;
+        }
+        if header.op <= self.journal.floor() && header.op > 0 {
+            self.acknowledge_checkpointed_op(&header);
             return;
         }
         let held = self
@@ -373,6 +378,35 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
 
     /// Backup: acknowledge `op` to the primary, if this replica holds it in the current
     /// view and has made the view durable.
+    /// Backup: acknowledge a prepare for an op at or below this replica's journal floor,
+    /// which it holds only inside its checkpoint. Such an op was applied, so it was
+    /// committed, and a committed op sits at the same position in the log of every
+    /// later view: the current primary's prepare at that op is the one the checkpoint
+    /// holds, and the primary counts the acknowledgement only against its own checksum.
+    /// A primary that started its view with a lower commit point needs it to commit the
+    /// op again: in a 2-replica group one log is a view-change quorum, so a primary that
+    /// had committed less than its backup started view 4 at commit 145 and waited
+    /// forever for acknowledgements of ops 146-147 from a backup whose checkpoint held
+    /// them (`--seed 1000001 --plane lifecycle --faults swarm --journal-slots 80`, after
+    /// a whole-cluster power outage). Where the journal can still check the checksum
+    /// (the floor's header, and its parent), a different prepare is not acknowledged.
+    fn acknowledge_checkpointed_op(&mut self, header: &Header) {
+        let floor = self.journal.floor();
+        debug_assert!(header.op <= floor && floor <= self.commit_min);
+        let known = if header.op == floor {
+            self.journal.checksum(floor)
+        } else if header.op + 1 == floor {
+            self.journal.get(floor).map(|entry| entry.header().parent)
+        } else {
+            None
+        };
+        if known.is_some_and(|checksum| checksum != header.checksum) {
+            return; // A stale prepare from an older view: not the op the checkpoint holds.
+        }
+        crate::cover!(CheckpointedOpAcknowledged);
+        self.send_prepare_ok_checksum(header.op, header.checksum);
+    }
+
     pub(crate) fn send_prepare_ok(&mut self, op: u64) {
         if self.status != Status::Normal || self.is_primary() || self.durable.log_view != self.view {
             return;
@@ -391,6 +425,19 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let Some(checksum) = self.journal.checksum(op) else {
             return;
         };
+        self.send_prepare_ok_checksum(op, checksum);
+    }
+
+    /// Send the PrepareOk of `op` with `checksum` to the current primary, if this
+    /// replica may vouch for ops now (Normal backup, its log view durable, no state
+    /// transfer under way).
+    fn send_prepare_ok_checksum(&mut self, op: u64, checksum: u128) {
+        if self.status != Status::Normal || self.is_primary() || self.durable.log_view != self.view {
+            return;
+        }
+        if self.transfer.is_some() {
+            return;
+        }
         let mut header = self.header(Command::PrepareOk);
         header.op = op;
         header.context = checksum;

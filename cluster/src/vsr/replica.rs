@@ -62,6 +62,8 @@ pub struct ReplicaConfig {
     pub transfer_on_rejoin: bool,
     /// Test-only: a deliberately broken answer to storage faults (see [`StorageBreak`]).
     pub storage_break: StorageBreak,
+    /// Simulation-only smaller bounds (see [`super::Buggify`]); production: `OFF`.
+    pub buggify: super::Buggify,
 }
 
 impl ReplicaConfig {
@@ -279,6 +281,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// `incarnation` distinguishes restarts (it feeds the boot nonce). A checkpoint that
     /// cannot be read or restored is an error: the replica does not run on that disk.
     pub fn open(config: ReplicaConfig, state_machine: S, store: T, incarnation: u64) -> Result<Self, StoreError> {
+        config.buggify.assert_valid();
         assert!(
             (1..=REPLICAS_MAX as u8).contains(&config.replicas) && config.replica < config.replicas,
             "replica {} of {}",
@@ -394,7 +397,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             chain_dirty: true,
             pipeline_inherited: 0,
             commit_heard: (0, 0),
-            repair_window: REPAIR_PREPARES_MAX,
+            repair_window: config.buggify.repair_prepares_max,
             repair_first: 0,
             repair_buffer: BTreeMap::new(),
             checkpoint_op: 0,
@@ -864,7 +867,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.durable.commit_max <= self.commit_max,
             "the durable commit point ran ahead"
         );
+        assert!(self.pipeline.len() <= self.config.buggify.pipeline_prepares_max.max(self.pipeline_inherited));
         assert!(self.pipeline.len() <= PIPELINE_PREPARES_MAX.max(self.pipeline_inherited));
+        assert!(self.request_queue.len() <= self.config.buggify.request_queue_max);
         assert!(self.request_queue.len() <= REQUEST_QUEUE_MAX);
         if self.status == Status::Normal {
             assert_eq!(self.log_view, self.view, "a normal replica's log is its view's");

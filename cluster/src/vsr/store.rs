@@ -139,6 +139,13 @@ pub enum StorageBreak {
     /// network corrupted becomes the replica's state. (Not a disk fault, but the same
     /// kind of broken answer to damaged bytes, caught the same way.)
     InstallUnverifiedTransfer,
+    /// A new primary decides a view change only once every replica sent its
+    /// DoViewChange, not a view-change quorum (a liveness bug, not a disk fault: a view
+    /// change waits for a replica that is gone). While crashed replicas restart and
+    /// partitions heal, every view change still completes, and the drain, with every
+    /// replica back, passes; the liveness phase, whose core must elect a primary
+    /// without the replicas outside it, does not.
+    ViewChangeWaitsForEveryReplica,
 }
 
 impl StorageBreak {
@@ -161,11 +168,12 @@ impl StorageBreak {
             StorageBreak::AckPersistedBeforePublish => "ack-persisted-before-publish",
             StorageBreak::SkipWalChecksums => "skip-wal-checksums",
             StorageBreak::InstallUnverifiedTransfer => "install-unverified-transfer",
+            StorageBreak::ViewChangeWaitsForEveryReplica => "view-change-waits-for-every-replica",
         }
     }
 
     /// Every breakage, for parsing and error messages.
-    pub const ALL: [StorageBreak; 7] = [
+    pub const ALL: [StorageBreak; 8] = [
         StorageBreak::None,
         StorageBreak::KeepGoingAfterFailedWrite,
         StorageBreak::CutDamageAsTornTail,
@@ -173,6 +181,7 @@ impl StorageBreak {
         StorageBreak::AckPersistedBeforePublish,
         StorageBreak::SkipWalChecksums,
         StorageBreak::InstallUnverifiedTransfer,
+        StorageBreak::ViewChangeWaitsForEveryReplica,
     ];
 }
 

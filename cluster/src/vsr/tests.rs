@@ -45,6 +45,7 @@ pub(super) fn config(replica: u8) -> ReplicaConfig {
         journal_bytes_max: constants::RING_BYTES_DEFAULT,
         transfer_on_rejoin: false,
         storage_break: StorageBreak::None,
+        buggify: Default::default(),
     }
 }
 

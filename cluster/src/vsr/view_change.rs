@@ -358,6 +358,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// complete logs, or a log from every replica (after every replica lost its disk's
     /// unpublished tail, waiting brings nothing back; what no log holds is gone).
     fn do_view_changes_decide(&self) -> bool {
+        if self.config.storage_break == crate::vsr::StorageBreak::ViewChangeWaitsForEveryReplica {
+            // The planted liveness bug (test-only): see `StorageBreak`.
+            return self.do_view_change_from.len() == usize::from(self.config.replicas);
+        }
         self.complete_do_view_changes_form_quorum()
             || self.do_view_change_from.len() == usize::from(self.config.replicas)
     }

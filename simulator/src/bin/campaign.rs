@@ -9,9 +9,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use simulator::campaign::report::CampaignReport;
+use simulator::campaign::report::{CampaignReport, RunVerdict};
 use simulator::campaign::runner::{install_quiet_panic_hook, run_campaign};
-use simulator::campaign::spec::CampaignFlags;
+use simulator::campaign::spec::{CampaignFlags, SubCampaign, parse_required_marks};
+use simulator::campaign::spec_file::SpecFile;
 use simulator::campaign::{check_writable, default_out, write_report};
 
 /// Run a seed campaign: every profile x plane x seed, in parallel, into one report.
@@ -20,9 +21,22 @@ use simulator::campaign::{check_writable, default_out, write_report};
 /// others. The report (`report.json` and `report.html` under `--out`) lists every run
 /// with its repro command and groups failures by signature, smallest seed first.
 ///
-/// A campaign can also be kept in a spec file: `--spec FILE` reads flags from FILE (as on
-/// the command line, any number per line, `#` starts a comment) and puts them where
-/// `--spec FILE` stood.
+/// A campaign can be kept in a spec file (`--spec FILE`; the nightly's is
+/// `scripts/nightly.spec`). It holds flags as on the command line (any number per line,
+/// `#` starts a comment, a line ending in `\` goes on on the next), and may split the
+/// campaign into sub-campaigns, one per line: `sub NAME WEIGHT FLAGS...`. Each
+/// sub-campaign runs its own profiles x planes x seeds with the file's other flags, then
+/// its own, then the command line's (a later flag wins); under `--minutes` the
+/// sub-campaigns share the time by weight, and the report gives each its own line.
+/// Flags that shape the whole campaign (`--jobs`, `--minutes`, `--out`, `--shard`,
+/// `--require-marks`) go outside `sub` lines or on the command line.
+///
+/// Coverage: every run records the coverage marks it reached (named points on the rare
+/// paths of the cluster code; `workload-fuzz` prints them as its `coverage:` line). The
+/// summary and report.html count the runs that reached each mark and name the marks no
+/// run reached; `--require-marks` (or the spec's) makes a campaign whose runs never
+/// reached a listed mark exit 1. A sharded campaign records its required marks in its
+/// report and `campaign merge` checks them over all shards.
 ///
 /// Exit codes: 0 every run passed; 1 at least one run failed (or was vacuous or
 /// invalid); 2 bad input (flags, profiles, planes, seed range, report directory, corpus).
@@ -32,7 +46,8 @@ use simulator::campaign::{check_writable, default_out, write_report};
     version,
     about,
     long_about,
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    args_override_self = true
 )]
 struct Cli {
     #[command(subcommand)]
@@ -62,24 +77,21 @@ enum Command {
     },
 }
 
-/// Parse `--require-marks`: every name must be a coverage mark.
-fn parse_required_marks(text: Option<&str>) -> Result<Vec<String>, String> {
-    let Some(text) = text else { return Ok(Vec::new()) };
-    text.split(',')
-        .map(str::trim)
-        .filter(|name| !name.is_empty())
-        .map(|name| {
-            cluster::coverage::Mark::from_name(name)
-                .map(|mark| mark.name().to_owned())
-                .ok_or_else(|| {
-                    let names: Vec<&str> = cluster::coverage::Mark::ALL.iter().map(|mark| mark.name()).collect();
-                    format!(
-                        "--require-marks: {name:?} is not a coverage mark; the marks are: {}",
-                        names.join(", ")
-                    )
-                })
-        })
-        .collect()
+/// Which shards of an N-way campaign the reports lack, if they are shards and some
+/// are missing: a lost pod or job must not pass as a whole night.
+fn missing_shards(reports: &[CampaignReport]) -> Option<String> {
+    let (_, n) = reports.iter().find_map(|report| report.shard)?;
+    let present: std::collections::BTreeSet<u32> = reports
+        .iter()
+        .filter_map(|report| report.shard)
+        .filter(|&(_, of)| of == n)
+        .map(|(k, _)| k)
+        .collect();
+    let missing: Vec<String> = (1..=n)
+        .filter(|k| !present.contains(k))
+        .map(|k| k.to_string())
+        .collect();
+    (!missing.is_empty()).then(|| format!("shard(s) {} of {n} are missing", missing.join(", ")))
 }
 
 /// Read a known-signatures file.
@@ -133,6 +145,25 @@ fn summarize(report: &CampaignReport, dir: &std::path::Path, known: Option<&[Str
         totals.invalid,
         report.not_started
     );
+    if report.sub_campaigns.len() > 1 {
+        let total_ms: f64 = report.runs.iter().map(|run| run.wall_ms).sum::<f64>().max(1e-9);
+        let total_weight: f64 = report.sub_campaigns.iter().map(|sub| sub.sub.weight).sum();
+        for sub in &report.sub_campaigns {
+            let runs: Vec<_> = report.runs.iter().filter(|run| run.campaign == sub.sub.name).collect();
+            let passed = runs.iter().filter(|run| run.verdict == RunVerdict::Pass).count();
+            // (`sum` of no f64 is -0.0, which prints as "-0")
+            let ms: f64 = runs.iter().map(|run| run.wall_ms).sum::<f64>() + 0.0;
+            println!(
+                "  sub-campaign {}: {} runs ({} passed), {:.0}% of run time for {:.0}% of the weight, {} not started",
+                sub.sub.name,
+                runs.len(),
+                passed,
+                100.0 * ms / total_ms,
+                100.0 * sub.sub.weight / total_weight,
+                sub.not_started
+            );
+        }
+    }
     let (checkpoints, transfers) = report.runs.iter().fold((0, 0), |(checkpoints, transfers), run| {
         (checkpoints + run.checkpoints, transfers + run.transfers_installed)
     });
@@ -154,7 +185,22 @@ fn summarize(report: &CampaignReport, dir: &std::path::Path, known: Option<&[Str
             never.join(", ")
         }
     );
-    let missing: Vec<&String> = required.iter().filter(|name| !reached.contains_key(*name)).collect();
+    let mut required: Vec<&String> = required.iter().chain(&report.required_marks).collect();
+    required.sort();
+    required.dedup();
+    if report.shard.is_some() {
+        if !required.is_empty() {
+            println!(
+                "coverage: {} required marks are checked when the shards are merged (campaign merge)",
+                required.len()
+            );
+        }
+        required.clear();
+    }
+    let missing: Vec<&String> = required
+        .into_iter()
+        .filter(|name| !reached.contains_key(*name))
+        .collect();
     for name in &missing {
         let why = cluster::coverage::Mark::from_name(name).map_or("", |mark| mark.why());
         println!("  [coverage] required mark {name} was reached by no run ({why})");
@@ -192,9 +238,11 @@ fn summarize(report: &CampaignReport, dir: &std::path::Path, known: Option<&[Str
     u8::from(runs_bad || !missing.is_empty())
 }
 
-/// Replace `--spec FILE` (or `--spec=FILE`) with the flags the file holds.
-fn expand_spec(args: Vec<String>) -> Result<Vec<String>, String> {
-    let mut expanded = Vec::with_capacity(args.len());
+/// Take `--spec FILE` (or `--spec=FILE`) out of the arguments: the file, parsed, and the
+/// other arguments.
+fn take_spec(args: Vec<String>) -> Result<(Option<SpecFile>, Vec<String>), String> {
+    let mut rest = Vec::with_capacity(args.len());
+    let mut spec = None;
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         let path = if arg == "--spec" {
@@ -202,22 +250,66 @@ fn expand_spec(args: Vec<String>) -> Result<Vec<String>, String> {
         } else {
             arg.strip_prefix("--spec=").map(str::to_owned)
         };
-        let Some(path) = path else {
-            expanded.push(arg);
-            continue;
-        };
-        let text = std::fs::read_to_string(&path).map_err(|error| format!("--spec {path}: {error}"))?;
-        for line in text.lines() {
-            let line = line.split('#').next().unwrap_or_default();
-            expanded.extend(line.split_whitespace().map(str::to_owned));
+        match path {
+            Some(_) if spec.is_some() => return Err("--spec is given twice; a campaign reads one spec file".to_owned()),
+            Some(path) => spec = Some(SpecFile::read(&path)?),
+            None => rest.push(arg),
         }
     }
-    Ok(expanded)
+    Ok((spec, rest))
+}
+
+/// A parsed command line: the whole campaign's flags, its sub-campaigns (none without
+/// a spec file's `sub` lines) and a label for the campaign id.
+type Parsed = (Cli, Vec<(SubCampaign, CampaignFlags)>, String);
+
+/// The command line, as the spec file expands it: `(whole campaign, sub-campaigns)`.
+/// Without sub-campaigns the file's flags stand where `--spec FILE` stood (first, then
+/// the command line's).
+fn parse_command_line(args: Vec<String>) -> Result<Parsed, String> {
+    let (spec, rest) = take_spec(args)?;
+    let program = rest.first().cloned().unwrap_or_else(|| "campaign".to_owned());
+    let Some(spec) = spec else {
+        return Ok((Cli::parse_from(rest), Vec::new(), String::new()));
+    };
+    let with = |flags: &[String]| -> Vec<String> {
+        std::iter::once(program.clone())
+            .chain(spec.global.iter().cloned())
+            .chain(flags.iter().cloned())
+            .chain(rest.iter().skip(1).cloned())
+            .collect()
+    };
+    let cli = Cli::parse_from(with(&[]));
+    let mut subs = Vec::with_capacity(spec.subs.len());
+    for sub in &spec.subs {
+        let flags = Cli::try_parse_from(with(&sub.flags))
+            .map_err(|error| {
+                format!(
+                    "--spec {}:{} (sub-campaign {}): {}",
+                    spec.path,
+                    sub.line,
+                    sub.name,
+                    error.to_string().trim()
+                )
+            })?
+            .run;
+        let sub = SubCampaign {
+            name: sub.name.clone(),
+            weight: sub.weight,
+            flags: sub.flags.join(" "),
+        };
+        subs.push((sub, flags));
+    }
+    let label = std::path::Path::new(&spec.path).file_stem().map_or_else(
+        || "spec".to_owned(),
+        |stem| stem.to_string_lossy().replace(['/', '.'], "_"),
+    );
+    Ok((cli, subs, label))
 }
 
 fn main() -> ExitCode {
-    let cli = match expand_spec(std::env::args().collect()) {
-        Ok(args) => Cli::parse_from(args),
+    let (cli, subs, label) = match parse_command_line(std::env::args().collect()) {
+        Ok(parsed) => parsed,
         Err(message) => {
             eprintln!("campaign: {message}");
             return ExitCode::from(2);
@@ -249,6 +341,7 @@ fn main() -> ExitCode {
                     Err(error) => return invalid(error.to_string()),
                 }
             }
+            let missing_shards = missing_shards(&reports);
             let merged = match CampaignReport::merge(reports) {
                 Ok(merged) => merged,
                 Err(error) => return invalid(error.to_string()),
@@ -257,14 +350,20 @@ fn main() -> ExitCode {
             if let Err(error) = write_report(&merged, &dir) {
                 return invalid(error);
             }
-            ExitCode::from(summarize(&merged, &dir, known.as_deref(), &required))
+            let mut status = summarize(&merged, &dir, known.as_deref(), &required);
+            if let Some(missing) = missing_shards {
+                println!("  [incomplete] {missing}: the merged campaign is incomplete");
+                status = 1;
+            }
+            ExitCode::from(status)
         }
         None => {
-            let required = match parse_required_marks(cli.run.require_marks.as_deref()) {
-                Ok(required) => required,
-                Err(message) => return invalid(message),
+            let planned = if subs.is_empty() {
+                cli.run.plan()
+            } else {
+                cli.run.plan_with_subs(subs, label)
             };
-            let spec = match cli.run.plan() {
+            let spec = match planned {
                 Ok(spec) => spec,
                 Err(message) => return invalid(message),
             };
@@ -277,7 +376,7 @@ fn main() -> ExitCode {
             let command = std::env::args().collect::<Vec<_>>().join(" ");
             println!(
                 "campaign {campaign_id}: {} runs on {} workers",
-                spec.runs.len(),
+                spec.planned(),
                 spec.jobs
             );
             install_quiet_panic_hook();
@@ -288,7 +387,7 @@ fn main() -> ExitCode {
             if let Err(error) = write_report(&report, &dir) {
                 return invalid(error);
             }
-            ExitCode::from(summarize(&report, &dir, None, &required))
+            ExitCode::from(summarize(&report, &dir, None, &[]))
         }
     }
 }

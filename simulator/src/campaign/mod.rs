@@ -1,6 +1,7 @@
 //! `campaign`: many seeds x profiles x planes in parallel, one report.
 //!
-//! [`spec`] turns flags into planned runs (and a shard of them), [`runner`] runs them
+//! [`spec_file`] reads a campaign kept in a file (sub-campaigns with weights), [`spec`]
+//! turns flags into planned runs (and a shard of them), [`runner`] runs them
 //! isolated and in parallel, [`signature`] groups failures, [`report`] is the JSON
 //! model (and merging shards), [`html`] the page a person reads.
 
@@ -9,6 +10,7 @@ pub mod report;
 pub mod runner;
 pub mod signature;
 pub mod spec;
+pub mod spec_file;
 
 use std::path::{Path, PathBuf};
 

@@ -41,6 +41,10 @@ impl fmt::Display for RunVerdict {
 /// One simulated run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
+    /// The sub-campaign it belongs to ("" when the campaign has none; absent from
+    /// reports written before sub-campaigns existed).
+    #[serde(default)]
+    pub campaign: String,
     /// Fault profile (name or path).
     pub profile: String,
     /// Workload plane.
@@ -79,8 +83,13 @@ pub struct RunRecord {
 
 impl RunRecord {
     /// The key that orders runs and identifies them across shards.
-    pub fn key(&self) -> (String, String, u64) {
-        (self.profile.clone(), self.plane.clone(), self.seed)
+    pub fn key(&self) -> (String, String, String, u64) {
+        (
+            self.campaign.clone(),
+            self.profile.clone(),
+            self.plane.clone(),
+            self.seed,
+        )
     }
 }
 
@@ -103,8 +112,27 @@ pub struct CampaignReport {
     pub not_started: u64,
     /// Wall time, seconds.
     pub wall_seconds: f64,
-    /// Every run, in canonical order (profile, plane, seed).
+    /// Every run, in canonical order (sub-campaign, profile, plane, seed).
     pub runs: Vec<RunRecord>,
+    /// The sub-campaigns, with what each planned and left unstarted (one, named "", for
+    /// a campaign without a spec file's `sub` lines; absent from older reports).
+    #[serde(default)]
+    pub sub_campaigns: Vec<SubCampaignRecord>,
+    /// Coverage marks the campaign must reach; a merge checks them over every shard.
+    #[serde(default)]
+    pub required_marks: Vec<String>,
+}
+
+/// One sub-campaign of a report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SubCampaignRecord {
+    /// Its name and flags as the spec file gave them.
+    #[serde(flatten)]
+    pub sub: crate::campaign::spec::SubCampaign,
+    /// Runs it planned (in this shard).
+    pub planned: u64,
+    /// Runs of it not started because the time budget ran out.
+    pub not_started: u64,
 }
 
 /// Counts by verdict.
@@ -162,8 +190,9 @@ impl std::error::Error for ReportError {}
 pub struct MarkReach {
     /// Runs that reached it.
     pub runs: u64,
-    /// The first run (in report order: profile, plane, seed) that reached it.
-    pub first: (String, String, u64),
+    /// The first run (in report order: sub-campaign, profile, plane, seed) that
+    /// reached it.
+    pub first: (String, String, String, u64),
     /// Runs that reached it, per plane.
     pub by_plane: BTreeMap<String, u64>,
 }
@@ -275,6 +304,7 @@ impl CampaignReport {
             ));
         };
         let build = first.build.clone();
+        let first_id = first.campaign_id.clone();
         let mut merged = CampaignReport {
             format: REPORT_FORMAT_VERSION,
             campaign_id: format!(
@@ -288,6 +318,8 @@ impl CampaignReport {
             not_started: 0,
             wall_seconds: 0.0,
             runs: Vec::new(),
+            sub_campaigns: Vec::new(),
+            required_marks: first.required_marks.clone(),
         };
         let mut seen = BTreeMap::new();
         for report in reports {
@@ -297,14 +329,47 @@ impl CampaignReport {
                     build, report.build
                 )));
             }
+            if report.required_marks != merged.required_marks {
+                return Err(ReportError(format!(
+                    "cannot merge {} and {}: they require different coverage marks (shards of different specs?)",
+                    first_id, report.campaign_id
+                )));
+            }
+            for sub in report.sub_campaigns {
+                match merged
+                    .sub_campaigns
+                    .iter_mut()
+                    .find(|known| known.sub.name == sub.sub.name)
+                {
+                    Some(known) if known.sub != sub.sub => {
+                        return Err(ReportError(format!(
+                            "cannot merge {first_id} and {}: sub-campaign {:?} has different flags or weight (shards of different specs?)",
+                            report.campaign_id, sub.sub.name
+                        )));
+                    }
+                    Some(known) => {
+                        known.planned += sub.planned;
+                        known.not_started += sub.not_started;
+                    }
+                    None => merged.sub_campaigns.push(sub),
+                }
+            }
             merged.planned += report.planned;
             merged.not_started += report.not_started;
             merged.wall_seconds = merged.wall_seconds.max(report.wall_seconds);
             for run in report.runs {
                 if let Some(previous) = seen.insert(run.key(), report.campaign_id.clone()) {
                     return Err(ReportError(format!(
-                        "run {}/{}/seed {} appears in both {previous} and {}: overlapping shards",
-                        run.profile, run.plane, run.seed, report.campaign_id
+                        "run {}{}/{}/seed {} appears in both {previous} and {}: overlapping shards",
+                        if run.campaign.is_empty() {
+                            String::new()
+                        } else {
+                            format!("{}/", run.campaign)
+                        },
+                        run.profile,
+                        run.plane,
+                        run.seed,
+                        report.campaign_id
                     )));
                 }
                 merged.runs.push(run);

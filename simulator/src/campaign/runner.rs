@@ -1,6 +1,11 @@
-//! Running a campaign: every planned run in parallel (rayon), each isolated (a panic
-//! or failed check in one never stops the others), with a progress display and a time
-//! budget for starting runs.
+//! Running a campaign: every planned run in parallel on `--jobs` worker threads, each
+//! isolated (a panic or failed check in one never stops the others), with a progress
+//! display and a time budget for starting runs.
+//!
+//! Under a time budget the sub-campaigns share it by weight: each worker takes its next
+//! run from the sub-campaign that has used the least run time for its weight, so a
+//! budget that ends early has still spent it in the spec's proportions. Which runs fit
+//! in the budget depends on the machine; each run itself replays bit for bit.
 #![allow(
     clippy::disallowed_methods,
     reason = "a campaign measures wall time for its report and its time budget; no run reads it"
@@ -14,9 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use rayon::prelude::*;
 
-use super::report::{CampaignReport, REPORT_FORMAT_VERSION, RunRecord, RunVerdict};
+use super::report::{CampaignReport, REPORT_FORMAT_VERSION, RunRecord, RunVerdict, SubCampaignRecord};
 use super::signature::signature;
 use super::spec::{CampaignSpec, PlannedRun};
 use crate::fuzz::{self, Verdict};
@@ -35,14 +39,15 @@ pub fn install_quiet_panic_hook() {
     }));
 }
 
-/// Make one run and describe it.
-pub fn execute(run: &PlannedRun) -> RunRecord {
+/// Make one run and describe it; `campaign` names its sub-campaign.
+pub fn execute(run: &PlannedRun, campaign: &str) -> RunRecord {
     let started = Instant::now();
     let mut out = Vec::new();
     let outcome = catch_unwind(AssertUnwindSafe(|| fuzz::run(&run.args, run.seed, &mut out)));
     let wall_ms = started.elapsed().as_secs_f64() * 1_000.0;
     let command = run.args.repro_command(run.seed);
     let mut record = RunRecord {
+        campaign: campaign.to_owned(),
         profile: run.profile.clone(),
         plane: run.plane.clone(),
         seed: run.seed,
@@ -110,16 +115,72 @@ pub fn execute(run: &PlannedRun) -> RunRecord {
 /// twentieth of the campaign, so logs stay short at any size.
 const PLAIN_PROGRESS_LINES: u64 = 20;
 
+/// Run time assumed for a run of a sub-campaign none of whose runs has finished yet,
+/// seconds: only orders the first picks; measured times replace it within a few runs.
+const FIRST_RUN_SECONDS_GUESS: f64 = 1.0;
+
+/// The weighted choice of the next run: one queue per sub-campaign.
+struct Dispatcher {
+    /// Per sub-campaign: its next run's position, and its runs in this shard.
+    cursors: Vec<(u64, u64)>,
+    /// Per sub-campaign: its weight.
+    weights: Vec<f64>,
+    /// Per sub-campaign: run time of its finished runs, seconds.
+    seconds_done: Vec<f64>,
+    /// Per sub-campaign: finished runs.
+    finished: Vec<u64>,
+    /// Per sub-campaign: runs under way.
+    in_flight: Vec<u64>,
+}
+
+impl Dispatcher {
+    fn new(spec: &CampaignSpec) -> Dispatcher {
+        let subs = spec.subs.len();
+        Dispatcher {
+            cursors: spec.subs.iter().map(|sub| (0, sub.len())).collect(),
+            weights: spec.subs.iter().map(|sub| sub.sub.weight).collect(),
+            seconds_done: vec![0.0; subs],
+            finished: vec![0; subs],
+            in_flight: vec![0; subs],
+        }
+    }
+
+    /// The next run to start: from the sub-campaign with the least run time (finished
+    /// plus an estimate for those under way) per unit of weight.
+    fn next(&mut self) -> Option<(usize, u64)> {
+        let share = |sub: usize| {
+            let mean = if self.finished[sub] == 0 {
+                FIRST_RUN_SECONDS_GUESS
+            } else {
+                self.seconds_done[sub] / self.finished[sub] as f64
+            };
+            (self.seconds_done[sub] + self.in_flight[sub] as f64 * mean) / self.weights[sub]
+        };
+        let sub = (0..self.cursors.len())
+            .filter(|&sub| self.cursors[sub].0 < self.cursors[sub].1)
+            .min_by(|&a, &b| share(a).total_cmp(&share(b)).then(a.cmp(&b)))?;
+        self.in_flight[sub] += 1;
+        let position = self.cursors[sub].0;
+        self.cursors[sub].0 += 1;
+        Some((sub, position))
+    }
+
+    fn done(&mut self, sub: usize, seconds: f64) {
+        self.in_flight[sub] -= 1;
+        self.finished[sub] += 1;
+        self.seconds_done[sub] += seconds;
+    }
+}
+
 /// Run every planned run of `spec`; `campaign_id` and `command` label the report.
 pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Result<CampaignReport, String> {
     let started = Instant::now();
     let deadline = spec
         .budget_seconds
         .map(|seconds| started + Duration::from_secs_f64(seconds));
-    let planned = spec.runs.len() as u64;
+    let planned = spec.planned();
     let done = AtomicU64::new(0);
     let failed = AtomicU64::new(0);
-    let skipped = AtomicU64::new(0);
     let terminal = std::io::stdout().is_terminal();
     let bar = if terminal {
         let bar = ProgressBar::new(planned);
@@ -135,48 +196,75 @@ pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Re
     };
     let print_every = (planned / PLAIN_PROGRESS_LINES).max(1);
     let print_lock = Mutex::new(());
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(spec.jobs)
-        .build()
-        .map_err(|error| format!("cannot start {} worker threads: {error}", spec.jobs))?;
-    let records: Vec<Option<RunRecord>> = pool.install(|| {
-        spec.runs
-            .par_iter()
-            .map(|run| {
-                if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-                    skipped.fetch_add(1, Ordering::Relaxed);
-                    return None;
+    let dispatcher = Mutex::new(Dispatcher::new(spec));
+    let records = Mutex::new(Vec::new());
+    let worker = || {
+        loop {
+            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                return;
+            }
+            let Some((campaign, position)) = dispatcher
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .next()
+            else {
+                return;
+            };
+            let run = &spec.subs[campaign].run(position, campaign);
+            let record = execute(run, &spec.subs[campaign].sub.name);
+            dispatcher
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .done(run.campaign, record.wall_ms / 1_000.0);
+            if record.verdict == RunVerdict::Fail {
+                failed.fetch_add(1, Ordering::Relaxed);
+            }
+            records
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push((run.campaign, record));
+            let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+            let failures = failed.load(Ordering::Relaxed);
+            match &bar {
+                Some(bar) => {
+                    bar.inc(1);
+                    bar.set_message(failures.to_string());
                 }
-                let record = execute(run);
-                if record.verdict == RunVerdict::Fail {
-                    failed.fetch_add(1, Ordering::Relaxed);
+                None if finished.is_multiple_of(print_every) || finished == planned => {
+                    let _guard = print_lock.lock();
+                    let elapsed = started.elapsed().as_secs_f64().max(1e-9);
+                    let rate = finished as f64 / elapsed;
+                    let remaining = planned.saturating_sub(finished) as f64 / rate.max(1e-9);
+                    println!(
+                        "campaign: {finished}/{planned} runs, {failures} failed, {rate:.1} runs/s, eta {remaining:.0} s"
+                    );
                 }
-                let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
-                let failures = failed.load(Ordering::Relaxed);
-                match &bar {
-                    Some(bar) => {
-                        bar.inc(1);
-                        bar.set_message(failures.to_string());
-                    }
-                    None if finished.is_multiple_of(print_every) || finished == planned => {
-                        let _guard = print_lock.lock();
-                        let elapsed = started.elapsed().as_secs_f64().max(1e-9);
-                        let rate = finished as f64 / elapsed;
-                        let remaining = planned.saturating_sub(finished) as f64 / rate.max(1e-9);
-                        println!(
-                            "campaign: {finished}/{planned} runs, {failures} failed, {rate:.1} runs/s, eta {remaining:.0} s"
-                        );
-                    }
-                    None => {}
-                }
-                Some(record)
-            })
-            .collect()
+                None => {}
+            }
+        }
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..spec.jobs {
+            scope.spawn(worker);
+        }
     });
     if let Some(bar) = bar {
         bar.finish();
     }
-    let mut runs: Vec<RunRecord> = records.into_iter().flatten().collect();
+    let records = records.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut sub_campaigns: Vec<SubCampaignRecord> = spec
+        .subs
+        .iter()
+        .map(|sub| SubCampaignRecord {
+            sub: sub.sub.clone(),
+            planned: sub.len(),
+            not_started: sub.len(),
+        })
+        .collect();
+    for (campaign, _) in &records {
+        sub_campaigns[*campaign].not_started -= 1;
+    }
+    let mut runs: Vec<RunRecord> = records.into_iter().map(|(_, record)| record).collect();
     runs.sort_by_key(RunRecord::key);
     Ok(CampaignReport {
         format: REPORT_FORMAT_VERSION,
@@ -185,9 +273,11 @@ pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Re
         build: build_id(),
         shard: spec.shard,
         planned,
-        not_started: skipped.load(Ordering::Relaxed),
+        not_started: planned - runs.len() as u64,
         wall_seconds: started.elapsed().as_secs_f64(),
         runs,
+        sub_campaigns,
+        required_marks: spec.required_marks.clone(),
     })
 }
 

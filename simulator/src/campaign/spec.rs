@@ -150,6 +150,15 @@ pub struct CampaignFlags {
     #[arg(long)]
     pub no_quiesce: bool,
 
+    /// Passed to every run: skip the liveness phase (see workload-fuzz).
+    #[arg(long)]
+    pub no_liveness: bool,
+
+    /// Passed to every run: shrink the cluster's bounds, drawn from each seed (see
+    /// workload-fuzz).
+    #[arg(long)]
+    pub buggify: bool,
+
     /// Passed to every run: the test-only broken check.
     #[arg(long, hide = true)]
     pub break_check: bool,
@@ -166,8 +175,10 @@ pub struct CampaignFlags {
 /// One run of a campaign.
 #[derive(Clone, Debug)]
 pub struct PlannedRun {
-    /// Position in the canonical order (before sharding).
+    /// Position in its sub-campaign's canonical order (before sharding).
     pub index: u64,
+    /// Which sub-campaign it belongs to (an index into [`CampaignSpec::subs`]).
+    pub campaign: usize,
     /// Label: the profile.
     pub profile: String,
     /// Label: the plane.
@@ -178,11 +189,124 @@ pub struct PlannedRun {
     pub args: FuzzArgs,
 }
 
+/// One sub-campaign: a named, weighted part of a campaign with flags of its own (a spec
+/// file's `sub` line). A campaign from the command line alone has one, named "".
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SubCampaign {
+    /// Its name ("" for a campaign with no spec file sub-campaigns).
+    pub name: String,
+    /// Its share of the time budget, relative to the others' weights.
+    pub weight: f64,
+    /// Its flags as the spec file writes them (empty for a command-line campaign).
+    pub flags: String,
+}
+
+/// Where a sub-campaign's runs come from: a grid of seeds x profiles x planes, made
+/// run by run when asked (a night's seed range is far larger than memory), or a list
+/// (the corpus).
+#[derive(Clone, Debug)]
+enum RunSource {
+    /// Seeds `first..first + seeds`, outermost; then profiles, then planes.
+    Grid {
+        first: u64,
+        seeds: u64,
+        profiles: Vec<String>,
+        planes: Vec<Plane>,
+        flags: Box<CampaignFlags>,
+    },
+    /// Runs given one by one.
+    List(Vec<RunPlan>),
+}
+
+impl RunSource {
+    /// Runs in the whole source (before sharding).
+    fn len(&self) -> u64 {
+        match self {
+            RunSource::Grid {
+                seeds,
+                profiles,
+                planes,
+                ..
+            } => seeds.saturating_mul((profiles.len() * planes.len()) as u64),
+            RunSource::List(runs) => runs.len() as u64,
+        }
+    }
+
+    /// Run `index` of the whole source (`index < len()`).
+    fn run(&self, index: u64) -> RunPlan {
+        match self {
+            RunSource::Grid {
+                first,
+                profiles,
+                planes,
+                flags,
+                ..
+            } => {
+                let cells = (profiles.len() * planes.len()) as u64;
+                let seed = first + index / cells;
+                let cell = (index % cells) as usize;
+                let (profile, plane) = (&profiles[cell / planes.len()], planes[cell % planes.len()]);
+                (
+                    profile.clone(),
+                    plane.name().to_owned(),
+                    seed,
+                    flags.run_args(profile, plane, seed),
+                )
+            }
+            RunSource::List(runs) => runs[index as usize].clone(),
+        }
+    }
+}
+
+/// One sub-campaign, planned: its runs (this shard's), made on demand.
+#[derive(Clone, Debug)]
+pub struct SubPlan {
+    /// Its name, weight and flags.
+    pub sub: SubCampaign,
+    source: RunSource,
+    shard: Option<(u32, u32)>,
+}
+
+impl SubPlan {
+    /// Runs of this sub-campaign in this shard: the source's runs dealt round-robin,
+    /// shard k taking indices k-1, k-1+n, k-1+2n, ...
+    pub fn len(&self) -> u64 {
+        let all = self.source.len();
+        match self.shard {
+            None => all,
+            Some((k, n)) => all.saturating_sub(u64::from(k - 1)).div_ceil(u64::from(n)),
+        }
+    }
+
+    /// Whether this shard holds none of its runs.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The `position`-th run of this sub-campaign in this shard (`position < len()`);
+    /// `campaign` is the sub-campaign's index in the spec.
+    pub fn run(&self, position: u64, campaign: usize) -> PlannedRun {
+        let index = match self.shard {
+            None => position,
+            Some((k, n)) => u64::from(k - 1) + position * u64::from(n),
+        };
+        let (profile, plane, seed, args) = self.source.run(index);
+        PlannedRun {
+            index,
+            campaign,
+            profile,
+            plane,
+            seed,
+            args,
+        }
+    }
+}
+
 /// A validated campaign.
 #[derive(Clone, Debug)]
 pub struct CampaignSpec {
-    /// The runs this process will make (its shard), in canonical order.
-    pub runs: Vec<PlannedRun>,
+    /// The sub-campaigns (at least one) and their runs in this shard.
+    pub subs: Vec<SubPlan>,
     /// `(k, n)` if sharded.
     pub shard: Option<(u32, u32)>,
     /// Parallel runs.
@@ -193,6 +317,34 @@ pub struct CampaignSpec {
     pub out: Option<PathBuf>,
     /// Short description for the campaign id.
     pub label: String,
+    /// Coverage marks the campaign must reach (names, validated).
+    pub required_marks: Vec<String>,
+}
+
+/// The campaign-wide settings: shard, jobs, time budget (seconds), required marks.
+type CampaignWide = (Option<(u32, u32)>, usize, Option<f64>, Vec<String>);
+
+/// A run before it is numbered and sharded: profile, plane, seed and its flags.
+type RunPlan = (String, String, u64, FuzzArgs);
+
+/// Parse `--require-marks`: every name must be a coverage mark.
+pub fn parse_required_marks(text: Option<&str>) -> Result<Vec<String>, String> {
+    let Some(text) = text else { return Ok(Vec::new()) };
+    text.split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .map(|name| {
+            cluster::coverage::Mark::from_name(name)
+                .map(|mark| mark.name().to_owned())
+                .ok_or_else(|| {
+                    let names: Vec<&str> = cluster::coverage::Mark::ALL.iter().map(|mark| mark.name()).collect();
+                    format!(
+                        "--require-marks: {name:?} is not a coverage mark; the marks are: {}",
+                        names.join(", ")
+                    )
+                })
+        })
+        .collect()
 }
 
 /// Parse `A..B` (inclusive) or `A`.
@@ -307,6 +459,8 @@ impl CampaignFlags {
             ring_bytes: self.ring_bytes,
             heal_before_quiesce: self.heal_before_quiesce,
             no_quiesce: self.no_quiesce,
+            no_liveness: self.no_liveness,
+            buggify: self.buggify,
             network: self.network.clone(),
             break_check: self.break_check,
             break_fence: false,
@@ -314,8 +468,8 @@ impl CampaignFlags {
         }
     }
 
-    /// Validate the flags and plan the runs (this shard's).
-    pub fn plan(&self) -> Result<CampaignSpec, String> {
+    /// The campaign-wide settings: shard, jobs, time budget, required marks.
+    fn campaign_wide(&self) -> Result<CampaignWide, String> {
         let shard = self.shard.as_deref().map(parse_shard).transpose()?;
         let jobs = match self.jobs {
             Some(0) => return Err("--jobs 0 runs nothing; give at least 1".to_owned()),
@@ -327,74 +481,110 @@ impl CampaignFlags {
         {
             return Err(format!("--minutes {minutes} must be a positive number of minutes"));
         }
-        let mut all = Vec::new();
-        let label;
+        let required = parse_required_marks(self.require_marks.as_deref())?;
+        Ok((shard, jobs, self.minutes.map(|minutes| minutes * 60.0), required))
+    }
+
+    /// Every run these flags ask for, seeds outermost (so a campaign cut short by its
+    /// time budget has still visited every profile and plane), and a label.
+    fn run_source(&self) -> Result<(RunSource, String), String> {
         if let Some(dir) = &self.corpus {
-            for (at, args) in corpus_commands(dir)? {
-                let seed = args.seed.unwrap_or_default();
-                all.push((args.faults.clone(), args.plane.name().to_owned(), seed, args, at));
-            }
-            label = "corpus".to_owned();
-        } else {
-            let (first, last) = parse_seed_range(&self.seeds)?;
-            let profiles: Vec<&str> = self
-                .profiles
-                .split(',')
-                .map(str::trim)
-                .filter(|p| !p.is_empty())
+            let runs = corpus_commands(dir)?
+                .into_iter()
+                .map(|(_, args)| {
+                    let seed = args.seed.unwrap_or_default();
+                    (args.faults.clone(), args.plane.name().to_owned(), seed, args)
+                })
                 .collect();
-            let planes: Vec<&str> = self
-                .planes
-                .split(',')
-                .map(str::trim)
-                .filter(|p| !p.is_empty())
-                .collect();
-            if profiles.is_empty() || planes.is_empty() {
-                return Err("--profiles and --planes each need at least one name".to_owned());
-            }
-            for profile in &profiles {
-                load_profile(profile).map_err(|error| format!("--profiles: {error}"))?;
-            }
-            let planes: Vec<Plane> = planes.iter().map(|name| parse_plane(name)).collect::<Result<_, _>>()?;
-            for &profile in &profiles {
-                for &plane in &planes {
-                    for seed in first..=last {
-                        all.push((
-                            profile.to_owned(),
-                            plane.name().to_owned(),
-                            seed,
-                            self.run_args(profile, plane, seed),
-                            String::new(),
-                        ));
-                    }
-                }
-            }
-            label = format!(
-                "{}-{}-{first}-{last}",
-                profiles.join("+").replace(['/', '.'], "_"),
-                self.planes.replace(',', "+")
-            );
+            return Ok((RunSource::List(runs), "corpus".to_owned()));
         }
-        let runs = all
-            .into_iter()
-            .enumerate()
-            .map(|(index, (profile, plane, seed, args, _))| PlannedRun {
-                index: index as u64,
-                profile,
-                plane,
-                seed,
-                args,
-            })
-            .filter(|run| shard.is_none_or(|(k, n)| run.index % u64::from(n) == u64::from(k - 1)))
-            .collect();
-        Ok(CampaignSpec {
-            runs,
-            shard,
-            jobs,
-            budget_seconds: self.minutes.map(|minutes| minutes * 60.0),
-            out: self.out.clone(),
-            label,
-        })
+        let (first, last) = parse_seed_range(&self.seeds)?;
+        let names = |list: &str| -> Vec<String> {
+            list.split(',')
+                .map(str::trim)
+                .filter(|name| !name.is_empty())
+                .map(str::to_owned)
+                .collect()
+        };
+        let (profiles, planes) = (names(&self.profiles), names(&self.planes));
+        if profiles.is_empty() || planes.is_empty() {
+            return Err("--profiles and --planes each need at least one name".to_owned());
+        }
+        for profile in &profiles {
+            load_profile(profile).map_err(|error| format!("--profiles: {error}"))?;
+        }
+        let planes: Vec<Plane> = planes.iter().map(|name| parse_plane(name)).collect::<Result<_, _>>()?;
+        let label = format!(
+            "{}-{}-{first}-{last}",
+            profiles.join("+").replace(['/', '.'], "_"),
+            self.planes.replace(',', "+")
+        );
+        let source = RunSource::Grid {
+            first,
+            seeds: last - first + 1,
+            profiles,
+            planes,
+            flags: Box::new(self.clone()),
+        };
+        Ok((source, label))
+    }
+
+    /// Validate the flags and plan the runs (this shard's).
+    pub fn plan(&self) -> Result<CampaignSpec, String> {
+        let (runs, label) = self.run_source()?;
+        let whole = SubCampaign {
+            name: String::new(),
+            weight: 1.0,
+            flags: String::new(),
+        };
+        plan_sub_campaigns(self, vec![(whole, runs)], label)
+    }
+
+    /// Plan a campaign of several sub-campaigns (a spec file's `sub` lines): `self`
+    /// holds the campaign-wide flags, `subs` each sub-campaign and its own flags.
+    pub fn plan_with_subs(
+        &self,
+        subs: Vec<(SubCampaign, CampaignFlags)>,
+        label: String,
+    ) -> Result<CampaignSpec, String> {
+        let mut planned = Vec::with_capacity(subs.len());
+        for (sub, flags) in subs {
+            let (runs, _) = flags
+                .run_source()
+                .map_err(|error| format!("sub-campaign {}: {error}", sub.name))?;
+            planned.push((sub, runs));
+        }
+        plan_sub_campaigns(self, planned, label)
+    }
+}
+
+/// The campaign of these sub-campaigns, each dealt round-robin over the shards on its
+/// own, so every shard holds its share of each.
+fn plan_sub_campaigns(
+    wide: &CampaignFlags,
+    subs: Vec<(SubCampaign, RunSource)>,
+    label: String,
+) -> Result<CampaignSpec, String> {
+    let (shard, jobs, budget_seconds, required_marks) = wide.campaign_wide()?;
+    let subs = subs
+        .into_iter()
+        .map(|(sub, source)| SubPlan { sub, source, shard })
+        .collect();
+    Ok(CampaignSpec {
+        subs,
+        shard,
+        jobs,
+        budget_seconds,
+        out: wide.out.clone(),
+        label,
+        required_marks,
+    })
+}
+
+impl CampaignSpec {
+    /// Runs this process plans (its shard), over every sub-campaign.
+    pub fn planned(&self) -> u64 {
+        self.subs.iter().map(SubPlan::len).sum()
     }
 }
 
@@ -409,6 +599,57 @@ mod tests {
         assert_eq!(parse_seed_range("5..=9"), Ok((5, 9)));
         assert!(parse_seed_range("9..5").expect_err("reversed").contains("reversed"));
         assert!(parse_seed_range("a..5").expect_err("bad").contains("is not a seed"));
+    }
+
+    #[test]
+    fn shards_deal_each_sub_campaign_once_and_seeds_come_outermost() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            flags: CampaignFlags,
+        }
+        let plan = |extra: &[&str]| {
+            let args = [
+                "campaign",
+                "--profiles",
+                "none,light",
+                "--planes",
+                "metadata,echo",
+                "--seeds",
+                "5..9",
+            ];
+            Wrap::parse_from(args.iter().chain(extra)).flags.plan().expect("valid")
+        };
+        let whole = plan(&[]);
+        assert_eq!(whole.planned(), 20);
+        let sub = &whole.subs[0];
+        let firsts: Vec<(String, String, u64)> = (0..4)
+            .map(|position| {
+                let run = sub.run(position, 0);
+                (run.profile, run.plane, run.seed)
+            })
+            .collect();
+        assert_eq!(
+            firsts,
+            [
+                ("none".to_owned(), "metadata".to_owned(), 5),
+                ("none".to_owned(), "echo".to_owned(), 5),
+                ("light".to_owned(), "metadata".to_owned(), 5),
+                ("light".to_owned(), "echo".to_owned(), 5)
+            ],
+            "every profile and plane of a seed before the next seed"
+        );
+        let mut seen = std::collections::BTreeSet::new();
+        for k in 1..=3 {
+            let shard = plan(&["--shard", &format!("{k}/3")]);
+            let sub = &shard.subs[0];
+            for position in 0..sub.len() {
+                let run = sub.run(position, 0);
+                assert!(seen.insert(run.index), "run {} dealt twice", run.index);
+            }
+        }
+        assert_eq!(seen.len(), 20, "three shards cover the campaign exactly once");
     }
 
     #[test]

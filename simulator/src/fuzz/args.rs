@@ -175,6 +175,23 @@ pub struct FuzzArgs {
     #[arg(long)]
     pub no_quiesce: bool,
 
+    /// Skip the liveness phase. By default, after the fault phase a core of replicas
+    /// (a quorum, drawn from the seed) is healed, restarted and kept up while the others
+    /// stay down or cut off, and within `LIVENESS_TICKS_MAX` ticks every group must have
+    /// a primary in the core that has committed what it holds, every core replica must
+    /// have applied it, and every outstanding request must be answered (see
+    /// `fuzz::liveness`). Then everything heals and the drain runs.
+    #[arg(long)]
+    pub no_liveness: bool,
+
+    /// Shrink some of the cluster's bounds for this run, drawn from the seed (each knob
+    /// on with probability 1/2): the pipeline (1, 2 or 4 ops), the request queue behind
+    /// it (1, 2 or 4), the repair window (1, 2 or 8 ops). Rare paths (requests queued
+    /// and refused, repairs in many small steps) become common; every check holds as
+    /// without it. Production never shrinks them (see `cluster::vsr::Buggify`).
+    #[arg(long)]
+    pub buggify: bool,
+
     /// Network overrides, applied after the profile (and after swarm draws).
     #[command(flatten)]
     pub network: NetworkOverrides,
@@ -196,8 +213,11 @@ pub struct FuzzArgs {
     /// and the log counts as complete; `read-error-as-end-of-file`: a boot takes a read
     /// error for the end of its WAL; `skip-wal-checksums`: the WAL is read without
     /// verifying checksums, so a rotted prepare is applied; `ack-persisted-before-publish`:
-    /// a persisted partition acknowledges before its WAL is published), so tests can show
-    /// the campaigns catch it.
+    /// a persisted partition acknowledges before its WAL is published;
+    /// `install-unverified-transfer`: transfer chunks are taken unverified;
+    /// `view-change-waits-for-every-replica`: a view change waits for every replica's
+    /// DoViewChange, a liveness bug), so
+    /// tests can show the campaigns catch it.
     #[arg(long, hide = true, default_value = "none", value_parser = parse_storage_break)]
     pub break_storage: cluster::vsr::StorageBreak,
 }
@@ -517,6 +537,8 @@ impl FuzzArgs {
             (self.crash_primary, "--crash-primary"),
             (self.heal_before_quiesce, "--heal-before-quiesce"),
             (self.no_quiesce, "--no-quiesce"),
+            (self.no_liveness, "--no-liveness"),
+            (self.buggify, "--buggify"),
             (self.break_check, "--break-check"),
             (self.break_fence, "--break-fence"),
         ] {

@@ -106,9 +106,17 @@ pub(super) fn run(
         journal: args.journal(),
         storage_faults: args.storage_faults(profile_storage),
         storage_break: args.break_storage,
+        buggify: if args.buggify {
+            draw_buggify(report.seed)
+        } else {
+            cluster::vsr::Buggify::OFF
+        },
     };
     let mut harness = Harness::new(report.seed, &harness_config, workload.clone());
     print_world(harness.simulation(), out)?;
+    if args.buggify {
+        writeln!(out, "buggify: {}", harness_config.buggify.describe())?;
+    }
     writeln!(
         out,
         "crashes: crash_prob={} restart_prob={} crash_primary={} power_loss_prob={} storage={}",
@@ -164,11 +172,21 @@ pub(super) fn run(
     }
     let ran = harness.simulation().tick();
 
+    // The liveness phase: a healed core of replicas must settle on its own in bounded
+    // time (the rest stay down or cut off); then everything heals for the drain.
+    let mut liveness = None;
+    if failure.is_none() && !args.no_quiesce && !args.no_liveness {
+        match super::liveness::run(&mut harness, &workload, report.seed, config.replicas) {
+            Ok(outcome) => liveness = Some(outcome),
+            Err(error) => failure = Some(error),
+        }
+    }
+
     if failure.is_none() && !args.no_quiesce {
         // The drain: no new requests, outstanding ones finish.
         workload.borrow_mut().stop();
         harness.disable_crashes();
-        if args.heal_before_quiesce {
+        if args.heal_before_quiesce || liveness.is_some() {
             heal(&mut harness);
         }
         let mut drained = false;
@@ -204,6 +222,16 @@ pub(super) fn run(
         }
     }
 
+    if let Some(outcome) = &liveness {
+        writeln!(
+            out,
+            "liveness: core {:?} settled {} groups and answered every request in {} ticks (bound {})",
+            outcome.core,
+            outcome.groups,
+            outcome.ticks,
+            super::liveness::LIVENESS_TICKS_MAX
+        )?;
+    }
     report.ticks = harness.simulation().tick();
     report.polls = harness.simulation().executor().totals().0;
     report.schedule_hash = harness.simulation().executor().schedule_hash();
@@ -356,6 +384,30 @@ pub(super) fn run(
         },
     };
     Ok(())
+}
+
+/// Mixed into the run's seed to draw the buggify knobs from a stream of their own.
+const BUGGIFY_SEED_SALT: u64 = 0xB066_1F1E_5EED_0001;
+
+/// The knobs of `--buggify`: each on with probability 1/2, then one of three small
+/// values (the smallest legal bound, and two a little above it).
+fn draw_buggify(seed: u64) -> cluster::vsr::Buggify {
+    let mut rng = crate::rng::SimRng::new(seed ^ BUGGIFY_SEED_SALT);
+    let mut knob = |off: u64, small: [u64; 3]| {
+        if rng.chance(0.5) {
+            small[rng.index(small.len())]
+        } else {
+            off
+        }
+    };
+    let off = cluster::vsr::Buggify::OFF;
+    let buggify = cluster::vsr::Buggify {
+        pipeline_prepares_max: knob(off.pipeline_prepares_max as u64, [1, 2, 4]) as usize,
+        request_queue_max: knob(off.request_queue_max as u64, [1, 2, 4]) as usize,
+        repair_prepares_max: knob(off.repair_prepares_max, [1, 2, 8]),
+    };
+    buggify.assert_valid();
+    buggify
 }
 
 /// Heal the network and restart every crashed replica (`--heal-before-quiesce`).

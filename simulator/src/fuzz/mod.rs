@@ -7,6 +7,7 @@
 mod args;
 mod cluster_run;
 mod echo_run;
+mod liveness;
 pub mod outage;
 
 use std::io::{self, Write};

@@ -115,6 +115,8 @@ pub struct HarnessConfig {
     /// Test-only: a deliberately broken answer to disk faults in the cluster (see
     /// `workload-fuzz --break-storage`).
     pub storage_break: StorageBreak,
+    /// Simulation-only smaller bounds for every replica (see `cluster::vsr::Buggify`).
+    pub buggify: cluster::vsr::Buggify,
 }
 
 /// Disk faults a cluster run injects on its simulated disks, and the budget that keeps
@@ -410,6 +412,7 @@ pub struct Harness {
     break_check: bool,
     owner_fence: OwnerFence,
     storage_break: StorageBreak,
+    buggify: cluster::vsr::Buggify,
     power_loss_probability: f64,
     /// Draws whether a crash cuts the power (only when the probability is above zero,
     /// so runs without power loss draw nothing from it).
@@ -468,6 +471,7 @@ impl Harness {
             },
             power_loss_probability: config.power_loss_probability,
             storage_break: config.storage_break,
+            buggify: config.buggify,
             power_rng: SimRng::new(storage_seed),
             boot_failure: None,
             journal: config.journal,
@@ -574,6 +578,7 @@ impl Harness {
             owner_fence: self.owner_fence,
             journal: self.journal,
             storage_break: self.storage_break,
+            buggify: self.buggify,
         };
         let slot = &self.slots[index];
         let stores = match &slot.disk {
@@ -923,7 +928,7 @@ impl Harness {
     /// in the same tick (its group superblocks written), no live replica had applied it
     /// yet, all counted whole, and the crash injector took a third replica for good
     /// while the restarted one's new groups were amnesiac: stuck through the drain.
-    fn wholes(&self) -> Vec<bool> {
+    pub fn wholes(&self) -> Vec<bool> {
         let partitions_changed =
             |handle: &MetadataHandle| handle.borrow().state_machine().state().partitions_changed_at();
         let live = self.live_replicas();

@@ -42,10 +42,12 @@ pub(super) fn write_coverage(out: &mut String, report: &CampaignReport) -> fmt::
     for mark in ordered {
         let reach = reached.get(mark.name());
         let class = if reach.is_some() { "pass" } else { "never" };
+        let required = report.required_marks.iter().any(|name| name == mark.name());
         write!(
             out,
-            "<tr class=\"{class}\"><td><code>{}</code></td><td>{}</td>",
+            "<tr class=\"{class}\"><td><code>{}</code>{}</td><td>{}</td>",
             escape(mark.name()),
+            if required { " <strong>required</strong>" } else { "" },
             escape(mark.why())
         )?;
         match reach {
@@ -56,7 +58,7 @@ pub(super) fn write_coverage(out: &mut String, report: &CampaignReport) -> fmt::
                     .find(|run| run.key() == reach.first)
                     .map(|run| run.command.clone())
                     .unwrap_or_default();
-                let (profile, plane, seed) = &reach.first;
+                let (_, profile, plane, seed) = &reach.first;
                 write!(
                     out,
                     "<td class=\"num\">{}</td><td title=\"{}\">{} {} seed {seed}</td>",
@@ -81,6 +83,56 @@ pub(super) fn write_coverage(out: &mut String, report: &CampaignReport) -> fmt::
             }
         }
         writeln!(out, "</tr>")?;
+    }
+    writeln!(out, "</tbody>")?;
+    writeln!(out, "</table>")?;
+    writeln!(out, "</section>")?;
+    Ok(())
+}
+
+/// Write the sub-campaigns section (only for a campaign that has more than one): each
+/// sub-campaign's flags, weight, runs, verdicts and share of the run time.
+pub(super) fn write_sub_campaigns(out: &mut String, report: &CampaignReport) -> fmt::Result {
+    if report.sub_campaigns.len() < 2 {
+        return Ok(());
+    }
+    let total_ms: f64 = report.runs.iter().map(|run| run.wall_ms).sum::<f64>().max(1e-9);
+    let total_weight: f64 = report.sub_campaigns.iter().map(|sub| sub.sub.weight).sum();
+    writeln!(out, "<section id=\"sub-campaigns\">")?;
+    writeln!(out, "<h2>Sub-campaigns</h2>")?;
+    writeln!(out, "<table>")?;
+    writeln!(
+        out,
+        "<thead><tr><th>sub-campaign</th><th>flags</th><th>weight</th><th>share of run time</th>\
+         <th>runs</th><th>passed</th><th>not passed</th><th>not started</th><th>marks reached</th></tr></thead>"
+    )?;
+    writeln!(out, "<tbody>")?;
+    for sub in &report.sub_campaigns {
+        let runs: Vec<_> = report.runs.iter().filter(|run| run.campaign == sub.sub.name).collect();
+        let passed = runs
+            .iter()
+            .filter(|run| run.verdict == crate::campaign::report::RunVerdict::Pass)
+            .count();
+        // (`sum` of no f64 is -0.0, which prints as "-0")
+        let ms: f64 = runs.iter().map(|run| run.wall_ms).sum::<f64>() + 0.0;
+        let mut marks: Vec<&String> = runs.iter().flat_map(|run| &run.coverage).collect();
+        marks.sort();
+        marks.dedup();
+        writeln!(
+            out,
+            "<tr class=\"{}\"><td>{}</td><td><code>{}</code></td><td class=\"num\">{:.0}%</td>\
+             <td class=\"num\">{:.0}%</td><td class=\"num\">{}</td><td class=\"num\">{passed}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            if passed == runs.len() { "pass" } else { "fail" },
+            escape(&sub.sub.name),
+            escape(&sub.sub.flags),
+            100.0 * sub.sub.weight / total_weight,
+            100.0 * ms / total_ms,
+            runs.len(),
+            runs.len() - passed,
+            sub.not_started,
+            marks.len()
+        )?;
     }
     writeln!(out, "</tbody>")?;
     writeln!(out, "</table>")?;

@@ -156,6 +156,7 @@ fn write_page(out: &mut String, report: &CampaignReport) -> fmt::Result {
 
     write_header(out, report, &totals, status)?;
     write_totals(out, report, &totals, groups.len())?;
+    coverage::write_sub_campaigns(out, report)?;
     write_matrix(out, report)?;
     write_failures(out, &groups)?;
     write_vacuous(out, report, totals.vacuous)?;

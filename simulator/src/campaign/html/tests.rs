@@ -76,6 +76,7 @@ fn assert_entities(text: &str) {
 
 fn run(profile: &str, plane: &str, seed: u64, verdict: RunVerdict, signature: Option<&str>) -> RunRecord {
     RunRecord {
+        campaign: String::new(),
         profile: profile.to_owned(),
         plane: plane.to_owned(),
         seed,
@@ -125,6 +126,8 @@ fn sample() -> CampaignReport {
         not_started: 4,
         wall_seconds: 2.5,
         runs,
+        sub_campaigns: Vec::new(),
+        required_marks: Vec::new(),
     }
 }
 
