@@ -183,6 +183,62 @@ fn a_retransmitted_prepare_of_the_checkpoint_floor_is_acknowledged_not_journaled
 }
 
 #[test]
+fn a_backup_acknowledges_ops_it_holds_only_in_its_checkpoint() {
+    // Found by the first nightly spec run (`--seed 1000001`, small journals): after a
+    // whole-cluster outage a 2-replica group's primary started its view alone at a
+    // commit point below its backup's checkpoint, and resent those ops for 20,000 ticks;
+    // the backup, holding them only inside its checkpoint, dropped the prepares as
+    // stale. Ops below the floor are committed (applied), so the current primary's
+    // prepare at one is the op the checkpoint holds: acknowledge it, unless the floor's
+    // header shows the prepare is a different one.
+    let stores: Vec<MemoryStore> = (0..3).map(|_| MemoryStore::new()).collect();
+    let mut replicas = cluster(&stores);
+    let mut frames = std::collections::BTreeMap::new();
+    let mut tick = 0;
+    for request in 1..=120 {
+        tick = write(&mut replicas, &[0, 1, 2], request..=request, tick);
+        let op = replicas[0].head();
+        let frame = replicas[0].journal.get(op).and_then(|entry| entry.frame().cloned());
+        frames.insert(op, frame.expect("the primary holds its head"));
+    }
+    exchange(&mut replicas, &[0, 1, 2], 60, tick);
+    let backup = &mut replicas[1];
+    let floor = backup.journal_floor();
+    assert!(floor > 8, "ops were evicted below a checkpoint");
+    assert!(
+        backup.journal.get(floor - 1).is_none(),
+        "below the floor nothing is held"
+    );
+    let acknowledges = |backup: &mut Replica<Counter, MemoryStore>, frame: &[u8], op: u64| {
+        backup.drain_outbox().for_each(drop);
+        backup.on_frame(ProcessId(0), frame, (tick + 60) * 10_000);
+        backup.drain_outbox().any(|out| {
+            crate::wire::open(&out.frame)
+                .is_ok_and(|(header, _)| header.command == crate::wire::Command::PrepareOk && header.op == op)
+        })
+    };
+    // Just below the floor (checked against the floor's parent), and further down
+    // (nothing left to check it against: committed, so it is the op).
+    for op in [floor - 1, floor - 8] {
+        assert!(
+            acknowledges(backup, &frames[&op], op),
+            "op {op} below floor {floor} is acknowledged"
+        );
+    }
+    // A different prepare at the op below the floor: its checksum is not the floor's
+    // parent, so it is not the op the checkpoint holds.
+    let (header, body) = crate::wire::open(&frames[&(floor - 1)]).expect("a valid frame");
+    let mut other = header;
+    other.request += 1_000;
+    let forged = crate::wire::seal_header(other, body);
+    assert!(
+        !acknowledges(backup, &forged, floor - 1),
+        "a prepare the floor's header disowns is not acknowledged"
+    );
+    assert_eq!(backup.journal_floor(), floor, "nothing was journaled below the floor");
+}
+
+#[test]
 fn a_failed_checkpoint_is_retried_once_a_second_not_after_every_input() {
     // Found on loopback nodes: a checkpoint refused by the disk was encoded again after
     // every frame and tick, and the shard, busy encoding, missed its heartbeats.

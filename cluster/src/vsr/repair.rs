@@ -127,7 +127,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.stats.repair_sessions += 1;
         }
         self.repair_deferred = false;
-        debug_assert!((1..=self.config.buggify.repair_prepares_max).contains(&self.repair_window));
+        debug_assert!((1..=REPAIR_PREPARES_MAX).contains(&self.repair_window));
         debug_assert!(first <= last && last - first < self.repair_window);
         self.repair_first = last;
         let mut header = self.header(Command::RequestPrepares);
@@ -205,7 +205,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if op == self.repair_first || self.journal.ready(self.repair_first) {
             self.repair_misses = 0;
             self.repair_retry.stop();
-            self.repair_window = (self.repair_window * 2).min(self.config.buggify.repair_prepares_max);
+            self.repair_window = (self.repair_window * 2).min(REPAIR_PREPARES_MAX);
         }
     }
 

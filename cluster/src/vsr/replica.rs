@@ -397,7 +397,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             chain_dirty: true,
             pipeline_inherited: 0,
             commit_heard: (0, 0),
-            repair_window: config.buggify.repair_prepares_max,
+            repair_window: config.buggify.repair_window_initial,
             repair_first: 0,
             repair_buffer: BTreeMap::new(),
             checkpoint_op: 0,

@@ -111,8 +111,9 @@ pub fn execute(run: &PlannedRun, campaign: &str) -> RunRecord {
     record
 }
 
-/// Ticks between plain progress lines when stdout is not a terminal: a line for every
-/// twentieth of the campaign, so logs stay short at any size.
+/// Plain progress lines when stdout is not a terminal: a line for every twentieth of
+/// the campaign (of its runs, or of its time budget when it has one: a night's seed
+/// range is never run to the end), so logs stay short at any size.
 const PLAIN_PROGRESS_LINES: u64 = 20;
 
 /// Run time assumed for a run of a sub-campaign none of whose runs has finished yet,
@@ -195,6 +196,8 @@ pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Re
         None
     };
     let print_every = (planned / PLAIN_PROGRESS_LINES).max(1);
+    // The next twentieth of the time budget to print a line for (budgeted campaigns).
+    let last_line = AtomicU64::new(0);
     let print_lock = Mutex::new(());
     let dispatcher = Mutex::new(Dispatcher::new(spec));
     let records = Mutex::new(Vec::new());
@@ -230,16 +233,29 @@ pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Re
                     bar.inc(1);
                     bar.set_message(failures.to_string());
                 }
-                None if finished.is_multiple_of(print_every) || finished == planned => {
-                    let _guard = print_lock.lock();
+                None => {
                     let elapsed = started.elapsed().as_secs_f64().max(1e-9);
-                    let rate = finished as f64 / elapsed;
-                    let remaining = planned.saturating_sub(finished) as f64 / rate.max(1e-9);
-                    println!(
-                        "campaign: {finished}/{planned} runs, {failures} failed, {rate:.1} runs/s, eta {remaining:.0} s"
-                    );
+                    let line_due = match spec.budget_seconds {
+                        // The twentieth of the budget this run finished in, if no line
+                        // was printed for it yet.
+                        Some(budget) => {
+                            let twentieth = ((elapsed / budget) * PLAIN_PROGRESS_LINES as f64) as u64;
+                            last_line.fetch_max(twentieth + 1, Ordering::Relaxed) <= twentieth
+                        }
+                        None => finished.is_multiple_of(print_every) || finished == planned,
+                    };
+                    if line_due {
+                        let _guard = print_lock.lock();
+                        let rate = finished as f64 / elapsed;
+                        let remaining = match spec.budget_seconds {
+                            Some(budget) => (budget - elapsed).max(0.0),
+                            None => planned.saturating_sub(finished) as f64 / rate.max(1e-9),
+                        };
+                        println!(
+                            "campaign: {finished} runs, {failures} failed, {rate:.1} runs/s, {remaining:.0} s left"
+                        );
+                    }
                 }
-                None => {}
             }
         }
     };

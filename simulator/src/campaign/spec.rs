@@ -45,10 +45,11 @@ pub struct CampaignFlags {
     pub shard: Option<String>,
 
     /// Coverage marks the campaign must reach (comma-separated names, as the `coverage:`
-    /// lines print them): one that no run reached makes it exit 1, naming the mark. A
-    /// sharded campaign gives them to `campaign merge` instead.
-    #[arg(long, value_name = "MARKS")]
-    pub require_marks: Option<String>,
+    /// lines print them): one that no run reached makes it exit 1, naming the mark. May
+    /// be given more than once (the lists add up). A sharded campaign records them in
+    /// its report and `campaign merge` checks them over every shard.
+    #[arg(long, value_name = "MARKS", action = clap::ArgAction::Append)]
+    pub require_marks: Vec<String>,
 
     /// Passed to every run: ticks to simulate.
     #[arg(long, default_value_t = 6_000)]
@@ -481,7 +482,11 @@ impl CampaignFlags {
         {
             return Err(format!("--minutes {minutes} must be a positive number of minutes"));
         }
-        let required = parse_required_marks(self.require_marks.as_deref())?;
+        let required = if self.require_marks.is_empty() {
+            Vec::new()
+        } else {
+            parse_required_marks(Some(&self.require_marks.join(",")))?
+        };
         Ok((shard, jobs, self.minutes.map(|minutes| minutes * 60.0), required))
     }
 

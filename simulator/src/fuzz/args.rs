@@ -186,9 +186,10 @@ pub struct FuzzArgs {
 
     /// Shrink some of the cluster's bounds for this run, drawn from the seed (each knob
     /// on with probability 1/2): the pipeline (1, 2 or 4 ops), the request queue behind
-    /// it (1, 2 or 4), the repair window (1, 2 or 8 ops). Rare paths (requests queued
-    /// and refused, repairs in many small steps) become common; every check holds as
-    /// without it. Production never shrinks them (see `cluster::vsr::Buggify`).
+    /// it (1, 2 or 4), the window a replica's first repair asks for (1, 2 or 8 ops,
+    /// doubling with every answered round as in production). Rare paths (requests
+    /// queued and refused, repairs in many small steps) become common; every check
+    /// holds as without it. Production never shrinks them (see `cluster::vsr::Buggify`).
     #[arg(long)]
     pub buggify: bool,
 

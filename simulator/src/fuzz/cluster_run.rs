@@ -404,7 +404,7 @@ fn draw_buggify(seed: u64) -> cluster::vsr::Buggify {
     let buggify = cluster::vsr::Buggify {
         pipeline_prepares_max: knob(off.pipeline_prepares_max as u64, [1, 2, 4]) as usize,
         request_queue_max: knob(off.request_queue_max as u64, [1, 2, 4]) as usize,
-        repair_prepares_max: knob(off.repair_prepares_max, [1, 2, 8]),
+        repair_window_initial: knob(off.repair_window_initial, [1, 2, 8]),
     };
     buggify.assert_valid();
     buggify
