@@ -150,12 +150,7 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 ///   `coverage:` line counts 45 marks. Schedule 0xb1ec677cc7b35502, replies
 ///   0x0e224060865a1ae7; with `--no-liveness` the run is the previous one exactly
 ///   (schedule 0x8b5264787fc03199, replies 0xdfc0ca42dc426a64), checked.
-/// - 2026-12-02: re-locked (issue #17): the simulator's client follows a refusal's hint
-///   at a resend timeout only within its per-request redirect bound, then tries the
-///   next replica, so a client that timed out many times routes differently. Schedule
-///   0x0a6545d52b003903, replies 0xa96bdbafb5a22771 (with `--no-liveness`: schedule
-///   0xc86c1a23706eb3db).
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xd85b_bdd0_798b_590a;
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x2f3d_4f64_974d_bc09;
 
 #[test]
 fn workload_replay_is_deterministic() {

@@ -340,18 +340,8 @@ pub async fn run_client<B: Bus>(
                 () = (&mut deadline).fuse() => {
                     tracing::debug!(client, request = request_number, target, "resend after timeout");
                     stats.borrow_mut().resends += 1;
-                    // Follow a refusal's hint, within the same bound as the
-                    // immediate redirects (at most one per replica per request, as the
-                    // real client): two replicas cut off together, each naming the
-                    // other's stale view as primary, otherwise kept a client bouncing
-                    // between them while the healed majority waited (`--seed 1000059
-                    // --replicas 5 --plane partition`, two requests unanswered for the
-                    // liveness phase's 10,000 ticks). Past the bound, the next replica.
                     target = match hinted.take() {
-                        Some(hint) if hint != target && redirects < replicas => {
-                            redirects += 1;
-                            hint
-                        }
+                        Some(hint) if hint != target => hint,
                         _ => (target + 1) % replicas,
                     };
                     bus.send(ProcessId(target), request.clone());
