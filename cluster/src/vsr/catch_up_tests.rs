@@ -145,12 +145,16 @@ fn a_checkpoint_that_does_not_decode_refuses_to_boot() {
     assert_eq!(error.what, "checkpoint refused at boot");
 }
 
-#[test]
-fn a_retransmitted_prepare_of_the_checkpoint_floor_is_acknowledged_not_journaled() {
-    // Found by `workload-fuzz --plane uniform --faults light --crash-prob 0.02
-    // --restart-prob 0.02 --journal-slots 80 --ring-entries 256 --ticks 20000 --seed 5`:
-    // a retransmit of the op a checkpoint had made the journal's floor looked like a
-    // held header missing its body, and was put in place of the floor.
+/// What [`checkpointed_cluster`] returns: the replicas, each op's frame, the tick.
+type Checkpointed = (
+    Vec<Replica<Counter, MemoryStore>>,
+    std::collections::BTreeMap<u64, std::rc::Rc<[u8]>>,
+    u64,
+);
+
+/// Three replicas after 120 requests with the smallest journal (so every backup has
+/// evicted ops below a checkpoint), the primary's frame of every op, and the tick.
+fn checkpointed_cluster() -> Checkpointed {
     let stores: Vec<MemoryStore> = (0..3).map(|_| MemoryStore::new()).collect();
     let mut replicas = cluster(&stores);
     let mut frames = std::collections::BTreeMap::new();
@@ -162,6 +166,16 @@ fn a_retransmitted_prepare_of_the_checkpoint_floor_is_acknowledged_not_journaled
         frames.insert(op, frame.expect("the primary holds its head"));
     }
     exchange(&mut replicas, &[0, 1, 2], 60, tick);
+    (replicas, frames, tick)
+}
+
+#[test]
+fn a_retransmitted_prepare_of_the_checkpoint_floor_is_acknowledged_not_journaled() {
+    // Found by `workload-fuzz --plane uniform --faults light --crash-prob 0.02
+    // --restart-prob 0.02 --journal-slots 80 --ring-entries 256 --ticks 20000 --seed 5`:
+    // a retransmit of the op a checkpoint had made the journal's floor looked like a
+    // held header missing its body, and was put in place of the floor.
+    let (mut replicas, frames, tick) = checkpointed_cluster();
     let backup = &mut replicas[1];
     let floor = backup.journal_floor();
     assert!(floor > 0, "ops were evicted below a checkpoint");
@@ -191,17 +205,7 @@ fn a_backup_acknowledges_ops_it_holds_only_in_its_checkpoint() {
     // stale. Ops below the floor are committed (applied), so the current primary's
     // prepare at one is the op the checkpoint holds: acknowledge it, unless the floor's
     // header shows the prepare is a different one.
-    let stores: Vec<MemoryStore> = (0..3).map(|_| MemoryStore::new()).collect();
-    let mut replicas = cluster(&stores);
-    let mut frames = std::collections::BTreeMap::new();
-    let mut tick = 0;
-    for request in 1..=120 {
-        tick = write(&mut replicas, &[0, 1, 2], request..=request, tick);
-        let op = replicas[0].head();
-        let frame = replicas[0].journal.get(op).and_then(|entry| entry.frame().cloned());
-        frames.insert(op, frame.expect("the primary holds its head"));
-    }
-    exchange(&mut replicas, &[0, 1, 2], 60, tick);
+    let (mut replicas, frames, tick) = checkpointed_cluster();
     let backup = &mut replicas[1];
     let floor = backup.journal_floor();
     assert!(floor > 8, "ops were evicted below a checkpoint");

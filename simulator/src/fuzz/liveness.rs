@@ -169,40 +169,33 @@ fn groups(harness: &Harness, core: &[usize]) -> Vec<u64> {
 fn stuck(harness: &Harness, workload: &std::cell::RefCell<MetadataWorkload>, core: &[usize]) -> Option<String> {
     // (replica, status, view, is primary, commit_min, commit_max, head) per core member.
     type Member = (usize, Status, u64, bool, u64, u64, u64);
+    // Metadata and partition replicas are different types with the same accessors.
+    macro_rules! member {
+        ($index:expr, $replica:expr) => {
+            (
+                $index,
+                $replica.status(),
+                $replica.view(),
+                $replica.is_primary(),
+                $replica.commit_min(),
+                $replica.commit_max(),
+                $replica.head(),
+            )
+        };
+    }
     let live = harness.live_replicas();
     for group in groups(harness, core) {
         let members: Vec<Member> = if group == METADATA_GROUP {
             live.iter()
                 .filter(|(index, _)| core.contains(index))
-                .map(|(index, replica)| {
-                    let replica = replica.borrow();
-                    (
-                        *index,
-                        replica.status(),
-                        replica.view(),
-                        replica.is_primary(),
-                        replica.commit_min(),
-                        replica.commit_max(),
-                        replica.head(),
-                    )
-                })
+                .map(|(index, replica)| member!(*index, replica.borrow()))
                 .collect()
         } else {
             harness
                 .partition_replicas(group)
                 .iter()
                 .filter(|(index, _)| core.contains(index))
-                .map(|(index, replica)| {
-                    (
-                        *index,
-                        replica.status(),
-                        replica.view(),
-                        replica.is_primary(),
-                        replica.commit_min(),
-                        replica.commit_max(),
-                        replica.head(),
-                    )
-                })
+                .map(|(index, replica)| member!(*index, replica))
                 .collect()
         };
         if members.len() < core.len() {
