@@ -150,7 +150,10 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 ///   `coverage:` line counts 45 marks. Schedule 0xb1ec677cc7b35502, replies
 ///   0x0e224060865a1ae7; with `--no-liveness` the run is the previous one exactly
 ///   (schedule 0x8b5264787fc03199, replies 0xdfc0ca42dc426a64), checked.
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x2f3d_4f64_974d_bc09;
+/// - 2026-12-02: re-locked (issue #17): the liveness phase stops the live replicas
+///   outside its core instead of cutting them off (counted as crashes); schedule
+///   0xb1ec677cc7b35502 and replies unchanged.
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xe675_3161_56cc_fd19;
 
 #[test]
 fn workload_replay_is_deterministic() {
@@ -234,7 +237,9 @@ fn workload_replay_is_deterministic() {
 /// - 2026-12-02: re-locked (issue #17): the liveness phase, as the metadata lock says.
 ///   Schedule 0xd15fe4c39ab8ef9e, replies 0xbd12749ec33526b8; with `--no-liveness`
 ///   schedule 0x854d8a35340535f8 and replies 0x614155bca67c306b, as before, checked.
-const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0xb9e9_5146_de66_a482;
+/// - 2026-12-02: re-locked (issue #17): the liveness phase stops the replicas outside
+///   its core, counted as crashes; schedule 0xd15fe4c39ab8ef9e and replies unchanged.
+const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x59a2_fd2b_3b0d_7361;
 
 #[test]
 fn multi_shard_replay_is_deterministic() {
