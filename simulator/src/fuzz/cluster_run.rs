@@ -412,11 +412,7 @@ fn draw_buggify(seed: u64) -> cluster::vsr::Buggify {
 
 /// Heal the network and restart every crashed replica (`--heal-before-quiesce`).
 fn heal(harness: &mut Harness) {
-    let network = harness.simulation_mut().network_mut();
-    network.set_automatic_partitions(false);
-    network.set_automatic_clogs(false);
-    network.heal_now();
-    network.unclog_all();
+    harness.simulation_mut().network_mut().calm();
     let live: Vec<usize> = harness.live_replicas().iter().map(|(index, _)| *index).collect();
     let replicas = harness.simulation().process_count() - harness.client_stats().len();
     for index in (0..replicas).filter(|index| !live.contains(index)) {

@@ -99,13 +99,7 @@ pub(super) fn run(
     workload.borrow_mut().stop();
     harness.disable_crashes();
     let outside: Vec<usize> = (0..replicas).filter(|replica| !core.contains(replica)).collect();
-    {
-        let network = harness.simulation_mut().network_mut();
-        network.set_automatic_partitions(false);
-        network.set_automatic_clogs(false);
-        network.heal_now();
-        network.unclog_all();
-    }
+    harness.simulation_mut().network_mut().calm();
     // The replicas outside the core stop (a crash, not a partition: a partition cuts
     // only replica links, and two cut-off replicas naming each other as primary kept
     // the simulator's client bouncing between them, an open client finding of its own,

@@ -370,6 +370,16 @@ impl<P: Payload> PacketSimulator<P> {
         self.stats.clogs_started += 1;
     }
 
+    /// Heals any standing partition and ends every clog, and starts no new ones: the
+    /// network of a heal or of the liveness phase's core (loss, delay and replay stay
+    /// as the profile drew them). Draws nothing.
+    pub fn calm(&mut self) {
+        self.set_automatic_partitions(false);
+        self.set_automatic_clogs(false);
+        self.heal_now();
+        self.unclog_all();
+    }
+
     /// Ends every standing clog now. Draws nothing.
     pub fn unclog_all(&mut self) {
         for link in &mut self.links {
