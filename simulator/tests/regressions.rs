@@ -172,3 +172,42 @@ fn a_restarted_node_is_not_whole_before_its_directory_lists_what_its_metadata_co
     );
     assert!(!text.contains("crashes=0 "), "the run must crash replicas: {text}");
 }
+
+#[test]
+fn a_fail_stopped_replica_outside_the_liveness_core_stays_down_through_the_phase() {
+    // Found by the nightly spec (issue #17, `--seed 6000006 --replicas 5 --faults
+    // light`): replica 1 fail-stopped on an injected write error just before the
+    // liveness phase; its supervisor started it again mid-phase, and it led the view
+    // the core [2, 3, 4] changed to, so the core had no primary of its own.
+    let text = replay_command(
+        &[
+            "--ticks",
+            "10000",
+            "--replicas",
+            "5",
+            "--clients",
+            "4",
+            "--plane",
+            "metadata",
+            "--faults",
+            "light",
+            "--crash-prob",
+            "0.01",
+            "--restart-prob",
+            "0.05",
+            "--power-loss-prob",
+            "0.3",
+            "--crash-primary",
+        ],
+        6_000_006,
+    );
+    assert!(
+        counter(&text, "fail_stops") > 0,
+        "the run still fail-stops a node:\n{text}"
+    );
+    let core = text
+        .lines()
+        .find_map(|line| line.strip_prefix("liveness: core "))
+        .unwrap_or_else(|| panic!("no liveness line:\n{text}"));
+    assert!(core.contains("settled"), "{core}");
+}

@@ -442,6 +442,7 @@ fn sweep(seeds: std::ops::Range<u64>, ticks: u64, profile: &str) {
             crash_probability: 0.01,
             restart_probability: 0.05,
             crash_primary: true,
+            at_moments: false,
         };
         let (mut harness, driver) = harness(seed, 3, network, crash);
         for _ in 0..ticks {

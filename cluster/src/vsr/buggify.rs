@@ -15,7 +15,13 @@
 //! What it does not do: inject faults (the simulator's network, crash and disk models
 //! do) or change a decision the protocol makes for safety.
 
-use super::constants::{PIPELINE_PREPARES_MAX, REPAIR_PREPARES_MAX, REQUEST_QUEUE_MAX};
+use super::constants::{
+    COMMIT_BROADCAST_TICKS, LIVENESS_WINDOW_TICKS, PIPELINE_PREPARES_MAX, REPAIR_PREPARES_MAX, REQUEST_QUEUE_MAX,
+};
+
+/// The shortest liveness window a knob may set: four commit broadcasts, so a backup
+/// still hears several heartbeats per window and times out only when some are lost.
+pub const BUGGIFY_LIVENESS_WINDOW_TICKS_MIN: u64 = 4 * COMMIT_BROADCAST_TICKS;
 
 /// The knobs, each at most its production bound and at least 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,6 +41,20 @@ pub struct Buggify {
     /// 143-op gap take 143 round trips: a configuration production never stays in, so
     /// the liveness bounds did not hold for it.)
     pub repair_window_initial: u64,
+    /// Ticks a backup waits for a commit broadcast before it starts a view change
+    /// (production: [`LIVENESS_WINDOW_TICKS`]; at least
+    /// [`BUGGIFY_LIVENESS_WINDOW_TICKS_MIN`]). Short: backups time out early, so view
+    /// changes start while prepares are half-replicated and primaries are merely slow.
+    pub liveness_window_ticks: u64,
+    /// The most applied ops between two checkpoints (production: no cap beyond the
+    /// journal's own interval). Small: checkpoints at the earliest ops the journal
+    /// allows, so restarts, repairs and transfers meet a checkpoint far more often.
+    pub checkpoint_interval_ops_max: u64,
+    /// A backup leaves out every this-many-th acknowledgement it would send (0, the
+    /// production value: none). An acknowledgement may always be lost; leaving some
+    /// out makes primaries resend, backups re-acknowledge, and view changes find ops
+    /// that only some replicas acknowledged.
+    pub prepare_ok_skip_every: u64,
 }
 
 impl Buggify {
@@ -43,6 +63,9 @@ impl Buggify {
         pipeline_prepares_max: PIPELINE_PREPARES_MAX,
         request_queue_max: REQUEST_QUEUE_MAX,
         repair_window_initial: REPAIR_PREPARES_MAX,
+        liveness_window_ticks: LIVENESS_WINDOW_TICKS,
+        checkpoint_interval_ops_max: u64::MAX,
+        prepare_ok_skip_every: 0,
     };
 
     /// Whether every knob is at its production value.
@@ -62,13 +85,37 @@ impl Buggify {
             (1..=REPAIR_PREPARES_MAX).contains(&self.repair_window_initial),
             "{self:?}"
         );
+        assert!(
+            (BUGGIFY_LIVENESS_WINDOW_TICKS_MIN..=LIVENESS_WINDOW_TICKS).contains(&self.liveness_window_ticks),
+            "{self:?}"
+        );
+        assert!(self.checkpoint_interval_ops_max >= 1, "{self:?}");
+        assert!(
+            self.prepare_ok_skip_every != 1,
+            "{self:?}: skipping every acknowledgement"
+        );
+    }
+
+    /// Whether a backup leaves out its `count`-th acknowledgement (counted from 1).
+    pub fn skips_prepare_ok(&self, count: u64) -> bool {
+        self.prepare_ok_skip_every != 0 && count.is_multiple_of(self.prepare_ok_skip_every)
     }
 
     /// The knobs as `name=value` words, for a run's output.
     pub fn describe(&self) -> String {
+        let checkpoint = if self.checkpoint_interval_ops_max == u64::MAX {
+            "journal".to_owned()
+        } else {
+            self.checkpoint_interval_ops_max.to_string()
+        };
         format!(
-            "pipeline_prepares_max={} request_queue_max={} repair_window_initial={}",
-            self.pipeline_prepares_max, self.request_queue_max, self.repair_window_initial
+            "pipeline_prepares_max={} request_queue_max={} repair_window_initial={} liveness_window_ticks={} \
+             checkpoint_interval_ops_max={checkpoint} prepare_ok_skip_every={}",
+            self.pipeline_prepares_max,
+            self.request_queue_max,
+            self.repair_window_initial,
+            self.liveness_window_ticks,
+            self.prepare_ok_skip_every
         )
     }
 }
@@ -95,6 +142,27 @@ mod tests {
         };
         assert!(!small.is_off());
         small.assert_valid();
+        assert!(
+            !off.skips_prepare_ok(1) && !off.skips_prepare_ok(1_000),
+            "production skips nothing"
+        );
+        let skipping = Buggify {
+            prepare_ok_skip_every: 3,
+            ..Buggify::OFF
+        };
+        skipping.assert_valid();
+        let skipped: Vec<u64> = (1..=9).filter(|&count| skipping.skips_prepare_ok(count)).collect();
+        assert_eq!(skipped, [3, 6, 9]);
+    }
+
+    #[test]
+    #[should_panic(expected = "liveness_window_ticks: 100")]
+    fn a_liveness_window_of_two_broadcasts_is_refused() {
+        Buggify {
+            liveness_window_ticks: 100,
+            ..Buggify::OFF
+        }
+        .assert_valid();
     }
 
     #[test]

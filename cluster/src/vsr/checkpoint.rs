@@ -38,7 +38,7 @@ use super::StateMachine;
 use super::client_table::ClientTable;
 use super::constants::{CHECKPOINT_BYTES_MAX, CHECKPOINT_RETRY_TICKS, PIPELINE_PREPARES_MAX};
 use super::replica::Replica;
-use super::store::ReplicaStore;
+use super::store::{ReplicaStore, StorageBreak};
 use crate::codec::{DecodeError, Reader, Writer};
 use crate::wire::{Command, HEADER_BYTES, Header};
 
@@ -196,7 +196,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// Take a checkpoint if enough was applied since the last one, then evict what the
     /// journal's bounds ask for. Runs after every input.
     pub(crate) fn maybe_checkpoint(&mut self) {
-        let due_by_ops = self.commit_min >= self.checkpoint_op + checkpoint_interval_ops(self.config.journal_ops_max);
+        let interval =
+            checkpoint_interval_ops(self.config.journal_ops_max).min(self.config.buggify.checkpoint_interval_ops_max);
+        let due_by_ops = self.commit_min >= self.checkpoint_op + interval;
         let due_by_bytes = self.journal.floor() == self.checkpoint_op
             && self.journal.frame_bytes() >= self.config.journal_bytes_max / 2;
         if self.commit_min > self.checkpoint_op && (due_by_ops || due_by_bytes) && self.checkpoint_retry_wait_ticks == 0
@@ -323,7 +325,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 self.config.replica, self.config.group, decoded.digest
             );
         }
-        self.clients = decoded.clients;
+        if self.config.storage_break != StorageBreak::InstallCheckpointWithoutClientTable {
+            self.clients = decoded.clients;
+        }
         self.journal.reset_floor(decoded.header);
         self.commit_min = op;
         self.commit_max = self.commit_max.max(op);

@@ -62,6 +62,17 @@ pub const VIEW_CHANGE_HEADERS_MAX: u64 = 128;
 /// a log can run ahead of its commit point, which bounds what a view change must merge.
 pub const PIPELINE_PREPARES_MAX: usize = 32;
 
+/// Ops the commit point may run ahead of the one in the superblock before a replica in
+/// a normal view persists it again. After a restart a replica knows committed only what
+/// its superblock says, and a view started by restarted replicas must replicate every
+/// op above that once more before it commits anything new. Persisted only when a view
+/// started, that grew without bound: after a whole-cluster power outage a 2-replica
+/// group re-replicated 466 ops, four at a time over a link up half the time, for more
+/// than 20,000 ticks (`--seed 1000006 --clients 8 --faults swarm`, issue #17). One
+/// superblock write per pipeline's worth of commits keeps what a view inherits under
+/// two pipelines (inside `VIEW_CHANGE_HEADERS_MAX`) for a write per 32 synced prepares.
+pub const SUPERBLOCK_COMMIT_INTERVAL_OPS: u64 = PIPELINE_PREPARES_MAX as u64;
+
 /// Client requests the primary queues behind a full pipeline; past it, requests are
 /// refused as not accepted (safe to resend).
 pub const REQUEST_QUEUE_MAX: usize = 64;

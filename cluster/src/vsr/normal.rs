@@ -438,6 +438,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if self.transfer.is_some() {
             return;
         }
+        self.stats.prepare_oks_considered += 1;
+        if self.config.buggify.skips_prepare_ok(self.stats.prepare_oks_considered) {
+            return;
+        }
         let mut header = self.header(Command::PrepareOk);
         header.op = op;
         header.context = checksum;

@@ -86,6 +86,9 @@ pub struct ReplicaStats {
     pub views_started: u64,
     /// Ops applied.
     pub ops_applied: u64,
+    /// Acknowledgements this backup was about to send (buggify's
+    /// `prepare_ok_skip_every` counts them to leave some out).
+    pub prepare_oks_considered: u64,
     /// Repair requests sent.
     pub repair_requests: u64,
     /// Requests refused (not primary, not normal, queue full).
@@ -233,6 +236,9 @@ pub struct Replica<S, T> {
     pub(crate) repair_window: u64,
     /// The top of the range the outstanding repair request asked for.
     pub(crate) repair_first: u64,
+    /// Some answer to the outstanding repair request arrived (its top may not have):
+    /// the evidence that a round's answers are being evicted rather than never sent.
+    pub(crate) repair_round_answered: bool,
     /// Repaired prepares not yet provably canonical, waiting for the trusted op above
     /// them to arrive (answers come lowest op first, the proof runs top down).
     pub(crate) repair_buffer: BTreeMap<u64, (Header, Rc<[u8]>)>,
@@ -380,7 +386,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             realtime_micros: 0,
             boot_nonce,
             commit_broadcast: Timeout::new("commit_broadcast", COMMIT_BROADCAST_TICKS),
-            liveness: Timeout::new("liveness", LIVENESS_WINDOW_TICKS),
+            liveness: Timeout::new("liveness", config.buggify.liveness_window_ticks),
             view_change_resend: Timeout::new("view_change_resend", VIEW_CHANGE_RESEND_TICKS),
             view_change_escalate: Timeout::new("view_change_escalate", VIEW_CHANGE_ESCALATE_TICKS),
             request_start_view: Timeout::new("request_start_view", REQUEST_START_VIEW_TICKS),
@@ -399,6 +405,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             commit_heard: (0, 0),
             repair_window: config.buggify.repair_window_initial,
             repair_first: 0,
+            repair_round_answered: false,
             repair_buffer: BTreeMap::new(),
             checkpoint_op: 0,
             checkpoint_retry_wait_ticks: 0,
@@ -458,6 +465,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// Highest op known committed.
     pub fn commit_max(&self) -> u64 {
         self.commit_max
+    }
+    /// A checksum of the client table's replicated part (see `ClientTable::digest`):
+    /// equal on replicas that applied the same ops.
+    pub fn client_table_digest(&self) -> u128 {
+        self.clients.digest()
     }
     /// Highest op in the journal.
     pub fn head(&self) -> u64 {
@@ -581,6 +593,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.served.len()
     }
 
+    /// Prepares this primary has sent whose ops have not committed yet (0 on a backup).
+    pub fn prepares_in_flight(&self) -> usize {
+        self.pipeline.len()
+    }
+
     /// Repair requests sent and whether one is outstanding (for failure reports).
     pub fn repair_state(&self) -> (u64, bool) {
         (self.stats.repair_requests, self.repair_retry.ticking())
@@ -661,6 +678,25 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 false
             }
         }
+    }
+
+    /// In a normal view, persist the commit point once it has run
+    /// [`SUPERBLOCK_COMMIT_INTERVAL_OPS`] ahead of the superblock's, so a restart knows
+    /// that much is committed (see the constant). A failed write is counted and stops
+    /// the replica like any other (`stop_if_store_failed`).
+    fn persist_commit_point(&mut self) {
+        if self.status != Status::Normal || self.durable.log_view != self.view {
+            return;
+        }
+        debug_assert_eq!(self.durable.view, self.view, "a normal view was promised durably");
+        if self.commit_max < self.durable.commit_max + SUPERBLOCK_COMMIT_INTERVAL_OPS {
+            return;
+        }
+        let superblock = Superblock {
+            commit_max: self.commit_max,
+            ..self.durable
+        };
+        self.persist(superblock);
     }
 
     // ---- Input. ----
@@ -757,11 +793,18 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         fired |= self.tick_transfers();
         if self.repair_retry.tick() {
             fired = true;
-            // A round that filled nothing: ask for less, in case the answers are being
-            // lost to a full link (a small queue evicts most of a 128-prepare burst),
-            // and give the session's place to a group that may get further.
+            // A round whose top never arrived. If other answers to it did, they are
+            // being lost to a full link (a small queue evicts most of a 128-prepare
+            // burst): ask for less. If none did, the request or the path was lost
+            // (a partition, a loss, a clog), which a smaller window does not help:
+            // halving there shrank a restarted replica's window to one op a round
+            // while a partition came and went, and it applied nothing for 2,000
+            // ticks (`--seed 1000016 --faults swarm --buggify`, issue #17). Either
+            // way give the session's place to a group that may get further.
             self.repair_retry.stop();
-            self.repair_window = (self.repair_window / 2).max(1);
+            if self.repair_round_answered {
+                self.repair_window = (self.repair_window / 2).max(1);
+            }
             // And ask another peer next time: the one asked may be cut off or buried
             // under a clogged link while others hold the same ops.
             self.repair_misses = self.repair_misses.wrapping_add(1);
@@ -789,6 +832,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.try_start_view();
         }
         self.apply_committed();
+        self.persist_commit_point();
         self.note_transfer_connected();
         self.maybe_checkpoint();
         self.stop_if_store_failed();

@@ -146,6 +146,11 @@ pub enum StorageBreak {
     /// replica back, passes; the liveness phase, whose core must elect a primary
     /// without the replicas outside it, does not.
     ViewChangeWaitsForEveryReplica,
+    /// Installing a checkpoint (at boot or from a state transfer) restores the state
+    /// machine but not the client table: the replica keeps the table it had (empty at
+    /// boot), so it no longer knows which requests it already executed. Nothing shows
+    /// until a client resends to it as primary; comparing client tables does.
+    InstallCheckpointWithoutClientTable,
 }
 
 impl StorageBreak {
@@ -169,11 +174,12 @@ impl StorageBreak {
             StorageBreak::SkipWalChecksums => "skip-wal-checksums",
             StorageBreak::InstallUnverifiedTransfer => "install-unverified-transfer",
             StorageBreak::ViewChangeWaitsForEveryReplica => "view-change-waits-for-every-replica",
+            StorageBreak::InstallCheckpointWithoutClientTable => "install-checkpoint-without-client-table",
         }
     }
 
     /// Every breakage, for parsing and error messages.
-    pub const ALL: [StorageBreak; 8] = [
+    pub const ALL: [StorageBreak; 9] = [
         StorageBreak::None,
         StorageBreak::KeepGoingAfterFailedWrite,
         StorageBreak::CutDamageAsTornTail,
@@ -182,6 +188,7 @@ impl StorageBreak {
         StorageBreak::SkipWalChecksums,
         StorageBreak::InstallUnverifiedTransfer,
         StorageBreak::ViewChangeWaitsForEveryReplica,
+        StorageBreak::InstallCheckpointWithoutClientTable,
     ];
 }
 

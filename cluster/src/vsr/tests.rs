@@ -247,6 +247,156 @@ fn repair_takes_the_top_of_the_lowest_run_when_it_exceeds_the_window() {
     );
 }
 
+/// A primary with `ops` prepared ops, and a function returning op `op`'s prepare frame.
+fn primary_with_ops(ops: u64) -> Replica<Counter, MemoryStore> {
+    let mut primary = Replica::open(config(0), Counter(0), MemoryStore::new(), 0).expect("open");
+    for request in 1..=ops {
+        primary.on_frame(crate::seam::ProcessId(9), &client_request(request), 0);
+    }
+    primary.drain_outbox().for_each(drop);
+    primary
+}
+
+fn prepare_frame(primary: &Replica<Counter, MemoryStore>, op: u64) -> Vec<u8> {
+    primary
+        .journal
+        .get(op)
+        .and_then(|entry| entry.frame().cloned())
+        .expect("the primary holds its prepares")
+        .to_vec()
+}
+
+/// The ranges of the RequestPrepares among `sent`.
+fn repair_ranges(sent: &[Outgoing]) -> Vec<(u64, u64)> {
+    sent.iter()
+        .filter_map(|out| crate::wire::open(&out.frame).ok().map(|(header, _)| header))
+        .filter(|header| header.command == crate::wire::Command::RequestPrepares)
+        .map(|header| (header.op, header.commit))
+        .collect()
+}
+
+#[test]
+fn repair_asks_only_for_the_ops_whose_bodies_it_lacks() {
+    // Found by `--seed 1000016 --faults swarm --buggify` (issue #17): a restarted
+    // replica held 53 bodies it could not yet trust and asked for all 66 ops again;
+    // the burst through an 8-packet link lost the top op that would have proven them.
+    let primary = primary_with_ops(8);
+    let mut backup = Replica::open(config(1), Counter(0), MemoryStore::new(), 0).expect("open");
+    for op in [1, 2, 3, 8] {
+        backup.on_frame(crate::seam::ProcessId(0), &prepare_frame(&primary, op), 0);
+    }
+    // As if recovered from the store: held, not proven.
+    for op in 1..=3 {
+        backup.journal.get_mut(op).expect("held").trusted = false;
+    }
+    backup.commit_max = 8;
+    assert_eq!(backup.commit_min, 0);
+    assert!(!backup.journal.ready(1), "an unproven op is not ready");
+    assert_eq!(
+        backup.repair_range(),
+        Some((4, 7)),
+        "the missing ops under the ready top; the held bodies are proven by op 4 once it connects"
+    );
+    // Once op 4 arrives (from the primary, so proven), the walk proves ops 1..=3 and
+    // nothing is left to ask for under op 8.
+    for op in 4..=7 {
+        backup.on_frame(crate::seam::ProcessId(0), &prepare_frame(&primary, op), 0);
+    }
+    assert!(
+        (1..=8).all(|op| backup.journal.ready(op)),
+        "the chain proved the held bodies"
+    );
+    assert_eq!(backup.repair_range(), None);
+}
+
+#[test]
+fn a_repair_round_nobody_answered_keeps_its_window_and_one_answered_below_its_top_halves_it() {
+    // Halving on every silent round shrank a restarted replica's window to one op while
+    // a partition came and went (`--seed 1000016 --faults swarm --buggify`, issue #17).
+    let mut primary = primary_with_ops(8);
+    let mut backup = Replica::open(config(1), Counter(0), MemoryStore::new(), 0).expect("open");
+    backup.on_frame(crate::seam::ProcessId(0), &prepare_frame(&primary, 8), 0);
+    backup.drain_outbox().for_each(drop);
+    // Start the round afresh with the whole gap known.
+    backup.repair_retry.stop();
+    backup.commit_max = 8;
+    backup.repair_window = 4;
+    backup.repair();
+    let request: Vec<Outgoing> = backup.drain_outbox().collect();
+    assert_eq!(request.len(), 1);
+    assert_eq!(repair_ranges(&request), vec![(4, 7)]);
+    // Nothing comes back: after the retry the same range goes out, window unchanged.
+    for _ in 0..constants::REPAIR_RETRY_TICKS {
+        backup.tick(0);
+    }
+    assert_eq!(backup.repair_window, 4, "a silent round says nothing about the window");
+    assert_eq!(repair_ranges(&backup.drain_outbox().collect::<Vec<_>>()), vec![(4, 7)]);
+    // The primary answers with ops 4..=7; only op 4 gets through, not op 7 (the top,
+    // which connects): the burst is being cut short, so the next round asks for less.
+    primary.on_frame(crate::seam::ProcessId(1), &request[0].frame, 0);
+    let answers: Vec<Outgoing> = primary.drain_outbox().collect();
+    assert_eq!(answers.len(), 4, "the primary serves the four ops asked for");
+    backup.on_frame(crate::seam::ProcessId(0), &answers[0].frame, 0);
+    assert!(backup.journal.ready(4) && !backup.journal.ready(7));
+    for _ in 0..constants::REPAIR_RETRY_TICKS {
+        backup.tick(0);
+    }
+    assert_eq!(backup.repair_window, 2, "answers below the top: ask for less");
+    // Op 4 now ready, the lowest run (1..=3) comes first, two ops at a time.
+    assert_eq!(repair_ranges(&backup.drain_outbox().collect::<Vec<_>>()), vec![(2, 3)]);
+}
+
+#[test]
+fn a_whole_group_restart_knows_its_commit_point_to_within_the_superblock_interval() {
+    // Found by `--seed 1000006 --clients 8 --faults swarm` (issue #17): the commit point
+    // was persisted only when a view started, so after a whole-cluster power outage a
+    // 2-replica group knew nothing committed and re-replicated 466 ops before it could
+    // commit anything new.
+    let interval = constants::SUPERBLOCK_COMMIT_INTERVAL_OPS;
+    let stores: Vec<MemoryStore> = (0..3).map(|_| MemoryStore::new()).collect();
+    let mut replicas: Vec<_> = (0..3u8)
+        .map(|index| Replica::open(config(index), Counter(0), stores[usize::from(index)].clone(), 0).expect("open"))
+        .collect();
+    let mut tick = 0;
+    let mut commit = |replicas: &mut Vec<Replica<Counter, MemoryStore>>, requests: std::ops::RangeInclusive<u64>| {
+        for request in requests {
+            replicas[0].on_frame(crate::seam::ProcessId(9), &client_request(request), 0);
+            exchange(replicas, &[0, 1, 2], 10, tick);
+            tick += 10;
+        }
+        // A commit broadcast tells the backups the last commit point.
+        exchange(replicas, &[0, 1, 2], constants::COMMIT_BROADCAST_TICKS + 10, tick);
+        tick += constants::COMMIT_BROADCAST_TICKS + 10;
+    };
+    // Not on every commit: one op short of the interval, nothing new is persisted.
+    commit(&mut replicas, 1..=interval - 1);
+    for (index, store) in stores.iter().enumerate() {
+        assert_eq!(replicas[index].commit_max(), interval - 1);
+        assert_eq!(store.superblock().map(|superblock| superblock.commit_max), Some(0));
+    }
+    // At the interval, every replica persists what it knows committed.
+    commit(&mut replicas, interval..=interval + 3);
+    for (index, store) in stores.iter().enumerate() {
+        let durable = store.superblock().expect("written").commit_max;
+        assert!(
+            (interval..=replicas[index].commit_max()).contains(&durable),
+            "replica {index} persisted commit point {durable}"
+        );
+    }
+    // Every replica restarts at once (a power outage): each knows that much committed.
+    drop(replicas);
+    let restarted: Vec<_> = (0..3u8)
+        .map(|index| Replica::open(config(index), Counter(0), stores[usize::from(index)].clone(), 1).expect("open"))
+        .collect();
+    for replica in &restarted {
+        assert_eq!(replica.status(), Status::Recovering);
+        assert!(
+            replica.commit_max() >= interval,
+            "the restart knows the persisted commit point"
+        );
+    }
+}
+
 /// Deliver frames among the `live` replicas (frames to or from any other are lost) and
 /// tick them, for `ticks` ticks of 10 ms.
 pub(super) fn exchange(replicas: &mut [Replica<Counter, MemoryStore>], live: &[usize], ticks: u64, start_tick: u64) {

@@ -574,7 +574,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         // them than a pipeline holds (backups learn the commit point lazily), and no
         // new op is prepared until the pipeline is back under its bound.
         self.pipeline_inherited = (merge.head - self.commit_max) as usize;
-        if self.pipeline_inherited > super::constants::PIPELINE_PREPARES_MAX {
+        // Over the bound this replica's pipeline has (the production one, or a
+        // buggified smaller one): new prepares wait for the inherited ops to commit.
+        if self.pipeline_inherited > self.config.buggify.pipeline_prepares_max {
             crate::cover!(InheritedPipelineOverBound);
         }
         for op in self.commit_max + 1..=merge.head {

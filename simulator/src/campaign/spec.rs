@@ -80,6 +80,11 @@ pub struct CampaignFlags {
     #[arg(long)]
     pub crash_primary: bool,
 
+    /// Passed to every run: crashes prefer replicas caught at a protocol moment (see
+    /// workload-fuzz).
+    #[arg(long)]
+    pub crash_moments: bool,
+
     /// Passed to every run: probability that a crash is a power loss.
     #[arg(long, default_value_t = 0.0, value_parser = crate::fuzz::parse_probability)]
     pub power_loss_prob: f64,
@@ -448,6 +453,7 @@ impl CampaignFlags {
             crash_prob: self.crash_prob,
             restart_prob: self.restart_prob,
             crash_primary: self.crash_primary,
+            crash_moments: self.crash_moments,
             power_loss_prob: self.power_loss_prob,
             storage: self.storage,
             disk_error_prob: self.disk_error_prob,

@@ -166,6 +166,15 @@ pub struct FuzzArgs {
     #[arg(long)]
     pub crash_primary: bool,
 
+    /// Crash at protocol moments: when the injector crashes a replica, it picks one
+    /// caught mid-protocol if any eligible replica is (a primary with prepares not yet
+    /// committed, a backup waiting for a repair answer, a replica receiving a state
+    /// transfer). The crash rate is unchanged; view changes over half-replicated tails
+    /// and restarts over half-filled logs become common. Counted on the `crash moments:`
+    /// line.
+    #[arg(long)]
+    pub crash_moments: bool,
+
     /// Before draining at the end, heal the network (partitions, clogs) and restart every
     /// crashed replica. Off by default: a wedge the heal would resolve is worth seeing.
     #[arg(long)]
@@ -217,7 +226,8 @@ pub struct FuzzArgs {
     /// a persisted partition acknowledges before its WAL is published;
     /// `install-unverified-transfer`: transfer chunks are taken unverified;
     /// `view-change-waits-for-every-replica`: a view change waits for every replica's
-    /// DoViewChange, a liveness bug), so
+    /// DoViewChange, a liveness bug; `install-checkpoint-without-client-table`: an
+    /// installed checkpoint keeps the replica's old client table), so
     /// tests can show the campaigns catch it.
     #[arg(long, hide = true, default_value = "none", value_parser = parse_storage_break)]
     pub break_storage: cluster::vsr::StorageBreak,
@@ -536,6 +546,7 @@ impl FuzzArgs {
         ];
         for (set, flag) in [
             (self.crash_primary, "--crash-primary"),
+            (self.crash_moments, "--crash-moments"),
             (self.heal_before_quiesce, "--heal-before-quiesce"),
             (self.no_quiesce, "--no-quiesce"),
             (self.no_liveness, "--no-liveness"),

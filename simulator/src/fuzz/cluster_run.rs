@@ -98,6 +98,7 @@ pub(super) fn run(
             crash_probability: args.crash_prob,
             restart_probability: args.restart_prob,
             crash_primary: args.crash_primary,
+            at_moments: args.crash_moments,
         },
         break_check: args.break_check,
         break_fence: args.break_fence,
@@ -254,6 +255,15 @@ pub(super) fn run(
         harness.stats().power_losses,
         harness.stats().restarts,
     )?;
+    if args.crash_moments {
+        let counts = harness.stats().moment_crashes;
+        let named: Vec<String> = crate::harness::crash::Moment::ALL
+            .iter()
+            .zip(counts)
+            .map(|(moment, count)| format!("{}={count}", moment.name()))
+            .collect();
+        writeln!(out, "crash moments: {}", named.join(" "))?;
+    }
     print_packets(harness.simulation(), out)?;
     if outages.enabled() {
         writeln!(out, "{}", outages.stats)?;
@@ -405,6 +415,9 @@ fn draw_buggify(seed: u64) -> cluster::vsr::Buggify {
         pipeline_prepares_max: knob(off.pipeline_prepares_max as u64, [1, 2, 4]) as usize,
         request_queue_max: knob(off.request_queue_max as u64, [1, 2, 4]) as usize,
         repair_window_initial: knob(off.repair_window_initial, [1, 2, 8]),
+        liveness_window_ticks: knob(off.liveness_window_ticks, [200, 250, 350]),
+        checkpoint_interval_ops_max: knob(off.checkpoint_interval_ops_max, [32, 64, 128]),
+        prepare_ok_skip_every: knob(off.prepare_ok_skip_every, [3, 5, 8]),
     };
     buggify.assert_valid();
     buggify
@@ -421,10 +434,11 @@ fn heal(harness: &mut Harness) {
 }
 
 /// The end-of-run oracle. Metadata: no live replica ahead of the leader, replicas at
-/// the leader's op hold identical metadata, and (one client, nothing outstanding) the
-/// leader's metadata is what the shadow predicted. Partitions, for every partition in
-/// the leader's applied metadata: exactly one live primary; replicas at the primary's
-/// op hold identical partition state; and (one client) the primary's messages,
+/// the leader's op hold identical metadata (sessions included) and identical client
+/// tables (deduplication entries and replies), and (one client, nothing outstanding)
+/// the leader's metadata is what the shadow predicted. Partitions, for every partition
+/// in the leader's applied metadata: exactly one live primary; replicas at the
+/// primary's op hold identical partition state and client tables; and (one client) the primary's messages,
 /// offsets and owners are what the shadow predicted, and the shadow and the cluster
 /// agree on which partitions exist. Returns what it compared.
 fn oracle(harness: &Harness, workload: &MetadataWorkload) -> Result<Vec<(&'static str, u64)>, String> {
@@ -450,6 +464,13 @@ fn oracle(harness: &Harness, workload: &MetadataWorkload) -> Result<Vec<(&'stati
             if replica.state_machine().digest() != leader.state_machine().digest() {
                 return Err(format!(
                     "replica {index} and the leader (replica {leader_index}) applied the same {} ops but hold different metadata",
+                    leader.commit_min()
+                ));
+            }
+            if replica.client_table_digest() != leader.client_table_digest() {
+                return Err(format!(
+                    "replica {index} and the leader (replica {leader_index}) applied the same {} metadata ops but hold \
+                     different client tables (deduplication entries and replies)",
                     leader.commit_min()
                 ));
             }
@@ -479,7 +500,11 @@ fn oracle(harness: &Harness, workload: &MetadataWorkload) -> Result<Vec<(&'stati
         let Some((_, primary)) = replicas.iter().find(|(index, _)| *index == primary_index) else {
             unreachable!("the primary is one of the group's replicas")
         };
-        let (primary_commit, primary_digest) = (primary.commit_min(), primary.state_machine().digest());
+        let (primary_commit, primary_digest, primary_clients) = (
+            primary.commit_min(),
+            primary.state_machine().digest(),
+            primary.client_table_digest(),
+        );
         for (index, replica) in &replicas {
             if replica.commit_min() > primary_commit {
                 return Err(format!(
@@ -491,6 +516,11 @@ fn oracle(harness: &Harness, workload: &MetadataWorkload) -> Result<Vec<(&'stati
                 if replica.state_machine().digest() != primary_digest {
                     return Err(format!(
                         "partition group {group:#x}: replica {index} and its primary (replica {primary_index}) applied the same {primary_commit} ops but hold different partition state",
+                    ));
+                }
+                if replica.client_table_digest() != primary_clients {
+                    return Err(format!(
+                        "partition group {group:#x}: replica {index} and its primary (replica {primary_index}) applied the same {primary_commit} ops but hold different client tables (deduplication entries and replies)",
                     ));
                 }
                 partition_replicas_compared += 1;

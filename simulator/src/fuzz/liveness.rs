@@ -108,6 +108,13 @@ pub(super) fn run(
     for &replica in outside.iter().filter(|replica| live.contains(replica)) {
         harness.crash_now(replica);
     }
+    // And stay down: a node that fail-stopped just before the phase would otherwise be
+    // started by its supervisor mid-phase, and lead the view the core changes to
+    // (`--seed 6000006 --replicas 5 --faults light`: replica 1 fail-stopped at the end
+    // of the fault phase, came back 100 ticks later and led view 6 from outside).
+    for &replica in &outside {
+        harness.keep_down(replica);
+    }
     let live: Vec<usize> = harness.live_replicas().iter().map(|(index, _)| *index).collect();
     for &replica in core.iter().filter(|replica| !live.contains(replica)) {
         harness.restart_now(replica, CORE_RESTART_INCARNATION + replica as u64);

@@ -144,13 +144,23 @@ impl std::fmt::Display for CatchUpCounters {
     }
 }
 
-/// The state digest of each group at each checkpoint op seen, and the largest journal
-/// any replica held (entries, frame bytes), sampled every tick.
+/// The state digest and the client table digest of each group at each checkpoint op
+/// seen, and the largest journal any replica held (entries, frame bytes), sampled every
+/// tick.
 #[derive(Debug, Default)]
 pub struct CheckpointChecker {
-    digests: BTreeMap<(u64, u64), (u128, usize)>,
+    digests: BTreeMap<(u64, u64), (CheckpointDigests, usize)>,
     compared: u64,
     journal_peak: (usize, u64),
+}
+
+/// What the checkpoint check compares between replicas at the same checkpoint op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct CheckpointDigests {
+    /// The state machine's.
+    state: u128,
+    /// The client table's replicated part (`Replica::client_table_digest`).
+    client_table: u128,
 }
 
 impl CheckpointChecker {
@@ -187,19 +197,28 @@ impl CheckpointChecker {
             return Ok(());
         }
         *last_seen = op;
-        let digest = replica.state_machine().digest();
+        let digests = CheckpointDigests {
+            state: replica.state_machine().digest(),
+            client_table: replica.client_table_digest(),
+        };
         match self.digests.get(&(group, op)) {
             None => {
-                self.digests.insert((group, op), (digest, index));
+                self.digests.insert((group, op), (digests, index));
                 Ok(())
             }
-            Some(&(seen, _)) if seen == digest => {
+            Some(&(seen, _)) if seen == digests => {
                 self.compared += 1;
                 Ok(())
             }
+            Some(&(seen, by)) if seen.state != digests.state => Err(format!(
+                "group {group:#x} at checkpoint op {op}: replica {index} holds state {:#x}, \
+                 replica {by} held {:#x}",
+                digests.state, seen.state
+            )),
             Some(&(seen, by)) => Err(format!(
-                "group {group:#x} at checkpoint op {op}: replica {index} holds state {digest:#x}, \
-                 replica {by} held {seen:#x}"
+                "group {group:#x} at checkpoint op {op}: replica {index} holds client table {:#x} \
+                 (deduplication entries and replies), replica {by} held {:#x}; their states agree",
+                digests.client_table, seen.client_table
             )),
         }
     }

@@ -4,7 +4,9 @@
 //! one replica that has been down at least [`DOWN_TICKS_MIN`]; with
 //! `crash_probability` it crashes one that has been up at least [`UP_TICKS_MIN`], only
 //! while more than a quorum of rejoined replicas (up, no group still recovering) stays
-//! live, and never a primary unless `crash_primary`.
+//! live, and never a primary unless `crash_primary`. With `at_moments`, the crash
+//! falls on a replica caught at a protocol moment (a [`Moment`]) whenever an eligible
+//! one is: the crash rate is unchanged, its timing is not.
 //!
 //! "A quorum" is the larger of the replication and view-change quorums. With three
 //! replicas they are both 2; with flexible quorums (six replicas: replication 3, view
@@ -32,6 +34,37 @@ pub struct CrashConfig {
     pub restart_probability: f64,
     /// Whether primaries may be crashed.
     pub crash_primary: bool,
+    /// Whether a crash prefers a replica caught at a protocol moment.
+    pub at_moments: bool,
+}
+
+/// A protocol moment a crash is most telling at: work half done, which the restart
+/// (and its peers) must finish or undo.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Moment {
+    /// A primary with prepares sent but not yet committed: the view change that
+    /// follows must keep or drop a half-replicated tail.
+    PrimaryPreparing,
+    /// A backup waiting for a repair answer: the restart repairs over a log it was
+    /// still filling.
+    BackupRepairing,
+    /// A replica receiving a state transfer: the restart finds half a transfer, or
+    /// none, and an older checkpoint.
+    Transferring,
+}
+
+impl Moment {
+    /// Every moment, in the order the report counts them.
+    pub const ALL: [Moment; 3] = [Moment::PrimaryPreparing, Moment::BackupRepairing, Moment::Transferring];
+
+    /// The name the report uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Moment::PrimaryPreparing => "primary_preparing",
+            Moment::BackupRepairing => "backup_repairing",
+            Moment::Transferring => "transferring",
+        }
+    }
 }
 
 /// One replica as the injector sees it.
@@ -47,6 +80,8 @@ pub struct ReplicaLife {
     /// recovering replica ignores view changes and acks nothing, so it is no help to a
     /// quorum until it has learned a view.
     pub rejoined: bool,
+    /// The protocol moment it is at, if any (only looked for with `at_moments`).
+    pub moment: Option<Moment>,
 }
 
 /// What to do this tick.
@@ -63,6 +98,8 @@ pub enum CrashAction {
     Crash {
         /// Which replica.
         replica: usize,
+        /// The protocol moment it was caught at, if it was picked for one.
+        moment: Option<Moment>,
     },
 }
 
@@ -79,6 +116,12 @@ impl CrashInjector {
     /// the harness need not describe the replicas to it every tick.
     pub fn active(&self) -> bool {
         self.config.crash_probability > 0.0 || self.config.restart_probability > 0.0
+    }
+
+    /// Whether crashes prefer replicas at a protocol moment (so the harness must say
+    /// which are).
+    pub fn at_moments(&self) -> bool {
+        self.config.at_moments
     }
 
     /// An injector drawing from `seed` that always leaves at least `quorum_live_min`
@@ -116,7 +159,7 @@ impl CrashInjector {
             // does it over and over only measures how long recovery takes).
             let live = lives.iter().filter(|life| life.up && life.rejoined).count();
             if live > self.quorum_live_min {
-                let eligible: Vec<usize> = (0..lives.len())
+                let mut eligible: Vec<usize> = (0..lives.len())
                     .filter(|&i| {
                         lives[i].up
                             && !restarted(i)
@@ -124,9 +167,13 @@ impl CrashInjector {
                             && (self.config.crash_primary || !lives[i].primary)
                     })
                     .collect();
+                if self.config.at_moments && eligible.iter().any(|&i| lives[i].moment.is_some()) {
+                    eligible.retain(|&i| lives[i].moment.is_some());
+                }
                 if !eligible.is_empty() {
                     let replica = eligible[self.rng.index(eligible.len())];
-                    actions.push(CrashAction::Crash { replica });
+                    let moment = lives[replica].moment.filter(|_| self.config.at_moments);
+                    actions.push(CrashAction::Crash { replica, moment });
                 }
             }
         }
@@ -145,6 +192,7 @@ mod tests {
                 since,
                 primary: false,
                 rejoined: up,
+                moment: None,
             })
             .collect()
     }
@@ -155,6 +203,7 @@ mod tests {
             crash_probability: 1.0,
             restart_probability: 0.0,
             crash_primary: true,
+            at_moments: false,
         };
         let mut injector = CrashInjector::new(1, config, 2);
         assert_eq!(injector.decide(499, &lives(&[true, true, true], 0)), []);
@@ -175,6 +224,7 @@ mod tests {
             crash_probability: 1.0,
             restart_probability: 1.0,
             crash_primary: false,
+            at_moments: false,
         };
         let mut injector = CrashInjector::new(2, config, 2);
         let mut world = lives(&[false, true, true, true], 0);
@@ -184,7 +234,9 @@ mod tests {
         let actions = injector.decide(600, &world);
         assert!(matches!(actions[0], CrashAction::Restart { replica: 0, .. }));
         assert!(
-            actions.iter().all(|a| *a != CrashAction::Crash { replica: 1 }),
+            actions
+                .iter()
+                .all(|a| !matches!(a, CrashAction::Crash { replica: 1, .. })),
             "the primary is spared"
         );
     }
@@ -195,6 +247,7 @@ mod tests {
             crash_probability: 1.0,
             restart_probability: 0.0,
             crash_primary: true,
+            at_moments: false,
         };
         let mut injector = CrashInjector::new(4, config, 2);
         let mut world = lives(&[true, true, true], 0);
@@ -209,6 +262,42 @@ mod tests {
             injector.decide(1_000, &world)[..],
             [CrashAction::Crash { .. }]
         ));
+    }
+
+    #[test]
+    fn at_moments_a_crash_falls_on_a_replica_caught_mid_protocol() {
+        let config = CrashConfig {
+            crash_probability: 1.0,
+            restart_probability: 0.0,
+            crash_primary: true,
+            at_moments: true,
+        };
+        let mut injector = CrashInjector::new(5, config, 2);
+        let mut world = lives(&[true, true, true, true, true], 0);
+        world[3].moment = Some(Moment::BackupRepairing);
+        for tick in 1_000..1_050 {
+            assert_eq!(
+                injector.decide(tick, &world),
+                [CrashAction::Crash {
+                    replica: 3,
+                    moment: Some(Moment::BackupRepairing)
+                }],
+                "the only replica at a moment is the one crashed"
+            );
+        }
+        // Nobody at a moment: any eligible replica, as without `at_moments`.
+        world[3].moment = None;
+        let crashed: std::collections::BTreeSet<usize> = (1_000..1_200)
+            .flat_map(|tick| injector.decide(tick, &world))
+            .map(|action| match action {
+                CrashAction::Crash { replica, moment } => {
+                    assert_eq!(moment, None);
+                    replica
+                }
+                CrashAction::Restart { .. } => unreachable!("restarts are off"),
+            })
+            .collect();
+        assert_eq!(crashed.len(), 5, "every replica is picked some time");
     }
 
     #[test]

@@ -39,7 +39,7 @@ pub use stores::{SimReplicaStore, SimStores, StorageModel};
 use crate::simulation::{Simulation, SimulationConfig, SimulationError};
 use catch_up::{CatchUpCounters, CheckpointChecker};
 use client::{ClientDriver, ClientStats, run_client};
-use crash::{CrashAction, CrashConfig, CrashInjector, ReplicaLife};
+use crash::{CrashAction, CrashConfig, CrashInjector, Moment, ReplicaLife};
 use state_checker::{CommittedOp, StateChecker};
 
 /// Ticks a live Normal replica of a group may sit behind its commit point without
@@ -395,6 +395,9 @@ pub struct HarnessStats {
     pub supervisor_restarts: u64,
     /// Whole-cluster power outages (every replica lost power at once).
     pub power_outages: u64,
+    /// Crashes that fell on a protocol moment (`--crash-moments`), in `Moment::ALL`
+    /// order.
+    pub moment_crashes: [u64; 3],
 }
 
 /// A simulated cluster.
@@ -975,7 +978,52 @@ impl Harness {
         }
     }
 
+    /// The protocol moment replica `index` is at, over every group its node hosts (the
+    /// metadata group's first): a transfer in progress, then prepares in flight as a
+    /// primary, then a repair outstanding as a backup.
+    fn moment_of(&self, index: usize) -> Option<Moment> {
+        let node = self.slots[index].node.as_ref()?;
+        let mut moment = None;
+        let mut note = |transferring: bool, preparing: bool, repairing: bool| {
+            let here = if transferring {
+                Some(Moment::Transferring)
+            } else if preparing {
+                Some(Moment::PrimaryPreparing)
+            } else if repairing {
+                Some(Moment::BackupRepairing)
+            } else {
+                None
+            };
+            moment = moment.or(here);
+        };
+        for shard in node.shards() {
+            let shard = shard.borrow();
+            let replicas = shard
+                .metadata()
+                .map(|replica| {
+                    (
+                        replica.transferring(),
+                        replica.prepares_in_flight() > 0,
+                        replica.repair_state().1,
+                    )
+                })
+                .into_iter()
+                .chain(shard.partitions().values().map(|replica| {
+                    (
+                        replica.transferring(),
+                        replica.prepares_in_flight() > 0,
+                        replica.repair_state().1,
+                    )
+                }));
+            for (transferring, preparing, repairing) in replicas {
+                note(transferring, preparing, repairing);
+            }
+        }
+        moment
+    }
+
     fn inject_crashes(&mut self, tick: u64) {
+        let at_moments = self.crash.at_moments();
         // "Primary" means the metadata primary: with a group per partition nearly
         // every replica leads some partition, and sparing all of them would spare all.
         let wholes = self.wholes();
@@ -987,12 +1035,17 @@ impl Harness {
                     .metadata(index)
                     .is_some_and(|replica| replica.borrow().is_primary()),
                 rejoined: wholes[index],
+                moment: if at_moments { self.moment_of(index) } else { None },
             })
             .collect();
         for action in self.crash.decide(tick, &lives) {
             match action {
-                CrashAction::Crash { replica } => {
-                    tracing::info!(replica, "crash");
+                CrashAction::Crash { replica, moment } => {
+                    tracing::info!(replica, moment = moment.map(Moment::name), "crash");
+                    if let Some(moment) = moment {
+                        let at = Moment::ALL.iter().position(|&m| m == moment).unwrap_or(0);
+                        self.stats.moment_crashes[at] += 1;
+                    }
                     self.crash_now(replica);
                 }
                 CrashAction::Restart { replica, incarnation } => {
@@ -1230,6 +1283,15 @@ impl Harness {
                 storage.crash(CrashKind::Process);
             }
         }
+    }
+
+    /// Keep replica `index`, which is down, down: cancel the supervisor's restart of a
+    /// fail-stopped node (a phase that decides which replicas run, the liveness phase,
+    /// restarts it itself when the phase ends).
+    pub fn keep_down(&mut self, index: usize) {
+        let slot = &mut self.slots[index];
+        assert!(slot.node.is_none(), "replica {index} is up; crash it first");
+        slot.supervisor_restart_at = None;
     }
 
     /// Restart replica `index` now with `incarnation` (the crash injector, tests and scenarios).
