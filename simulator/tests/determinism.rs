@@ -153,11 +153,7 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 /// - 2026-12-02: re-locked (issue #17): the liveness phase stops the live replicas
 ///   outside its core instead of cutting them off (counted as crashes); schedule
 ///   0xb1ec677cc7b35502 and replies unchanged.
-/// - 2026-12-02: re-locked (issue #17): repair asks only for ops whose bodies it lacks
-///   and keeps its window after a round nobody answered, and replicas persist their
-///   commit point every `SUPERBLOCK_COMMIT_INTERVAL_OPS` ops (more storage calls).
-///   Schedule 0x18af00a819828623, replies 0xc1bd4376cdf291db.
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xd0e4_5578_7b5b_022e;
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xe675_3161_56cc_fd19;
 
 #[test]
 fn workload_replay_is_deterministic() {

@@ -71,18 +71,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
         let run_end = op;
         let low = run_start.max((run_end + 1).saturating_sub(self.repair_window));
-        // Ops whose bodies are held (say, recovered from the store, not yet proven)
-        // need only the proof, which the op above brings once it connects: ask for
-        // the missing ops right under the top, not for held bodies again. A restarted
-        // replica holding 53 bodies asked for all 66 ops, and the burst through an
-        // 8-packet link lost the top that would have proven them (`--seed 1000016
-        // --faults swarm --buggify`, issue #17).
-        let mut first = run_end;
-        while first > low && self.journal.get(first - 1).is_none_or(|entry| entry.frame().is_none()) {
-            first -= 1;
-        }
-        debug_assert!(low <= first && first <= run_end);
-        Some((first, run_end))
+        Some((low, run_end))
     }
 
     /// Ask a peer for the lowest missing range, unless a request is outstanding.

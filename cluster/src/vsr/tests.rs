@@ -276,40 +276,6 @@ fn repair_ranges(sent: &[Outgoing]) -> Vec<(u64, u64)> {
 }
 
 #[test]
-fn repair_asks_only_for_the_ops_whose_bodies_it_lacks() {
-    // Found by `--seed 1000016 --faults swarm --buggify` (issue #17): a restarted
-    // replica held 53 bodies it could not yet trust and asked for all 66 ops again;
-    // the burst through an 8-packet link lost the top op that would have proven them.
-    let primary = primary_with_ops(8);
-    let mut backup = Replica::open(config(1), Counter(0), MemoryStore::new(), 0).expect("open");
-    for op in [1, 2, 3, 8] {
-        backup.on_frame(crate::seam::ProcessId(0), &prepare_frame(&primary, op), 0);
-    }
-    // As if recovered from the store: held, not proven.
-    for op in 1..=3 {
-        backup.journal.get_mut(op).expect("held").trusted = false;
-    }
-    backup.commit_max = 8;
-    assert_eq!(backup.commit_min, 0);
-    assert!(!backup.journal.ready(1), "an unproven op is not ready");
-    assert_eq!(
-        backup.repair_range(),
-        Some((4, 7)),
-        "the missing ops under the ready top; the held bodies are proven by op 4 once it connects"
-    );
-    // Once op 4 arrives (from the primary, so proven), the walk proves ops 1..=3 and
-    // nothing is left to ask for under op 8.
-    for op in 4..=7 {
-        backup.on_frame(crate::seam::ProcessId(0), &prepare_frame(&primary, op), 0);
-    }
-    assert!(
-        (1..=8).all(|op| backup.journal.ready(op)),
-        "the chain proved the held bodies"
-    );
-    assert_eq!(backup.repair_range(), None);
-}
-
-#[test]
 fn a_repair_round_nobody_answered_keeps_its_window_and_one_answered_below_its_top_halves_it() {
     // Halving on every silent round shrank a restarted replica's window to one op while
     // a partition came and went (`--seed 1000016 --faults swarm --buggify`, issue #17).
