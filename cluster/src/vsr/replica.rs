@@ -231,7 +231,8 @@ pub struct Replica<S, T> {
     /// Backup: the view and commit point of the last commit broadcast heard from the
     /// primary, to notice a commit point that did not move between two broadcasts.
     pub(crate) commit_heard: (u64, u64),
-    /// Ops asked for per repair round: halved when a round brings nothing, doubled
+    /// Ops asked for per repair round: halved when a round's answers arrive without
+    /// its top (a burst cut short), kept when nothing arrives (a lost path), doubled
     /// when it fills the lowest gap (up to `REPAIR_PREPARES_MAX`).
     pub(crate) repair_window: u64,
     /// The top of the range the outstanding repair request asked for.
