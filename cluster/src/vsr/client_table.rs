@@ -108,13 +108,18 @@ impl ClientTable {
     /// ascending id order `[client id: u128][request: u64][op: u64][reply length:
     /// varint][reply]`, little-endian. Addresses are left out (not replicated state).
     pub fn encode(&self) -> Vec<u8> {
+        self.encode_with(|reply| reply)
+    }
+
+    /// The table's layout with each reply as `reply` picks it (whole, or its body).
+    fn encode_with(&self, reply: impl Fn(&[u8]) -> &[u8]) -> Vec<u8> {
         let mut w = Writer::new();
         w.len(self.clients.len());
         for (client, entry) in &self.clients {
             w.u128(*client);
             w.u64(entry.request);
             w.u64(entry.op);
-            w.bytes(&entry.reply);
+            w.bytes(reply(&entry.reply));
         }
         w.finish()
     }
@@ -150,15 +155,7 @@ impl ClientTable {
     /// each replica seals its own (its index, its view, so its checksum), and a table
     /// installed from a peer's checkpoint holds the peer's.
     pub fn digest(&self) -> u128 {
-        let mut w = Writer::new();
-        w.len(self.clients.len());
-        for (client, entry) in &self.clients {
-            w.u128(*client);
-            w.u64(entry.request);
-            w.u64(entry.op);
-            w.bytes(entry.reply.get(crate::wire::HEADER_BYTES..).unwrap_or(&[]));
-        }
-        xxhash_rust::xxh3::xxh3_128(&w.finish())
+        xxhash_rust::xxh3::xxh3_128(&self.encode_with(|reply| reply.get(crate::wire::HEADER_BYTES..).unwrap_or(&[])))
     }
 }
 
