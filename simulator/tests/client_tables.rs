@@ -9,8 +9,9 @@
 //! table. The states still agree; only the client tables show it, before any resend
 //! does.
 
-use clap::Parser;
-use simulator::fuzz::{FuzzArgs, Verdict};
+mod common;
+
+use simulator::fuzz::Verdict;
 
 /// Small journals (checkpoints every few dozen ops, state transfers) with crashes and
 /// restarts, so replicas install checkpoints at boot and from peers.
@@ -41,14 +42,7 @@ const FLAGS: [&str; 20] = [
 const SEEDS_TRIED_MAX: u64 = 20;
 
 fn run(seed: u64, extra: &[&str]) -> (Verdict, String) {
-    let args = FuzzArgs::parse_from(
-        std::iter::once("workload-fuzz")
-            .chain(FLAGS)
-            .chain(extra.iter().copied()),
-    );
-    let mut out = Vec::new();
-    let report = simulator::fuzz::run(&args, seed, &mut out).expect("writing to a Vec never fails");
-    (report.verdict, String::from_utf8_lossy(&out).into_owned())
+    common::fuzz(seed, &[&FLAGS[..], extra].concat())
 }
 
 #[test]

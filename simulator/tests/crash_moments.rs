@@ -3,15 +3,13 @@
 //! receiving a state transfer) whenever an eligible replica is at one. The runs must
 //! pass as any run does; the `crash moments:` line says which moments were hit.
 
-use clap::Parser;
-use simulator::fuzz::{FuzzArgs, Verdict};
+mod common;
+
+use simulator::fuzz::Verdict;
 
 fn run(seed: u64, flags: &[&str]) -> String {
-    let args = FuzzArgs::parse_from(std::iter::once("workload-fuzz").chain(flags.iter().copied()));
-    let mut out = Vec::new();
-    let report = simulator::fuzz::run(&args, seed, &mut out).expect("writing to a Vec never fails");
-    let text = String::from_utf8_lossy(&out).into_owned();
-    assert_eq!(report.verdict, Verdict::Pass, "seed {seed}:\n{text}");
+    let (verdict, text) = common::fuzz(seed, flags);
+    assert_eq!(verdict, Verdict::Pass, "seed {seed}:\n{text}");
     text
 }
 

@@ -190,16 +190,7 @@ fn repair_asks_first_for_the_gap_that_blocks_applying_when_it_connects() {
     for request in 1..=6 {
         primary.on_frame(crate::seam::ProcessId(9), &client_request(request), 0);
     }
-    let prepares: Vec<Vec<u8>> = (1..=6)
-        .map(|op| {
-            primary
-                .journal
-                .get(op)
-                .and_then(|entry| entry.frame().cloned())
-                .expect("the primary holds its prepares")
-                .to_vec()
-        })
-        .collect();
+    let prepares: Vec<Vec<u8>> = (1..=6).map(|op| prepare_frame(&primary, op)).collect();
     // The backup gets ops 1, 3, 4 and 6: gaps at 2 (above its commit point, under a
     // ready op) and 5 (the top run).
     for op in [1, 3, 4, 6] {
@@ -225,14 +216,7 @@ fn repair_takes_the_top_of_the_lowest_run_when_it_exceeds_the_window() {
     for request in 1..=8 {
         primary.on_frame(crate::seam::ProcessId(9), &client_request(request), 0);
     }
-    let prepare = |op: u64| -> Vec<u8> {
-        primary
-            .journal
-            .get(op)
-            .and_then(|entry| entry.frame().cloned())
-            .expect("the primary holds its prepares")
-            .to_vec()
-    };
+    let prepare = |op: u64| prepare_frame(&primary, op);
     // Held: 1, 5, 8. Missing: 2..=4 (under 5) and 6..=7 (under 8).
     for op in [1, 5, 8] {
         backup.on_frame(crate::seam::ProcessId(0), &prepare(op), 0);

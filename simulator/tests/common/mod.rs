@@ -1,10 +1,20 @@
-//! Helpers the simulator's integration tests share: running the `campaign` binary and
-//! a scratch directory per test.
+//! Helpers the simulator's integration tests share: running `workload-fuzz` in this
+//! process, running the `campaign` binary, and a scratch directory per test.
 
 #![allow(dead_code, reason = "each test binary uses the helpers it needs")]
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
+
+/// Run one `workload-fuzz` run in this process: `flags` as on its command line, with
+/// `seed`. Returns the verdict and everything the run printed.
+pub fn fuzz(seed: u64, flags: &[&str]) -> (simulator::fuzz::Verdict, String) {
+    use clap::Parser;
+    let args = simulator::fuzz::FuzzArgs::parse_from(std::iter::once("workload-fuzz").chain(flags.iter().copied()));
+    let mut out = Vec::new();
+    let report = simulator::fuzz::run(&args, seed, &mut out).expect("writing to a Vec never fails");
+    (report.verdict, String::from_utf8_lossy(&out).into_owned())
+}
 
 /// Run the `campaign` binary cargo built for the tests with `args`.
 pub fn campaign(args: &[&str]) -> Output {
