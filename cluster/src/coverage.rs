@@ -88,6 +88,12 @@ marks! {
         "a request waited behind a full pipeline";
     RequestRefusedQueueFull => "normal.request_refused_queue_full":
         "a request was refused: pipeline and request queue both full";
+    QueryRoundConfirmed => "normal.query_round_confirmed":
+        "a quorum confirmed a primary's view and the queries waiting for it were answered";
+    QueryRoundResent => "normal.query_round_resent":
+        "a query confirmation round went unconfirmed and was sent again";
+    QueryRefusedWaitingFull => "normal.query_refused_waiting_full":
+        "a query was refused: the queries waiting for confirmation were at their bound";
     OlderViewPrepareKept => "normal.older_view_prepare_kept":
         "a backup journaled an older view's prepare named by the op above it";
     PrepareDroppedJournalFull => "normal.prepare_dropped_journal_full":

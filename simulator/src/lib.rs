@@ -11,6 +11,7 @@ pub mod echo;
 pub mod executor;
 pub mod fuzz;
 pub mod harness;
+pub mod linearizability;
 pub mod log;
 pub mod network;
 pub mod profile;

@@ -53,6 +53,7 @@ impl ClientDriver for SteadyLoad {
             group: 0,
             operation: op.operation_code(),
             body: op.encode(),
+            give_up_when_not_committed: false,
         };
         if self.sends.is_empty() {
             self.sends = vec![0; CLIENTS];
@@ -89,6 +90,7 @@ impl ClientDriver for SteadyLoad {
             group,
             operation: op.operation_code(),
             body: op.encode(),
+            give_up_when_not_committed: false,
         })
     }
 

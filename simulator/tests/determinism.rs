@@ -44,7 +44,9 @@ fn fingerprint(out: &[u8], schedule_hash: u64) -> u64 {
 ///   plane reaches no mark); the schedule hash is unchanged.
 /// - 2026-12-02: re-locked (issue #17): the `coverage:` line counts 45 marks (a backup
 ///   acknowledging an op it holds only in its checkpoint); schedule unchanged.
-const LOCKED_ECHO_HEAVY_FINGERPRINT: u64 = 0x86c3_e54c_fa27_6240;
+/// - 2026-12-02: re-locked (issue #19): the `coverage:` line counts 48 marks (the query
+///   confirmation round's three); schedule 0x02d72c5a660d2ab4 unchanged.
+const LOCKED_ECHO_HEAVY_FINGERPRINT: u64 = 0x5136_c214_28f4_6511;
 
 #[test]
 fn echo_replay_is_deterministic() {
@@ -153,7 +155,11 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 /// - 2026-12-02: re-locked (issue #17): the liveness phase stops the live replicas
 ///   outside its core instead of cutting them off (counted as crashes); schedule
 ///   0xb1ec677cc7b35502 and replies unchanged.
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xe675_3161_56cc_fd19;
+/// - 2026-12-02: re-locked (issue #19): the `coverage:` line counts 48 marks (the query
+///   confirmation round's three; the metadata plane has no queries); schedule
+///   0xb1ec677cc7b35502 and replies 0x0e224060865a1ae7 unchanged, checked against the
+///   previous build.
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x4917_4ec3_13a9_a27c;
 
 #[test]
 fn workload_replay_is_deterministic() {
@@ -239,7 +245,13 @@ fn workload_replay_is_deterministic() {
 ///   schedule 0x854d8a35340535f8 and replies 0x614155bca67c306b, as before, checked.
 /// - 2026-12-02: re-locked (issue #17): the liveness phase stops the replicas outside
 ///   its core, counted as crashes; schedule 0xd15fe4c39ab8ef9e and replies unchanged.
-const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x59a2_fd2b_3b0d_7361;
+/// - 2026-12-02: re-locked (issue #19): a primary answers a poll only after a quorum
+///   confirms, in a round started after the poll arrived, that it still leads its view
+///   (a commit heartbeat asking for `CommitOk`): a deposed primary served stale reads.
+///   Polls wait a round trip and the rounds are new messages, so the schedule and the
+///   replies move: schedule 0xf3907496ace2c05b, replies 0x2348436af96e8379. The
+///   `coverage:` line counts 48 marks.
+const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0xffb8_8365_fc15_b2ec;
 
 #[test]
 fn multi_shard_replay_is_deterministic() {

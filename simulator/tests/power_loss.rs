@@ -51,6 +51,7 @@ impl ClientDriver for TwoTopics {
             group: 0,
             operation: op.operation_code(),
             body: op.encode(),
+            give_up_when_not_committed: false,
         };
         let Some(stream_id) = self.stream else {
             return Some(metadata(MetadataOp::CreateStream { name: "s".to_owned() }));
@@ -80,6 +81,7 @@ impl ClientDriver for TwoTopics {
             group: self.groups[index].expect("created above"),
             operation: op.operation_code(),
             body: op.encode(),
+            give_up_when_not_committed: false,
         })
     }
 

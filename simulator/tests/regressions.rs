@@ -179,6 +179,14 @@ fn a_fail_stopped_replica_outside_the_liveness_core_stays_down_through_the_phase
     // light`): replica 1 fail-stopped on an injected write error just before the
     // liveness phase; its supervisor started it again mid-phase, and it led the view
     // the core [2, 3, 4] changed to, so the core had no primary of its own.
+    //
+    // The scenario hangs on this seed's schedule, which the query confirmation round
+    // (issue #19: a poll, here a `RequestAsUser` one, waits for a quorum to confirm the
+    // view) moved: the seed no longer fail-stops a replica before the phase, and no
+    // seed of 6000000..=6000300 does so without the fix either. The test-only switch
+    // that answers polls unconfirmed restores the old poll timing and with it this
+    // run, bit for bit (schedule 0x5d315e0b602c3b5c, as on the build that found it);
+    // nothing in this plane's checks depends on it otherwise.
     let text = replay_command(
         &[
             "--ticks",
@@ -198,8 +206,14 @@ fn a_fail_stopped_replica_outside_the_liveness_core_stays_down_through_the_phase
             "--power-loss-prob",
             "0.3",
             "--crash-primary",
+            "--break-storage",
+            "answer-queries-unconfirmed",
         ],
         6_000_006,
+    );
+    assert!(
+        text.contains("schedule_hash=0x5d315e0b602c3b5c"),
+        "the original run:\n{text}"
     );
     assert!(
         counter(&text, "fail_stops") > 0,

@@ -35,6 +35,7 @@ impl ClientDriver for Sends {
             group: 0,
             operation: op.operation_code(),
             body: op.encode(),
+            give_up_when_not_committed: false,
         };
         let Some(stream_id) = self.stream else {
             return Some(metadata(MetadataOp::CreateStream { name: "s".to_owned() }));
@@ -66,6 +67,7 @@ impl ClientDriver for Sends {
             group,
             operation: op.operation_code(),
             body: op.encode(),
+            give_up_when_not_committed: false,
         })
     }
 

@@ -39,6 +39,7 @@ impl ClientDriver for UniqueStreams {
             group: 0,
             operation: op.operation_code(),
             body: op.encode(),
+            give_up_when_not_committed: false,
         })
     }
 

@@ -16,8 +16,9 @@
 //! Integers are little-endian; every byte must be used; decoding is canonical.
 //!
 //! Does not model: consumer offsets (a poll does not store one; the consumer commits
-//! with `StoreConsumerOffset`), linearizable reads across a view change (a deposed
-//! primary may answer from stale state until it learns of the new view), or long polls.
+//! with `StoreConsumerOffset`), or long polls. (Reads stay linearizable across a view
+//! change: the primary answers only once a quorum confirmed it still leads, see
+//! `vsr::query`.)
 
 use super::log::{PartitionLog, READ_MESSAGES_MAX, StoredMessage};
 use super::ops::{OPERATION_CODE_MIN, PAYLOAD_BYTES_MAX};

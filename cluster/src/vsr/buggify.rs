@@ -16,7 +16,8 @@
 //! do) or change a decision the protocol makes for safety.
 
 use super::constants::{
-    COMMIT_BROADCAST_TICKS, LIVENESS_WINDOW_TICKS, PIPELINE_PREPARES_MAX, REPAIR_PREPARES_MAX, REQUEST_QUEUE_MAX,
+    COMMIT_BROADCAST_TICKS, LIVENESS_WINDOW_TICKS, PIPELINE_PREPARES_MAX, QUERIES_WAITING_MAX, REPAIR_PREPARES_MAX,
+    REQUEST_QUEUE_MAX,
 };
 
 /// The shortest liveness window a knob may set: four commit broadcasts, so a backup
@@ -55,6 +56,10 @@ pub struct Buggify {
     /// out makes primaries resend, backups re-acknowledge, and view changes find ops
     /// that only some replicas acknowledged.
     pub prepare_ok_skip_every: u64,
+    /// Queries a primary holds while they wait for their confirmation round
+    /// (production: [`QUERIES_WAITING_MAX`], more than the simulator's clients can
+    /// send). Small: polls are refused when the bound is reached and clients poll again.
+    pub queries_waiting_max: usize,
 }
 
 impl Buggify {
@@ -66,6 +71,7 @@ impl Buggify {
         liveness_window_ticks: LIVENESS_WINDOW_TICKS,
         checkpoint_interval_ops_max: u64::MAX,
         prepare_ok_skip_every: 0,
+        queries_waiting_max: QUERIES_WAITING_MAX,
     };
 
     /// Whether every knob is at its production value.
@@ -94,6 +100,10 @@ impl Buggify {
             self.prepare_ok_skip_every != 1,
             "{self:?}: skipping every acknowledgement"
         );
+        assert!(
+            (1..=QUERIES_WAITING_MAX).contains(&self.queries_waiting_max),
+            "{self:?}"
+        );
     }
 
     /// Whether a backup leaves out its `count`-th acknowledgement (counted from 1).
@@ -110,12 +120,13 @@ impl Buggify {
         };
         format!(
             "pipeline_prepares_max={} request_queue_max={} repair_window_initial={} liveness_window_ticks={} \
-             checkpoint_interval_ops_max={checkpoint} prepare_ok_skip_every={}",
+             checkpoint_interval_ops_max={checkpoint} prepare_ok_skip_every={} queries_waiting_max={}",
             self.pipeline_prepares_max,
             self.request_queue_max,
             self.repair_window_initial,
             self.liveness_window_ticks,
-            self.prepare_ok_skip_every
+            self.prepare_ok_skip_every,
+            self.queries_waiting_max
         )
     }
 }

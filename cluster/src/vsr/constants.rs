@@ -10,6 +10,17 @@ pub const COMMIT_BROADCAST_TICKS: u64 = 50;
 /// that can send but not commit is still replaced.
 pub const LIVENESS_WINDOW_TICKS: u64 = 500;
 
+/// Ticks before a primary resends a query confirmation round nobody confirmed yet
+/// (see `vsr::query`): the same wait as a prepare's first resend, since a round is a
+/// heartbeat and its answers, a round trip like a prepare's.
+pub const QUERY_ROUND_RESEND_TICKS: u64 = PREPARE_RETRANSMIT_BASE_TICKS;
+
+/// Queries a primary holds while they wait for their confirmation round; more are
+/// refused (the client tries again). One per client in flight covers the simulator's
+/// 64 clients on one partition; a query holds its request header and a poll's few
+/// body bytes, so the bound is a few tens of KiB per group.
+pub const QUERIES_WAITING_MAX: usize = 64;
+
 /// Base ticks before the primary resends an unacknowledged prepare; doubled per attempt.
 pub const PREPARE_RETRANSMIT_BASE_TICKS: u64 = 25;
 

@@ -21,6 +21,7 @@ pub mod client_table;
 pub mod constants;
 pub mod journal;
 mod normal;
+mod query;
 pub mod recovery;
 pub mod repair;
 pub mod replica;
@@ -31,6 +32,8 @@ pub mod view_change;
 
 #[cfg(test)]
 mod catch_up_tests;
+#[cfg(test)]
+mod query_tests;
 #[cfg(test)]
 mod tests;
 

@@ -172,37 +172,6 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
     }
 
-    /// Primary: answer a query from applied state, with no consensus round. Only once
-    /// every op this primary inherited from earlier views is applied: any write a
-    /// client saw acknowledged by an earlier primary is in this log, so a query never
-    /// misses a write its client already saw succeed. Until then it is refused (the
-    /// client tries again), never answered stale.
-    fn on_query(&mut self, from: ProcessId, header: &Header, body: &[u8]) {
-        let inherited_applied = self.commit_min == self.commit_max
-            && self.pipeline.front().is_none_or(|entry| {
-                self.journal
-                    .get(entry.op)
-                    .is_some_and(|journaled| journaled.header().view == self.view)
-            });
-        if !inherited_applied {
-            self.refuse(from, header);
-            return;
-        }
-        let Some(answer) = self.state_machine.query(header.operation, body) else {
-            self.stats.frames_rejected += 1;
-            return;
-        };
-        self.stats.queries_answered += 1;
-        let mut reply = self.header(Command::Reply);
-        reply.client = header.client;
-        reply.request = header.request;
-        reply.operation = header.operation;
-        reply.op = self.commit_min;
-        reply.commit = self.commit_min;
-        reply.timestamp = self.realtime_micros;
-        self.send(from, reply, &answer);
-    }
-
     /// Primary: assign the next op to a request and replicate it.
     pub(crate) fn prepare(&mut self, request: Header, body: &[u8]) {
         assert!(self.status == Status::Normal && self.is_primary());
@@ -543,6 +512,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
         self.liveness.reset();
         self.commit_max = self.commit_max.max(header.commit);
+        if header.request != 0 {
+            // The primary asks whether it still leads this view, for its queries.
+            self.confirm_query_round(sender, header);
+        }
         // A commit point that stood still for a whole broadcast interval while this
         // replica holds ops above it: the primary is waiting for acknowledgements that
         // were lost. The broadcast just proved the link works, so acknowledge the ops

@@ -95,6 +95,10 @@ pub struct ReplicaStats {
     pub requests_refused: u64,
     /// Queries answered from applied state.
     pub queries_answered: u64,
+    /// Query confirmation rounds started (see `vsr::query`).
+    pub query_rounds_started: u64,
+    /// Query confirmation rounds a quorum confirmed.
+    pub query_rounds_confirmed: u64,
     /// Requests answered without an op: refused whatever the state (see
     /// [`StateMachine::refuse_before_prepare`]).
     pub requests_refused_before_prepare: u64,
@@ -267,6 +271,8 @@ pub struct Replica<S, T> {
     /// It sends nothing, takes no input and no tick, and its node fail-stops so that a
     /// supervisor restarts it on what the disk really holds.
     pub(crate) storage_failure: Option<&'static str>,
+    /// The primary's query confirmation rounds (see `vsr::query`).
+    pub(crate) queries: super::query::QueryRounds,
 }
 
 /// SplitMix64: the entropy and nonce derivation (a pure function of seed and input).
@@ -417,6 +423,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             repair_session: false,
             repair_deferred: false,
             storage_failure: None,
+            queries: super::query::QueryRounds::new(),
         };
         if let Some((op, bytes)) = checkpoint {
             let installed = replica.install_checkpoint(&bytes).map_err(|error| {
@@ -741,6 +748,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             (Command::Prepare, _) => self.on_prepare(header, frame),
             (Command::PrepareOk, Some(sender)) => self.on_prepare_ok(sender, &header),
             (Command::Commit, Some(sender)) => self.on_commit(sender, &header),
+            (Command::CommitOk, Some(sender)) => self.on_commit_ok(sender, &header),
             (Command::StartViewChange, Some(sender)) => self.on_start_view_change(sender, &header),
             (Command::DoViewChange, Some(sender)) => self.on_do_view_change(sender, &header, body),
             (Command::StartView, Some(sender)) => self.on_start_view(sender, &header, body),
@@ -791,6 +799,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.probe_start_view();
         }
         fired |= self.tick_pipeline();
+        fired |= self.tick_query_rounds();
         fired |= self.tick_transfers();
         if self.repair_retry.tick() {
             fired = true;
@@ -837,6 +846,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.note_transfer_connected();
         self.maybe_checkpoint();
         self.stop_if_store_failed();
+        self.refuse_queries_unless_leading();
         self.assert_invariants();
     }
 
@@ -896,6 +906,12 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
 
     /// Invariants that hold between any two inputs.
     fn assert_invariants(&self) {
+        // Queries wait only on a primary leading a Normal view, and only so many.
+        assert!(
+            self.queries.waiting() == 0
+                || (self.status == Status::Normal && self.is_primary() && self.storage_failure.is_none())
+        );
+        assert!(self.queries.waiting() <= self.config.buggify.queries_waiting_max);
         assert!(
             self.storage_failure.is_none() || self.outbox.is_empty(),
             "a replica stopped on a storage failure sends nothing"

@@ -151,6 +151,13 @@ pub enum StorageBreak {
     /// boot), so it no longer knows which requests it already executed. Nothing shows
     /// until a client resends to it as primary; comparing client tables does.
     InstallCheckpointWithoutClientTable,
+    /// A primary answers a query (a poll) from its applied state at once, without a
+    /// quorum confirming that it still leads its view (not a disk fault: a protocol
+    /// break threaded through the same test-only switch). A primary cut off by a
+    /// partition, deposed without knowing it, answers polls from stale state; only a
+    /// check of what clients saw against real-time order (the contended plane's
+    /// linearizability check) can tell.
+    AnswerQueriesUnconfirmed,
 }
 
 impl StorageBreak {
@@ -175,11 +182,12 @@ impl StorageBreak {
             StorageBreak::InstallUnverifiedTransfer => "install-unverified-transfer",
             StorageBreak::ViewChangeWaitsForEveryReplica => "view-change-waits-for-every-replica",
             StorageBreak::InstallCheckpointWithoutClientTable => "install-checkpoint-without-client-table",
+            StorageBreak::AnswerQueriesUnconfirmed => "answer-queries-unconfirmed",
         }
     }
 
     /// Every breakage, for parsing and error messages.
-    pub const ALL: [StorageBreak; 9] = [
+    pub const ALL: [StorageBreak; 10] = [
         StorageBreak::None,
         StorageBreak::KeepGoingAfterFailedWrite,
         StorageBreak::CutDamageAsTornTail,
@@ -189,6 +197,7 @@ impl StorageBreak {
         StorageBreak::InstallUnverifiedTransfer,
         StorageBreak::ViewChangeWaitsForEveryReplica,
         StorageBreak::InstallCheckpointWithoutClientTable,
+        StorageBreak::AnswerQueriesUnconfirmed,
     ];
 }
 

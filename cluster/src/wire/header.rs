@@ -70,6 +70,9 @@ pub enum Command {
     /// A chunk of a checkpoint: `op` the checkpoint op, `commit` the byte offset,
     /// `timestamp` the checkpoint's length, `context` its checksum; the body the bytes.
     CheckpointChunk = 15,
+    /// A backup confirms a commit broadcast that asked for it (`request`: the
+    /// primary's query round): it is Normal in that view (see `vsr::query`).
+    CommitOk = 16,
     /// Echo plane: a client request.
     EchoRequest = 100,
     /// Echo plane: a replica's echo.
@@ -80,7 +83,7 @@ pub enum Command {
 
 impl Command {
     /// Every command, for tables and tests.
-    pub const ALL: [Command; 18] = [
+    pub const ALL: [Command; 19] = [
         Command::Request,
         Command::Prepare,
         Command::PrepareOk,
@@ -96,6 +99,7 @@ impl Command {
         Command::RangeEvicted,
         Command::RequestCheckpoint,
         Command::CheckpointChunk,
+        Command::CommitOk,
         Command::EchoRequest,
         Command::EchoReply,
         Command::EchoHeartbeat,

@@ -11,7 +11,7 @@ use crate::profile::load_profile;
 /// Flags of `campaign` (run mode).
 #[derive(Args, Clone, Debug)]
 pub struct CampaignFlags {
-    /// Fault profiles: names (none, light, heavy, swarm) or paths, comma-separated.
+    /// Fault profiles: names (none, light, heavy, split, swarm) or paths, comma-separated.
     #[arg(long, default_value = "none,light,heavy,swarm")]
     pub profiles: String,
 
@@ -159,6 +159,11 @@ pub struct CampaignFlags {
     /// Passed to every run: skip the liveness phase (see workload-fuzz).
     #[arg(long)]
     pub no_liveness: bool,
+
+    /// Passed to every run of a consensus plane: a share of the requests goes to the
+    /// contended plane's shared objects, checked for linearizability (see workload-fuzz).
+    #[arg(long)]
+    pub shared: bool,
 
     /// Passed to every run: shrink the cluster's bounds, drawn from each seed (see
     /// workload-fuzz).
@@ -467,6 +472,7 @@ impl CampaignFlags {
             heal_before_quiesce: self.heal_before_quiesce,
             no_quiesce: self.no_quiesce,
             no_liveness: self.no_liveness,
+            shared: self.shared && plane != Plane::Echo,
             buggify: self.buggify,
             network: self.network.clone(),
             break_check: self.break_check,

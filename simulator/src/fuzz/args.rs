@@ -50,11 +50,15 @@ pub struct FuzzArgs {
 
     /// What the clients do. `echo` exercises the seam, executor and network with an
     /// echo service; the consensus planes (metadata, partition, mixed, uniform,
-    /// lifecycle) run the cluster under the workload's weight table for that plane.
+    /// lifecycle) run the cluster under the workload's weight table for that plane,
+    /// each client in its own namespace, every answer predicted; `contended` has every
+    /// client race on shared partitions, groups and user names, and checks each
+    /// object's history for linearizability.
     #[arg(long, value_enum, default_value_t = Plane::Echo)]
     pub plane: Plane,
 
-    /// Fault profile: none, light, heavy, swarm, or a path to a profile file (.json).
+    /// Fault profile: none, light, heavy, split (long partitions that depose live primaries),
+    /// swarm, or a path to a profile file (.json).
     #[arg(long, default_value = "none")]
     pub faults: String,
 
@@ -193,6 +197,13 @@ pub struct FuzzArgs {
     #[arg(long)]
     pub no_liveness: bool,
 
+    /// With a consensus plane other than `contended`: send a share of every client's
+    /// requests (`SHARED_REQUEST_PERCENT`) to the contended plane's shared objects,
+    /// checked for linearizability, while the rest keep to the plane's exact,
+    /// per-client namespaces.
+    #[arg(long)]
+    pub shared: bool,
+
     /// Shrink some of the cluster's bounds for this run, drawn from the seed (each knob
     /// on with probability 1/2): the pipeline (1, 2 or 4 ops), the request queue behind
     /// it (1, 2 or 4), the window a replica's first repair asks for (1, 2 or 8 ops,
@@ -226,7 +237,9 @@ pub struct FuzzArgs {
     /// a persisted partition acknowledges before its WAL is published;
     /// `install-unverified-transfer`: transfer chunks are taken unverified;
     /// `view-change-waits-for-every-replica`: a view change waits for every replica's
-    /// DoViewChange, a liveness bug; `install-checkpoint-without-client-table`: an
+    /// DoViewChange, a liveness bug; `answer-queries-unconfirmed`: a primary answers
+    /// polls without a quorum confirming its view, so a deposed one serves stale reads;
+    /// `install-checkpoint-without-client-table`: an
     /// installed checkpoint keeps the replica's old client table), so
     /// tests can show the campaigns catch it.
     #[arg(long, hide = true, default_value = "none", value_parser = parse_storage_break)]
@@ -250,6 +263,10 @@ pub enum Plane {
     /// Topic replacement and consumer-group hand-offs under writes; must see the owner
     /// fence refuse a stale owner at least once, or the run is vacuous.
     Lifecycle,
+    /// Clients that share a topic's partitions, consumer groups and user names and race
+    /// on them; every object's history is checked for linearizability at the end (a
+    /// run that checked no contended operation is vacuous).
+    Contended,
 }
 
 impl Plane {
@@ -262,6 +279,7 @@ impl Plane {
             Plane::Mixed => "mixed",
             Plane::Uniform => "uniform",
             Plane::Lifecycle => "lifecycle",
+            Plane::Contended => "contended",
         }
     }
 }
@@ -550,6 +568,7 @@ impl FuzzArgs {
             (self.heal_before_quiesce, "--heal-before-quiesce"),
             (self.no_quiesce, "--no-quiesce"),
             (self.no_liveness, "--no-liveness"),
+            (self.shared, "--shared"),
             (self.buggify, "--buggify"),
             (self.break_check, "--break-check"),
             (self.break_fence, "--break-fence"),

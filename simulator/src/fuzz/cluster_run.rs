@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use cluster::node::{Directory, METADATA_GROUP};
 use cluster::vsr::{StateMachine, Status};
 
+use super::args::Plane;
 use super::outage::{OUTAGE_DARK_TICKS, OUTAGE_QUIET_TICKS_MAX, OUTAGE_RECOVERY_TICKS_MAX, Outages};
 use super::{FuzzArgs, RunReport, Verdict, print_packets, print_world};
 use crate::harness::crash::CrashConfig;
@@ -18,7 +19,16 @@ use crate::harness::{CheckFailure, Harness, HarnessConfig, StorageModel};
 use crate::profile::StorageRates;
 use crate::seeds::SimSeeds;
 use crate::simulation::SimulationConfig;
-use crate::workload::{ActionWeights, MetadataWorkload};
+use crate::workload::{ActionWeights, Contended, LinearizabilityReport, MetadataWorkload};
+use cluster::metadata::Durability;
+
+/// With `--shared`, the percent of a client's requests (between plans) that go to the
+/// shared objects: a third, so the exact plane still does most of its work.
+pub const SHARED_REQUEST_PERCENT: u64 = 33;
+
+/// Mixed into the workload seed for the contended driver's own streams, so turning it
+/// on moves no draw of the exact workload.
+const CONTENDED_SEED_SALT: u64 = 0xC0_7E7D_ED5E_ED01;
 
 /// Ticks the end-of-run drain may take to answer every outstanding request and settle
 /// on one view. Generous (200 s of cluster time, forty liveness windows) so that only
@@ -86,12 +96,28 @@ pub(super) fn run(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let seeds = SimSeeds::derive(report.seed);
-    let weights = ActionWeights::for_plane(args.plane.name()).expect("every consensus plane has a weight table");
-    let workload = Rc::new(RefCell::new(MetadataWorkload::with_weights(
-        seeds.workload,
-        config.clients,
-        weights,
-    )));
+    let contended_plane = args.plane == Plane::Contended;
+    let weights = if contended_plane {
+        // Every request after the login goes to the shared objects.
+        ActionWeights::from_fn(|_| 0)
+    } else {
+        ActionWeights::for_plane(args.plane.name()).expect("every consensus plane has a weight table")
+    };
+    let mut workload = MetadataWorkload::with_weights(seeds.workload, config.clients, weights);
+    if contended_plane || args.shared {
+        // A whole-cluster outage may take back what a `replicated` topic acknowledged
+        // (by design); the histories hold every acknowledgement to account, so the
+        // shared topic is `persisted` whenever outages may happen.
+        let durability = if args.power_outage_probability(profile_storage) > 0.0 {
+            Durability::Persisted
+        } else {
+            Durability::Replicated
+        };
+        let contended = Contended::new(seeds.workload ^ CONTENDED_SEED_SALT, config.clients, durability);
+        let percent = if contended_plane { 100 } else { SHARED_REQUEST_PERCENT };
+        workload = workload.with_contended(contended, percent);
+    }
+    let workload = Rc::new(RefCell::new(workload));
     let harness_config = HarnessConfig {
         simulation: config.clone(),
         crash: CrashConfig {
@@ -223,6 +249,33 @@ pub(super) fn run(
         }
     }
 
+    // Every shared object's history against its sequential model (answers still open
+    // count as unknown outcomes). After a drain, each shared partition's final log (on
+    // its primary) settles what it can of the sends whose outcome was unknown.
+    if failure.is_none()
+        && !args.no_quiesce
+        && let Some(contended) = workload.borrow_mut().contended_mut()
+    {
+        let tick = harness.simulation().tick();
+        if let Err(detail) = contended.settle_with_final_logs(tick, |group| final_log(&harness, group)) {
+            failure = Some(CheckFailure {
+                check: "linearizability",
+                detail,
+                tick,
+            });
+        }
+    }
+    let linearizability: Option<LinearizabilityReport> = workload.borrow().contended().map(Contended::check);
+    if failure.is_none()
+        && let Some(violation) = linearizability.as_ref().and_then(|report| report.violation.clone())
+    {
+        failure = Some(CheckFailure {
+            check: "linearizability",
+            detail: violation,
+            tick: harness.simulation().tick(),
+        });
+    }
+
     if let Some(outcome) = &liveness {
         writeln!(
             out,
@@ -343,6 +396,21 @@ pub(super) fn run(
     writeln!(out, "{compared_line}")?;
     let report_of_workload = workload.borrow().report();
     writeln!(out, "{report_of_workload}")?;
+    if let Some(linearizability) = &linearizability {
+        let requests: Vec<String> = workload
+            .borrow()
+            .contended()
+            .map(|contended| {
+                contended
+                    .requests()
+                    .iter()
+                    .map(|(kind, count)| format!("{}={count}", kind.name()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        writeln!(out, "contended: {}", requests.join(" "))?;
+        writeln!(out, "{linearizability}")?;
+    }
     let outcomes: Vec<String> = report_of_workload
         .outcomes
         .iter()
@@ -364,6 +432,8 @@ pub(super) fn run(
         report.polls
     )?;
 
+    // An exhausted search is its own verdict: never a pass.
+    let undecided = linearizability.as_ref().and_then(|report| report.undecided.clone());
     report.verdict = match failure {
         Some(failure) => Verdict::Failed(failure.to_string()),
         None if commits < args.min_commits => Verdict::Vacuous(format!(
@@ -388,6 +458,13 @@ pub(super) fn run(
             "asked for a small journal (--journal-slots {} --ring-entries {}) but no checkpoint was taken",
             args.journal_slots, args.ring_entries
         )),
+        None if linearizability.as_ref().is_some_and(|report| report.operations == 0) => {
+            Verdict::Vacuous("the run checked no operation on the shared objects for linearizability".to_owned())
+        }
+        None if undecided.is_some() => {
+            Verdict::Vacuous(format!("linearizability undecided: {}", undecided.unwrap_or_default()))
+        }
+        None if contended_plane => Verdict::Pass,
         None => match workload.borrow().defining_outcome_missing(args.plane.name()) {
             Some(missing) => Verdict::Vacuous(format!("the {} plane never saw {missing}", args.plane.name())),
             None => Verdict::Pass,
@@ -418,9 +495,31 @@ fn draw_buggify(seed: u64) -> cluster::vsr::Buggify {
         liveness_window_ticks: knob(off.liveness_window_ticks, [200, 250, 350]),
         checkpoint_interval_ops_max: knob(off.checkpoint_interval_ops_max, [32, 64, 128]),
         prepare_ok_skip_every: knob(off.prepare_ok_skip_every, [3, 5, 8]),
+        queries_waiting_max: knob(off.queries_waiting_max as u64, [1, 2, 4]) as usize,
     };
     buggify.assert_valid();
     buggify
+}
+
+/// The messages of the partition replicated by `group`, as (offset, id), and its next
+/// offset, on its one live Normal primary; `None` without exactly one.
+fn final_log(harness: &Harness, group: u64) -> Option<(Vec<(u64, u128)>, u64)> {
+    let replicas = harness.partition_replicas(group);
+    let mut primaries = replicas
+        .iter()
+        .filter(|(_, replica)| replica.is_primary() && replica.status() == Status::Normal);
+    let (Some((_, primary)), None) = (primaries.next(), primaries.next()) else {
+        return None;
+    };
+    let state = primary.state_machine().state();
+    let messages = state
+        .log()
+        .segments()
+        .iter()
+        .flat_map(|segment| segment.messages())
+        .map(|message| (message.offset, message.id))
+        .collect();
+    Some((messages, state.next_offset()))
 }
 
 /// Heal the network and restart every crashed replica (`--heal-before-quiesce`).
@@ -555,7 +654,17 @@ fn oracle(harness: &Harness, workload: &MetadataWorkload) -> Result<Vec<(&'stati
         ("users_compared", shadow.users_compared),
         ("tokens_compared", shadow.tokens_compared),
     ]);
-    let expected: BTreeSet<u64> = workload.partition_groups().into_iter().collect();
+    let shared: BTreeSet<u64> = workload
+        .contended()
+        .map(Contended::partition_groups)
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    let expected: BTreeSet<u64> = workload
+        .partition_groups()
+        .into_iter()
+        .chain(shared.iter().copied())
+        .collect();
     let actual: BTreeSet<u64> = directory.partitions.keys().copied().collect();
     if expected != actual {
         return Err(format!(
@@ -566,6 +675,10 @@ fn oracle(harness: &Harness, workload: &MetadataWorkload) -> Result<Vec<(&'stati
     }
     let (mut namespaces_checked, mut messages_compared, mut offsets_compared, mut owners_compared) = (0, 0, 0, 0);
     for (group, primary_index) in primaries {
+        if shared.contains(&group) {
+            // Judged by its history, not by the exact shadow.
+            continue;
+        }
         let replicas = harness.partition_replicas(group);
         let Some((_, primary)) = replicas.iter().find(|(index, _)| *index == primary_index) else {
             unreachable!("the primary was just seen")

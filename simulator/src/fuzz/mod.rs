@@ -107,7 +107,7 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
 
     match args.plane {
         Plane::Echo => echo_run::run(args, &config, &mut report, out)?,
-        Plane::Metadata | Plane::Partition | Plane::Mixed | Plane::Uniform | Plane::Lifecycle => {
+        Plane::Metadata | Plane::Partition | Plane::Mixed | Plane::Uniform | Plane::Lifecycle | Plane::Contended => {
             cluster_run::run(args, &config, resolved.storage, &mut report, out)?
         }
     }
@@ -181,6 +181,13 @@ pub(super) fn print_packets(simulation: &Simulation, out: &mut dyn Write) -> io:
 fn configure(args: &FuzzArgs, seed: u64) -> Result<(SimulationConfig, ResolvedProfile), String> {
     if args.ticks == 0 {
         return Err("--ticks 0 simulates nothing; give at least 1".to_owned());
+    }
+    if args.shared && args.plane == Plane::Echo {
+        return Err(
+            "--shared sends requests to the contended plane's shared objects; the echo plane has none: \
+                    give a consensus plane (metadata, partition, mixed, uniform, lifecycle)"
+                .to_owned(),
+        );
     }
     if args.power_loss_prob > 0.0 && args.storage == crate::harness::StorageModel::Memory {
         return Err(format!(

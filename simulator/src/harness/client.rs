@@ -52,14 +52,25 @@ pub struct ClientRequest {
     pub operation: u8,
     /// The body.
     pub body: Vec<u8>,
+    /// Hand a `TransientNotCommitted` answer to the driver instead of resending: the
+    /// request was taken by a primary that lost its view before committing it, so it
+    /// may still commit in a later view or never. A driver that records histories
+    /// opts in to see such outcomes as what they are, unknown, the way a production
+    /// client's caller does; the others leave it off and the transport resends until a
+    /// final answer.
+    pub give_up_when_not_committed: bool,
 }
 
 /// What a client sends and how it judges answers.
 pub trait ClientDriver {
     /// The next request of `client`, or `None` to stay idle.
     fn next_request(&mut self, client: usize) -> Option<ClientRequest>;
-    /// The reply to `client`'s outstanding request.
+    /// The reply to `client`'s outstanding request (or, for a request that asked for
+    /// it, the `TransientNotCommitted` refusal that ended it).
     fn on_reply(&mut self, client: usize, reply: &Header, body: &[u8]);
+    /// The simulated tick that starts now (called by the harness before the tick's
+    /// work), for drivers that stamp what they see with virtual time.
+    fn on_tick(&mut self, _tick: u64) {}
     /// Whether the driver sends its clients' logins itself. If not (the default), the
     /// client logs in as root before the driver's first request, and the driver never
     /// sees that login: every request acts as its client's session's user, so a
@@ -80,6 +91,7 @@ pub fn root_login() -> ClientRequest {
         group: 0,
         operation: op.operation_code(),
         body: op.encode(),
+        give_up_when_not_committed: false,
     }
 }
 
@@ -182,7 +194,13 @@ pub async fn run_client<B: Bus>(
         } else {
             driver.borrow_mut().next_request(client)
         };
-        let Some(ClientRequest { group, operation, body }) = next else {
+        let Some(ClientRequest {
+            group,
+            operation,
+            body,
+            give_up_when_not_committed,
+        }) = next
+        else {
             // Idle, but still reading: a late answer to an earlier request may arrive.
             let mut idle = bus.sleep(TICK * CLIENT_IDLE_TICKS as u32);
             loop {
@@ -278,7 +296,14 @@ pub async fn run_client<B: Bus>(
                             tracing::debug!(client, request = request_number, replica = reply.replica, ?error, hint = reply.flags, "refused");
                             match error {
                                 Some(ClientError::TransientNotAccepted) => stats.borrow_mut().refusals += 1,
-                                Some(ClientError::TransientNotCommitted) => stats.borrow_mut().not_committed += 1,
+                                Some(ClientError::TransientNotCommitted) => {
+                                    stats.borrow_mut().not_committed += 1;
+                                    if give_up_when_not_committed {
+                                        // The driver asked to see the unknown outcome.
+                                        answer = (reply, reply_body.to_vec());
+                                        break;
+                                    }
+                                }
                                 Some(ClientError::Unbound) => {
                                     stats.borrow_mut().unbound += 1;
                                     let Some((session, secret)) = sessions.session else {

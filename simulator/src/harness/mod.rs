@@ -43,7 +43,11 @@ use crash::{CrashAction, CrashConfig, CrashInjector, Moment, ReplicaLife};
 use state_checker::{CommittedOp, StateChecker};
 
 /// Ticks a live Normal replica of a group may sit behind its commit point without
-/// applying anything before the run fails as stuck (a hole nobody repairs).
+/// applying anything before the run fails as stuck (a hole nobody repairs). The clock
+/// runs only while some live peer that applied further is reachable both ways: a
+/// replica a standing partition cuts off from every such peer (it may still hear the
+/// primary's commit point over a one-way link) cannot repair, and its clock starts
+/// again when the partition heals.
 pub const COMMIT_STUCK_TICKS_MAX: u64 = 2_000;
 
 /// Ticks between a node's fail-stop on a storage failure and its supervisor starting
@@ -444,6 +448,8 @@ pub struct Harness {
     /// above zero).
     corruption_rng: SimRng,
     checkpoints: CheckpointChecker,
+    /// The clients' driver, told each tick as it starts (`ClientDriver::on_tick`).
+    driver: Rc<RefCell<dyn ClientDriver>>,
 }
 
 impl Harness {
@@ -489,6 +495,7 @@ impl Harness {
             // corruption on shifts no other draw.
             corruptible: SimRng::new(storage_seed ^ CORRUPTIBLE_SALT).index(replicas),
             corruption_rng: SimRng::new(storage_seed ^ CORRUPTION_SALT),
+            driver: driver.clone(),
         };
         for index in 0..replicas {
             let disk = match config.storage {
@@ -797,6 +804,7 @@ impl Harness {
     /// One tick: crash decisions, the simulation step, every per-tick check.
     pub fn step(&mut self) -> Result<(), CheckFailure> {
         let tick = self.simulation.tick();
+        self.driver.borrow_mut().on_tick(tick);
         self.supervise(tick);
         if self.crashes_enabled && self.crash.active() {
             self.inject_crashes(tick);
@@ -1068,6 +1076,7 @@ impl Harness {
             ));
         }
         let break_check = self.break_check;
+        let reachable_ahead = self.reachable_ahead();
         for (index, slot) in self.slots.iter_mut().enumerate() {
             let Some(node) = &slot.node else { continue };
             for watch in slot.watches.values_mut() {
@@ -1088,6 +1097,7 @@ impl Harness {
                         &mut self.checkpoints,
                         tick,
                         break_check,
+                        reachable_ahead(index, METADATA_GROUP, metadata.commit_min()),
                     )?;
                 }
                 for (group, replica) in shard.partitions() {
@@ -1101,6 +1111,7 @@ impl Harness {
                         &mut self.checkpoints,
                         tick,
                         break_check,
+                        reachable_ahead(index, *group, replica.commit_min()),
                     )?;
                 }
             }
@@ -1112,6 +1123,44 @@ impl Harness {
             }
         }
         Ok(())
+    }
+
+    /// For the stuck check: a function telling whether replica `index` of `group`, at
+    /// `commit_min`, has a live peer that applied further and that it can reach both
+    /// ways through the standing partition (the only way it can repair).
+    fn reachable_ahead(&self) -> impl Fn(usize, u64, u64) -> bool + use<> {
+        let mut applied: BTreeMap<u64, Vec<(usize, u64)>> = BTreeMap::new();
+        for (index, slot) in self.slots.iter().enumerate() {
+            let Some(node) = &slot.node else { continue };
+            for shard in node.shards() {
+                let shard = shard.borrow();
+                if let Some(metadata) = shard.metadata() {
+                    applied
+                        .entry(METADATA_GROUP)
+                        .or_default()
+                        .push((index, metadata.commit_min()));
+                }
+                for (group, replica) in shard.partitions() {
+                    applied.entry(*group).or_default().push((index, replica.commit_min()));
+                }
+            }
+        }
+        let replicas = self.slots.len();
+        let network = self.simulation.network();
+        let open: Vec<Vec<bool>> = (0..replicas)
+            .map(|a| {
+                (0..replicas)
+                    .map(|b| !network.path_cut(a, b) && !network.path_cut(b, a))
+                    .collect()
+            })
+            .collect();
+        move |index, group, commit_min| {
+            applied.get(&group).is_some_and(|peers| {
+                peers
+                    .iter()
+                    .any(|&(peer, applied)| peer != index && applied > commit_min && open[index][peer])
+            })
+        }
     }
 
     /// The simulation (network, executor).
@@ -1356,6 +1405,7 @@ fn check_group<S: StateMachine>(
     checkpoints: &mut CheckpointChecker,
     tick: u64,
     break_check: bool,
+    reachable_ahead: bool,
 ) -> Result<(), CheckFailure> {
     let fail = |check: &'static str, detail: String| CheckFailure { check, detail, tick };
     watch.present = true;
@@ -1454,7 +1504,11 @@ fn check_group<S: StateMachine>(
         }
         (true, Some(_)) => {}
     }
-    if commit_min != watch.progress.0 || replica.status() != Status::Normal || commit_min >= replica.commit_max() {
+    if commit_min != watch.progress.0
+        || replica.status() != Status::Normal
+        || commit_min >= replica.commit_max()
+        || !reachable_ahead
+    {
         watch.progress = (commit_min, tick);
     } else if tick - watch.progress.1 > COMMIT_STUCK_TICKS_MAX {
         let (requests, outstanding) = replica.repair_state();

@@ -6,7 +6,7 @@
 //!   `SimRng::new(swarm_seed)` in a fixed order (see [`swarm`](SwarmRanges::draw); the
 //!   order is part of the seed contract).
 //!
-//! The four built-in files are embedded with `include_str!`, so a binary finds them from
+//! The five built-in files are embedded with `include_str!`, so a binary finds them from
 //! any working directory. A name containing `/` or ending in `.json` is read from disk.
 //!
 //! Loading never panics: every failure is a [`ProfileError`] naming the profile, the
@@ -55,13 +55,14 @@ pub fn validate_network(origin: &str, network: &NetworkConfig) -> Result<(), Pro
 }
 
 /// The names of the built-in profiles, in the order error messages list them.
-pub const BUILTIN_PROFILE_NAMES: [&str; 4] = ["none", "light", "heavy", "swarm"];
+pub const BUILTIN_PROFILE_NAMES: [&str; 5] = ["none", "light", "heavy", "split", "swarm"];
 
 /// The built-in profile files, embedded at compile time.
-const BUILTIN_PROFILES: [(&str, &str); 4] = [
+const BUILTIN_PROFILES: [(&str, &str); 5] = [
     ("none", include_str!("../../../fault-profiles/none.json")),
     ("light", include_str!("../../../fault-profiles/light.json")),
     ("heavy", include_str!("../../../fault-profiles/heavy.json")),
+    ("split", include_str!("../../../fault-profiles/split.json")),
     ("swarm", include_str!("../../../fault-profiles/swarm.json")),
 ];
 

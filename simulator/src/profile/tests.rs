@@ -377,7 +377,10 @@ fn unknown_name_error_lists_the_valid_names() {
         ProfileSource::Builtin("heavy")
     );
     let error = ProfileSource::Builtin("bogus").load().expect_err("unknown builtin");
-    assert!(error.to_string().contains("none, light, heavy, swarm"), "{error}");
+    assert!(
+        error.to_string().contains("none, light, heavy, split, swarm"),
+        "{error}"
+    );
 }
 
 #[test]

@@ -15,6 +15,7 @@ use std::fmt;
 use cluster::metadata::MetadataState;
 use cluster::partition::PartitionState;
 
+use super::contended::SHARED_PREFIX;
 use super::shadow::Shadow;
 
 /// Differences named in one failed comparison; the rest are counted.
@@ -150,11 +151,18 @@ fn compare_streams(
     compared: &mut ShadowComparison,
     differences: &mut Vec<String>,
 ) {
+    // The contended workload's shared objects are judged by their histories, not here.
+    let cluster_streams: BTreeMap<u32, &cluster::metadata::Stream> = state
+        .streams()
+        .iter()
+        .filter(|(_, stream)| !stream.name.starts_with(SHARED_PREFIX))
+        .map(|(id, stream)| (*id, stream))
+        .collect();
     one_sided(
         differences,
         "stream",
         &shadow.streams,
-        state.streams(),
+        &cluster_streams,
         |s| s.name.clone(),
         |s| s.name.clone(),
     );
@@ -260,11 +268,17 @@ fn compare_users(
     compared: &mut ShadowComparison,
     differences: &mut Vec<String>,
 ) {
+    let cluster_users: BTreeMap<u32, &cluster::metadata::User> = state
+        .users()
+        .iter()
+        .filter(|(_, user)| !user.username.starts_with(SHARED_PREFIX))
+        .map(|(id, user)| (*id, user))
+        .collect();
     one_sided(
         differences,
         "user",
         &shadow.users,
-        state.users(),
+        &cluster_users,
         |u| u.username.clone(),
         |u| u.username.clone(),
     );

@@ -53,6 +53,7 @@
 
 pub mod actions;
 pub mod compare;
+pub mod contended;
 pub mod outage;
 pub mod outcome;
 pub mod request;
@@ -77,6 +78,7 @@ use crate::rng::SimRng;
 
 pub use actions::Action;
 pub use compare::{DIFFERENCES_REPORTED_MAX, PartitionComparison, ShadowComparison};
+pub use contended::{Contended, LinearizabilityReport};
 pub use outcome::{Outcome, OutcomeSet};
 pub use request::{Answered, PartitionAt, Plan, Reply, Request};
 pub use scope::Scope;
@@ -92,6 +94,10 @@ pub const ACTION_ATTEMPTS_MAX: usize = 16;
 /// Failures kept word for word; later ones are only counted (a broken cluster would
 /// otherwise grow the list by one per reply).
 pub const FAILURES_KEPT_MAX: usize = 100;
+
+/// Mixed into the workload seed for the stream that routes requests to the shared
+/// objects.
+const CONTENDED_ROUTER_SALT: u64 = 0xC0_7E7D_ED00_0001;
 
 /// One request of a plan, waiting to be sent.
 #[derive(Clone, Debug)]
@@ -164,6 +170,14 @@ pub struct MetadataWorkload {
     replies_classified: u64,
     failures: Vec<String>,
     failures_total: u64,
+    /// The contended clients' driver (`--plane contended`, `--shared`), if any.
+    contended: Option<Contended>,
+    /// Percent of a logged-in client's requests (between plans) that go to the shared
+    /// objects: 100 on the contended plane.
+    contended_percent: u64,
+    /// Draws which requests go to the shared objects, one stream of its own so the
+    /// exact workload's draws do not move.
+    contended_router: SimRng,
 }
 
 /// The workload's counters, for the run report.
@@ -263,7 +277,30 @@ impl MetadataWorkload {
             replies_classified: 0,
             failures: Vec::new(),
             failures_total: 0,
+            contended: None,
+            contended_percent: 0,
+            contended_router: SimRng::new(seed ^ CONTENDED_ROUTER_SALT),
         }
+    }
+
+    /// Send `percent` of every logged-in client's requests (between plans) to the
+    /// shared objects of `contended` (100: the contended plane; the exact actions' weights
+    /// are then expected to be zero).
+    pub fn with_contended(mut self, contended: Contended, percent: u64) -> Self {
+        assert!((1..=100).contains(&percent));
+        self.contended = Some(contended);
+        self.contended_percent = percent;
+        self
+    }
+
+    /// The contended driver, if any.
+    pub fn contended(&self) -> Option<&Contended> {
+        self.contended.as_ref()
+    }
+
+    /// The contended driver, if any, mutably.
+    pub fn contended_mut(&mut self) -> Option<&mut Contended> {
+        self.contended.as_mut()
     }
 
     /// True with exactly one client: then the ids every client draws from one counter
@@ -325,6 +362,7 @@ impl MetadataWorkload {
     /// Requests sent and not answered.
     pub fn outstanding(&self) -> usize {
         self.clients.iter().filter(|client| client.pending.is_some()).count()
+            + self.contended.as_ref().map_or(0, Contended::outstanding)
     }
 
     /// Requests sent, all clients.
@@ -702,9 +740,20 @@ impl ClientDriver for MetadataWorkload {
             ));
             return None;
         };
-        if state.pending.is_some() {
+        if state.pending.is_some() || self.contended.as_ref().is_some_and(|c| c.is_open(client)) {
             self.fail(format!("client {client} asked for a request with one outstanding"));
             return None;
+        }
+        // Between plans, logged in: maybe a request on the shared objects.
+        if let Some(contended) = &mut self.contended
+            && state.queued.is_empty()
+            && self.shadow.sessions.contains_key(&client)
+            && (self.contended_percent == 100
+                || contended.setting_up(client)
+                || self.contended_router.below(100) < self.contended_percent)
+            && let Some(request) = contended.next_request(client)
+        {
+            return Some(request);
         }
         let step = self.next_step(client)?;
         let scope = Scope {
@@ -718,6 +767,7 @@ impl ClientDriver for MetadataWorkload {
             group: step.request.group(),
             operation: step.request.operation(),
             body: step.request.encode(),
+            give_up_when_not_committed: false,
         };
         self.requests[step.action as usize] += 1;
         let pending = Pending { step, predicted };
@@ -732,7 +782,25 @@ impl ClientDriver for MetadataWorkload {
     }
 
     fn on_reply(&mut self, client: usize, reply: &Header, body: &[u8]) {
+        if let Some(contended) = &mut self.contended
+            && contended.is_open(client)
+        {
+            if contended.on_reply(client, reply, body).is_err() {
+                // Its session is gone: the next request logs in again.
+                self.shadow.sessions.remove(&client);
+            }
+            for failure in contended.take_failures() {
+                self.fail(failure);
+            }
+            return;
+        }
         self.judge_reply(client, reply, body);
+    }
+
+    fn on_tick(&mut self, tick: u64) {
+        if let Some(contended) = &mut self.contended {
+            contended.set_tick(tick);
+        }
     }
 
     /// Its logins are actions the shadow judges (the first request of every client).

@@ -1,0 +1,169 @@
+//! The final log settling the sends whose outcome was unknown.
+
+use super::history::{Histories, Input, ObjectKey, Output};
+use crate::linearizability::{PartitionInput, PartitionOutput};
+
+const GROUP: u64 = 0x2800;
+
+fn send(histories: &mut Histories, ids: &[u128], tick: u64) -> usize {
+    histories.invoke(
+        ObjectKey::Partition(GROUP),
+        Input::Partition(PartitionInput::Send { ids: ids.to_vec() }),
+        0,
+        tick,
+    )
+}
+
+fn answered_send(histories: &mut Histories, ids: &[u128], base_offset: u64, tick: u64) {
+    let index = send(histories, ids, tick);
+    histories.complete(
+        ObjectKey::Partition(GROUP),
+        index,
+        tick + 5,
+        Output::Partition(PartitionOutput::Appended {
+            base_offset,
+            last_offset: base_offset + ids.len() as u64 - 1,
+        }),
+    );
+}
+
+#[test]
+fn an_ambiguous_send_found_in_the_final_log_took_effect_at_its_offsets() {
+    let mut histories = Histories::default();
+    answered_send(&mut histories, &[1], 0, 10);
+    send(&mut histories, &[2, 3], 20);
+    let settled = histories
+        .settle_sends(GROUP, &[(0, 1), (1, 2), (2, 3)], 3, 100)
+        .expect("consistent");
+    assert_eq!((settled.took_effect, settled.never_took_effect), (1, 0));
+    assert_eq!(histories.operations(), 2);
+    let report = histories.check(100, 1, settled);
+    assert_eq!(report.ambiguous, 0, "{report}");
+    assert!(report.violation.is_none(), "{report:?}");
+}
+
+#[test]
+fn an_ambiguous_send_missing_from_the_final_log_with_no_purge_after_it_never_took_effect() {
+    let mut histories = Histories::default();
+    answered_send(&mut histories, &[1], 0, 10);
+    send(&mut histories, &[2], 20);
+    let settled = histories.settle_sends(GROUP, &[(0, 1)], 1, 100).expect("consistent");
+    assert_eq!((settled.took_effect, settled.never_took_effect), (0, 1));
+    assert_eq!(histories.operations(), 1, "the send that never took effect is voided");
+}
+
+#[test]
+fn after_a_purge_only_the_offsets_handed_out_tell_whether_an_unseen_send_took_effect() {
+    // A purge after the ambiguous send could have dropped its message.
+    let purge = |histories: &mut Histories| {
+        let index = histories.invoke(
+            ObjectKey::Partition(GROUP),
+            Input::Partition(PartitionInput::Purge),
+            1,
+            30,
+        );
+        histories.complete(
+            ObjectKey::Partition(GROUP),
+            index,
+            35,
+            Output::Partition(PartitionOutput::Ok),
+        );
+    };
+    let mut histories = Histories::default();
+    answered_send(&mut histories, &[1], 0, 10);
+    send(&mut histories, &[2], 20);
+    purge(&mut histories);
+    // Two offsets handed out: the unknown send took one of them.
+    let settled = histories.settle_sends(GROUP, &[], 2, 100).expect("consistent");
+    assert_eq!((settled.took_effect, settled.never_took_effect), (0, 0));
+    assert_eq!(histories.operations(), 3, "still ambiguous");
+
+    let mut histories = Histories::default();
+    answered_send(&mut histories, &[1], 0, 10);
+    send(&mut histories, &[2], 20);
+    purge(&mut histories);
+    // One offset handed out, the answered send's: the unknown one never took effect.
+    let settled = histories.settle_sends(GROUP, &[], 1, 100).expect("consistent");
+    assert_eq!((settled.took_effect, settled.never_took_effect), (0, 1));
+}
+
+#[test]
+fn a_final_log_that_contradicts_the_answers_is_an_error() {
+    let mut histories = Histories::default();
+    answered_send(&mut histories, &[1], 0, 10);
+    let twice = histories
+        .settle_sends(GROUP, &[(0, 1), (1, 1)], 2, 100)
+        .expect_err("an id twice");
+    assert!(twice.contains("twice"), "{twice}");
+    let lost = histories
+        .settle_sends(GROUP, &[], 0, 100)
+        .expect_err("an acknowledged offset lost");
+    assert!(lost.contains("account for 1 offsets"), "{lost}");
+
+    let mut histories = Histories::default();
+    send(&mut histories, &[2, 3], 20);
+    let cut = histories
+        .settle_sends(GROUP, &[(0, 2)], 1, 100)
+        .expect_err("half a batch");
+    assert!(cut.contains("only partly"), "{cut}");
+
+    // A poll may return any part of a batch, and a purge after it drops the rest.
+    let mut histories = Histories::default();
+    send(&mut histories, &[2, 3], 20);
+    let index = histories.invoke(
+        ObjectKey::Partition(GROUP),
+        Input::Partition(PartitionInput::Poll { offset: 1, count: 1 }),
+        1,
+        30,
+    );
+    histories.complete(
+        ObjectKey::Partition(GROUP),
+        index,
+        32,
+        Output::Partition(PartitionOutput::Polled {
+            next_offset: 2,
+            messages: vec![(1, 3)],
+        }),
+    );
+    let purge = histories.invoke(
+        ObjectKey::Partition(GROUP),
+        Input::Partition(PartitionInput::Purge),
+        1,
+        40,
+    );
+    histories.complete(
+        ObjectKey::Partition(GROUP),
+        purge,
+        45,
+        Output::Partition(PartitionOutput::Ok),
+    );
+    let settled = histories.settle_sends(GROUP, &[], 2, 100).expect("consistent");
+    assert_eq!(
+        (settled.took_effect, settled.never_took_effect),
+        (1, 0),
+        "seen at offset 1 as its second message"
+    );
+
+    // A message a poll saw, missing from the final log with no purge after: lost.
+    let mut histories = Histories::default();
+    answered_send(&mut histories, &[1], 0, 10);
+    let index = histories.invoke(
+        ObjectKey::Partition(GROUP),
+        Input::Partition(PartitionInput::Poll { offset: 0, count: 1 }),
+        1,
+        30,
+    );
+    histories.complete(
+        ObjectKey::Partition(GROUP),
+        index,
+        32,
+        Output::Partition(PartitionOutput::Polled {
+            next_offset: 1,
+            messages: vec![(0, 1)],
+        }),
+    );
+    let lost = histories
+        .settle_sends(GROUP, &[], 1, 100)
+        .expect_err("a polled message lost");
+    assert!(lost.contains("no purge came after"), "{lost}");
+}
