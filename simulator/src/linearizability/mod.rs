@@ -29,15 +29,17 @@
 mod checker;
 mod group;
 mod group_offset;
+mod minimize;
 mod partition;
 mod user;
 
 #[cfg(test)]
 mod tests;
 
-pub use checker::{MINIMIZE_CHECK_STATES_MAX, MINIMIZE_STATES_MAX, SEARCH_STATES_MAX, check, describe};
+pub use checker::{SEARCH_STATES_MAX, check, describe};
 pub use group::{GroupInput, GroupModel, GroupOutput, GroupState};
 pub use group_offset::{GroupOffsetInput, GroupOffsetModel, GroupOffsetOutput, GroupOffsetState};
+pub use minimize::{MINIMIZE_CHECK_STATES_MAX, MINIMIZE_STATES_MAX, PROBE_HORIZONS_MAX};
 pub use partition::{PartitionInput, PartitionModel, PartitionOutput, PartitionState};
 pub use user::{UserInput, UserModel, UserOutput, UserSlot};
 
