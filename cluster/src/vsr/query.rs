@@ -113,6 +113,13 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// a round that starts after it.
     pub(crate) fn on_query(&mut self, from: ProcessId, header: &Header, body: &[u8]) {
         if !self.query_ready() {
+            tracing::debug!(
+                replica = self.config.replica,
+                group = self.config.group,
+                commit_min = self.commit_min,
+                commit_max = self.commit_max,
+                "query refused: inherited ops not applied yet"
+            );
             self.refuse(from, header);
             return;
         }
@@ -150,6 +157,14 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.queries.round_view = self.view;
         self.queries.confirmed_by = bit(self.config.replica);
         self.stats.query_rounds_started += 1;
+        tracing::debug!(
+            replica = self.config.replica,
+            group = self.config.group,
+            view = self.view,
+            round = self.queries.round,
+            waiting = self.queries.waiting.len(),
+            "query round started"
+        );
         self.queries.resend.start();
         self.send_query_round();
         // A group of one confirms its own round.
@@ -194,6 +209,12 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             return;
         }
         crate::cover!(QueryRoundConfirmed);
+        tracing::debug!(
+            replica = self.config.replica,
+            group = self.config.group,
+            round = self.queries.round,
+            "query round confirmed"
+        );
         self.queries.round_confirmed = self.queries.round;
         self.queries.resend.stop();
         self.stats.query_rounds_confirmed += 1;
@@ -224,6 +245,12 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
         if self.status == Status::Normal && self.is_primary() && self.queries.in_flight() {
             crate::cover!(QueryRoundResent);
+            tracing::debug!(
+                replica = self.config.replica,
+                group = self.config.group,
+                round = self.queries.round,
+                "query round resent"
+            );
             self.send_query_round();
             self.queries.resend.start();
         } else {
