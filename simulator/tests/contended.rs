@@ -33,19 +33,7 @@ const HEAVY: [&str; 13] = [
 
 /// The number after `name=` on the `linearizability:` line.
 fn field(text: &str, name: &str) -> u64 {
-    field_of(text, "linearizability:", name)
-}
-
-/// The number after `name=` on the line that starts with `line_start`.
-fn field_of(text: &str, line_start: &str, name: &str) -> u64 {
-    let line = text
-        .lines()
-        .find(|line| line.starts_with(line_start))
-        .unwrap_or_else(|| panic!("no {line_start} line:\n{text}"));
-    line.split_whitespace()
-        .find_map(|word| word.strip_prefix(&format!("{name}=")))
-        .and_then(|value| value.parse().ok())
-        .unwrap_or_else(|| panic!("no {name}= on {line}"))
+    common::counter_on(text, "linearizability:", name)
 }
 
 #[test]
@@ -105,7 +93,10 @@ fn shared_objects_join_an_exact_plane_with_both_checks() {
     assert_eq!(verdict, Verdict::Pass, "{text}");
     assert!(field(&text, "operations") > 0, "{text}");
     // The exact shadow still compared its own namespaces.
-    assert!(field_of(&text, "compared:", "messages_compared") > 0, "{text}");
+    assert!(
+        common::counter_on(&text, "compared:", "messages_compared") > 0,
+        "{text}"
+    );
 }
 
 #[test]

@@ -316,6 +316,16 @@ impl MetadataHandle {
     }
 }
 
+/// A Normal replica of a group that applied nothing this tick while behind its commit
+/// point (see `Harness::check`).
+struct Lagging {
+    index: usize,
+    group: u64,
+    commit_min: u64,
+    /// The failure's detail, when it has lagged longer than `COMMIT_STUCK_TICKS_MAX`.
+    stuck: Option<String>,
+}
+
 /// What the per-tick checks remember about one group on one replica.
 #[derive(Clone, Copy, Debug, Default)]
 struct GroupWatch {
@@ -1080,7 +1090,11 @@ impl Harness {
             ));
         }
         let break_check = self.break_check;
-        let reachable_ahead = self.reachable_ahead();
+        // What every replica of every group applied, and the replicas that lag behind
+        // their commit point: whether a lagging one is stuck is decided after the loop,
+        // which sees every replica (see `COMMIT_STUCK_TICKS_MAX`).
+        let mut applied: Vec<(u64, usize, u64)> = Vec::new();
+        let mut lagging: Vec<Lagging> = Vec::new();
         for (index, slot) in self.slots.iter_mut().enumerate() {
             let Some(node) = &slot.node else { continue };
             for watch in slot.watches.values_mut() {
@@ -1089,7 +1103,8 @@ impl Harness {
             for shard in node.shards() {
                 let shard = shard.borrow();
                 if let Some(metadata) = shard.metadata() {
-                    check_group(
+                    applied.push((METADATA_GROUP, index, metadata.commit_min()));
+                    lagging.extend(check_group(
                         index,
                         METADATA_GROUP,
                         metadata,
@@ -1101,11 +1116,11 @@ impl Harness {
                         &mut self.checkpoints,
                         tick,
                         break_check,
-                        reachable_ahead(index, METADATA_GROUP, metadata.commit_min()),
-                    )?;
+                    )?);
                 }
                 for (group, replica) in shard.partitions() {
-                    check_group(
+                    applied.push((*group, index, replica.commit_min()));
+                    lagging.extend(check_group(
                         index,
                         *group,
                         replica,
@@ -1115,8 +1130,7 @@ impl Harness {
                         &mut self.checkpoints,
                         tick,
                         break_check,
-                        reachable_ahead(index, *group, replica.commit_min()),
-                    )?;
+                    )?);
                 }
             }
             // A group this node no longer hosts was deleted here: forget what was seen
@@ -1126,45 +1140,35 @@ impl Harness {
                 slot.watches.retain(|_, watch| watch.present || !watch.hosted);
             }
         }
-        Ok(())
-    }
-
-    /// For the stuck check: a function telling whether replica `index` of `group`, at
-    /// `commit_min`, has a live peer that applied further and that it can reach both
-    /// ways through the standing partition (the only way it can repair).
-    fn reachable_ahead(&self) -> impl Fn(usize, u64, u64) -> bool + use<> {
-        let mut applied: BTreeMap<u64, Vec<(usize, u64)>> = BTreeMap::new();
-        for (index, slot) in self.slots.iter().enumerate() {
-            let Some(node) = &slot.node else { continue };
-            for shard in node.shards() {
-                let shard = shard.borrow();
-                if let Some(metadata) = shard.metadata() {
-                    applied
-                        .entry(METADATA_GROUP)
-                        .or_default()
-                        .push((index, metadata.commit_min()));
+        if lagging.is_empty() {
+            return Ok(());
+        }
+        let network = self.simulation.network();
+        for Lagging {
+            index,
+            group,
+            commit_min,
+            stuck,
+        } in lagging
+        {
+            // The only way a lagging replica moves on is a repair from a peer that
+            // applied further, reachable both ways through the standing partition.
+            let can_repair = applied.iter().any(|&(peer_group, peer, peer_applied)| {
+                peer_group == group
+                    && peer != index
+                    && peer_applied > commit_min
+                    && !network.path_cut(index, peer)
+                    && !network.path_cut(peer, index)
+            });
+            if !can_repair {
+                if let Some(watch) = self.slots[index].watches.get_mut(&group) {
+                    watch.progress = (commit_min, tick);
                 }
-                for (group, replica) in shard.partitions() {
-                    applied.entry(*group).or_default().push((index, replica.commit_min()));
-                }
+            } else if let Some(detail) = stuck {
+                return Err(fail("commit stuck", detail));
             }
         }
-        let replicas = self.slots.len();
-        let network = self.simulation.network();
-        let open: Vec<Vec<bool>> = (0..replicas)
-            .map(|a| {
-                (0..replicas)
-                    .map(|b| !network.path_cut(a, b) && !network.path_cut(b, a))
-                    .collect()
-            })
-            .collect();
-        move |index, group, commit_min| {
-            applied.get(&group).is_some_and(|peers| {
-                peers
-                    .iter()
-                    .any(|&(peer, applied)| peer != index && applied > commit_min && open[index][peer])
-            })
-        }
+        Ok(())
     }
 
     /// The simulation (network, executor).
@@ -1409,8 +1413,7 @@ fn check_group<S: StateMachine>(
     checkpoints: &mut CheckpointChecker,
     tick: u64,
     break_check: bool,
-    reachable_ahead: bool,
-) -> Result<(), CheckFailure> {
+) -> Result<Option<Lagging>, CheckFailure> {
     let fail = |check: &'static str, detail: String| CheckFailure { check, detail, tick };
     watch.present = true;
     watch.hosted = true;
@@ -1508,26 +1511,26 @@ fn check_group<S: StateMachine>(
         }
         (true, Some(_)) => {}
     }
-    if commit_min != watch.progress.0
-        || replica.status() != Status::Normal
-        || commit_min >= replica.commit_max()
-        || !reachable_ahead
-    {
+    if commit_min != watch.progress.0 || replica.status() != Status::Normal || commit_min >= replica.commit_max() {
         watch.progress = (commit_min, tick);
-    } else if tick - watch.progress.1 > COMMIT_STUCK_TICKS_MAX {
-        let (requests, outstanding) = replica.repair_state();
-        return Err(fail(
-            "commit stuck",
-            format!(
-                "replica {index} group {group:#x} has applied {commit_min} of {} committed ops for {} ticks (head {}); \
-                 next: {}; below: {}; repair requests sent: {requests}, outstanding: {outstanding}",
-                replica.commit_max(),
-                tick - watch.progress.1,
-                replica.head(),
-                replica.describe_op(commit_min + 1),
-                replica.describe_op(commit_min),
-            ),
-        ));
+        return Ok(None);
     }
-    Ok(())
+    let stuck = (tick - watch.progress.1 > COMMIT_STUCK_TICKS_MAX).then(|| {
+        let (requests, outstanding) = replica.repair_state();
+        format!(
+            "replica {index} group {group:#x} has applied {commit_min} of {} committed ops for {} ticks (head {}); \
+             next: {}; below: {}; repair requests sent: {requests}, outstanding: {outstanding}",
+            replica.commit_max(),
+            tick - watch.progress.1,
+            replica.head(),
+            replica.describe_op(commit_min + 1),
+            replica.describe_op(commit_min),
+        )
+    });
+    Ok(Some(Lagging {
+        index,
+        group,
+        commit_min,
+        stuck,
+    }))
 }

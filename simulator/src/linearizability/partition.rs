@@ -1,20 +1,16 @@
-//! The partition model: one object per partition, its log together with its consumer
-//! groups' offsets and owner fences (they are one replicated state machine, so one
-//! object: a poll and an offset store are ordered against each other).
+//! The partition model: one object per partition's log (its consumer groups' offsets
+//! and owners are objects of their own: `group_offset.rs`).
 //!
 //! The sequential rules are the cluster's own (`cluster/src/partition/state.rs` and
 //! `poll.rs`): a send appends at the next offset; a poll answers the retained messages
 //! from `max(offset, start)`, at most `min(count, poll_messages_max)` of them, and the
-//! next offset; a group's offset write passes the owner fence first (a group with no
-//! owner lets anyone write) and then the log bound; `SetOwner` needs a generation above
-//! the current one (0 for no owner); a purge drops every retained message and keeps the
-//! next offset, offsets and owners.
+//! next offset; a purge drops every retained message and keeps the next offset.
 //!
 //! Does not model: time retention and `DeleteSegments` (they drop a prefix the client
 //! cannot predict: a workload that uses them must not check its polls here), the poll's
 //! payload byte cap (a poll answering fewer messages than the count rule allows is
-//! rejected: keep 100 messages' payloads under the cap), single-consumer offsets, empty
-//! or oversized batches (a send's ids are never empty: asserted), payloads and
+//! rejected: keep 100 messages' payloads under the cap), consumer offsets and owners,
+//! empty or oversized batches (a send's ids are never empty: asserted), payloads and
 //! timestamps.
 //!
 //! State representation, chosen for the search's memo (hashed and compared at every
@@ -31,7 +27,6 @@
 //! pointer (skew-binary: Myers' scheme), so finding the batch holding an offset takes
 //! O(log batches) hops.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
@@ -52,35 +47,6 @@ pub enum PartitionInput {
         offset: u64,
         /// The most messages wanted.
         count: u32,
-    },
-    /// A group member stores the group's offset, fenced by the owner.
-    StoreOffset {
-        /// The consumer group.
-        group_id: u32,
-        /// The member writing.
-        member_id: u32,
-        /// The generation it writes at.
-        generation: u64,
-        /// The offset to store.
-        offset: u64,
-    },
-    /// A group member deletes the group's offset, fenced by the owner.
-    DeleteOffset {
-        /// The consumer group.
-        group_id: u32,
-        /// The member writing.
-        member_id: u32,
-        /// The generation it writes at.
-        generation: u64,
-    },
-    /// Hand the group's ownership of this partition to member at generation.
-    SetOwner {
-        /// The consumer group.
-        group_id: u32,
-        /// The new owner.
-        member_id: u32,
-        /// Its generation; must exceed the current owner's.
-        generation: u64,
     },
     /// Drop every retained message; the next offset is kept.
     Purge,
@@ -103,20 +69,8 @@ pub enum PartitionOutput {
         /// (offset, id) of every message returned, in offset order.
         messages: Vec<(u64, u128)>,
     },
-    /// A store, delete, owner change or purge done.
+    /// A purge done.
     Ok,
-    /// A store beyond the log's next offset, refused.
-    OffsetBeyondLog {
-        /// The log's next offset.
-        next_offset: u64,
-    },
-    /// A group write from someone other than the owner at its generation, refused.
-    StaleOwner {
-        /// The owner's generation.
-        current_generation: u64,
-    },
-    /// An owner change at or below the current generation, refused.
-    StaleGeneration,
 }
 
 /// The partition's sequential specification.
@@ -125,13 +79,6 @@ pub struct PartitionModel {
     /// The most messages one poll returns, whatever it asks: the cluster's
     /// `POLL_MESSAGES_MAX` (100); the workload passes it.
     pub poll_messages_max: u32,
-}
-
-/// A consumer group's owner of the partition.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-struct Owner {
-    member_id: u32,
-    generation: u64,
 }
 
 /// One partition's state as the model sees it (see the module documentation for the
@@ -145,8 +92,6 @@ pub struct PartitionState {
     retained: Option<Rc<Batch>>,
     /// [`fingerprint_step`] folded over the retained ids in offset order.
     fingerprint: u64,
-    owners: Rc<BTreeMap<u32, Owner>>,
-    offsets: Rc<BTreeMap<u32, u64>>,
 }
 
 /// One appended batch, linked to the batch before it.
@@ -224,8 +169,6 @@ impl PartitionState {
             start_offset: 0,
             retained: None,
             fingerprint: 0,
-            owners: Rc::new(BTreeMap::new()),
-            offsets: Rc::new(BTreeMap::new()),
         }
     }
 
@@ -265,18 +208,6 @@ impl PartitionState {
         messages
     }
 
-    /// The owner fence: `Err` with the refusal unless the group has no owner or
-    /// `member_id` owns it at `generation`.
-    fn fence(&self, group_id: u32, member_id: u32, generation: u64) -> Result<(), PartitionOutput> {
-        match self.owners.get(&group_id) {
-            None => Ok(()),
-            Some(owner) if owner.member_id == member_id && owner.generation == generation => Ok(()),
-            Some(owner) => Err(PartitionOutput::StaleOwner {
-                current_generation: owner.generation,
-            }),
-        }
-    }
-
     /// What the partition answers to `input` in this state.
     fn answer(&self, input: &PartitionInput, poll_messages_max: u32) -> PartitionOutput {
         match input {
@@ -294,36 +225,6 @@ impl PartitionState {
                     u64::from((*count).min(poll_messages_max)),
                 ),
             },
-            PartitionInput::StoreOffset {
-                group_id,
-                member_id,
-                generation,
-                offset,
-            } => match self.fence(*group_id, *member_id, *generation) {
-                Err(refusal) => refusal,
-                Ok(()) if *offset > self.next_offset => PartitionOutput::OffsetBeyondLog {
-                    next_offset: self.next_offset,
-                },
-                Ok(()) => PartitionOutput::Ok,
-            },
-            PartitionInput::DeleteOffset {
-                group_id,
-                member_id,
-                generation,
-            } => match self.fence(*group_id, *member_id, *generation) {
-                Err(refusal) => refusal,
-                Ok(()) => PartitionOutput::Ok,
-            },
-            PartitionInput::SetOwner {
-                group_id, generation, ..
-            } => {
-                let current = self.owners.get(group_id).map_or(0, |owner| owner.generation);
-                if *generation <= current {
-                    PartitionOutput::StaleGeneration
-                } else {
-                    PartitionOutput::Ok
-                }
-            }
             PartitionInput::Purge => PartitionOutput::Ok,
         }
     }
@@ -339,35 +240,12 @@ impl PartitionState {
                     .fold(self.fingerprint, |fingerprint, &id| fingerprint_step(fingerprint, id));
                 next.next_offset = last_offset + 1;
             }
-            (PartitionInput::StoreOffset { group_id, offset, .. }, PartitionOutput::Ok) => {
-                Rc::make_mut(&mut next.offsets).insert(*group_id, *offset);
-            }
-            // Deleting a missing offset changes nothing (and clones no map).
-            (PartitionInput::DeleteOffset { group_id, .. }, PartitionOutput::Ok)
-                if self.offsets.contains_key(group_id) =>
-            {
-                Rc::make_mut(&mut next.offsets).remove(group_id);
-            }
-            (
-                PartitionInput::SetOwner {
-                    group_id,
-                    member_id,
-                    generation,
-                },
-                PartitionOutput::Ok,
-            ) => {
-                let owner = Owner {
-                    member_id: *member_id,
-                    generation: *generation,
-                };
-                Rc::make_mut(&mut next.owners).insert(*group_id, owner);
-            }
             (PartitionInput::Purge, PartitionOutput::Ok) => {
                 next.start_offset = self.next_offset;
                 next.retained = None;
                 next.fingerprint = 0;
             }
-            // Polls and refusals change nothing.
+            // Polls change nothing.
             _ => {}
         }
         next
@@ -417,8 +295,6 @@ impl PartialEq for PartitionState {
         self.next_offset == other.next_offset
             && self.start_offset == other.start_offset
             && self.fingerprint == other.fingerprint
-            && self.owners == other.owners
-            && self.offsets == other.offsets
             && same_batches(self.retained.as_ref(), other.retained.as_ref())
     }
 }
@@ -447,8 +323,6 @@ impl Hash for PartitionState {
         self.next_offset.hash(hasher);
         self.start_offset.hash(hasher);
         self.fingerprint.hash(hasher);
-        self.owners.hash(hasher);
-        self.offsets.hash(hasher);
     }
 }
 
@@ -459,8 +333,6 @@ impl fmt::Debug for PartitionState {
             .field("next_offset", &self.next_offset)
             .field("start_offset", &self.start_offset)
             .field("fingerprint", &format_args!("{:#018x}", self.fingerprint))
-            .field("owners", &self.owners)
-            .field("offsets", &self.offsets)
             .finish()
     }
 }

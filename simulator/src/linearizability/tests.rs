@@ -52,21 +52,16 @@ fn polled(next_offset: u64, messages: &[(u64, u128)]) -> PartitionOutput {
     }
 }
 
-fn store(group_id: u32, member_id: u32, generation: u64, offset: u64) -> PartitionInput {
-    PartitionInput::StoreOffset {
-        group_id,
+fn store(member_id: u32, generation: u64, offset: u64) -> GroupOffsetInput {
+    GroupOffsetInput::Store {
         member_id,
         generation,
         offset,
     }
 }
 
-fn set_owner(group_id: u32, member_id: u32, generation: u64) -> PartitionInput {
-    PartitionInput::SetOwner {
-        group_id,
-        member_id,
-        generation,
-    }
+fn set_owner(member_id: u32, generation: u64) -> GroupOffsetInput {
+    GroupOffsetInput::SetOwner { member_id, generation }
 }
 
 fn verdict<M: Model>(model: &M, history: &[Operation<M::Input, M::Output>]) -> Verdict {
@@ -86,35 +81,6 @@ fn a_sequential_partition_history_is_linearizable() {
         done(0, 0, 5, send(&[10, 11]), appended(0, 1)),
         done(0, 6, 9, poll(0, 10), polled(2, &[(0, 10), (1, 11)])),
         done(0, 10, 12, poll(1, 1), polled(2, &[(1, 11)])),
-        done(0, 13, 15, store(7, 1, 1, 2), PartitionOutput::Ok),
-        done(
-            0,
-            16,
-            18,
-            store(7, 1, 1, 3),
-            PartitionOutput::OffsetBeyondLog { next_offset: 2 },
-        ),
-        done(0, 19, 20, set_owner(7, 1, 1), PartitionOutput::Ok),
-        done(0, 21, 22, set_owner(7, 2, 1), PartitionOutput::StaleGeneration),
-        done(
-            1,
-            23,
-            24,
-            store(7, 2, 1, 0),
-            PartitionOutput::StaleOwner { current_generation: 1 },
-        ),
-        done(0, 25, 26, store(7, 1, 1, 1), PartitionOutput::Ok),
-        done(
-            0,
-            27,
-            28,
-            PartitionInput::DeleteOffset {
-                group_id: 7,
-                member_id: 1,
-                generation: 1,
-            },
-            PartitionOutput::Ok,
-        ),
         done(0, 29, 30, PartitionInput::Purge, PartitionOutput::Ok),
         done(0, 31, 32, poll(0, 10), polled(2, &[])),
         done(0, 33, 34, send(&[12]), appended(2, 2)),
@@ -126,6 +92,59 @@ fn a_sequential_partition_history_is_linearizable() {
     assert_eq!(result.operations, history.len());
     assert_eq!(result.ambiguous, 0);
     assert_eq!(result.states_explored, history.len() as u64);
+}
+
+#[test]
+fn a_sequential_group_offset_history_is_linearizable() {
+    let history = vec![
+        // No owner yet: anyone may write.
+        done(0, 13, 15, store(1, 1, 2), GroupOffsetOutput::Ok),
+        done(0, 19, 20, set_owner(1, 1), GroupOffsetOutput::Ok),
+        done(0, 21, 22, set_owner(2, 1), GroupOffsetOutput::StaleGeneration),
+        done(
+            1,
+            23,
+            24,
+            store(2, 1, 0),
+            GroupOffsetOutput::StaleOwner { current_generation: 1 },
+        ),
+        done(0, 25, 26, store(1, 1, 1), GroupOffsetOutput::Ok),
+        done(
+            0,
+            27,
+            28,
+            GroupOffsetInput::Delete {
+                member_id: 1,
+                generation: 1,
+            },
+            GroupOffsetOutput::Ok,
+        ),
+        // A hand-off fences the former owner out.
+        done(1, 29, 30, set_owner(2, 2), GroupOffsetOutput::Ok),
+        done(
+            0,
+            31,
+            32,
+            store(1, 1, 1),
+            GroupOffsetOutput::StaleOwner { current_generation: 2 },
+        ),
+    ];
+    let result = check(&GroupOffsetModel, &history, SEARCH_STATES_MAX);
+    assert_eq!(result.verdict, Verdict::Linearizable);
+    assert_eq!(result.states_explored, history.len() as u64);
+}
+
+#[test]
+fn an_offset_beyond_the_log_is_never_a_right_answer_for_a_group_offset() {
+    // The workload stores only offsets the log had reached before it sent the request.
+    let history = vec![done(
+        0,
+        0,
+        5,
+        store(1, 0, 0),
+        GroupOffsetOutput::OffsetBeyondLog { next_offset: 0 },
+    )];
+    assert_eq!(verdict(&GroupOffsetModel, &history), violation(&[0]));
 }
 
 #[test]
@@ -170,15 +189,14 @@ fn a_stale_poll_is_a_violation_whose_minimal_history_is_the_send_and_the_poll() 
         done(0, 0, 10, send(&[0xA]), appended(0, 0)),
         // Concurrent with the send: may miss it.
         done(1, 2, 8, poll(0, 10), polled(0, &[])),
-        done(1, 11, 14, set_owner(7, 1, 1), PartitionOutput::Ok),
         // Invoked after the send completed: must see it. The violation.
         done(2, 20, 25, poll(0, 10), polled(0, &[])),
         done(1, 26, 30, send(&[0xB]), appended(1, 1)),
         done(0, 40, 45, poll(0, 10), polled(2, &[(0, 0xA), (1, 0xB)])),
     ];
     let result = check(&PARTITION, &history, SEARCH_STATES_MAX);
-    assert_eq!(result.verdict, violation(&[0, 3]));
-    assert_eq!(result.operations, 6);
+    assert_eq!(result.verdict, violation(&[0, 2]));
+    assert_eq!(result.operations, 5);
 }
 
 #[test]
@@ -226,12 +244,29 @@ fn two_sends_answered_at_one_offset_are_a_violation() {
 #[test]
 fn two_owners_both_winning_a_group_offset_is_a_violation() {
     let history = vec![
-        done(0, 0, 5, set_owner(9, 1, 1), PartitionOutput::Ok),
+        done(0, 0, 5, set_owner(1, 1), GroupOffsetOutput::Ok),
         // Member 2 is not the owner: the fence must refuse it.
-        done(1, 10, 15, store(9, 2, 1, 0), PartitionOutput::Ok),
-        done(0, 12, 18, store(9, 1, 1, 0), PartitionOutput::Ok),
+        done(1, 10, 15, store(2, 1, 0), GroupOffsetOutput::Ok),
+        done(0, 12, 18, store(1, 1, 0), GroupOffsetOutput::Ok),
     ];
-    assert_eq!(verdict(&PARTITION, &history), violation(&[0, 1]));
+    assert_eq!(verdict(&GroupOffsetModel, &history), violation(&[0, 1]));
+
+    // A former owner's write accepted after the hand-off completed: two owners won.
+    let history = vec![
+        done(0, 0, 5, set_owner(1, 1), GroupOffsetOutput::Ok),
+        done(1, 10, 15, set_owner(2, 2), GroupOffsetOutput::Ok),
+        done(
+            0,
+            20,
+            25,
+            GroupOffsetInput::Delete {
+                member_id: 1,
+                generation: 1,
+            },
+            GroupOffsetOutput::Ok,
+        ),
+    ];
+    assert_eq!(verdict(&GroupOffsetModel, &history), violation(&[1, 2]));
 }
 
 #[test]
@@ -553,13 +588,13 @@ fn describe_writes_one_line_per_operation_in_invoke_order() {
 #[test]
 fn two_owners_set_at_one_generation_are_a_violation() {
     let history = vec![
-        done(0, 0, 10, set_owner(3, 1, 5), PartitionOutput::Ok),
-        done(1, 5, 15, set_owner(3, 2, 5), PartitionOutput::Ok),
+        done(0, 0, 10, set_owner(1, 5), GroupOffsetOutput::Ok),
+        done(1, 5, 15, set_owner(2, 5), GroupOffsetOutput::Ok),
     ];
-    assert_eq!(verdict(&PARTITION, &history), violation(&[0, 1]));
+    assert_eq!(verdict(&GroupOffsetModel, &history), violation(&[0, 1]));
     let mut refused = history.clone();
-    refused[1].output = Some(PartitionOutput::StaleGeneration);
-    assert_eq!(verdict(&PARTITION, &refused), Verdict::Linearizable);
+    refused[1].output = Some(GroupOffsetOutput::StaleGeneration);
+    assert_eq!(verdict(&GroupOffsetModel, &refused), Verdict::Linearizable);
 }
 
 #[test]

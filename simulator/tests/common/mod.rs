@@ -33,6 +33,18 @@ pub fn text(output: &Output) -> String {
     )
 }
 
+/// The number after `key=` on the first line of `text` that starts with `line_start`
+/// (a run's report lines: `compared: ... messages_compared=12 ...`).
+pub fn counter_on(text: &str, line_start: &str, key: &str) -> u64 {
+    let line = text
+        .lines()
+        .find(|line| line.starts_with(line_start))
+        .unwrap_or_else(|| panic!("no line starting {line_start:?} in the output:\n{text}"));
+    line.split_whitespace()
+        .find_map(|word| word.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
+        .unwrap_or_else(|| panic!("no `{key}=N` on the line: {line}"))
+}
+
 /// A fresh, empty (not yet created) directory for test `name` of this process.
 pub fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("simulator-test-{}-{name}", std::process::id()));

@@ -169,8 +169,9 @@ pub fn own_member(client: usize) -> u32 {
     1 + (client as u32 % MEMBER_POOL_SIZE)
 }
 
-/// Draw the next operation of a client. `next_id` hands out message ids; `user_ids`
-/// is the newest id a create answered per pool name (any client's).
+/// Draw the next operation of a client, and its kind (for the counters). `next_id`
+/// hands out message ids; `user_ids` is the newest id a create answered per pool name
+/// (any client's).
 pub fn draw(
     rng: &mut SimRng,
     client: usize,
@@ -178,11 +179,12 @@ pub fn draw(
     seen: &Seen,
     user_ids: &BTreeMap<usize, u32>,
     next_id: &mut dyn FnMut() -> u128,
-) -> Drawn {
+) -> (Kind, Drawn) {
     let partition = shared.partitions[rng.index(shared.partitions.len())];
     let group = shared.groups[rng.index(shared.groups.len())];
     let head = seen.next_offset.get(&partition).copied().unwrap_or(0);
-    match Kind::pick(rng) {
+    let kind = Kind::pick(rng);
+    let drawn = match kind {
         Kind::Send => {
             let count = 1 + rng.below(SEND_MESSAGES_MAX);
             let ids = (0..count).map(|_| next_id()).collect();
@@ -203,7 +205,7 @@ pub fn draw(
             };
             Drawn::Partition(partition, PartitionInput::Poll { offset, count })
         }
-        kind @ (Kind::StoreOffset | Kind::DeleteOffset) => {
+        Kind::StoreOffset | Kind::DeleteOffset => {
             let (generation, owner) = seen.owner.get(&(partition, group)).copied().unwrap_or((0, false));
             // As the owner it believes it is, or (a former owner's write) at a
             // generation it held or saw, which the fence must refuse once another
@@ -268,7 +270,8 @@ pub fn draw(
                 None => Drawn::User(name, UserInput::Create),
             }
         }
-    }
+    };
+    (kind, drawn)
 }
 
 /// The pool user name with index `index`.

@@ -71,8 +71,11 @@ const MESSAGE_ID_TAG: u128 = 0xC0DE_u128 << 112;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Setup {
     Stream,
-    Topic { stream_id: u32 },
-    Group { stream_id: u32, topic_id: u32 },
+    Topic {
+        stream_id: u32,
+    },
+    /// The consumer groups, one at a time, into `SharedObjects::groups`.
+    Groups,
     Done,
 }
 
@@ -104,7 +107,6 @@ pub struct Contended {
     setup: Setup,
     durability: Durability,
     shared: Option<SharedObjects>,
-    partial_groups: Vec<u32>,
     /// Per pool user name, the newest id a create answered.
     user_ids: BTreeMap<usize, u32>,
     histories: Histories,
@@ -132,7 +134,6 @@ impl Contended {
             setup: Setup::Stream,
             durability,
             shared: None,
-            partial_groups: Vec::new(),
             user_ids: BTreeMap::new(),
             histories: Histories::default(),
             tick: 0,
@@ -201,12 +202,12 @@ impl Contended {
         let shared = self.shared.as_ref().expect("the setup is done");
         let state = &mut self.clients[client];
         let mut sent = state.messages_sent;
-        let drawn = draw::draw(&mut state.rng, client, shared, &state.seen, &self.user_ids, &mut || {
+        let (kind, drawn) = draw::draw(&mut state.rng, client, shared, &state.seen, &self.user_ids, &mut || {
             sent += 1;
             MESSAGE_ID_TAG | ((client as u128) << 64) | u128::from(sent)
         });
         state.messages_sent = sent;
-        let (object, input, request, kind) = self.request_for(drawn);
+        let (object, input, request) = self.request_for(drawn);
         *self.requests.entry(kind).or_default() += 1;
         let index = self.histories.invoke(object, input, client, self.tick);
         self.clients[client].open = Some(Open::Recorded { object, index, kind });
@@ -225,11 +226,14 @@ impl Contended {
                 durability: self.durability,
                 message_expiry_micros: 0,
             },
-            Setup::Group { stream_id, topic_id } => MetadataOp::CreateConsumerGroup {
-                stream_id,
-                topic_id,
-                name: format!("{SHARED_PREFIX}group{}", self.partial_groups.len()),
-            },
+            Setup::Groups => {
+                let shared = self.shared.as_ref().expect("the topic was created before its groups");
+                MetadataOp::CreateConsumerGroup {
+                    stream_id: shared.stream_id,
+                    topic_id: shared.topic_id,
+                    name: format!("{SHARED_PREFIX}group{}", shared.groups.len()),
+                }
+            }
             Setup::Done => unreachable!("no setup request once it is done"),
         };
         self.clients[0].open = Some(Open::Setup);
@@ -242,59 +246,39 @@ impl Contended {
     }
 
     /// The request for a drawn operation, and the history it goes into.
-    fn request_for(&self, drawn: draw::Drawn) -> (ObjectKey, Input, ClientRequest, Kind) {
+    fn request_for(&self, drawn: draw::Drawn) -> (ObjectKey, Input, ClientRequest) {
         let shared = self.shared.as_ref().expect("the setup is done");
-        let metadata = |op: MetadataOp| ClientRequest {
-            group: 0,
-            operation: op.operation_code(),
-            body: op.encode(),
-            give_up_when_not_committed: true,
-        };
-        let partition = |group: u64, op: PartitionOp| ClientRequest {
+        let request = |group: u64, operation: u8, body: Vec<u8>| ClientRequest {
             group,
-            operation: op.operation_code(),
-            body: op.encode(),
+            operation,
+            body,
             give_up_when_not_committed: true,
         };
+        let partition = |group: u64, op: PartitionOp| request(group, op.operation_code(), op.encode());
+        let metadata = |op: MetadataOp| request(0, op.operation_code(), op.encode());
         match drawn {
             draw::Drawn::Partition(group, input) => {
-                let (request, kind) = match &input {
-                    PartitionInput::Send { ids } => (
-                        partition(
-                            group,
-                            PartitionOp::SendMessages {
-                                messages: ids
-                                    .iter()
-                                    .map(|id| Message {
-                                        id: *id,
-                                        payload: draw::payload_of(*id),
-                                    })
-                                    .collect(),
-                            },
-                        ),
-                        Kind::Send,
-                    ),
-                    PartitionInput::Poll { offset, count } => (
-                        ClientRequest {
-                            group,
-                            operation: cluster::partition::POLL_MESSAGES_CODE,
-                            body: PollRequest {
-                                offset: *offset,
-                                count: *count,
-                            }
-                            .encode(),
-                            give_up_when_not_committed: true,
-                        },
-                        Kind::Poll,
-                    ),
-                    PartitionInput::StoreOffset { .. }
-                    | PartitionInput::DeleteOffset { .. }
-                    | PartitionInput::SetOwner { .. } => {
-                        unreachable!("group offsets and owners are drawn as objects of their own")
+                let sent = match &input {
+                    PartitionInput::Send { ids } => {
+                        let messages = ids
+                            .iter()
+                            .map(|id| Message {
+                                id: *id,
+                                payload: draw::payload_of(*id),
+                            })
+                            .collect();
+                        partition(group, PartitionOp::SendMessages { messages })
                     }
-                    PartitionInput::Purge => (partition(group, PartitionOp::Purge), Kind::Purge),
+                    PartitionInput::Poll { offset, count } => {
+                        let poll = PollRequest {
+                            offset: *offset,
+                            count: *count,
+                        };
+                        request(group, cluster::partition::POLL_MESSAGES_CODE, poll.encode())
+                    }
+                    PartitionInput::Purge => partition(group, PartitionOp::Purge),
                 };
-                (ObjectKey::Partition(group), Input::Partition(input), request, kind)
+                (ObjectKey::Partition(group), Input::Partition(input), sent)
             }
             draw::Drawn::GroupOffset(group, group_id, input) => {
                 let consumer = |member_id, generation| Consumer::Group {
@@ -302,77 +286,58 @@ impl Contended {
                     member_id,
                     generation,
                 };
-                let (op, kind) = match input {
+                let op = match input {
                     GroupOffsetInput::Store {
                         member_id,
                         generation,
                         offset,
-                    } => (
-                        PartitionOp::StoreConsumerOffset {
-                            consumer: consumer(member_id, generation),
-                            offset,
-                        },
-                        Kind::StoreOffset,
-                    ),
-                    GroupOffsetInput::Delete { member_id, generation } => (
-                        PartitionOp::DeleteConsumerOffset {
-                            consumer: consumer(member_id, generation),
-                        },
-                        Kind::DeleteOffset,
-                    ),
-                    GroupOffsetInput::SetOwner { member_id, generation } => (
-                        PartitionOp::SetGroupOwner {
-                            group_id,
-                            member_id,
-                            generation,
-                        },
-                        Kind::SetOwner,
-                    ),
+                    } => PartitionOp::StoreConsumerOffset {
+                        consumer: consumer(member_id, generation),
+                        offset,
+                    },
+                    GroupOffsetInput::Delete { member_id, generation } => PartitionOp::DeleteConsumerOffset {
+                        consumer: consumer(member_id, generation),
+                    },
+                    GroupOffsetInput::SetOwner { member_id, generation } => PartitionOp::SetGroupOwner {
+                        group_id,
+                        member_id,
+                        generation,
+                    },
                 };
                 (
                     ObjectKey::GroupOffset(group, group_id),
                     Input::GroupOffset(input),
                     partition(group, op),
-                    kind,
                 )
             }
             draw::Drawn::Group(group_id, input) => {
                 let (stream_id, topic_id) = (shared.stream_id, shared.topic_id);
-                let (op, kind) = match input.clone() {
-                    GroupInput::Join { member_id } => (
-                        MetadataOp::JoinConsumerGroup {
-                            stream_id,
-                            topic_id,
-                            group_id,
-                            member_id,
-                        },
-                        Kind::Join,
-                    ),
-                    GroupInput::Leave { member_id } => (
-                        MetadataOp::LeaveConsumerGroup {
-                            stream_id,
-                            topic_id,
-                            group_id,
-                            member_id,
-                        },
-                        Kind::Leave,
-                    ),
+                let op = match input {
+                    GroupInput::Join { member_id } => MetadataOp::JoinConsumerGroup {
+                        stream_id,
+                        topic_id,
+                        group_id,
+                        member_id,
+                    },
+                    GroupInput::Leave { member_id } => MetadataOp::LeaveConsumerGroup {
+                        stream_id,
+                        topic_id,
+                        group_id,
+                        member_id,
+                    },
                 };
-                (ObjectKey::Group(group_id), Input::Group(input), metadata(op), kind)
+                (ObjectKey::Group(group_id), Input::Group(input), metadata(op))
             }
             draw::Drawn::User(name, input) => {
-                let (op, kind) = match input.clone() {
-                    UserInput::Create => (
-                        MetadataOp::CreateUser {
-                            username: draw::user_name(name),
-                            password: "shared-password".to_owned(),
-                            active: true,
-                        },
-                        Kind::CreateUser,
-                    ),
-                    UserInput::Delete { user_id } => (MetadataOp::DeleteUser { user_id }, Kind::DeleteUser),
+                let op = match input {
+                    UserInput::Create => MetadataOp::CreateUser {
+                        username: draw::user_name(name),
+                        password: "shared-password".to_owned(),
+                        active: true,
+                    },
+                    UserInput::Delete { user_id } => MetadataOp::DeleteUser { user_id },
                 };
-                (ObjectKey::User(name), Input::User(input), metadata(op), kind)
+                (ObjectKey::User(name), Input::User(input), metadata(op))
             }
         }
     }
@@ -580,16 +545,14 @@ impl Contended {
                     stream_id,
                     topic_id,
                 });
-                Setup::Group { stream_id, topic_id }
+                Setup::Groups
             }
-            (Setup::Group { stream_id, topic_id }, MetadataReply::GroupCreated { group_id }) => {
-                self.partial_groups.push(group_id);
-                if self.partial_groups.len() < SHARED_GROUPS {
-                    Setup::Group { stream_id, topic_id }
+            (Setup::Groups, MetadataReply::GroupCreated { group_id }) => {
+                let shared = self.shared.as_mut().expect("the topic was created before its groups");
+                shared.groups.push(group_id);
+                if shared.groups.len() < SHARED_GROUPS {
+                    Setup::Groups
                 } else {
-                    if let Some(shared) = &mut self.shared {
-                        shared.groups = self.partial_groups.clone();
-                    }
                     Setup::Done
                 }
             }

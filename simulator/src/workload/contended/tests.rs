@@ -14,17 +14,34 @@ fn send(histories: &mut Histories, ids: &[u128], tick: u64) -> usize {
     )
 }
 
+/// Record `input` from client 1, invoked at `tick` and answered `output` five ticks later.
+fn answered(histories: &mut Histories, input: PartitionInput, tick: u64, output: PartitionOutput) {
+    let index = histories.invoke(ObjectKey::Partition(GROUP), Input::Partition(input), 1, tick);
+    histories.complete(ObjectKey::Partition(GROUP), index, tick + 5, Output::Partition(output));
+}
+
 fn answered_send(histories: &mut Histories, ids: &[u128], base_offset: u64, tick: u64) {
-    let index = send(histories, ids, tick);
-    histories.complete(
-        ObjectKey::Partition(GROUP),
-        index,
-        tick + 5,
-        Output::Partition(PartitionOutput::Appended {
+    let last_offset = base_offset + ids.len() as u64 - 1;
+    let send = PartitionInput::Send { ids: ids.to_vec() };
+    answered(
+        histories,
+        send,
+        tick,
+        PartitionOutput::Appended {
             base_offset,
-            last_offset: base_offset + ids.len() as u64 - 1,
-        }),
+            last_offset,
+        },
     );
+}
+
+fn answered_purge(histories: &mut Histories, tick: u64) {
+    answered(histories, PartitionInput::Purge, tick, PartitionOutput::Ok);
+}
+
+fn answered_poll(histories: &mut Histories, offset: u64, tick: u64, next_offset: u64, messages: &[(u64, u128)]) {
+    let poll = PartitionInput::Poll { offset, count: 1 };
+    let messages = messages.to_vec();
+    answered(histories, poll, tick, PartitionOutput::Polled { next_offset, messages });
 }
 
 #[test]
@@ -55,20 +72,7 @@ fn an_ambiguous_send_missing_from_the_final_log_with_no_purge_after_it_never_too
 #[test]
 fn after_a_purge_only_the_offsets_handed_out_tell_whether_an_unseen_send_took_effect() {
     // A purge after the ambiguous send could have dropped its message.
-    let purge = |histories: &mut Histories| {
-        let index = histories.invoke(
-            ObjectKey::Partition(GROUP),
-            Input::Partition(PartitionInput::Purge),
-            1,
-            30,
-        );
-        histories.complete(
-            ObjectKey::Partition(GROUP),
-            index,
-            35,
-            Output::Partition(PartitionOutput::Ok),
-        );
-    };
+    let purge = |histories: &mut Histories| answered_purge(histories, 30);
     let mut histories = Histories::default();
     answered_send(&mut histories, &[1], 0, 10);
     send(&mut histories, &[2], 20);
@@ -110,33 +114,8 @@ fn a_final_log_that_contradicts_the_answers_is_an_error() {
     // A poll may return any part of a batch, and a purge after it drops the rest.
     let mut histories = Histories::default();
     send(&mut histories, &[2, 3], 20);
-    let index = histories.invoke(
-        ObjectKey::Partition(GROUP),
-        Input::Partition(PartitionInput::Poll { offset: 1, count: 1 }),
-        1,
-        30,
-    );
-    histories.complete(
-        ObjectKey::Partition(GROUP),
-        index,
-        32,
-        Output::Partition(PartitionOutput::Polled {
-            next_offset: 2,
-            messages: vec![(1, 3)],
-        }),
-    );
-    let purge = histories.invoke(
-        ObjectKey::Partition(GROUP),
-        Input::Partition(PartitionInput::Purge),
-        1,
-        40,
-    );
-    histories.complete(
-        ObjectKey::Partition(GROUP),
-        purge,
-        45,
-        Output::Partition(PartitionOutput::Ok),
-    );
+    answered_poll(&mut histories, 1, 30, 2, &[(1, 3)]);
+    answered_purge(&mut histories, 40);
     let settled = histories.settle_sends(GROUP, &[], 2, 100).expect("consistent");
     assert_eq!(
         (settled.took_effect, settled.never_took_effect),
@@ -147,21 +126,7 @@ fn a_final_log_that_contradicts_the_answers_is_an_error() {
     // A message a poll saw, missing from the final log with no purge after: lost.
     let mut histories = Histories::default();
     answered_send(&mut histories, &[1], 0, 10);
-    let index = histories.invoke(
-        ObjectKey::Partition(GROUP),
-        Input::Partition(PartitionInput::Poll { offset: 0, count: 1 }),
-        1,
-        30,
-    );
-    histories.complete(
-        ObjectKey::Partition(GROUP),
-        index,
-        32,
-        Output::Partition(PartitionOutput::Polled {
-            next_offset: 1,
-            messages: vec![(0, 1)],
-        }),
-    );
+    answered_poll(&mut histories, 0, 30, 1, &[(0, 1)]);
     let lost = histories
         .settle_sends(GROUP, &[], 1, 100)
         .expect_err("a polled message lost");
