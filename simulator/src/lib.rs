@@ -9,6 +9,7 @@ pub mod campaign;
 pub mod clock;
 pub mod echo;
 pub mod executor;
+pub mod fault_schedule;
 pub mod fuzz;
 pub mod harness;
 pub mod linearizability;

@@ -49,7 +49,23 @@ fn main() -> ExitCode {
             if matches!(report.verdict, Verdict::Failed(_)) {
                 println!("workload-fuzz FAILED, reproduce with: {repro}");
             }
-            report.verdict.exit_code()
+            match &args.record_faults {
+                Some(path) if !matches!(report.verdict, Verdict::Invalid(_)) => match report.faults.write(path) {
+                    Ok(()) => {
+                        eprintln!(
+                            "fault schedule: {} events written to {}",
+                            report.faults.events.len(),
+                            path.display()
+                        );
+                        report.verdict.exit_code()
+                    }
+                    Err(error) => {
+                        eprintln!("workload-fuzz: {error}");
+                        2
+                    }
+                },
+                _ => report.verdict.exit_code(),
+            }
         }
         Ok(Err(error)) => {
             eprintln!("workload-fuzz: cannot write output: {error}");

@@ -478,6 +478,15 @@ impl CampaignFlags {
             break_check: self.break_check,
             break_fence: false,
             break_storage: self.break_storage,
+            requests_max: None,
+            record_faults: None,
+            faults_from: None,
+            trace: None,
+            shrink: false,
+            shrink_seconds: 0,
+            shrink_runs: 0,
+            shrink_dir: std::path::PathBuf::new(),
+            schedule: None,
         }
     }
 

@@ -217,6 +217,62 @@ pub struct FuzzArgs {
     #[command(flatten)]
     pub network: NetworkOverrides,
 
+    /// Hand out at most this many requests over all clients (logins included), then
+    /// let the run go on without new ones: a smaller workload (what `--shrink` cuts).
+    #[arg(long)]
+    pub requests_max: Option<u64>,
+
+    /// Write the faults the run injected to FILE, one JSON object per line: crashes
+    /// (and power cuts), restarts, partitions and heals, path clogs, disk-error
+    /// windows, WAL rot and outages, each on its tick. Edit it and give it back with
+    /// `--faults-from`.
+    #[arg(long, value_name = "FILE")]
+    pub record_faults: Option<std::path::PathBuf>,
+
+    /// Take the run's faults from FILE (as `--record-faults` writes it) instead of
+    /// drawing them; the workload, the packet coins and the scheduler still follow the
+    /// seed. The file of a run, given back with the same flags, replays that run
+    /// exactly; an edited one makes another deterministic run (a fault that does not
+    /// fit when its tick comes, such as a crash the budget forbids, is skipped).
+    #[arg(long, value_name = "FILE")]
+    pub faults_from: Option<std::path::PathBuf>,
+
+    /// Write a timeline of the run to FILE in the Chrome trace event format (open it
+    /// in https://ui.perfetto.dev or chrome://tracing): a track per replica and group
+    /// with its status and view, commits and heads as counters, checkpoints, client
+    /// requests from send to answer, every fault, and the failing check. Virtual time
+    /// only, so it is as deterministic as the run; bounded (the file says what it
+    /// dropped).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<std::path::PathBuf>,
+
+    /// On a failure, search for a smaller run that fails the same way (same failure
+    /// signature): the failing tick, fewer fault events (delta debugging over the
+    /// schedule), fault classes off, fewer clients, shards and replicas, fewer
+    /// requests. Prints each step and the smallest repro, with its schedule file
+    /// (next to `--shrink-dir`).
+    #[arg(long)]
+    pub shrink: bool,
+
+    /// Wall-clock bound of `--shrink`, in seconds. The search is deterministic until
+    /// the bound stops it (the output says when it did).
+    #[arg(long, default_value_t = 60)]
+    pub shrink_seconds: u64,
+
+    /// Bound of `--shrink` in candidate runs: the deterministic bound.
+    #[arg(long, default_value_t = 300)]
+    pub shrink_runs: u64,
+
+    /// Where `--shrink` writes the smallest repro's schedule (and trace, with
+    /// `--trace`): `shrunk-<seed>.faults.jsonl` and `shrunk-<seed>.trace.json`.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub shrink_dir: std::path::PathBuf,
+
+    /// An in-memory schedule to replay (a shrink's candidates); takes precedence over
+    /// `--faults-from`.
+    #[arg(skip)]
+    pub schedule: Option<crate::fault_schedule::FaultSchedule>,
+
     /// Test-only: make the state checker fail on purpose whenever a committed op's
     /// checksum ends in twelve zero bits (about one op in 4,096), so that tests can
     /// check a campaign groups failures and that each repro fails again.
@@ -579,6 +635,12 @@ impl FuzzArgs {
         }
         if self.break_storage != cluster::vsr::StorageBreak::None {
             parts.push(format!("--break-storage {}", self.break_storage.name()));
+        }
+        if let Some(max) = self.requests_max {
+            parts.push(format!("--requests-max {max}"));
+        }
+        if let Some(path) = &self.faults_from {
+            parts.push(format!("--faults-from {}", shell_quote(&path.display().to_string())));
         }
         if let Some(probability) = self.disk_error_prob {
             parts.push(format!("--disk-error-prob {probability}"));

@@ -14,6 +14,7 @@ use cluster::vsr::{StateMachine, Status};
 use super::args::Plane;
 use super::outage::{OUTAGE_DARK_TICKS, OUTAGE_QUIET_TICKS_MAX, OUTAGE_RECOVERY_TICKS_MAX, Outages};
 use super::{FuzzArgs, RunReport, Verdict, print_packets, print_world};
+use crate::fault_schedule::{Fault, FaultEvent, FaultSchedule};
 use crate::harness::crash::CrashConfig;
 use crate::harness::{CheckFailure, Harness, HarnessConfig, StorageModel};
 use crate::profile::StorageRates;
@@ -92,6 +93,7 @@ pub(super) fn run(
     args: &FuzzArgs,
     config: &SimulationConfig,
     profile_storage: StorageRates,
+    schedule: Option<&FaultSchedule>,
     report: &mut RunReport,
     out: &mut dyn Write,
 ) -> io::Result<()> {
@@ -104,6 +106,7 @@ pub(super) fn run(
         ActionWeights::for_plane(args.plane.name()).expect("every consensus plane has a weight table")
     };
     let mut workload = MetadataWorkload::with_weights(seeds.workload, config.clients, weights);
+    workload.set_requests_max(args.requests_max);
     if contended_plane || args.shared {
         // A whole-cluster outage may take back what a `replicated` topic acknowledged
         // (by design); the histories hold every acknowledgement to account, so the
@@ -166,6 +169,18 @@ pub(super) fn run(
     }
 
     let mut outages = Outages::new(seeds.storage, args.power_outage_probability(profile_storage));
+    if let Some(schedule) = schedule {
+        harness.replay_faults(schedule);
+        let outage_ticks: Vec<u64> = schedule
+            .events
+            .iter()
+            .filter(|event| event.fault == Fault::Outage)
+            .map(|event| event.tick)
+            .collect();
+        if outages.enabled() || !outage_ticks.is_empty() {
+            outages.replay(outage_ticks);
+        }
+    }
     if outages.enabled() {
         writeln!(
             out,
@@ -182,7 +197,7 @@ pub(super) fn run(
             failure = Some(error);
             break;
         }
-        if outages.due()
+        if outages.due(harness.simulation().tick())
             && let Err(error) = outages.run(&mut harness, &workload)
         {
             failure = Some(error);
@@ -287,6 +302,17 @@ pub(super) fn run(
         )?;
     }
     report.ticks = harness.simulation().tick();
+    report.requests = workload.borrow().handed_out();
+    report.faults = FaultSchedule::new(
+        harness
+            .faults_made()
+            .into_iter()
+            .chain(outages.made().iter().map(|&tick| FaultEvent {
+                tick,
+                fault: Fault::Outage,
+            }))
+            .collect(),
+    );
     report.polls = harness.simulation().executor().totals().0;
     report.schedule_hash = harness.simulation().executor().schedule_hash();
 
@@ -318,6 +344,7 @@ pub(super) fn run(
         writeln!(out, "crash moments: {}", named.join(" "))?;
     }
     print_packets(harness.simulation(), out)?;
+    writeln!(out, "{}", report.faults.summary())?;
     if outages.enabled() {
         writeln!(out, "{}", outages.stats)?;
     }
@@ -434,6 +461,7 @@ pub(super) fn run(
 
     // An exhausted search is its own verdict: never a pass.
     let undecided = linearizability.as_ref().and_then(|report| report.undecided.clone());
+    report.failure_tick = failure.as_ref().map(|failure| failure.tick);
     report.verdict = match failure {
         Some(failure) => Verdict::Failed(failure.to_string()),
         None if commits < args.min_commits => Verdict::Vacuous(format!(

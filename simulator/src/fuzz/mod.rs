@@ -17,6 +17,7 @@ pub use args::{
     parse_storage_faults,
 };
 
+use crate::fault_schedule::FaultSchedule;
 use crate::profile::{ResolvedProfile, load_profile, validate_network};
 use crate::simulation::{Simulation, SimulationConfig};
 
@@ -66,6 +67,12 @@ pub struct RunReport {
     pub checkpoints: u64,
     /// State transfers installed, over every replica and incarnation.
     pub transfers_installed: u64,
+    /// The tick the failing check failed at (failed runs).
+    pub failure_tick: Option<u64>,
+    /// The faults the run injected (consensus planes).
+    pub faults: FaultSchedule,
+    /// Requests the workload handed out (consensus planes).
+    pub requests: u64,
 }
 
 /// Run the workload described by `args` with `seed`, printing the banner, the figures
@@ -83,6 +90,9 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
         ops_compared: 0,
         checkpoints: 0,
         transfers_installed: 0,
+        failure_tick: None,
+        faults: FaultSchedule::default(),
+        requests: 0,
     };
     let (config, resolved) = match configure(args, seed) {
         Ok(configured) => configured,
@@ -105,10 +115,28 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
     )?;
     writeln!(out, "profile: {}", resolved.banner_line())?;
 
+    let schedule = match (&args.schedule, &args.faults_from) {
+        (Some(schedule), _) => Some(schedule.clone()),
+        (None, Some(path)) => match FaultSchedule::read(path) {
+            Ok(schedule) => Some(schedule),
+            Err(error) => {
+                writeln!(out, "workload-fuzz: invalid configuration: {error}")?;
+                report.verdict = Verdict::Invalid(error.to_string());
+                return Ok(report);
+            }
+        },
+        (None, None) => None,
+    };
+    if schedule.is_some() && args.plane == Plane::Echo {
+        let message = "--faults-from replays a consensus plane's faults; the echo plane draws its own".to_owned();
+        writeln!(out, "workload-fuzz: invalid configuration: {message}")?;
+        report.verdict = Verdict::Invalid(message);
+        return Ok(report);
+    }
     match args.plane {
         Plane::Echo => echo_run::run(args, &config, &mut report, out)?,
         Plane::Metadata | Plane::Partition | Plane::Mixed | Plane::Uniform | Plane::Lifecycle | Plane::Contended => {
-            cluster_run::run(args, &config, resolved.storage, &mut report, out)?
+            cluster_run::run(args, &config, resolved.storage, schedule.as_ref(), &mut report, out)?
         }
     }
     writeln!(out, "{}", coverage_line())?;

@@ -30,6 +30,7 @@ use std::fmt;
 use std::rc::Rc;
 
 use super::cluster_run::settled;
+use crate::fault_schedule::Replay;
 use crate::harness::{CheckFailure, Harness};
 use crate::rng::SimRng;
 use crate::workload::MetadataWorkload;
@@ -89,6 +90,10 @@ pub struct Outages {
     probability: f64,
     /// What happened so far.
     pub stats: OutageStats,
+    /// The ticks outages came at (the run's fault schedule's outage events).
+    made: Vec<u64>,
+    /// A replayed schedule's outage ticks, in place of the coin.
+    replay: Option<Replay<()>>,
 }
 
 impl Outages {
@@ -98,17 +103,41 @@ impl Outages {
             rng: SimRng::new(storage_seed ^ OUTAGE_SALT),
             probability,
             stats: OutageStats::default(),
+            made: Vec::new(),
+            replay: None,
         }
     }
 
     /// Whether outages may come at all.
     pub fn enabled(&self) -> bool {
-        self.probability > 0.0
+        self.probability > 0.0 || self.replay.is_some()
     }
 
-    /// Whether an outage comes now (one draw per tick, only when enabled).
-    pub fn due(&mut self) -> bool {
-        self.enabled() && self.rng.chance(self.probability)
+    /// Replay outages at these ticks (a schedule's) in place of the coin, which is
+    /// then never drawn (it decides nothing else).
+    pub fn replay(&mut self, ticks: Vec<u64>) {
+        self.replay = Some(Replay::new(ticks.into_iter().map(|tick| (tick, ()))));
+    }
+
+    /// Whether an outage comes now, at the harness's `tick` (one draw per tick, only
+    /// when enabled; or the replayed schedule's word).
+    pub fn due(&mut self, tick: u64) -> bool {
+        let due = match &mut self.replay {
+            Some(replay) => {
+                replay.discard_before(tick);
+                replay.pop_if(tick, |()| true)
+            }
+            None => self.probability > 0.0 && self.rng.chance(self.probability),
+        };
+        if due {
+            self.made.push(tick);
+        }
+        due
+    }
+
+    /// The ticks outages came at so far.
+    pub fn made(&self) -> &[u64] {
+        &self.made
     }
 
     /// Run one outage (the module doc's phases).

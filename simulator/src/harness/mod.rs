@@ -15,6 +15,7 @@
 pub mod catch_up;
 pub mod client;
 pub mod crash;
+mod schedule;
 pub mod state_checker;
 pub mod stores;
 
@@ -32,6 +33,8 @@ use cluster::storage::superblock::{self, cluster_id};
 use cluster::vsr::journal::root_header;
 use cluster::vsr::{MemoryStore, Replica, StateMachine, Status, StorageBreak};
 
+use crate::fault_schedule::{DiskErrorsOn, Fault, FaultEvent, FaultSchedule, process_index, process_name};
+use crate::network::NetworkFault;
 use crate::rng::SimRng;
 use crate::storage::{CrashKind, FaultRates, InjectedFaults, PARTS_PER_MILLION, SimStorage, SimStorageOptions};
 pub use stores::{SimReplicaStore, SimStores, StorageModel};
@@ -40,6 +43,7 @@ use crate::simulation::{Simulation, SimulationConfig, SimulationError};
 use catch_up::{CatchUpCounters, CheckpointChecker};
 use client::{ClientDriver, ClientStats, run_client};
 use crash::{CrashAction, CrashConfig, CrashInjector, Moment, ReplicaLife};
+use schedule::HarnessReplay;
 use state_checker::{CommittedOp, StateChecker};
 
 /// Ticks a live Normal replica of a group may sit behind its commit point without
@@ -464,6 +468,11 @@ pub struct Harness {
     checkpoints: CheckpointChecker,
     /// The clients' driver, told each tick as it starts (`ClientDriver::on_tick`).
     driver: Rc<RefCell<dyn ClientDriver>>,
+    /// The crashes, restarts, disk-error windows and rots made so far (the harness's
+    /// share of the run's fault schedule).
+    faults_made: Vec<FaultEvent>,
+    /// A replayed schedule's events, in place of the crash draws and the budget's turn.
+    replay: Option<HarnessReplay>,
 }
 
 impl Harness {
@@ -510,6 +519,8 @@ impl Harness {
             corruptible: SimRng::new(storage_seed ^ CORRUPTIBLE_SALT).index(replicas),
             corruption_rng: SimRng::new(storage_seed ^ CORRUPTION_SALT),
             driver: driver.clone(),
+            faults_made: Vec::new(),
+            replay: None,
         };
         for index in 0..replicas {
             let disk = match config.storage {
@@ -779,9 +790,19 @@ impl Harness {
             return;
         }
         self.rot_chances += 1;
-        if !self.corruption_rng.chance(probability) {
+        let tick = self.simulation.tick();
+        let drawn = self.corruption_rng.chance(probability);
+        let rot = match &mut self.replay {
+            Some(replay) => replay.rots(tick, index),
+            None => drawn,
+        };
+        if !rot {
             return;
         }
+        self.faults_made.push(FaultEvent {
+            tick,
+            fault: Fault::Rot { replica: index },
+        });
         let Disk::Sim(storage) = &self.slots[index].disk else {
             return;
         };
@@ -820,7 +841,7 @@ impl Harness {
         let tick = self.simulation.tick();
         self.driver.borrow_mut().on_tick(tick);
         self.supervise(tick);
-        if self.crashes_enabled && self.crash.active() {
+        if self.crashes_enabled && (self.crash.active() || self.replay.is_some()) {
             self.inject_crashes(tick);
         }
         // After this tick's crashes and restarts: a replica crashed now leaves no room
@@ -973,21 +994,42 @@ impl Harness {
         if !self.crashes_enabled || rates.write_error_probability == 0 {
             return;
         }
-        let target = if self.storage_faults.unsafe_budget {
-            ErrorsOn::Everyone
-        } else {
-            let live = self.wholes().into_iter().filter(|&whole| whole).count();
-            let turn = (tick / DISK_ERROR_WINDOW_TICKS) as usize % self.slots.len();
-            if live > self.quorum_live_min && self.slots[turn].node.is_some() {
-                ErrorsOn::One(turn)
-            } else {
-                ErrorsOn::Nobody
+        let scheduled = self.replay.as_mut().map(|replay| replay.disk_at(tick));
+        let target = match scheduled {
+            Some(DiskErrorsOn::Nobody) => ErrorsOn::Nobody,
+            Some(DiskErrorsOn::Everyone) if self.storage_faults.unsafe_budget => ErrorsOn::Everyone,
+            None if self.storage_faults.unsafe_budget => ErrorsOn::Everyone,
+            Some(DiskErrorsOn::Everyone) => ErrorsOn::Nobody,
+            Some(DiskErrorsOn::Replica(turn)) if turn >= self.slots.len() => ErrorsOn::Nobody,
+            Some(DiskErrorsOn::Replica(turn)) if self.storage_faults.unsafe_budget => ErrorsOn::One(turn),
+            // The budget's turn, or the schedule's replica under the budget's rule.
+            scheduled => {
+                let live = self.wholes().into_iter().filter(|&whole| whole).count();
+                let turn = match scheduled {
+                    Some(DiskErrorsOn::Replica(turn)) => turn,
+                    _ => (tick / DISK_ERROR_WINDOW_TICKS) as usize % self.slots.len(),
+                };
+                if live > self.quorum_live_min && self.slots[turn].node.is_some() {
+                    ErrorsOn::One(turn)
+                } else {
+                    ErrorsOn::Nobody
+                }
             }
         };
         if target == self.errors_on {
             return;
         }
         self.errors_on = target;
+        self.faults_made.push(FaultEvent {
+            tick,
+            fault: Fault::DiskErrors {
+                on: match target {
+                    ErrorsOn::Nobody => DiskErrorsOn::Nobody,
+                    ErrorsOn::One(replica) => DiskErrorsOn::Replica(replica),
+                    ErrorsOn::Everyone => DiskErrorsOn::Everyone,
+                },
+            },
+        });
         for (index, slot) in self.slots.iter().enumerate() {
             if let Disk::Sim(storage) = &slot.disk {
                 let on = target == ErrorsOn::Everyone || target == ErrorsOn::One(index);
@@ -1060,7 +1102,19 @@ impl Harness {
                 moment: if at_moments { self.moment_of(index) } else { None },
             })
             .collect();
-        for action in self.crash.decide(tick, &lives) {
+        let actions = match &mut self.replay {
+            Some(replay) => {
+                let scheduled = replay.crashes_at(tick);
+                self.scheduled_crash_actions(scheduled, &lives)
+            }
+            None => self
+                .crash
+                .decide(tick, &lives)
+                .into_iter()
+                .map(|action| (action, None))
+                .collect(),
+        };
+        for (action, scheduled_power_loss) in actions {
             match action {
                 CrashAction::Crash { replica, moment } => {
                     tracing::info!(replica, moment = moment.map(Moment::name), "crash");
@@ -1068,14 +1122,129 @@ impl Harness {
                         let at = Moment::ALL.iter().position(|&m| m == moment).unwrap_or(0);
                         self.stats.moment_crashes[at] += 1;
                     }
-                    self.crash_now(replica);
+                    let power_loss = self.crash_with(replica, scheduled_power_loss);
+                    self.faults_made.push(FaultEvent {
+                        tick,
+                        fault: Fault::Crash {
+                            replica,
+                            power_loss,
+                            moment: moment.map(|moment| moment.name().to_owned()),
+                        },
+                    });
                 }
                 CrashAction::Restart { replica, incarnation } => {
                     tracing::info!(replica, incarnation = format_args!("{incarnation:#x}"), "restart");
+                    self.faults_made.push(FaultEvent {
+                        tick,
+                        fault: Fault::Restart { replica, incarnation },
+                    });
                     self.restart_now(replica, incarnation);
                 }
             }
         }
+    }
+
+    /// The scheduled crashes and restarts that fit now, as the injector's actions with
+    /// each crash's scheduled power cut: a restart of a replica that is down; a crash
+    /// of one that is up while more than the larger quorum is up and whole (the
+    /// injector's own budget), at most one a tick, as the injector makes them.
+    fn scheduled_crash_actions(
+        &self,
+        scheduled: Vec<Fault>,
+        lives: &[ReplicaLife],
+    ) -> Vec<(CrashAction, Option<bool>)> {
+        let mut actions = Vec::new();
+        let mut restarted = Vec::new();
+        let mut crashed = false;
+        for fault in scheduled {
+            match fault {
+                Fault::Restart { replica, incarnation } if lives.get(replica).is_some_and(|life| !life.up) => {
+                    restarted.push(replica);
+                    actions.push((CrashAction::Restart { replica, incarnation }, None));
+                }
+                Fault::Crash {
+                    replica,
+                    power_loss,
+                    moment,
+                } if !crashed
+                    && !restarted.contains(&replica)
+                    && lives.get(replica).is_some_and(|life| life.up)
+                    && lives.iter().filter(|life| life.up && life.rejoined).count() > self.quorum_live_min =>
+                {
+                    crashed = true;
+                    let moment = moment.and_then(|name| Moment::ALL.into_iter().find(|m| m.name() == name));
+                    actions.push((CrashAction::Crash { replica, moment }, Some(power_loss)));
+                }
+                skipped => tracing::debug!(?skipped, "scheduled fault does not fit now; skipped"),
+            }
+        }
+        actions
+    }
+
+    /// Replay `schedule` in place of the crash, power-loss, disk-error-window, rot,
+    /// partition and clog draws from now on (outages are the run's: see
+    /// `fuzz::outage`). Call before the first step.
+    pub fn replay_faults(&mut self, schedule: &FaultSchedule) {
+        self.replay = Some(HarnessReplay::new(&schedule.events));
+        let (replicas, clients) = (self.replica_count, self.clients.len());
+        let network = schedule
+            .events
+            .iter()
+            .filter_map(|event| {
+                let fault = match &event.fault {
+                    Fault::Partition {
+                        side_a,
+                        cut_a_to_b,
+                        cut_b_to_a,
+                    } => NetworkFault::Partition {
+                        side_a: side_a.clone(),
+                        cut_a_to_b: *cut_a_to_b,
+                        cut_b_to_a: *cut_b_to_a,
+                    },
+                    Fault::Heal => NetworkFault::Heal,
+                    Fault::Clog { from, to, ticks } => NetworkFault::Clog {
+                        from: process_index(from, replicas, clients)?,
+                        to: process_index(to, replicas, clients)?,
+                        ticks: *ticks,
+                    },
+                    _ => return None,
+                };
+                Some((event.tick, fault))
+            })
+            .collect();
+        self.simulation.network_mut().replay_faults(network);
+    }
+
+    /// The faults the harness and the network made so far, as a schedule (a run's
+    /// outages are added by the run).
+    pub fn faults_made(&self) -> Vec<FaultEvent> {
+        let replicas = self.replica_count;
+        let network = self
+            .simulation
+            .network()
+            .faults_made()
+            .iter()
+            .map(|(tick, fault)| FaultEvent {
+                tick: *tick,
+                fault: match fault {
+                    NetworkFault::Partition {
+                        side_a,
+                        cut_a_to_b,
+                        cut_b_to_a,
+                    } => Fault::Partition {
+                        side_a: side_a.clone(),
+                        cut_a_to_b: *cut_a_to_b,
+                        cut_b_to_a: *cut_b_to_a,
+                    },
+                    NetworkFault::Heal => Fault::Heal,
+                    NetworkFault::Clog { from, to, ticks } => Fault::Clog {
+                        from: process_name(*from, replicas),
+                        to: process_name(*to, replicas),
+                        ticks: *ticks,
+                    },
+                },
+            });
+        self.faults_made.iter().cloned().chain(network).collect()
     }
 
     /// The per-tick checks, for every group on every live replica: views never go
@@ -1308,10 +1477,20 @@ impl Harness {
     /// Crash replica `index` now (the crash injector, tests and scenarios); with
     /// [`StorageModel::Sim`] the crash is a power loss with the configured probability.
     pub fn crash_now(&mut self, index: usize) {
+        self.crash_with(index, None);
+    }
+
+    /// Crash replica `index` now, cutting the power as `power_loss` says or, without
+    /// it, as the power coin falls. The coin is drawn either way, so a replayed
+    /// schedule leaves the draws of every later crash where they were. Returns whether
+    /// the power was cut.
+    fn crash_with(&mut self, index: usize, power_loss: Option<bool>) -> bool {
         self.remember_held(index);
-        let power_loss = self.power_loss_probability > 0.0 && self.power_rng.chance(self.power_loss_probability);
+        let drawn = self.power_loss_probability > 0.0 && self.power_rng.chance(self.power_loss_probability);
+        let power_loss = power_loss.unwrap_or(drawn) && matches!(self.slots[index].disk, Disk::Sim(_));
         self.end_process(index, power_loss);
         self.stats.crashes += 1;
+        power_loss
     }
 
     /// Cut the power to replica `index` now, whatever the power-loss probability.

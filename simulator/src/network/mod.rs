@@ -24,6 +24,7 @@ pub mod link;
 pub mod partition;
 pub mod stats;
 
+use crate::fault_schedule::Replay;
 use crate::rng::SimRng;
 use config::NetworkConfig;
 pub use link::CommandFilter;
@@ -93,6 +94,36 @@ pub struct PacketSimulator<P> {
     capacity: usize,
     delay_mean: f64,
     queued: usize,
+    /// The partitions, heals and clogs `advance` made, on the network tick each was
+    /// made at (a fault schedule's network events; rare, so always kept).
+    faults_made: Vec<(u64, NetworkFault)>,
+    /// A replayed schedule's network events: with one, `advance` draws no fault.
+    replay: Option<Replay<NetworkFault>>,
+}
+
+/// A network fault of a schedule (see `crate::fault_schedule`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NetworkFault {
+    /// The replicas split: `side_a` against the rest, in the cut direction(s).
+    Partition {
+        /// Side A's replicas.
+        side_a: Vec<usize>,
+        /// A-to-B packets dropped.
+        cut_a_to_b: bool,
+        /// B-to-A packets dropped.
+        cut_b_to_a: bool,
+    },
+    /// The partition heals.
+    Heal,
+    /// Path `from -> to` (process indices) clogs for `ticks` ticks.
+    Clog {
+        /// Sender.
+        from: ProcessIndex,
+        /// Receiver.
+        to: ProcessIndex,
+        /// Ticks.
+        ticks: u64,
+    },
 }
 
 impl<P: Payload> PacketSimulator<P> {
@@ -120,6 +151,8 @@ impl<P: Payload> PacketSimulator<P> {
             ready: Vec::new(),
             stats: NetworkStats::default(),
             queued: 0,
+            faults_made: Vec::new(),
+            replay: None,
         }
     }
 
@@ -264,9 +297,26 @@ impl<P: Payload> PacketSimulator<P> {
     /// `max(1, exponential(path_clog_duration_mean_ticks))` ticks. Allocation-free.
     pub fn advance(&mut self) {
         self.tick += 1;
+        if self.replay.is_some() {
+            self.advance_replayed();
+            return;
+        }
         match self.partition.step(&self.config, &mut self.fault_rng) {
-            Step::Started => self.stats.partitions_started += 1,
-            Step::Healed => self.stats.partitions_healed += 1,
+            Step::Started => {
+                self.stats.partitions_started += 1;
+                if let Some((side_a, cut_a_to_b, cut_b_to_a)) = self.partition.current() {
+                    let fault = NetworkFault::Partition {
+                        side_a,
+                        cut_a_to_b,
+                        cut_b_to_a,
+                    };
+                    self.faults_made.push((self.tick, fault));
+                }
+            }
+            Step::Healed => {
+                self.stats.partitions_healed += 1;
+                self.faults_made.push((self.tick, NetworkFault::Heal));
+            }
             Step::Unchanged => {}
         }
         if !self.automatic_clogs {
@@ -285,9 +335,64 @@ impl<P: Payload> PacketSimulator<P> {
                     let ticks = self.fault_rng.exponential(mean).max(1);
                     link.clogged_until = now + ticks;
                     self.stats.clogs_started += 1;
+                    self.faults_made.push((now, NetworkFault::Clog { from, to, ticks }));
                 }
             }
         }
+    }
+
+    /// `advance` under a replayed schedule: the events due now, in place of the
+    /// partition and clog draws. Partitions and clogs the network was told to stop
+    /// making (`calm`, `set_automatic_*`) are not made from the schedule either.
+    fn advance_replayed(&mut self) {
+        let now = self.tick;
+        while let Some((_, fault)) = self.replay.as_mut().and_then(|replay| replay.next_due(now)) {
+            match fault {
+                NetworkFault::Partition {
+                    side_a,
+                    cut_a_to_b,
+                    cut_b_to_a,
+                } if self.partition.automatic() => {
+                    self.partition.start_exact(&side_a, cut_a_to_b, cut_b_to_a);
+                    self.stats.partitions_started += 1;
+                    let fault = NetworkFault::Partition {
+                        side_a,
+                        cut_a_to_b,
+                        cut_b_to_a,
+                    };
+                    self.faults_made.push((now, fault));
+                }
+                NetworkFault::Heal if self.partition.automatic() && self.partition.is_partitioned() => {
+                    self.partition.heal();
+                    self.stats.partitions_healed += 1;
+                    self.faults_made.push((now, NetworkFault::Heal));
+                }
+                NetworkFault::Clog { from, to, ticks }
+                    if self.automatic_clogs && from < self.processes && to < self.processes && from != to =>
+                {
+                    let link = &mut self.links[from * self.processes + to];
+                    if !link.is_clogged(now) {
+                        link.clogged_until = now + ticks;
+                        self.stats.clogs_started += 1;
+                        self.faults_made.push((now, NetworkFault::Clog { from, to, ticks }));
+                    }
+                }
+                // Out of place now (partitions off, nothing to heal, a clog on a
+                // path that is clogged already): skipped.
+                _ => {}
+            }
+        }
+    }
+
+    /// Replay these network faults (by network tick) in place of the partition and
+    /// clog draws from now on.
+    pub fn replay_faults(&mut self, faults: Vec<(u64, NetworkFault)>) {
+        self.replay = Some(Replay::new(faults));
+    }
+
+    /// The partitions, heals and clogs made so far, by network tick.
+    pub fn faults_made(&self) -> &[(u64, NetworkFault)] {
+        &self.faults_made
     }
 
     /// Crashes `p`: submits from or to it are dropped, and everything queued to it

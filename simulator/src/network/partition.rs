@@ -184,6 +184,32 @@ impl Partition {
         self.ticks_in_state = 0;
     }
 
+    /// Starts exactly this partition (a replayed schedule's), replacing any standing
+    /// one. Draws nothing. Sides naming replicas outside the world are left out.
+    pub(crate) fn start_exact(&mut self, side_a: &[usize], cut_a_to_b: bool, cut_b_to_a: bool) {
+        self.side_a.fill(false);
+        for &replica in side_a.iter().filter(|&&replica| replica < self.replicas) {
+            self.side_a[replica] = true;
+        }
+        self.cut_a_to_b = cut_a_to_b;
+        self.cut_b_to_a = cut_b_to_a;
+        self.partitioned = true;
+        self.ticks_in_state = 0;
+    }
+
+    /// The standing partition as (side A, A-to-B cut, B-to-A cut), if one stands.
+    pub(crate) fn current(&self) -> Option<(Vec<usize>, bool, bool)> {
+        self.partitioned.then(|| {
+            let side_a = (0..self.replicas).filter(|&replica| self.side_a[replica]).collect();
+            (side_a, self.cut_a_to_b, self.cut_b_to_a)
+        })
+    }
+
+    /// Whether the state machine may start or heal partitions now.
+    pub(crate) fn automatic(&self) -> bool {
+        self.automatic
+    }
+
     /// Heals the partition (a no-op on the cuts if none stands) and restarts the
     /// healed stability window.
     pub(crate) fn heal(&mut self) {

@@ -178,6 +178,10 @@ pub struct MetadataWorkload {
     /// Draws which requests go to the shared objects, one stream of its own so the
     /// exact workload's draws do not move.
     contended_router: SimRng,
+    /// Requests handed out so far, logins included.
+    handed_out: u64,
+    /// With `--requests-max`, no request is handed out once this many were.
+    requests_max: Option<u64>,
 }
 
 /// The workload's counters, for the run report.
@@ -280,6 +284,8 @@ impl MetadataWorkload {
             contended: None,
             contended_percent: 0,
             contended_router: SimRng::new(seed ^ CONTENDED_ROUTER_SALT),
+            handed_out: 0,
+            requests_max: None,
         }
     }
 
@@ -357,6 +363,17 @@ impl MetadataWorkload {
             }
         }
         Ok(total)
+    }
+
+    /// Hand out no request once `max` were (logins included): a smaller workload for
+    /// a shrink (`--requests-max`).
+    pub fn set_requests_max(&mut self, max: Option<u64>) {
+        self.requests_max = max;
+    }
+
+    /// Requests handed out so far, logins and shared-object requests included.
+    pub fn handed_out(&self) -> u64 {
+        self.handed_out
     }
 
     /// Requests sent and not answered.
@@ -730,9 +747,45 @@ impl MetadataWorkload {
 
 impl ClientDriver for MetadataWorkload {
     fn next_request(&mut self, client: usize) -> Option<ClientRequest> {
-        if self.stopped || self.paused {
+        if self.stopped || self.paused || self.requests_max.is_some_and(|max| self.handed_out >= max) {
             return None;
         }
+        let request = self.draw_request(client);
+        self.handed_out += u64::from(request.is_some());
+        request
+    }
+
+    fn on_reply(&mut self, client: usize, reply: &Header, body: &[u8]) {
+        if let Some(contended) = &mut self.contended
+            && contended.is_open(client)
+        {
+            if contended.on_reply(client, reply, body).is_err() {
+                // Its session is gone: the next request logs in again.
+                self.shadow.sessions.remove(&client);
+            }
+            for failure in contended.take_failures() {
+                self.fail(failure);
+            }
+            return;
+        }
+        self.judge_reply(client, reply, body);
+    }
+
+    fn on_tick(&mut self, tick: u64) {
+        if let Some(contended) = &mut self.contended {
+            contended.set_tick(tick);
+        }
+    }
+
+    /// Its logins are actions the shadow judges (the first request of every client).
+    fn logs_in_itself(&self) -> bool {
+        true
+    }
+}
+
+impl MetadataWorkload {
+    /// The next request of `client` (see `ClientDriver::next_request`).
+    fn draw_request(&mut self, client: usize) -> Option<ClientRequest> {
         let Some(state) = self.clients.get(client) else {
             let count = self.clients.len();
             self.fail(format!(
@@ -779,32 +832,5 @@ impl ClientDriver for MetadataWorkload {
         }
         self.clients[client].pending = Some(pending);
         Some(request)
-    }
-
-    fn on_reply(&mut self, client: usize, reply: &Header, body: &[u8]) {
-        if let Some(contended) = &mut self.contended
-            && contended.is_open(client)
-        {
-            if contended.on_reply(client, reply, body).is_err() {
-                // Its session is gone: the next request logs in again.
-                self.shadow.sessions.remove(&client);
-            }
-            for failure in contended.take_failures() {
-                self.fail(failure);
-            }
-            return;
-        }
-        self.judge_reply(client, reply, body);
-    }
-
-    fn on_tick(&mut self, tick: u64) {
-        if let Some(contended) = &mut self.contended {
-            contended.set_tick(tick);
-        }
-    }
-
-    /// Its logins are actions the shadow judges (the first request of every client).
-    fn logs_in_itself(&self) -> bool {
-        true
     }
 }

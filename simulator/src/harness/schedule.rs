@@ -1,0 +1,75 @@
+//! The harness's share of a fault schedule (see `crate::fault_schedule`): the crashes,
+//! restarts, disk-error windows and rots it decided, kept as events, and, when a
+//! schedule is replayed, those events handed back in place of the crash injector's
+//! draws and the budget's turn.
+//!
+//! Replayed events still answer to the budget the run's own draws answer to: a crash
+//! comes only while more than the larger quorum of replicas is up and whole, a disk
+//! error window opens only on a replica that is up while more than that quorum is
+//! whole, so an edited schedule (a shrink's) cannot take the cluster beyond the
+//! faults it promises to survive. A replayed event that does not fit when its tick
+//! comes is skipped, and so not recorded again.
+
+use crate::fault_schedule::{DiskErrorsOn, Fault, FaultEvent, Replay};
+
+/// The harness's events of a schedule being replayed.
+#[derive(Clone, Debug)]
+pub(super) struct HarnessReplay {
+    /// Crashes and restarts.
+    pub(super) crashes: Replay<Fault>,
+    /// Disk-error window changes.
+    pub(super) disk: Replay<DiskErrorsOn>,
+    /// The window as the schedule last set it.
+    pub(super) disk_on: Option<DiskErrorsOn>,
+    /// Rots, by replica.
+    pub(super) rot: Replay<usize>,
+}
+
+impl HarnessReplay {
+    /// The harness's events of `events` (the others belong to other consumers).
+    pub(super) fn new(events: &[FaultEvent]) -> Self {
+        let mut crashes = Vec::new();
+        let mut disk = Vec::new();
+        let mut rot = Vec::new();
+        for event in events {
+            match &event.fault {
+                Fault::Crash { .. } | Fault::Restart { .. } => crashes.push((event.tick, event.fault.clone())),
+                Fault::DiskErrors { on } => disk.push((event.tick, *on)),
+                Fault::Rot { replica } => rot.push((event.tick, *replica)),
+                Fault::Partition { .. } | Fault::Heal | Fault::Clog { .. } | Fault::Outage => {}
+            }
+        }
+        Self {
+            crashes: Replay::new(crashes),
+            disk: Replay::new(disk),
+            disk_on: None,
+            rot: Replay::new(rot),
+        }
+    }
+
+    /// The crashes and restarts scheduled for `tick` (events of earlier ticks that
+    /// never came due, because crashes were off, are dropped).
+    pub(super) fn crashes_at(&mut self, tick: u64) -> Vec<Fault> {
+        let mut due = Vec::new();
+        while let Some((at, fault)) = self.crashes.next_due(tick) {
+            if at == tick {
+                due.push(fault);
+            }
+        }
+        due
+    }
+
+    /// The disk-error window as the schedule has it at `tick`.
+    pub(super) fn disk_at(&mut self, tick: u64) -> DiskErrorsOn {
+        while let Some((_, on)) = self.disk.next_due(tick) {
+            self.disk_on = Some(on);
+        }
+        self.disk_on.unwrap_or(DiskErrorsOn::Nobody)
+    }
+
+    /// Whether the schedule rots `replica` as it restarts at `tick`.
+    pub(super) fn rots(&mut self, tick: u64, replica: usize) -> bool {
+        self.rot.discard_before(tick);
+        self.rot.pop_if(tick, |&scheduled| scheduled == replica)
+    }
+}
