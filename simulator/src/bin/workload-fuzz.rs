@@ -78,6 +78,48 @@ fn main() -> ExitCode {
             1
         }
     };
+    let code = if args.shrink && code == 1 {
+        shrink(&args, seed).unwrap_or_else(|error| {
+            eprintln!("workload-fuzz: shrink: {error}");
+            1
+        })
+    } else {
+        code
+    };
     let _ = std::io::stdout().flush();
     ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// `--shrink`: search for the smallest run failing the same way, write its schedule,
+/// print its repro. The exit code stays 1 (the run failed).
+fn shrink(args: &FuzzArgs, seed: u64) -> Result<i32, String> {
+    simulator::campaign::runner::install_quiet_panic_hook();
+    let started = now();
+    let bound = Duration::from_secs(args.shrink_seconds);
+    let mut out_of_time = || started.elapsed() >= bound;
+    let bounds = fuzz::shrink::ShrinkBounds { runs: args.shrink_runs };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let shrunk = fuzz::shrink::shrink(args, seed, bounds, &mut out_of_time, &mut out)
+        .map_err(|error| format!("cannot write output: {error}"))?;
+    let Some(shrunk) = shrunk else {
+        return Ok(1);
+    };
+    std::fs::create_dir_all(&args.shrink_dir)
+        .map_err(|error| format!("cannot create {}: {error}", args.shrink_dir.display()))?;
+    let path = args.shrink_dir.join(format!("shrunk-{seed}.faults.jsonl"));
+    shrunk.schedule.write(&path).map_err(|error| error.to_string())?;
+    let mut repro = shrunk.args.clone();
+    repro.faults_from = Some(path);
+    repro.schedule = None;
+    repro.shrink = false;
+    writeln!(out, "shrunk failure: {}", shrunk.failure).map_err(|error| error.to_string())?;
+    writeln!(
+        out,
+        "workload-fuzz SHRUNK, reproduce with: {}",
+        repro.repro_command(seed)
+    )
+    .map_err(|error| error.to_string())?;
+    eprintln!("shrink: {:.1} s wall", started.elapsed().as_secs_f64());
+    Ok(1)
 }

@@ -39,6 +39,11 @@ pub fn install_quiet_panic_hook() {
     }));
 }
 
+/// The location of the last panic on this thread, as the quiet hook recorded it.
+pub fn take_panic_location() -> Option<String> {
+    PANIC_LOCATION.with(|slot| slot.borrow_mut().take())
+}
+
 /// Make one run and describe it; `campaign` names its sub-campaign.
 pub fn execute(run: &PlannedRun, campaign: &str) -> RunRecord {
     let started = Instant::now();

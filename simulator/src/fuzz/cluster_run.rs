@@ -192,7 +192,9 @@ pub(super) fn run(
 
     let mut failure: Option<CheckFailure> = None;
     // `--ticks` of workload: an outage's own ticks (quiet, dark, recovery) come on top.
-    for _ in 0..args.ticks {
+    for fault_tick in 1..=args.ticks {
+        // If this tick fails, `--ticks` of this many reproduces the failure.
+        report.failure_fault_ticks = Some(fault_tick);
         if let Err(error) = harness.step() {
             failure = Some(error);
             break;
@@ -213,6 +215,9 @@ pub(super) fn run(
         }
     }
     let ran = harness.simulation().tick();
+    if failure.is_none() {
+        report.failure_fault_ticks = None;
+    }
 
     // The liveness phase: a healed core of replicas must settle on its own in bounded
     // time (the rest stay down or cut off); then everything heals for the drain.

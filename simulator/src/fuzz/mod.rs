@@ -9,6 +9,7 @@ mod cluster_run;
 mod echo_run;
 mod liveness;
 pub mod outage;
+pub mod shrink;
 
 use std::io::{self, Write};
 
@@ -69,10 +70,16 @@ pub struct RunReport {
     pub transfers_installed: u64,
     /// The tick the failing check failed at (failed runs).
     pub failure_tick: Option<u64>,
+    /// For a failure in the fault phase, the `--ticks` that is enough to reach it
+    /// (outages make the phase longer than its `--ticks`).
+    pub failure_fault_ticks: Option<u64>,
     /// The faults the run injected (consensus planes).
     pub faults: FaultSchedule,
     /// Requests the workload handed out (consensus planes).
     pub requests: u64,
+    /// The world that ran: (replicas, clients, shards), as the flags or a swarm
+    /// profile's draw made it.
+    pub shape: (usize, usize, usize),
 }
 
 /// Run the workload described by `args` with `seed`, printing the banner, the figures
@@ -91,8 +98,10 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
         checkpoints: 0,
         transfers_installed: 0,
         failure_tick: None,
+        failure_fault_ticks: None,
         faults: FaultSchedule::default(),
         requests: 0,
+        shape: (0, 0, 0),
     };
     let (config, resolved) = match configure(args, seed) {
         Ok(configured) => configured,
@@ -103,6 +112,7 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
         }
     };
 
+    report.shape = (config.replicas, config.clients, config.shards);
     writeln!(
         out,
         "workload-fuzz: seed={seed} ticks={} replicas={} clients={} shards={} plane={} faults={}",

@@ -1,0 +1,538 @@
+//! `--shrink`: from a failing run to a smaller one that fails the same way.
+//!
+//! A candidate is the failing command with one thing taken away; it is kept when it
+//! still fails with the same failure signature (`campaign::signature`: the check and
+//! the words of its message, numbers aside). The passes, in order, each on the best
+//! run so far:
+//!
+//! 1. ticks: stop at the failing tick (a failure during the fault phase), else try a
+//!    quarter, a half and three quarters of the ticks;
+//! 2. fault classes off one at a time: outages, crashes, power cuts, partitions,
+//!    clogs, disk-error windows, rot (from the schedule), then the seeded per-packet
+//!    and per-call faults (packet loss, replay, corruption, clock skew, slow disks)
+//!    and `--buggify` (by their flags);
+//! 3. fewer fault events: delta debugging (Zeller and Hildebrandt's ddmin, removing
+//!    complements of ever smaller chunks) over the recorded schedule;
+//! 4. a smaller world: one client, one shard, fewer replicas (events naming a process
+//!    the world no longer has are left out);
+//! 5. fewer requests (`--requests-max`, halved while it still fails);
+//! 6. ticks again, as the failure may now come sooner.
+//!
+//! Every candidate replays a fault schedule (`--faults-from`), so the final repro is
+//! one command plus one schedule file. The search is a pure function of the command
+//! and the build, bounded by [`ShrinkBounds::runs`] candidate runs; the wall-clock
+//! bound may stop it sooner, which the output says (only then can two shrinks differ).
+//!
+//! Does not shrink: the seed (another seed is another run, not a smaller one), the
+//! shape a swarm profile draws (it comes from the seed; such candidates change
+//! nothing and are not kept), or what the workload draws.
+
+use std::io::{self, Write};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use super::{FuzzArgs, RunReport, Verdict};
+use crate::campaign::signature::signature;
+use crate::fault_schedule::{FaultClass, FaultSchedule};
+
+/// The bounds of one shrink.
+#[derive(Clone, Copy, Debug)]
+pub struct ShrinkBounds {
+    /// Candidate runs at most (the deterministic bound).
+    pub runs: u64,
+}
+
+/// How big a run is, in the units a shrink reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunSize {
+    /// Ticks simulated (drain included).
+    pub ticks: u64,
+    /// `--ticks`: ticks of workload and faults.
+    pub fault_ticks: u64,
+    /// Fault events injected.
+    pub events: usize,
+    /// Replicas.
+    pub replicas: usize,
+    /// Clients.
+    pub clients: usize,
+    /// Shards per replica.
+    pub shards: usize,
+    /// Requests handed out.
+    pub requests: u64,
+    /// Of the crashes, those that cut the power.
+    pub power_losses: usize,
+}
+
+impl RunSize {
+    fn of(args: &FuzzArgs, report: &RunReport) -> Self {
+        Self {
+            ticks: report.ticks,
+            fault_ticks: args.ticks,
+            events: report.faults.events.len(),
+            replicas: report.shape.0,
+            clients: report.shape.1,
+            shards: report.shape.2,
+            requests: report.requests,
+            power_losses: report
+                .faults
+                .events
+                .iter()
+                .filter(|event| event.fault.kind() == "power-loss")
+                .count(),
+        }
+    }
+}
+
+/// What a shrink found.
+#[derive(Clone, Debug)]
+pub struct Shrunk {
+    /// The failure signature every kept candidate shares.
+    pub signature: String,
+    /// The failing run's size.
+    pub original: RunSize,
+    /// The smallest failing run's size.
+    pub shrunk: RunSize,
+    /// The smallest failing run's arguments; its schedule is in `schedule`.
+    pub args: FuzzArgs,
+    /// The smallest failing run's fault schedule (write it, then point `--faults-from`
+    /// at it).
+    pub schedule: FaultSchedule,
+    /// The smallest failing run's verdict text.
+    pub failure: String,
+    /// The kept steps, in order, one line each.
+    pub steps: Vec<String>,
+    /// Candidate runs made.
+    pub runs: u64,
+    /// Why the search ended early, if it did (`None`: every pass ran to the end).
+    pub stopped_early: Option<&'static str>,
+}
+
+impl Shrunk {
+    /// Ratio of the original's fault ticks to the shrunk run's.
+    pub fn ticks_ratio(&self) -> f64 {
+        self.original.fault_ticks as f64 / self.shrunk.fault_ticks.max(1) as f64
+    }
+
+    /// Ratio of the original's fault events to the shrunk run's (`events + 1` each,
+    /// so a schedule shrunk to nothing counts as a finite ratio).
+    pub fn events_ratio(&self) -> f64 {
+        (self.original.events + 1) as f64 / (self.shrunk.events + 1) as f64
+    }
+
+    /// The one-line summary: how much smaller, unit by unit.
+    pub fn summary(&self) -> String {
+        let (a, b) = (&self.original, &self.shrunk);
+        format!(
+            "shrunk after {} candidate runs{}: ticks {} -> {} ({:.1}x), fault events {} -> {} ({:.1}x), replicas {} -> {}, \
+             clients {} -> {}, shards {} -> {}, requests {} -> {}",
+            self.runs,
+            match self.stopped_early {
+                Some(why) => format!(" (stopped early: {why})"),
+                None => String::new(),
+            },
+            a.fault_ticks,
+            b.fault_ticks,
+            self.ticks_ratio(),
+            a.events,
+            b.events,
+            self.events_ratio(),
+            a.replicas,
+            b.replicas,
+            a.clients,
+            b.clients,
+            a.shards,
+            b.shards,
+            a.requests,
+            b.requests
+        )
+    }
+}
+
+/// One candidate's outcome: its failure signature (if it failed) and report.
+struct Attempt {
+    signature: Option<String>,
+    failure: String,
+    report: Option<RunReport>,
+}
+
+/// Run `args` with `seed`, its output thrown away, a panic counted as a failure
+/// (signed as the campaign signs one).
+fn attempt(args: &FuzzArgs, seed: u64) -> Attempt {
+    let mut sink = io::sink();
+    match catch_unwind(AssertUnwindSafe(|| super::run(args, seed, &mut sink))) {
+        Ok(Ok(report)) => match &report.verdict {
+            Verdict::Failed(reason) => Attempt {
+                signature: Some(signature(reason)),
+                failure: reason.clone(),
+                report: Some(report),
+            },
+            _ => Attempt {
+                signature: None,
+                failure: String::new(),
+                report: Some(report),
+            },
+        },
+        Ok(Err(_)) => Attempt {
+            signature: None,
+            failure: String::new(),
+            report: None,
+        },
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_else(|| "a panic with no message".to_owned());
+            let location = crate::campaign::runner::take_panic_location().unwrap_or_default();
+            Attempt {
+                signature: Some(format!("panic at {location}: {}", signature(&message))),
+                failure: format!("panic at {location}: {message}"),
+                report: None,
+            }
+        }
+    }
+}
+
+/// The search's state: the best failing run so far and the budget.
+struct Search<'a> {
+    seed: u64,
+    signature: String,
+    best: FuzzArgs,
+    best_report: RunReport,
+    best_failure: String,
+    steps: Vec<String>,
+    runs: u64,
+    bounds: ShrinkBounds,
+    out_of_time: &'a mut dyn FnMut() -> bool,
+    stopped_early: Option<&'static str>,
+    out: &'a mut dyn Write,
+}
+
+impl Search<'_> {
+    /// Whether the budget allows another candidate (and notes why not).
+    fn may_run(&mut self) -> bool {
+        if self.stopped_early.is_some() {
+            return false;
+        }
+        if self.runs >= self.bounds.runs {
+            self.stopped_early = Some("--shrink-runs reached");
+        } else if (self.out_of_time)() {
+            self.stopped_early = Some("--shrink-seconds reached");
+        }
+        self.stopped_early.is_none()
+    }
+
+    /// Try `candidate`; keep it if it fails the same way and is smaller in some unit
+    /// and larger in none. Returns whether it was kept.
+    fn try_candidate(&mut self, what: &str, mut candidate: FuzzArgs) -> io::Result<bool> {
+        if !self.may_run() {
+            return Ok(false);
+        }
+        self.runs += 1;
+        let outcome = attempt(&candidate, self.seed);
+        let (Some(signature), Some(report)) = (outcome.signature, outcome.report) else {
+            return Ok(false);
+        };
+        if signature != self.signature {
+            return Ok(false);
+        }
+        let before = RunSize::of(&self.best, &self.best_report);
+        let after = RunSize::of(&candidate, &report);
+        let smaller = after.fault_ticks < before.fault_ticks
+            || after.events < before.events
+            || after.replicas < before.replicas
+            || after.clients < before.clients
+            || after.shards < before.shards
+            || after.requests < before.requests
+            || after.power_losses < before.power_losses
+            || candidate_drops_a_flag(&self.best, &candidate);
+        let larger = after.fault_ticks > before.fault_ticks
+            || after.replicas > before.replicas
+            || after.clients > before.clients
+            || after.shards > before.shards;
+        if !smaller || larger {
+            return Ok(false);
+        }
+        // The run it made, not the one asked for: events that did not fit are gone.
+        candidate.schedule = Some(report.faults.clone());
+        let line = format!(
+            "shrink step {}: {what}: still fails (ticks {}, fault events {}, replicas {}, clients {}, shards {}, requests {})",
+            self.steps.len() + 1,
+            after.fault_ticks,
+            after.events,
+            after.replicas,
+            after.clients,
+            after.shards,
+            after.requests
+        );
+        writeln!(self.out, "{line}")?;
+        self.steps.push(line);
+        self.best = candidate;
+        self.best_report = report;
+        self.best_failure = outcome.failure;
+        Ok(true)
+    }
+
+    fn schedule(&self) -> FaultSchedule {
+        self.best.schedule.clone().unwrap_or_default()
+    }
+
+    /// Pass 1 and 6: the failing tick, or fractions of the ticks.
+    fn ticks(&mut self) -> io::Result<()> {
+        let ticks = self.best.ticks;
+        if let (Some(enough), Some(failed_at)) = (self.best_report.failure_fault_ticks, self.best_report.failure_tick)
+            && enough < ticks
+        {
+            let mut candidate = self.best.clone();
+            candidate.ticks = enough;
+            // The network's events are stamped one tick on (see `fault_schedule`).
+            candidate.schedule = Some(self.schedule().until(failed_at + 1));
+            if self.try_candidate(&format!("stop at the failing tick (--ticks {enough})"), candidate)? {
+                return Ok(());
+            }
+        }
+        for quarters in 1..4 {
+            let cut = ticks * quarters / 4;
+            if cut == 0 || cut >= self.best.ticks {
+                continue;
+            }
+            let mut candidate = self.best.clone();
+            candidate.ticks = cut;
+            if self.try_candidate(&format!("--ticks {cut}"), candidate)? {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// Pass 2: fault classes off, one at a time.
+    fn classes(&mut self, resolved: &crate::profile::ResolvedProfile) -> io::Result<()> {
+        for class in FaultClass::ALL {
+            let schedule = self.schedule();
+            if !schedule.has(class) {
+                continue;
+            }
+            let mut candidate = self.best.clone();
+            candidate.schedule = Some(schedule.without(class));
+            self.try_candidate(&format!("fault class `{}` off", class.name()), candidate)?;
+        }
+        let network = &resolved.network;
+        type Switch = (&'static str, bool, fn(&mut FuzzArgs));
+        let switches: [Switch; 6] = [
+            (
+                "packet loss off (--packet-loss 0)",
+                network.packet_loss_probability > 0.0,
+                |args| args.network.packet_loss = Some(0.0),
+            ),
+            (
+                "packet replay off (--packet-replay 0)",
+                network.packet_replay_probability > 0.0,
+                |args| args.network.packet_replay = Some(0.0),
+            ),
+            (
+                "packet corruption off (--packet-corruption 0)",
+                network.packet_corruption_probability > 0.0,
+                |args| args.network.packet_corruption = Some(0.0),
+            ),
+            (
+                "clock skew off (--clock-offset-max 0 --clock-drift-max 0)",
+                network.clock_offset_max_micros > 0 || network.clock_drift_max_ppm > 0,
+                |args| {
+                    args.network.clock_offset_max = Some(0);
+                    args.network.clock_drift_max = Some(0);
+                },
+            ),
+            (
+                "slow disks off (--disk-slow-prob 0)",
+                self.best
+                    .disk_slow_prob
+                    .unwrap_or(resolved.storage.disk_slow_probability)
+                    > 0.0,
+                |args| args.disk_slow_prob = Some(0.0),
+            ),
+            ("--buggify off", self.best.buggify, |args| args.buggify = false),
+        ];
+        for (what, on, switch_off) in switches {
+            if on {
+                let mut candidate = self.best.clone();
+                switch_off(&mut candidate);
+                self.try_candidate(what, candidate)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Pass 3: ddmin over the schedule's events.
+    fn events(&mut self) -> io::Result<()> {
+        let mut chunks = 2;
+        loop {
+            let events = self.schedule().events;
+            if events.is_empty() {
+                return Ok(());
+            }
+            let chunks_now = chunks.min(events.len());
+            let size = events.len().div_ceil(chunks_now);
+            let mut removed_one = false;
+            for start in (0..events.len()).step_by(size) {
+                let end = (start + size).min(events.len());
+                let kept: Vec<_> = events[..start].iter().chain(&events[end..]).cloned().collect();
+                let mut candidate = self.best.clone();
+                candidate.schedule = Some(FaultSchedule::new(kept));
+                let what = format!("without fault events {}..{} of {}", start + 1, end, events.len());
+                if self.try_candidate(&what, candidate)? {
+                    removed_one = true;
+                    break;
+                }
+                if self.stopped_early.is_some() {
+                    return Ok(());
+                }
+            }
+            if removed_one {
+                chunks = (chunks_now - 1).max(2);
+            } else if chunks_now >= events.len() {
+                return Ok(());
+            } else {
+                chunks = (chunks_now * 2).min(events.len());
+            }
+        }
+    }
+
+    /// Pass 4: one client, one shard, fewer replicas.
+    fn world(&mut self) -> io::Result<()> {
+        let (replicas, clients, shards) = self.best_report.shape;
+        if clients > 1 {
+            for fewer in [1, clients / 2].into_iter().filter(|&c| c >= 1 && c < clients) {
+                let mut candidate = self.best.clone();
+                candidate.clients = fewer as u32;
+                candidate.schedule = Some(self.schedule().within(replicas, fewer));
+                if self.try_candidate(&format!("--clients {fewer}"), candidate)? {
+                    break;
+                }
+            }
+        }
+        if shards > 1 {
+            let mut candidate = self.best.clone();
+            candidate.shards = 1;
+            self.try_candidate("--shards 1", candidate)?;
+        }
+        let clients = self.best_report.shape.1;
+        for fewer in 1..replicas {
+            let mut candidate = self.best.clone();
+            candidate.replicas = fewer as u32;
+            candidate.schedule = Some(self.schedule().within(fewer, clients));
+            if self.try_candidate(&format!("--replicas {fewer}"), candidate)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Pass 5: fewer requests, halving while it fails, then a few bisection steps.
+    fn requests(&mut self) -> io::Result<()> {
+        /// Bisection steps after the halving: enough to land within an eighth of the
+        /// last gap, few enough that this pass stays cheap.
+        const REQUEST_BISECTION_STEPS_MAX: u32 = 3;
+        let mut failing = self.best_report.requests;
+        let mut passing = 0;
+        while failing > 1 {
+            let half = failing / 2;
+            let mut candidate = self.best.clone();
+            candidate.requests_max = Some(half);
+            if !self.try_candidate(&format!("--requests-max {half}"), candidate)? {
+                passing = half;
+                break;
+            }
+            failing = self.best_report.requests.min(half);
+        }
+        for _ in 0..REQUEST_BISECTION_STEPS_MAX {
+            let middle = passing + (failing - passing) / 2;
+            if middle <= passing || middle >= failing {
+                break;
+            }
+            let mut candidate = self.best.clone();
+            candidate.requests_max = Some(middle);
+            if self.try_candidate(&format!("--requests-max {middle}"), candidate)? {
+                failing = self.best_report.requests.min(middle);
+            } else {
+                passing = middle;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `candidate` turns off a seeded fault flag `best` has on (a smaller run in
+/// kind, though no counted unit moves).
+fn candidate_drops_a_flag(best: &FuzzArgs, candidate: &FuzzArgs) -> bool {
+    let zeroed = |before: Option<f64>, after: Option<f64>| after == Some(0.0) && before != Some(0.0);
+    zeroed(best.network.packet_loss, candidate.network.packet_loss)
+        || zeroed(best.network.packet_replay, candidate.network.packet_replay)
+        || zeroed(best.network.packet_corruption, candidate.network.packet_corruption)
+        || (candidate.network.clock_offset_max == Some(0) && best.network.clock_offset_max != Some(0))
+        || zeroed(best.disk_slow_prob, candidate.disk_slow_prob)
+        || (best.buggify && !candidate.buggify)
+}
+
+/// Shrink the failing run `args` with `seed`, printing each kept step to `out`.
+/// `out_of_time` is asked before every candidate. Returns `Ok(None)` if the run does
+/// not fail (nothing to shrink), with the reason printed.
+pub fn shrink(
+    args: &FuzzArgs,
+    seed: u64,
+    bounds: ShrinkBounds,
+    out_of_time: &mut dyn FnMut() -> bool,
+    out: &mut dyn Write,
+) -> io::Result<Option<Shrunk>> {
+    let original = attempt(args, seed);
+    let (Some(signature), Some(report)) = (original.signature.clone(), original.report) else {
+        writeln!(
+            out,
+            "shrink: the run does not fail{}; nothing to shrink",
+            if original.signature.is_some() {
+                " with a report (it panicked: only a failed check can be replayed from its schedule)"
+            } else {
+                ""
+            }
+        )?;
+        return Ok(None);
+    };
+    let Ok((_, resolved)) = super::configure(args, seed) else {
+        return Ok(None);
+    };
+    writeln!(out, "shrink: signature `{signature}`")?;
+    let mut best = args.clone();
+    best.schedule = Some(report.faults.clone());
+    best.faults_from = None;
+    let original_size = RunSize::of(args, &report);
+    let mut search = Search {
+        seed,
+        signature,
+        best,
+        best_report: report,
+        best_failure: original.failure,
+        steps: Vec::new(),
+        runs: 1,
+        bounds,
+        out_of_time,
+        stopped_early: None,
+        out,
+    };
+    search.ticks()?;
+    search.classes(&resolved)?;
+    search.events()?;
+    search.world()?;
+    search.ticks()?;
+    search.requests()?;
+    let shrunk = Shrunk {
+        signature: search.signature,
+        original: original_size,
+        shrunk: RunSize::of(&search.best, &search.best_report),
+        schedule: search.best.schedule.clone().unwrap_or_default(),
+        args: search.best,
+        failure: search.best_failure,
+        steps: search.steps,
+        runs: search.runs,
+        stopped_early: search.stopped_early,
+    };
+    writeln!(search.out, "{}", shrunk.summary())?;
+    Ok(Some(shrunk))
+}
