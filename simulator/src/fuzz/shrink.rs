@@ -5,18 +5,20 @@
 //! the words of its message, numbers aside). The passes, in order, each on the best
 //! run so far:
 //!
-//! 1. ticks: stop at the failing tick (a failure during the fault phase), else try a
-//!    quarter, a half and three quarters of the ticks;
-//! 2. fault classes off one at a time: outages, crashes, power cuts, partitions,
+//! 1. fault classes off one at a time: outages, crashes, power cuts, partitions,
 //!    clogs, disk-error windows, rot (from the schedule), then the seeded per-packet
 //!    and per-call faults (packet loss, replay, corruption, clock skew, slow disks)
 //!    and `--buggify` (by their flags);
-//! 3. fewer fault events: delta debugging (Zeller and Hildebrandt's ddmin, removing
-//!    complements of ever smaller chunks) over the recorded schedule;
-//! 4. a smaller world: one client, one shard, fewer replicas (events naming a process
+//! 2. a smaller world: one client, one shard, fewer replicas (events naming a process
 //!    the world no longer has are left out);
-//! 5. fewer requests (`--requests-max`, halved while it still fails);
-//! 6. ticks again, as the failure may now come sooner.
+//! 3. fewer fault events: delta debugging (Zeller and Hildebrandt's ddmin, removing
+//!    ever smaller chunks) over the recorded schedule;
+//! 4. ticks: stop at the failing tick (a failure during the fault phase), else try a
+//!    quarter, a half and three quarters of the ticks;
+//! 5. fewer requests (`--requests-max`, halved while it still fails, then bisected).
+//!
+//! Cutting ticks last leaves the earlier passes the whole run to fail in: a failure
+//! that moves a little later when a fault goes is still the same failure.
 //!
 //! Every candidate replays a fault schedule (`--faults-from`), so the final repro is
 //! one command plus one schedule file. The search is a pure function of the command
@@ -276,7 +278,7 @@ impl Search<'_> {
         self.best.schedule.clone().unwrap_or_default()
     }
 
-    /// Pass 1 and 6: the failing tick, or fractions of the ticks.
+    /// Pass 4: the failing tick, or fractions of the ticks.
     fn ticks(&mut self) -> io::Result<()> {
         let ticks = self.best.ticks;
         if let (Some(enough), Some(failed_at)) = (self.best_report.failure_fault_ticks, self.best_report.failure_tick)
@@ -304,7 +306,7 @@ impl Search<'_> {
         Ok(())
     }
 
-    /// Pass 2: fault classes off, one at a time.
+    /// Pass 1: fault classes off, one at a time.
     fn classes(&mut self, resolved: &crate::profile::ResolvedProfile) -> io::Result<()> {
         for class in FaultClass::ALL {
             let schedule = self.schedule();
@@ -361,42 +363,45 @@ impl Search<'_> {
         Ok(())
     }
 
-    /// Pass 3: ddmin over the schedule's events.
+    /// Pass 3: ddmin over the schedule's events: remove chunks (their complements
+    /// kept), halving the chunk size whenever a whole sweep removed nothing. A sweep
+    /// goes on after a removal from where it was (the chunks before it were just
+    /// found to be needed), a common economy on Zeller's algorithm.
     fn events(&mut self) -> io::Result<()> {
-        let mut chunks = 2;
-        loop {
-            let events = self.schedule().events;
-            if events.is_empty() {
-                return Ok(());
-            }
-            let chunks_now = chunks.min(events.len());
-            let size = events.len().div_ceil(chunks_now);
-            let mut removed_one = false;
-            for start in (0..events.len()).step_by(size) {
+        let mut size = self.schedule().events.len().div_ceil(2);
+        while size > 0 {
+            let mut start = 0;
+            let mut removed_any = false;
+            loop {
+                let events = self.schedule().events;
+                if start >= events.len() || self.stopped_early.is_some() {
+                    break;
+                }
                 let end = (start + size).min(events.len());
                 let kept: Vec<_> = events[..start].iter().chain(&events[end..]).cloned().collect();
                 let mut candidate = self.best.clone();
                 candidate.schedule = Some(FaultSchedule::new(kept));
                 let what = format!("without fault events {}..{} of {}", start + 1, end, events.len());
                 if self.try_candidate(&what, candidate)? {
-                    removed_one = true;
-                    break;
+                    removed_any = true;
+                } else {
+                    start = end;
                 }
-                if self.stopped_early.is_some() {
+            }
+            if self.stopped_early.is_some() {
+                return Ok(());
+            }
+            if !removed_any {
+                if size == 1 {
                     return Ok(());
                 }
-            }
-            if removed_one {
-                chunks = (chunks_now - 1).max(2);
-            } else if chunks_now >= events.len() {
-                return Ok(());
-            } else {
-                chunks = (chunks_now * 2).min(events.len());
+                size = size.div_ceil(2);
             }
         }
+        Ok(())
     }
 
-    /// Pass 4: one client, one shard, fewer replicas.
+    /// Pass 2: one client, one shard, fewer replicas.
     fn world(&mut self) -> io::Result<()> {
         let (replicas, clients, shards) = self.best_report.shape;
         if clients > 1 {
@@ -516,10 +521,9 @@ pub fn shrink(
         stopped_early: None,
         out,
     };
-    search.ticks()?;
     search.classes(&resolved)?;
-    search.events()?;
     search.world()?;
+    search.events()?;
     search.ticks()?;
     search.requests()?;
     let shrunk = Shrunk {
