@@ -21,4 +21,5 @@ pub mod seeds;
 pub mod simulation;
 pub mod storage;
 pub mod storage_sweep;
+pub mod trace;
 pub mod workload;

@@ -827,6 +827,8 @@ fn duration(seconds: f64) -> String {
 }
 
 mod coverage;
+mod timeline;
+pub use timeline::timeline_svg;
 
 #[cfg(test)]
 mod tests;
