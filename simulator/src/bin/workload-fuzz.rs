@@ -49,6 +49,17 @@ fn main() -> ExitCode {
             if matches!(report.verdict, Verdict::Failed(_)) {
                 println!("workload-fuzz FAILED, reproduce with: {repro}");
             }
+            if let (Some(path), Some(trace)) = (&args.trace, &report.trace) {
+                match write_trace(path, trace) {
+                    Ok(()) => eprintln!(
+                        "trace: {} events written to {} ({} dropped at the cap); open it in https://ui.perfetto.dev",
+                        trace.events(),
+                        path.display(),
+                        trace.dropped()
+                    ),
+                    Err(error) => eprintln!("workload-fuzz: cannot write trace {}: {error}", path.display()),
+                }
+            }
             match &args.record_faults {
                 Some(path) if !matches!(report.verdict, Verdict::Invalid(_)) => match report.faults.write(path) {
                     Ok(()) => {
@@ -90,6 +101,13 @@ fn main() -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
+/// Write a trace file (Chrome trace event JSON).
+fn write_trace(path: &std::path::Path, trace: &simulator::trace::TraceRecorder) -> std::io::Result<()> {
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    trace.write_chrome_json(&mut file)?;
+    file.flush()
+}
+
 /// `--shrink`: search for the smallest run failing the same way, write its schedule,
 /// print its repro. The exit code stays 1 (the run failed).
 fn shrink(args: &FuzzArgs, seed: u64) -> Result<i32, String> {
@@ -113,6 +131,24 @@ fn shrink(args: &FuzzArgs, seed: u64) -> Result<i32, String> {
     repro.faults_from = Some(path);
     repro.schedule = None;
     repro.shrink = false;
+    if args.trace.is_some() {
+        // The smallest run once more, traced (its output is the repro's, not printed).
+        let trace_path = args.shrink_dir.join(format!("shrunk-{seed}.trace.json"));
+        let mut traced = shrunk.args.clone();
+        traced.trace = Some(trace_path.clone());
+        let report = fuzz::run(&traced, seed, &mut std::io::sink()).map_err(|error| error.to_string())?;
+        if let Some(trace) = &report.trace {
+            write_trace(&trace_path, trace)
+                .map_err(|error| format!("cannot write {}: {error}", trace_path.display()))?;
+            writeln!(
+                out,
+                "shrunk trace: {} ({} events)",
+                trace_path.display(),
+                trace.events()
+            )
+            .map_err(|error| error.to_string())?;
+        }
+    }
     writeln!(out, "shrunk failure: {}", shrunk.failure).map_err(|error| error.to_string())?;
     writeln!(
         out,

@@ -168,6 +168,9 @@ pub(super) fn run(
         )?;
     }
 
+    if args.trace.is_some() {
+        harness.enable_trace();
+    }
     let mut outages = Outages::new(seeds.storage, args.power_outage_probability(profile_storage));
     if let Some(schedule) = schedule {
         harness.replay_faults(schedule);
@@ -199,11 +202,15 @@ pub(super) fn run(
             failure = Some(error);
             break;
         }
-        if outages.due(harness.simulation().tick())
-            && let Err(error) = outages.run(&mut harness, &workload)
-        {
-            failure = Some(error);
-            break;
+        if outages.due(harness.simulation().tick()) {
+            harness.trace_cluster_fault(
+                "outage",
+                "every replica loses power (once the cluster is quiet)".to_owned(),
+            );
+            if let Err(error) = outages.run(&mut harness, &workload) {
+                failure = Some(error);
+                break;
+            }
         }
         if let Some(first) = workload.borrow().failures().first() {
             failure = Some(CheckFailure {
@@ -467,6 +474,14 @@ pub(super) fn run(
     // An exhausted search is its own verdict: never a pass.
     let undecided = linearizability.as_ref().and_then(|report| report.undecided.clone());
     report.failure_tick = failure.as_ref().map(|failure| failure.tick);
+    let failure_text = failure
+        .as_ref()
+        .map(|failure| (failure.check, failure.to_string(), failure.tick));
+    report.trace = harness.finish_trace(
+        failure_text
+            .as_ref()
+            .map(|(check, detail, tick)| (*check, detail.as_str(), *tick)),
+    );
     report.verdict = match failure {
         Some(failure) => Verdict::Failed(failure.to_string()),
         None if commits < args.min_commits => Verdict::Vacuous(format!(

@@ -80,6 +80,8 @@ pub struct RunReport {
     /// The world that ran: (replicas, clients, shards), as the flags or a swarm
     /// profile's draw made it.
     pub shape: (usize, usize, usize),
+    /// With `--trace`, the run's timeline (consensus planes).
+    pub trace: Option<crate::trace::TraceRecorder>,
 }
 
 /// Run the workload described by `args` with `seed`, printing the banner, the figures
@@ -102,6 +104,7 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
         faults: FaultSchedule::default(),
         requests: 0,
         shape: (0, 0, 0),
+        trace: None,
     };
     let (config, resolved) = match configure(args, seed) {
         Ok(configured) => configured,
@@ -137,8 +140,10 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
         },
         (None, None) => None,
     };
-    if schedule.is_some() && args.plane == Plane::Echo {
-        let message = "--faults-from replays a consensus plane's faults; the echo plane draws its own".to_owned();
+    if (schedule.is_some() || args.trace.is_some()) && args.plane == Plane::Echo {
+        let message = "--faults-from and --trace are for the consensus planes; the echo plane draws its own faults \
+                       and has no replicas to trace"
+            .to_owned();
         writeln!(out, "workload-fuzz: invalid configuration: {message}")?;
         report.verdict = Verdict::Invalid(message);
         return Ok(report);

@@ -128,6 +128,10 @@ pub struct ClientStats {
     /// FNV-1a-64 of every matched reply's header, in arrival order: what the
     /// determinism test pins.
     pub reply_hash: u64,
+    /// The newest request's operation code (for `--trace`).
+    pub last_operation: u8,
+    /// The newest request's group (for `--trace`).
+    pub last_group: u64,
 }
 
 /// The id a client puts in its requests: never 0 (0 marks replica-originated frames).
@@ -225,6 +229,8 @@ pub async fn run_client<B: Bus>(
             let mut stats = stats.borrow_mut();
             stats.requests += 1;
             stats.outstanding = true;
+            stats.last_operation = operation;
+            stats.last_group = group;
         }
         if let Some(leader) = leaders.get(&group) {
             target = *leader;

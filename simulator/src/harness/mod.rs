@@ -18,6 +18,7 @@ pub mod crash;
 mod schedule;
 pub mod state_checker;
 pub mod stores;
+mod trace;
 
 use std::cell::{Ref, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
@@ -473,6 +474,8 @@ pub struct Harness {
     faults_made: Vec<FaultEvent>,
     /// A replayed schedule's events, in place of the crash draws and the budget's turn.
     replay: Option<HarnessReplay>,
+    /// With `--trace`, the run's timeline being recorded.
+    trace: Option<Box<trace::HarnessTrace>>,
 }
 
 impl Harness {
@@ -521,6 +524,7 @@ impl Harness {
             driver: driver.clone(),
             faults_made: Vec::new(),
             replay: None,
+            trace: None,
         };
         for index in 0..replicas {
             let disk = match config.storage {
@@ -858,6 +862,9 @@ impl Harness {
             detail: error.to_string(),
             tick,
         })?;
+        if self.trace.is_some() {
+            self.trace_tick();
+        }
         // Before anyone fail-stops: what a replica applied in this step counts even if
         // its node stops at the end of it.
         for index in 0..self.slots.len() {
@@ -935,6 +942,9 @@ impl Harness {
             // As the production node does: publish what the healthy stores hold, then exit.
             let (flushed, failed) = self.slots[index].node.as_ref().map_or((0, 0), Node::flush_for_shutdown);
             tracing::info!(replica = index, %failure, flushed, failed, "fail-stop");
+            if self.trace.is_some() {
+                self.trace_fault(index, "fail-stop", failure.to_string());
+            }
             self.end_process(index, false);
             self.stats.fail_stops += 1;
             self.slots[index].supervisor_restart_at = Some(tick + SUPERVISOR_RESTART_TICKS);
@@ -1504,6 +1514,10 @@ impl Harness {
     /// its disk keeps only what was stable.
     fn end_process(&mut self, index: usize, power_loss: bool) {
         let tick = self.simulation.tick();
+        if self.trace.is_some() {
+            let kind = if power_loss { "power-loss" } else { "crash" };
+            self.trace_fault(index, kind, format!("replica {index}'s process ends"));
+        }
         self.simulation.crash(ProcessId(index as u32));
         let slot = &mut self.slots[index];
         if let Some(node) = &slot.node {
@@ -1541,6 +1555,9 @@ impl Harness {
         self.maybe_rot(index);
         self.boot(index);
         self.stats.restarts += 1;
+        if self.trace.is_some() {
+            self.trace_fault(index, "restart", format!("incarnation {incarnation:#x}"));
+        }
     }
 
     /// One status line per replica (its metadata replica and partition summary), for

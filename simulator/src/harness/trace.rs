@@ -1,0 +1,231 @@
+//! `--trace`: what the harness tells the run's [`TraceRecorder`] each tick.
+//!
+//! Observes, after every step: each replica's status, view, commit and head in every
+//! group its node hosts (the recorder keeps changes only), checkpoints, groups a node
+//! stopped hosting, faults its disk injected, the disk-error windows and rots the
+//! harness decided, the partitions, heals and clogs the network made, and each
+//! client's requests from send to answer (seen through its counters, so a request
+//! sent and answered within one tick is a span of length zero). Crashes, power cuts,
+//! fail-stops and restarts are told as they happen (`Harness::end_process`,
+//! `restart_now`). Nothing here draws or changes what the run does: with tracing off
+//! none of it runs.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use cluster::vsr::Status;
+
+use super::{Disk, Harness};
+use crate::fault_schedule::{DiskErrorsOn, Fault, process_name};
+use crate::network::NetworkFault;
+use crate::trace::{Lane, TraceRecorder};
+
+/// The recorder and what the harness saw last, to tell only what changed.
+#[derive(Debug)]
+pub(super) struct HarnessTrace {
+    pub(super) recorder: TraceRecorder,
+    /// Per replica, the groups its node hosted at the last look.
+    groups: Vec<BTreeSet<u64>>,
+    /// Per (replica, group), the newest checkpoint seen.
+    checkpoints: BTreeMap<(usize, u64), u64>,
+    /// Per replica, the disk faults injected at the last look.
+    injected: Vec<u64>,
+    /// How many of the harness's and the network's faults were told.
+    faults_told: (usize, usize),
+    /// Per client: (requests sent, outstanding, denied, not committed) at the last look.
+    clients: Vec<(u64, bool, u64, u64)>,
+}
+
+/// The status as the trace names it.
+fn status_name(status: Status) -> &'static str {
+    match status {
+        Status::Normal => "normal",
+        Status::ViewChange => "view-change",
+        Status::Recovering => "recovering",
+    }
+}
+
+impl HarnessTrace {
+    pub(super) fn new(replicas: usize, clients: usize) -> Self {
+        Self {
+            recorder: TraceRecorder::new(replicas, clients),
+            groups: vec![BTreeSet::new(); replicas],
+            checkpoints: BTreeMap::new(),
+            injected: vec![0; replicas],
+            faults_told: (0, 0),
+            clients: vec![(0, false, 0, 0); clients],
+        }
+    }
+}
+
+impl Harness {
+    /// Record a timeline of the run from now on (see [`crate::trace`]).
+    pub fn enable_trace(&mut self) {
+        self.trace = Some(Box::new(HarnessTrace::new(self.replica_count, self.clients.len())));
+    }
+
+    /// The failing check, as the trace's final mark; then every open span closes.
+    /// Returns the recorder (`None` without `enable_trace`).
+    pub fn finish_trace(&mut self, failure: Option<(&str, &str, u64)>) -> Option<TraceRecorder> {
+        self.trace_tick();
+        let tick = self.simulation.tick();
+        let mut trace = self.trace.take()?;
+        if let Some((check, detail, at)) = failure {
+            trace.recorder.failure(at, check, detail);
+        }
+        trace.recorder.finish(tick);
+        Some(trace.recorder)
+    }
+
+    /// Tell the trace about a fault of the whole cluster (an outage) as it happens.
+    pub fn trace_cluster_fault(&mut self, kind: &'static str, detail: String) {
+        let tick = self.simulation.tick();
+        if let Some(trace) = &mut self.trace {
+            trace.recorder.fault(tick, Lane::Cluster, kind, detail);
+        }
+    }
+
+    /// Tell the trace about a fault on a replica as it happens.
+    pub(super) fn trace_fault(&mut self, replica: usize, kind: &'static str, detail: String) {
+        let tick = self.simulation.tick();
+        if let Some(trace) = &mut self.trace {
+            trace.recorder.fault(tick, Lane::Replica(replica), kind, detail);
+        }
+    }
+
+    /// Tell the trace what changed in this tick (see the module docs).
+    pub(super) fn trace_tick(&mut self) {
+        let Some(mut trace) = self.trace.take() else {
+            return;
+        };
+        let tick = self.simulation.tick();
+        let recorder = &mut trace.recorder;
+        for (index, slot) in self.slots.iter().enumerate() {
+            let mut hosted = BTreeSet::new();
+            if let Some(node) = &slot.node {
+                for shard in node.shards() {
+                    let shard = shard.borrow();
+                    let metadata = shard.metadata().map(|replica| {
+                        (
+                            0,
+                            replica.status(),
+                            replica.view(),
+                            replica.commit_min(),
+                            replica.head(),
+                            replica.checkpoint_op(),
+                        )
+                    });
+                    let partitions = shard.partitions().iter().map(|(group, replica)| {
+                        (
+                            *group,
+                            replica.status(),
+                            replica.view(),
+                            replica.commit_min(),
+                            replica.head(),
+                            replica.checkpoint_op(),
+                        )
+                    });
+                    for (group, status, view, commit, head, checkpoint) in metadata.into_iter().chain(partitions) {
+                        hosted.insert(group);
+                        recorder.replica_state(tick, index, group, status_name(status), view);
+                        recorder.commit(tick, index, group, commit);
+                        recorder.head(tick, index, group, head);
+                        let seen = trace.checkpoints.entry((index, group)).or_insert(0);
+                        if checkpoint > *seen {
+                            *seen = checkpoint;
+                            recorder.checkpoint(tick, index, group, checkpoint);
+                        }
+                    }
+                }
+                for gone in trace.groups[index].difference(&hosted) {
+                    recorder.group_closed(tick, index, *gone);
+                }
+                trace.groups[index] = hosted;
+            }
+            if let Disk::Sim(storage) = &slot.disk {
+                let injected = storage.injected().total();
+                if injected > trace.injected[index] {
+                    let detail = format!("{} disk fault(s) injected", injected - trace.injected[index]);
+                    recorder.fault(tick, Lane::Replica(index), "disk-fault", detail);
+                    trace.injected[index] = injected;
+                }
+            }
+        }
+        for event in &self.faults_made[trace.faults_told.0..] {
+            match &event.fault {
+                Fault::DiskErrors { on } => {
+                    let (lane, kind) = match on {
+                        DiskErrorsOn::Replica(replica) => (Lane::Replica(*replica), "disk-errors-on"),
+                        DiskErrorsOn::Everyone => (Lane::Cluster, "disk-errors-on"),
+                        DiskErrorsOn::Nobody => (Lane::Cluster, "disk-errors-off"),
+                    };
+                    recorder.fault(event.tick, lane, kind, "writes and syncs may fail".to_owned());
+                }
+                Fault::Rot { replica } => recorder.fault(
+                    event.tick,
+                    Lane::Replica(*replica),
+                    "rot",
+                    "one stable bit rotted".to_owned(),
+                ),
+                // Told as they happen, with fail-stops and supervisor restarts.
+                _ => {}
+            }
+        }
+        let network = self.simulation.network().faults_made();
+        for (at, fault) in &network[trace.faults_told.1..] {
+            let replicas = self.replica_count;
+            let (kind, detail) = match fault {
+                NetworkFault::Partition {
+                    side_a,
+                    cut_a_to_b,
+                    cut_b_to_a,
+                } => (
+                    "partition",
+                    format!(
+                        "side A {side_a:?} against the rest, cut {}",
+                        match (cut_a_to_b, cut_b_to_a) {
+                            (true, true) => "both ways",
+                            (true, false) => "A to B",
+                            _ => "B to A",
+                        }
+                    ),
+                ),
+                NetworkFault::Heal => ("heal", "the partition heals".to_owned()),
+                NetworkFault::Clog { from, to, ticks } => (
+                    "clog",
+                    format!(
+                        "{} -> {} for {ticks} ticks",
+                        process_name(*from, replicas),
+                        process_name(*to, replicas)
+                    ),
+                ),
+            };
+            recorder.fault(*at, Lane::Network, kind, detail);
+        }
+        trace.faults_told = (self.faults_made.len(), network.len());
+        for (client, stats) in self.clients.iter().enumerate() {
+            let stats = stats.borrow();
+            let (sent, outstanding, denied, not_committed) = trace.clients[client];
+            if stats.requests > sent && outstanding {
+                // Answered and followed by the next within one tick.
+                recorder.request_answered(tick, client, sent, "reply");
+            }
+            if stats.requests > sent {
+                let what = format!("op {} to group {:#x}", stats.last_operation, stats.last_group);
+                recorder.request_sent(tick, client, stats.requests, &what);
+            }
+            let answered_now = (outstanding || stats.requests > sent) && !stats.outstanding;
+            if answered_now {
+                let outcome = if stats.denied > denied {
+                    "denied"
+                } else if stats.not_committed > not_committed {
+                    "not committed"
+                } else {
+                    "reply"
+                };
+                recorder.request_answered(tick, client, stats.requests, outcome);
+            }
+            trace.clients[client] = (stats.requests, stats.outstanding, stats.denied, stats.not_committed);
+        }
+        self.trace = Some(trace);
+    }
+}
