@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
 # Install the Debian tools the test suite drives real processes with:
 # - strace: syscall fault injection (a node's fdatasync made to fail with EIO in
-#   cluster/tests/failover.rs).
+#   cluster/tests/failover.rs);
+# - with the argument `chromium`, also Debian's chromium, to render a campaign's
+#   report.html headless (scripts/render-report.sh).
 # Idempotent: installs only what is missing. Needs root (CI and the dev machines run as
 # root) and Debian's package archive.
 set -euo pipefail
 missing=()
 command -v strace >/dev/null 2>&1 || missing+=(strace)
+for extra in "$@"; do
+  case "$extra" in
+    chromium) command -v chromium >/dev/null 2>&1 || missing+=(chromium) ;;
+    *) echo "install-test-tools.sh: unknown tool '$extra' (known: chromium)" >&2; exit 2 ;;
+  esac
+done
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "test tools present: strace"
+  echo "test tools present: strace $*"
   exit 0
 fi
 echo "installing: ${missing[*]}"
@@ -18,4 +26,4 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-apt-get install -y -qq "${missing[@]}"
+apt-get install -y -qq "${missing[@]}" >/dev/null

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use simulator::campaign::report::{CampaignReport, RunVerdict};
 use simulator::campaign::runner::{install_quiet_panic_hook, run_campaign};
+use simulator::campaign::shrink::{SHRINK_GROUPS_MAX, SHRUNK_DIR, ShrinkOptions, shrink_failure_groups};
 use simulator::campaign::spec::{CampaignFlags, SubCampaign, parse_required_marks};
 use simulator::campaign::spec_file::SpecFile;
 use simulator::campaign::{check_writable, default_out, write_report};
@@ -224,6 +225,35 @@ fn summarize(report: &CampaignReport, dir: &std::path::Path, known: Option<&[Str
         if let Some(first) = group.runs.first() {
             println!("    reproduce with: {}", first.command);
         }
+        if let Some(repro) = report.shrunk.iter().find(|repro| repro.signature == group.signature) {
+            match (&repro.shrunk, &repro.command) {
+                (Some(shrunk), Some(command)) => {
+                    println!(
+                        "    shrunk seed {} in {:.1} s ({} runs): ticks {} -> {}, fault events {} -> {}, replicas {} -> {}, \
+                         requests {} -> {}",
+                        repro.seed,
+                        repro.seconds,
+                        repro.runs,
+                        repro.original.ticks,
+                        shrunk.ticks,
+                        repro.original.fault_events,
+                        shrunk.fault_events,
+                        repro.original.replicas,
+                        shrunk.replicas,
+                        repro.original.requests,
+                        shrunk.requests
+                    );
+                    println!("    smallest repro: {command}");
+                    if let Some(trace) = &repro.trace_file {
+                        println!("    trace: {}", dir.join(trace).display());
+                    }
+                }
+                _ => println!(
+                    "    not shrunk: {}",
+                    repro.note.as_deref().unwrap_or("no smaller failing run found")
+                ),
+            }
+        }
     }
     println!("report: {}", dir.join("report.html").display());
     println!(
@@ -307,6 +337,41 @@ fn parse_command_line(args: Vec<String>) -> Result<Parsed, String> {
     Ok((cli, subs, label))
 }
 
+/// Copy the shrunk repros' files of the report in `source` (the `number`th merged)
+/// into `into`'s `shrunk/`, and point the report's entries at the copies.
+fn carry_shrunk_files(
+    source: &std::path::Path,
+    into: &std::path::Path,
+    number: usize,
+    report: &mut CampaignReport,
+) -> Result<(), String> {
+    for repro in &mut report.shrunk {
+        for file in [&mut repro.schedule_file, &mut repro.trace_file].into_iter().flatten() {
+            let name = std::path::Path::new(file.as_str())
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let carried = format!("{SHRUNK_DIR}/part{number}-{name}");
+            std::fs::create_dir_all(into.join(SHRUNK_DIR))
+                .map_err(|error| format!("cannot create {}: {error}", into.join(SHRUNK_DIR).display()))?;
+            std::fs::copy(source.join(file.as_str()), into.join(&carried)).map_err(|error| {
+                format!(
+                    "cannot copy {} into the merged report: {error}",
+                    source.join(file.as_str()).display()
+                )
+            })?;
+            if let Some(command) = &mut repro.command {
+                *command = command.replace(
+                    &source.join(file.as_str()).display().to_string(),
+                    &into.join(&carried).display().to_string(),
+                );
+            }
+            *file = carried;
+        }
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let (cli, subs, label) = match parse_command_line(std::env::args().collect()) {
         Ok(parsed) => parsed,
@@ -341,12 +406,23 @@ fn main() -> ExitCode {
                     Err(error) => return invalid(error.to_string()),
                 }
             }
+            let dir = match &out {
+                Some(out) => out.clone(),
+                None => match CampaignReport::merge(reports.clone()) {
+                    Ok(merged) => default_out(&merged.campaign_id),
+                    Err(error) => return invalid(error.to_string()),
+                },
+            };
+            for (number, (source, report)) in dirs.iter().zip(&mut reports).enumerate() {
+                if let Err(message) = carry_shrunk_files(source, &dir, number, report) {
+                    return invalid(message);
+                }
+            }
             let missing_shards = missing_shards(&reports);
             let merged = match CampaignReport::merge(reports) {
                 Ok(merged) => merged,
                 Err(error) => return invalid(error.to_string()),
             };
-            let dir = out.unwrap_or_else(|| default_out(&merged.campaign_id));
             if let Err(error) = write_report(&merged, &dir) {
                 return invalid(error);
             }
@@ -380,10 +456,22 @@ fn main() -> ExitCode {
                 spec.jobs
             );
             install_quiet_panic_hook();
-            let report = match run_campaign(&spec, &campaign_id, &command) {
+            let mut report = match run_campaign(&spec, &campaign_id, &command) {
                 Ok(report) => report,
                 Err(message) => return invalid(message),
             };
+            if !cli.run.no_shrink && report.totals().fail > 0 {
+                let options = ShrinkOptions {
+                    seconds: cli.run.shrink_seconds,
+                    runs: cli.run.shrink_runs,
+                    jobs: spec.jobs,
+                };
+                println!(
+                    "shrinking up to {SHRINK_GROUPS_MAX} failure groups ({} s and {} runs each at most)",
+                    options.seconds, options.runs
+                );
+                report.shrunk = shrink_failure_groups(&report, &dir, options);
+            }
             if let Err(error) = write_report(&report, &dir) {
                 return invalid(error);
             }

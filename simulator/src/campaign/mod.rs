@@ -8,6 +8,7 @@
 pub mod html;
 pub mod report;
 pub mod runner;
+pub mod shrink;
 pub mod signature;
 pub mod spec;
 pub mod spec_file;

@@ -121,6 +121,10 @@ pub struct CampaignReport {
     /// Coverage marks the campaign must reach; a merge checks them over every shard.
     #[serde(default)]
     pub required_marks: Vec<String>,
+    /// Each failure group's shrunk repro (absent from reports written before shrinks,
+    /// and from campaigns run with `--no-shrink`).
+    #[serde(default)]
+    pub shrunk: Vec<super::shrink::ShrunkRepro>,
 }
 
 /// One sub-campaign of a report.
@@ -320,6 +324,7 @@ impl CampaignReport {
             runs: Vec::new(),
             sub_campaigns: Vec::new(),
             required_marks: first.required_marks.clone(),
+            shrunk: Vec::new(),
         };
         let mut seen = BTreeMap::new();
         for report in reports {
@@ -354,6 +359,7 @@ impl CampaignReport {
                     None => merged.sub_campaigns.push(sub),
                 }
             }
+            merged.shrunk.extend(report.shrunk);
             merged.planned += report.planned;
             merged.not_started += report.not_started;
             merged.wall_seconds = merged.wall_seconds.max(report.wall_seconds);
@@ -376,6 +382,13 @@ impl CampaignReport {
             }
         }
         merged.runs.sort_by_key(RunRecord::key);
+        // One shrunk repro per signature: the smallest seed's, as a single campaign's.
+        merged
+            .shrunk
+            .sort_by(|a, b| (&a.signature, a.seed).cmp(&(&b.signature, b.seed)));
+        merged
+            .shrunk
+            .dedup_by(|later, first| later.signature == first.signature);
         Ok(merged)
     }
 }

@@ -299,6 +299,7 @@ pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Re
         runs,
         sub_campaigns,
         required_marks: spec.required_marks.clone(),
+        shrunk: Vec::new(),
     })
 }
 

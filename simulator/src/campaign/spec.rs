@@ -178,6 +178,21 @@ pub struct CampaignFlags {
     #[arg(long, hide = true, default_value = "none", value_parser = crate::fuzz::parse_storage_break)]
     pub break_storage: cluster::vsr::StorageBreak,
 
+    /// Do not shrink failures. By default, after the runs, each failure group's
+    /// smallest seed is shrunk to a smaller run failing the same way (`workload-fuzz
+    /// --shrink`), and its repro command, fault schedule and trace are written under
+    /// the report directory's `shrunk/`, drawn as a timeline in report.html.
+    #[arg(long)]
+    pub no_shrink: bool,
+
+    /// Per failure group, the shrink's wall-clock bound in seconds.
+    #[arg(long, default_value_t = 60)]
+    pub shrink_seconds: u64,
+
+    /// Per failure group, the shrink's bound in candidate runs (deterministic).
+    #[arg(long, default_value_t = 300)]
+    pub shrink_runs: u64,
+
     /// Passed to every run: network overrides.
     #[command(flatten)]
     pub network: NetworkOverrides,

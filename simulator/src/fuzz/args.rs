@@ -556,7 +556,55 @@ fn shell_quote(value: &str) -> String {
     }
 }
 
+/// Split a command line as a POSIX shell would for the quoting `shell_quote` writes:
+/// words on whitespace, single-quoted spans kept whole (`'\''` is a quote inside one).
+fn shell_words(command: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = command.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                let word = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(inner) => word.push(inner),
+                        None => return Err(format!("unclosed quote in `{command}`")),
+                    }
+                }
+            }
+            '\\' => match chars.next() {
+                Some(escaped) => word.get_or_insert_with(String::new).push(escaped),
+                None => return Err(format!("a trailing backslash in `{command}`")),
+            },
+            c if c.is_whitespace() => words.extend(word.take()),
+            c => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    Ok(words)
+}
+
 impl FuzzArgs {
+    /// The arguments of a repro command (`repro_command`'s output, the words after
+    /// `--`), and its seed.
+    pub fn from_repro_command(command: &str) -> Result<(FuzzArgs, u64), String> {
+        let words = shell_words(command)?;
+        let flags = words.iter().skip_while(|word| *word != "--").skip(1);
+        let args = FuzzArgs::try_parse_from(std::iter::once("workload-fuzz".to_owned()).chain(flags.cloned()))
+            .map_err(|error| {
+                format!(
+                    "cannot read the repro command `{command}`: {}",
+                    error.to_string().trim()
+                )
+            })?;
+        let seed = args
+            .seed
+            .ok_or_else(|| format!("the repro command `{command}` names no --seed"))?;
+        Ok((args, seed))
+    }
+
     /// The disk faults of the run: the profile's rates, overridden by the flags.
     pub fn storage_faults(&self, profile: crate::profile::StorageRates) -> crate::harness::StorageFaults {
         match self.storage_faults {
@@ -694,6 +742,17 @@ mod tests {
         assert_eq!(reparsed.network.partition_mode, Some(PartitionMode::IsolateSingle));
         assert_eq!(reparsed.ticks, 77);
         assert_eq!(reparsed.disk_slow_prob, Some(0.25));
+        let (from_command, seed) = FuzzArgs::from_repro_command(&command).expect("reads back");
+        assert_eq!((from_command.repro_command(seed), seed), (command, 16));
+    }
+
+    #[test]
+    fn a_quoted_path_reads_back_from_a_repro_command() {
+        let mut args = FuzzArgs::try_parse_from(["workload-fuzz", "--seed", "3"]).expect("valid");
+        args.faults_from = Some("/tmp/it's here/f.jsonl".into());
+        let (back, _) = FuzzArgs::from_repro_command(&args.repro_command(3)).expect("reads back");
+        assert_eq!(back.faults_from, args.faults_from);
+        assert!(FuzzArgs::from_repro_command("cargo run -- --seed 'open").is_err());
     }
 
     #[test]

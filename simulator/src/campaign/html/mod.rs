@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write};
 
 use super::report::{CampaignReport, FailureGroup, RunRecord, RunVerdict, Totals};
+use super::shrink::ShrunkRepro;
 
 /// Repro commands (and seeds) listed per failure group before a "+N more" line.
 pub const MAX_LISTED_PER_GROUP: usize = 20;
@@ -36,6 +37,10 @@ const MARGIN_TOP: f64 = 22.0;
 const MARGIN_BOTTOM: f64 = 42.0;
 
 const STYLE: &str = "
+.shrunk { border-left: 3px solid #1f883d; padding-left: 12px; margin: 12px 0; }
+table.shrink td, table.shrink th { padding: 2px 10px; text-align: right; }
+.timeline { overflow-x: auto; }
+.timeline svg { max-width: 100%; height: auto; }
 :root { color-scheme: light; }
 body { font: 14px/1.45 system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif; color: #1f2328;
   margin: 0 auto; padding: 24px 32px 48px; max-width: 1180px; background: #fff; }
@@ -158,7 +163,7 @@ fn write_page(out: &mut String, report: &CampaignReport) -> fmt::Result {
     write_totals(out, report, &totals, groups.len())?;
     coverage::write_sub_campaigns(out, report)?;
     write_matrix(out, report)?;
-    write_failures(out, &groups)?;
+    write_failures(out, &groups, &report.shrunk)?;
     write_vacuous(out, report, totals.vacuous)?;
     coverage::write_coverage(out, report)?;
     write_charts(out, report)?;
@@ -450,7 +455,7 @@ fn write_first_detail(out: &mut String, runs: &[RunRecord]) -> fmt::Result {
     Ok(())
 }
 
-fn write_failures(out: &mut String, groups: &[FailureGroup]) -> fmt::Result {
+fn write_failures(out: &mut String, groups: &[FailureGroup], shrunk: &[ShrunkRepro]) -> fmt::Result {
     writeln!(out, "<section id=\"failures\">")?;
     writeln!(out, "<h2>Failures by signature</h2>")?;
     if groups.is_empty() {
@@ -490,6 +495,9 @@ fn write_failures(out: &mut String, groups: &[FailureGroup]) -> fmt::Result {
         }
         writeln!(out, " in {}</p>", escape(&cell_breakdown(&group.runs)))?;
         write_run_list(out, &group.runs)?;
+        if let Some(repro) = shrunk.iter().find(|repro| repro.signature == group.signature) {
+            shrunk::write_shrunk(out, repro)?;
+        }
         write_first_detail(out, &group.runs)?;
         writeln!(out, "</article>")?;
     }
@@ -827,6 +835,7 @@ fn duration(seconds: f64) -> String {
 }
 
 mod coverage;
+mod shrunk;
 mod timeline;
 pub use timeline::timeline_svg;
 

@@ -128,6 +128,7 @@ fn sample() -> CampaignReport {
         runs,
         sub_campaigns: Vec::new(),
         required_marks: Vec::new(),
+        shrunk: Vec::new(),
     }
 }
 
