@@ -11,7 +11,9 @@ cd "$(dirname "$0")/.."
 out=$1
 prefixes=$2
 shift 2
-target/release/campaign "$@" --out "$out" > "$out.log" 2>&1
+# Each failure group is shrunk (30 s each at most here): the catch must come with a
+# shrunk repro or a note saying why there is none.
+target/release/campaign --shrink-seconds 30 "$@" --out "$out" > "$out.log" 2>&1
 rc=$?
 tail -n 1 "$out.log"
 if [ "$rc" != 1 ]; then
@@ -32,4 +34,11 @@ if [ "$unexpected" -gt 0 ]; then
   grep -o '"signature": "[^"]*"' "$report" | grep -Ev "\"signature\": \"($prefixes)" >&2
   exit 1
 fi
-echo "expect-caught: caught in $failed runs"
+groups=$(grep -o '"signature": "[^"]*"' "$report" | sort -u | wc -l)
+shrunk=$(grep -c '"original_command": ' "$report")
+if [ "$shrunk" -lt "$groups" ] && [ "$shrunk" -lt 20 ]; then
+  echo "expect-caught: $shrunk shrink entries for $groups failure signatures (want one each, up to 20)" >&2
+  exit 1
+fi
+echo "expect-caught: caught in $failed runs; $shrunk of $groups signature(s) shrunk or noted"
+grep -h '^    shrunk seed\|^    not shrunk' "$out.log" || true
