@@ -159,7 +159,10 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 ///   confirmation round's three; the metadata plane has no queries); schedule
 ///   0xb1ec677cc7b35502 and replies 0x0e224060865a1ae7 unchanged, checked against the
 ///   previous build.
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x4917_4ec3_13a9_a27c;
+/// - 2026-12-02: re-locked (issue #18): the output gains the `fault schedule:` line (the
+///   faults the run injected, by kind); every other line, schedule 0xb1ec677cc7b35502
+///   and replies 0x0e224060865a1ae7 unchanged, checked against the previous build.
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x27e0_7642_0c31_3ca9;
 
 #[test]
 fn workload_replay_is_deterministic() {
@@ -251,7 +254,10 @@ fn workload_replay_is_deterministic() {
 ///   Polls wait a round trip and the rounds are new messages, so the schedule and the
 ///   replies move: schedule 0xf3907496ace2c05b, replies 0x2348436af96e8379. The
 ///   `coverage:` line counts 48 marks.
-const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0xffb8_8365_fc15_b2ec;
+/// - 2026-12-02: re-locked (issue #18): the output gains the `fault schedule:` line;
+///   every other line, schedule 0xf3907496ace2c05b and replies 0x2348436af96e8379
+///   unchanged, checked against the previous build.
+const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x8d2e_321a_5985_465b;
 
 #[test]
 fn multi_shard_replay_is_deterministic() {

@@ -190,7 +190,7 @@ pub struct CampaignFlags {
     pub shrink_seconds: u64,
 
     /// Per failure group, the shrink's bound in candidate runs (deterministic).
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = 500)]
     pub shrink_runs: u64,
 
     /// Passed to every run: network overrides.

@@ -260,7 +260,7 @@ pub struct FuzzArgs {
     pub shrink_seconds: u64,
 
     /// Bound of `--shrink` in candidate runs: the deterministic bound.
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = 500)]
     pub shrink_runs: u64,
 
     /// Where `--shrink` writes the smallest repro's schedule (and trace, with

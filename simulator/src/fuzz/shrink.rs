@@ -36,6 +36,12 @@ use super::{FuzzArgs, RunReport, Verdict};
 use crate::campaign::signature::signature;
 use crate::fault_schedule::{FaultClass, FaultSchedule};
 
+/// Candidate runs the passes after delta debugging keep for themselves: the failing
+/// tick (one run, or three fractions) and the request budget (about a dozen). Delta
+/// debugging alone can spend any budget on a long schedule; without this reserve a run
+/// whose schedule is long would never have its ticks cut.
+pub const SHRINK_TAIL_RESERVE_RUNS: u64 = 24;
+
 /// The bounds of one shrink.
 #[derive(Clone, Copy, Debug)]
 pub struct ShrinkBounds {
@@ -206,6 +212,8 @@ struct Search<'a> {
     bounds: ShrinkBounds,
     out_of_time: &'a mut dyn FnMut() -> bool,
     stopped_early: Option<&'static str>,
+    /// Delta debugging stopped at its share of the runs (the tail passes still ran).
+    ddmin_cut_short: bool,
     out: &'a mut dyn Write,
 }
 
@@ -368,12 +376,17 @@ impl Search<'_> {
     /// goes on after a removal from where it was (the chunks before it were just
     /// found to be needed), a common economy on Zeller's algorithm.
     fn events(&mut self) -> io::Result<()> {
+        let runs_max = self.bounds.runs.saturating_sub(SHRINK_TAIL_RESERVE_RUNS);
         let mut size = self.schedule().events.len().div_ceil(2);
         while size > 0 {
             let mut start = 0;
             let mut removed_any = false;
             loop {
                 let events = self.schedule().events;
+                if self.runs >= runs_max {
+                    self.ddmin_cut_short = true;
+                    return Ok(());
+                }
                 if start >= events.len() || self.stopped_early.is_some() {
                     break;
                 }
@@ -519,6 +532,7 @@ pub fn shrink(
         bounds,
         out_of_time,
         stopped_early: None,
+        ddmin_cut_short: false,
         out,
     };
     search.classes(&resolved)?;
@@ -535,7 +549,9 @@ pub fn shrink(
         failure: search.best_failure,
         steps: search.steps,
         runs: search.runs,
-        stopped_early: search.stopped_early,
+        stopped_early: search.stopped_early.or(search
+            .ddmin_cut_short
+            .then_some("delta debugging reached its share of --shrink-runs")),
     };
     writeln!(search.out, "{}", shrunk.summary())?;
     Ok(Some(shrunk))
