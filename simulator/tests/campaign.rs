@@ -199,6 +199,49 @@ fn a_broken_check_forms_one_group_whose_repros_fail_again() {
         assert_eq!(replay.status.code(), Some(1), "seed {} did not fail again", run.seed);
         assert!(String::from_utf8_lossy(&replay.stdout).contains("broken check (test-only)"));
     }
+
+    // The group comes shrunk: its smallest seed, a smaller run, a command that names
+    // its schedule file, a trace, and a timeline on the page.
+    let [repro] = &report.shrunk[..] else {
+        panic!("one shrunk repro per group: {:?}", report.shrunk);
+    };
+    assert_eq!(
+        (repro.signature.as_str(), repro.seed),
+        (group.signature.as_str(), group.runs[0].seed)
+    );
+    let shrunk = repro.shrunk.expect("shrunk");
+    assert!(
+        shrunk.ticks < repro.original.ticks || shrunk.fault_events < repro.original.fault_events,
+        "{repro:?}"
+    );
+    let command = repro.command.as_deref().expect("a shrunk command");
+    let schedule = out.join(repro.schedule_file.as_deref().expect("a schedule file"));
+    assert!(
+        command.contains(&format!("--faults-from {}", schedule.display())),
+        "{command}"
+    );
+    let flags = command.split(" -- ").nth(1).expect("flags");
+    let replay = Command::new(env!("CARGO_BIN_EXE_workload-fuzz"))
+        .args(flags.split_whitespace())
+        .output()
+        .expect("workload-fuzz runs");
+    assert_eq!(replay.status.code(), Some(1), "the shrunk repro fails again");
+    assert!(String::from_utf8_lossy(&replay.stdout).contains("broken check (test-only)"));
+    let trace = std::fs::read(out.join(repro.trace_file.as_deref().expect("a trace file"))).expect("trace");
+    let trace: serde_json::Value = serde_json::from_slice(&trace).expect("the trace is JSON");
+    assert!(trace["traceEvents"].as_array().is_some_and(|events| !events.is_empty()));
+    let timeline = repro.timeline.as_ref().expect("a timeline");
+    assert_eq!(
+        timeline.lanes.len(),
+        shrunk.replicas + 1,
+        "a lane per replica and the network"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
+    assert!(
+        html.contains("Shrunk: seed") && html.contains("<svg"),
+        "the page shows the shrink"
+    );
+    assert!(text(&output).contains("smallest repro: "));
     std::fs::remove_dir_all(&out).expect("cleanup");
 }
 
@@ -297,6 +340,26 @@ fn merge_with_known_signatures_fails_only_on_new_ones() {
         text(&output)
     );
     assert!(text(&output).contains("[known]"));
+    // The merged report carries the shrunk repro and its files.
+    let merged_report = CampaignReport::read(&merged).expect("merged report");
+    let [repro] = &merged_report.shrunk[..] else {
+        panic!("the shard's shrunk repro: {:?}", merged_report.shrunk);
+    };
+    for file in [&repro.schedule_file, &repro.trace_file] {
+        let file = file.as_deref().expect("a file");
+        assert!(
+            merged.join(file).is_file(),
+            "{file} is in the merged report's directory"
+        );
+    }
+    assert!(
+        repro
+            .command
+            .as_deref()
+            .is_some_and(|command| command.contains(&merged.display().to_string())),
+        "the command names the merged copy of the schedule: {:?}",
+        repro.command
+    );
     for dir in [out, merged] {
         std::fs::remove_dir_all(dir).expect("cleanup");
     }
