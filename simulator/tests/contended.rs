@@ -128,6 +128,8 @@ fn planted_campaign(plane: &str, out: &std::path::Path) -> std::process::Output 
         "2",
         "--break-storage",
         "answer-queries-unconfirmed",
+        // What is tested is the catch; shrinking has its own tests (campaign.rs, shrink.rs).
+        "--no-shrink",
         "--out",
         out.to_str().expect("a UTF-8 scratch path"),
     ])

@@ -39,6 +39,8 @@ fn short_campaign(name: &str, extra: &[&str]) -> (Output, CampaignReport) {
         "--restart-prob",
         "0.05",
         "--crash-primary",
+        // What is tested is the catch; shrinking has its own tests (campaign.rs, shrink.rs).
+        "--no-shrink",
         "--out",
         out.to_str().expect("utf-8"),
     ];
