@@ -10,7 +10,7 @@
 //! `restart_now`). Nothing here draws or changes what the run does: with tracing off
 //! none of it runs.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use cluster::vsr::Status;
 
@@ -19,14 +19,25 @@ use crate::fault_schedule::{DiskErrorsOn, Fault, process_name};
 use crate::network::NetworkFault;
 use crate::trace::{Lane, TraceRecorder};
 
+/// One replica of one group as the trace last saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Seen {
+    status: Status,
+    view: u64,
+    commit: u64,
+    head: u64,
+    checkpoint: u64,
+    /// The tick it was last seen hosted at.
+    tick: u64,
+}
+
 /// The recorder and what the harness saw last, to tell only what changed.
 #[derive(Debug)]
 pub(super) struct HarnessTrace {
     pub(super) recorder: TraceRecorder,
-    /// Per replica, the groups its node hosted at the last look.
-    groups: Vec<BTreeSet<u64>>,
-    /// Per (replica, group), the newest checkpoint seen.
-    checkpoints: BTreeMap<(usize, u64), u64>,
+    /// Per (replica, group) hosted by a live node, what the last look saw: one search
+    /// per replica and group each tick, and the recorder is told only of changes.
+    seen: BTreeMap<(usize, u64), Seen>,
     /// Per replica, the disk faults injected at the last look.
     injected: Vec<u64>,
     /// How many of the harness's and the network's faults were told.
@@ -48,11 +59,22 @@ impl HarnessTrace {
     pub(super) fn new(replicas: usize, clients: usize) -> Self {
         Self {
             recorder: TraceRecorder::new(replicas, clients),
-            groups: vec![BTreeSet::new(); replicas],
-            checkpoints: BTreeMap::new(),
+            seen: BTreeMap::new(),
             injected: vec![0; replicas],
             faults_told: (0, 0),
             clients: vec![(0, false, 0, 0); clients],
+        }
+    }
+}
+
+/// A replica's disk injected faults since the last look: one mark for them.
+fn trace_disk(recorder: &mut TraceRecorder, injected: &mut [u64], index: usize, disk: &Disk, tick: u64) {
+    if let Disk::Sim(storage) = disk {
+        let total = storage.injected().total();
+        if total > injected[index] {
+            let detail = format!("{} disk fault(s) injected", total - injected[index]);
+            recorder.fault(tick, Lane::Replica(index), "disk-fault", detail);
+            injected[index] = total;
         }
     }
 }
@@ -100,55 +122,74 @@ impl Harness {
         let tick = self.simulation.tick();
         let recorder = &mut trace.recorder;
         for (index, slot) in self.slots.iter().enumerate() {
-            let mut hosted = BTreeSet::new();
-            if let Some(node) = &slot.node {
-                for shard in node.shards() {
-                    let shard = shard.borrow();
-                    let metadata = shard.metadata().map(|replica| {
-                        (
-                            0,
-                            replica.status(),
-                            replica.view(),
-                            replica.commit_min(),
-                            replica.head(),
-                            replica.checkpoint_op(),
-                        )
-                    });
-                    let partitions = shard.partitions().iter().map(|(group, replica)| {
-                        (
-                            *group,
-                            replica.status(),
-                            replica.view(),
-                            replica.commit_min(),
-                            replica.head(),
-                            replica.checkpoint_op(),
-                        )
-                    });
-                    for (group, status, view, commit, head, checkpoint) in metadata.into_iter().chain(partitions) {
-                        hosted.insert(group);
+            let replica_groups = (index, 0)..=(index, u64::MAX);
+            let Some(node) = &slot.node else {
+                // Its spans were closed by the crash; a restart reports everything anew.
+                let gone: Vec<(usize, u64)> = trace.seen.range(replica_groups).map(|(key, _)| *key).collect();
+                for key in gone {
+                    trace.seen.remove(&key);
+                }
+                trace_disk(recorder, &mut trace.injected, index, &slot.disk, tick);
+                continue;
+            };
+            for shard in node.shards() {
+                let shard = shard.borrow();
+                let metadata = shard.metadata().map(|replica| {
+                    (
+                        0,
+                        replica.status(),
+                        replica.view(),
+                        replica.commit_min(),
+                        replica.head(),
+                        replica.checkpoint_op(),
+                    )
+                });
+                let partitions = shard.partitions().iter().map(|(group, replica)| {
+                    (
+                        *group,
+                        replica.status(),
+                        replica.view(),
+                        replica.commit_min(),
+                        replica.head(),
+                        replica.checkpoint_op(),
+                    )
+                });
+                for (group, status, view, commit, head, checkpoint) in metadata.into_iter().chain(partitions) {
+                    let now = Seen {
+                        status,
+                        view,
+                        commit,
+                        head,
+                        checkpoint,
+                        tick,
+                    };
+                    let before = trace.seen.insert((index, group), now);
+                    if before.is_none_or(|before| (before.status, before.view) != (status, view)) {
                         recorder.replica_state(tick, index, group, status_name(status), view);
+                    }
+                    if before.is_none_or(|before| before.commit != commit) {
                         recorder.commit(tick, index, group, commit);
+                    }
+                    if before.is_none_or(|before| before.head != head) {
                         recorder.head(tick, index, group, head);
-                        let seen = trace.checkpoints.entry((index, group)).or_insert(0);
-                        if checkpoint > *seen {
-                            *seen = checkpoint;
-                            recorder.checkpoint(tick, index, group, checkpoint);
-                        }
+                    }
+                    if checkpoint > before.map_or(0, |before| before.checkpoint) {
+                        recorder.checkpoint(tick, index, group, checkpoint);
                     }
                 }
-                for gone in trace.groups[index].difference(&hosted) {
-                    recorder.group_closed(tick, index, *gone);
-                }
-                trace.groups[index] = hosted;
             }
-            if let Disk::Sim(storage) = &slot.disk {
-                let injected = storage.injected().total();
-                if injected > trace.injected[index] {
-                    let detail = format!("{} disk fault(s) injected", injected - trace.injected[index]);
-                    recorder.fault(tick, Lane::Replica(index), "disk-fault", detail);
-                    trace.injected[index] = injected;
-                }
+            // Groups the node no longer hosts (deleted, or closed) were not seen now.
+            let closed: Vec<(usize, u64)> = trace
+                .seen
+                .range(replica_groups)
+                .filter(|(_, seen)| seen.tick < tick)
+                .map(|(key, _)| *key)
+                .collect();
+            for key in closed {
+                recorder.group_closed(tick, index, key.1);
+                trace.seen.remove(&key);
             }
+            trace_disk(recorder, &mut trace.injected, index, &slot.disk, tick);
         }
         for event in &self.faults_made[trace.faults_told.0..] {
             match &event.fault {
