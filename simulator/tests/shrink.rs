@@ -155,9 +155,9 @@ fn a_planted_failure_shrinks_at_least_five_fold_and_keeps_its_signature_and_shri
         panic!("the planted failure must fail: {:?}", original.verdict);
     };
     let bounds = ShrinkBounds { runs: 120 };
-    let mut never = || false;
+    let mut no_time_used = || 0.0;
     let mut steps = Vec::new();
-    let shrunk = shrink(&failing, 12, bounds, &mut never, &mut steps)
+    let shrunk = shrink(&failing, 12, bounds, &mut no_time_used, &mut steps)
         .expect("output")
         .expect("it fails, so it shrinks");
     assert_eq!(shrunk.signature, signature(reason));
@@ -185,7 +185,7 @@ fn a_planted_failure_shrinks_at_least_five_fold_and_keeps_its_signature_and_shri
 
     // Deterministic: the same search finds the same run.
     let mut steps_again = Vec::new();
-    let twice = shrink(&failing, 12, bounds, &mut never, &mut steps_again)
+    let twice = shrink(&failing, 12, bounds, &mut no_time_used, &mut steps_again)
         .expect("output")
         .expect("shrinks");
     assert_eq!(steps_again, steps, "the same steps, byte for byte");
@@ -198,7 +198,7 @@ fn a_planted_failure_shrinks_at_least_five_fold_and_keeps_its_signature_and_shri
 fn a_passing_run_has_nothing_to_shrink() {
     let passing = args(&["--plane", "metadata", "--ticks", "300"]);
     let mut out = Vec::new();
-    let shrunk = shrink(&passing, 3, ShrinkBounds { runs: 10 }, &mut || false, &mut out).expect("output");
+    let shrunk = shrink(&passing, 3, ShrinkBounds { runs: 10 }, &mut || 0.0, &mut out).expect("output");
     assert!(shrunk.is_none());
     assert!(String::from_utf8_lossy(&out).contains("does not fail"));
 }

@@ -114,11 +114,11 @@ fn shrink(args: &FuzzArgs, seed: u64) -> Result<i32, String> {
     simulator::campaign::runner::install_quiet_panic_hook();
     let started = now();
     let bound = Duration::from_secs(args.shrink_seconds);
-    let mut out_of_time = || started.elapsed() >= bound;
+    let mut time_used = || started.elapsed().as_secs_f64() / bound.as_secs_f64().max(f64::MIN_POSITIVE);
     let bounds = fuzz::shrink::ShrinkBounds { runs: args.shrink_runs };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let shrunk = fuzz::shrink::shrink(args, seed, bounds, &mut out_of_time, &mut out)
+    let shrunk = fuzz::shrink::shrink(args, seed, bounds, &mut time_used, &mut out)
         .map_err(|error| format!("cannot write output: {error}"))?;
     let Some(shrunk) = shrunk else {
         return Ok(1);

@@ -199,13 +199,13 @@ fn shrink_one(
         }
     };
     let bound = Duration::from_secs(options.seconds);
-    let mut out_of_time = || started.elapsed() >= bound;
+    let mut time_used = || started.elapsed().as_secs_f64() / bound.as_secs_f64().max(f64::MIN_POSITIVE);
     let mut steps = Vec::new();
     let outcome = shrink(
         &args,
         seed,
         ShrinkBounds { runs: options.runs },
-        &mut out_of_time,
+        &mut time_used,
         &mut steps,
     );
     repro.seconds = started.elapsed().as_secs_f64();

@@ -42,6 +42,11 @@ use crate::fault_schedule::{FaultClass, FaultSchedule};
 /// whose schedule is long would never have its ticks cut.
 pub const SHRINK_TAIL_RESERVE_RUNS: u64 = 24;
 
+/// The share of the wall-clock bound delta debugging may use, for the same reason: a
+/// long schedule whose candidates take half a second each (eight contended clients,
+/// thousands of clogs) used the whole minute and kept its ticks.
+pub const SHRINK_DDMIN_TIME_SHARE_MAX: f64 = 0.8;
+
 /// The bounds of one shrink.
 #[derive(Clone, Copy, Debug)]
 pub struct ShrinkBounds {
@@ -210,7 +215,7 @@ struct Search<'a> {
     steps: Vec<String>,
     runs: u64,
     bounds: ShrinkBounds,
-    out_of_time: &'a mut dyn FnMut() -> bool,
+    time_used: &'a mut dyn FnMut() -> f64,
     stopped_early: Option<&'static str>,
     /// Delta debugging stopped at its share of the runs (the tail passes still ran).
     ddmin_cut_short: bool,
@@ -225,7 +230,7 @@ impl Search<'_> {
         }
         if self.runs >= self.bounds.runs {
             self.stopped_early = Some("--shrink-runs reached");
-        } else if (self.out_of_time)() {
+        } else if (self.time_used)() >= 1.0 {
             self.stopped_early = Some("--shrink-seconds reached");
         }
         self.stopped_early.is_none()
@@ -383,7 +388,7 @@ impl Search<'_> {
             let mut removed_any = false;
             loop {
                 let events = self.schedule().events;
-                if self.runs >= runs_max {
+                if self.runs >= runs_max || (self.time_used)() >= SHRINK_DDMIN_TIME_SHARE_MAX {
                     self.ddmin_cut_short = true;
                     return Ok(());
                 }
@@ -491,13 +496,15 @@ fn candidate_drops_a_flag(best: &FuzzArgs, candidate: &FuzzArgs) -> bool {
 }
 
 /// Shrink the failing run `args` with `seed`, printing each kept step to `out`.
-/// `out_of_time` is asked before every candidate. Returns `Ok(None)` if the run does
+/// `time_used` is asked before every candidate: the share of the wall-clock bound
+/// spent so far (1.0 and above: out of time; delta debugging stops at
+/// [`SHRINK_DDMIN_TIME_SHARE_MAX`]). Returns `Ok(None)` if the run does
 /// not fail (nothing to shrink), with the reason printed.
 pub fn shrink(
     args: &FuzzArgs,
     seed: u64,
     bounds: ShrinkBounds,
-    out_of_time: &mut dyn FnMut() -> bool,
+    time_used: &mut dyn FnMut() -> f64,
     out: &mut dyn Write,
 ) -> io::Result<Option<Shrunk>> {
     let original = attempt(args, seed);
@@ -530,7 +537,7 @@ pub fn shrink(
         steps: Vec::new(),
         runs: 1,
         bounds,
-        out_of_time,
+        time_used,
         stopped_early: None,
         ddmin_cut_short: false,
         out,
@@ -551,7 +558,7 @@ pub fn shrink(
         runs: search.runs,
         stopped_early: search.stopped_early.or(search
             .ddmin_cut_short
-            .then_some("delta debugging reached its share of --shrink-runs")),
+            .then_some("delta debugging reached its share of --shrink-runs or --shrink-seconds")),
     };
     writeln!(search.out, "{}", shrunk.summary())?;
     Ok(Some(shrunk))
