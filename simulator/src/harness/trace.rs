@@ -44,6 +44,8 @@ pub(super) struct HarnessTrace {
     faults_told: (usize, usize),
     /// Per client: (requests sent, outstanding, denied, not committed) at the last look.
     clients: Vec<(u64, bool, u64, u64)>,
+    /// Whether a partition stood at the last look, as the trace has told it.
+    partitioned: bool,
 }
 
 /// The status as the trace names it.
@@ -63,6 +65,7 @@ impl HarnessTrace {
             injected: vec![0; replicas],
             faults_told: (0, 0),
             clients: vec![(0, false, 0, 0); clients],
+            partitioned: false,
         }
     }
 }
@@ -240,7 +243,25 @@ impl Harness {
                     ),
                 ),
             };
+            trace.partitioned = match fault {
+                NetworkFault::Partition { .. } => true,
+                NetworkFault::Heal => false,
+                NetworkFault::Clog { .. } => trace.partitioned,
+            };
             recorder.fault(*at, Lane::Network, kind, detail);
+        }
+        // Partitions the harness made or healed itself (the liveness phase's cut-offs,
+        // the heal before the drain) are no schedule events, but a timeline without
+        // them would show a partition standing to the end.
+        let partitioned = self.simulation.network().is_partitioned();
+        if partitioned != trace.partitioned {
+            let (kind, detail) = if partitioned {
+                ("partition", "made by the harness (the liveness phase's cut-off)")
+            } else {
+                ("heal", "by the harness (the liveness phase or the drain)")
+            };
+            recorder.fault(tick, Lane::Network, kind, detail.to_owned());
+            trace.partitioned = partitioned;
         }
         trace.faults_told = (self.faults_made.len(), network.len());
         for (client, stats) in self.clients.iter().enumerate() {
