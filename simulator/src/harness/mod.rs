@@ -34,8 +34,7 @@ use cluster::storage::superblock::{self, cluster_id};
 use cluster::vsr::journal::root_header;
 use cluster::vsr::{MemoryStore, Replica, StateMachine, Status, StorageBreak};
 
-use crate::fault_schedule::{DiskErrorsOn, Fault, FaultEvent, FaultSchedule, process_index, process_name};
-use crate::network::NetworkFault;
+use crate::fault_schedule::{DiskErrorsOn, Fault, FaultEvent};
 use crate::rng::SimRng;
 use crate::storage::{CrashKind, FaultRates, InjectedFaults, PARTS_PER_MILLION, SimStorage, SimStorageOptions};
 pub use stores::{SimReplicaStore, SimStores, StorageModel};
@@ -1152,109 +1151,6 @@ impl Harness {
                 }
             }
         }
-    }
-
-    /// The scheduled crashes and restarts that fit now, as the injector's actions with
-    /// each crash's scheduled power cut: a restart of a replica that is down; a crash
-    /// of one that is up while more than the larger quorum is up and whole (the
-    /// injector's own budget), at most one a tick, as the injector makes them.
-    fn scheduled_crash_actions(
-        &self,
-        scheduled: Vec<Fault>,
-        lives: &[ReplicaLife],
-    ) -> Vec<(CrashAction, Option<bool>)> {
-        let mut actions = Vec::new();
-        let mut restarted = Vec::new();
-        let mut crashed = false;
-        for fault in scheduled {
-            match fault {
-                Fault::Restart { replica, incarnation } if lives.get(replica).is_some_and(|life| !life.up) => {
-                    restarted.push(replica);
-                    actions.push((CrashAction::Restart { replica, incarnation }, None));
-                }
-                Fault::Crash {
-                    replica,
-                    power_loss,
-                    moment,
-                } if !crashed
-                    && !restarted.contains(&replica)
-                    && lives.get(replica).is_some_and(|life| life.up)
-                    && lives.iter().filter(|life| life.up && life.rejoined).count() > self.quorum_live_min =>
-                {
-                    crashed = true;
-                    let moment = moment.and_then(|name| Moment::ALL.into_iter().find(|m| m.name() == name));
-                    actions.push((CrashAction::Crash { replica, moment }, Some(power_loss)));
-                }
-                skipped => tracing::debug!(?skipped, "scheduled fault does not fit now; skipped"),
-            }
-        }
-        actions
-    }
-
-    /// Replay `schedule` in place of the crash, power-loss, disk-error-window, rot,
-    /// partition and clog draws from now on (outages are the run's: see
-    /// `fuzz::outage`). Call before the first step.
-    pub fn replay_faults(&mut self, schedule: &FaultSchedule) {
-        self.replay = Some(HarnessReplay::new(&schedule.events));
-        let (replicas, clients) = (self.replica_count, self.clients.len());
-        let network = schedule
-            .events
-            .iter()
-            .filter_map(|event| {
-                let fault = match &event.fault {
-                    Fault::Partition {
-                        side_a,
-                        cut_a_to_b,
-                        cut_b_to_a,
-                    } => NetworkFault::Partition {
-                        side_a: side_a.clone(),
-                        cut_a_to_b: *cut_a_to_b,
-                        cut_b_to_a: *cut_b_to_a,
-                    },
-                    Fault::Heal => NetworkFault::Heal,
-                    Fault::Clog { from, to, ticks } => NetworkFault::Clog {
-                        from: process_index(from, replicas, clients)?,
-                        to: process_index(to, replicas, clients)?,
-                        ticks: *ticks,
-                    },
-                    _ => return None,
-                };
-                Some((event.tick, fault))
-            })
-            .collect();
-        self.simulation.network_mut().replay_faults(network);
-    }
-
-    /// The faults the harness and the network made so far, as a schedule (a run's
-    /// outages are added by the run).
-    pub fn faults_made(&self) -> Vec<FaultEvent> {
-        let replicas = self.replica_count;
-        let network = self
-            .simulation
-            .network()
-            .faults_made()
-            .iter()
-            .map(|(tick, fault)| FaultEvent {
-                tick: *tick,
-                fault: match fault {
-                    NetworkFault::Partition {
-                        side_a,
-                        cut_a_to_b,
-                        cut_b_to_a,
-                    } => Fault::Partition {
-                        side_a: side_a.clone(),
-                        cut_a_to_b: *cut_a_to_b,
-                        cut_b_to_a: *cut_b_to_a,
-                    },
-                    NetworkFault::Heal => Fault::Heal,
-                    NetworkFault::Clog { from, to, ticks } => Fault::Clog {
-                        from: process_name(*from, replicas),
-                        to: process_name(*to, replicas),
-                        ticks: *ticks,
-                    },
-                },
-            });
-        self.faults_made.iter().cloned().chain(network).collect()
     }
 
     /// The per-tick checks, for every group on every live replica: views never go

@@ -10,7 +10,10 @@
 //! faults it promises to survive. A replayed event that does not fit when its tick
 //! comes is skipped, and so not recorded again.
 
-use crate::fault_schedule::{DiskErrorsOn, Fault, FaultEvent, Replay};
+use super::Harness;
+use super::crash::{CrashAction, Moment, ReplicaLife};
+use crate::fault_schedule::{DiskErrorsOn, Fault, FaultEvent, FaultSchedule, Replay, process_index, process_name};
+use crate::network::NetworkFault;
 
 /// The harness's events of a schedule being replayed.
 #[derive(Clone, Debug)]
@@ -71,5 +74,110 @@ impl HarnessReplay {
     pub(super) fn rots(&mut self, tick: u64, replica: usize) -> bool {
         self.rot.discard_before(tick);
         self.rot.pop_if(tick, |&scheduled| scheduled == replica)
+    }
+}
+
+impl Harness {
+    /// The scheduled crashes and restarts that fit now, as the injector's actions with
+    /// each crash's scheduled power cut: a restart of a replica that is down; a crash
+    /// of one that is up while more than the larger quorum is up and whole (the
+    /// injector's own budget), at most one a tick, as the injector makes them.
+    pub(super) fn scheduled_crash_actions(
+        &self,
+        scheduled: Vec<Fault>,
+        lives: &[ReplicaLife],
+    ) -> Vec<(CrashAction, Option<bool>)> {
+        let mut actions = Vec::new();
+        let mut restarted = Vec::new();
+        let mut crashed = false;
+        for fault in scheduled {
+            match fault {
+                Fault::Restart { replica, incarnation } if lives.get(replica).is_some_and(|life| !life.up) => {
+                    restarted.push(replica);
+                    actions.push((CrashAction::Restart { replica, incarnation }, None));
+                }
+                Fault::Crash {
+                    replica,
+                    power_loss,
+                    moment,
+                } if !crashed
+                    && !restarted.contains(&replica)
+                    && lives.get(replica).is_some_and(|life| life.up)
+                    && lives.iter().filter(|life| life.up && life.rejoined).count() > self.quorum_live_min =>
+                {
+                    crashed = true;
+                    let moment = moment.and_then(|name| Moment::ALL.into_iter().find(|m| m.name() == name));
+                    actions.push((CrashAction::Crash { replica, moment }, Some(power_loss)));
+                }
+                skipped => tracing::debug!(?skipped, "scheduled fault does not fit now; skipped"),
+            }
+        }
+        actions
+    }
+
+    /// Replay `schedule` in place of the crash, power-loss, disk-error-window, rot,
+    /// partition and clog draws from now on (outages are the run's: see
+    /// `fuzz::outage`). Call before the first step.
+    pub fn replay_faults(&mut self, schedule: &FaultSchedule) {
+        self.replay = Some(HarnessReplay::new(&schedule.events));
+        let (replicas, clients) = (self.replica_count, self.clients.len());
+        let network = schedule
+            .events
+            .iter()
+            .filter_map(|event| {
+                let fault = match &event.fault {
+                    Fault::Partition {
+                        side_a,
+                        cut_a_to_b,
+                        cut_b_to_a,
+                    } => NetworkFault::Partition {
+                        side_a: side_a.clone(),
+                        cut_a_to_b: *cut_a_to_b,
+                        cut_b_to_a: *cut_b_to_a,
+                    },
+                    Fault::Heal => NetworkFault::Heal,
+                    Fault::Clog { from, to, ticks } => NetworkFault::Clog {
+                        from: process_index(from, replicas, clients)?,
+                        to: process_index(to, replicas, clients)?,
+                        ticks: *ticks,
+                    },
+                    _ => return None,
+                };
+                Some((event.tick, fault))
+            })
+            .collect();
+        self.simulation.network_mut().replay_faults(network);
+    }
+
+    /// The faults the harness and the network made so far, as a schedule (a run's
+    /// outages are added by the run).
+    pub fn faults_made(&self) -> Vec<FaultEvent> {
+        let replicas = self.replica_count;
+        let network = self
+            .simulation
+            .network()
+            .faults_made()
+            .iter()
+            .map(|(tick, fault)| FaultEvent {
+                tick: *tick,
+                fault: match fault {
+                    NetworkFault::Partition {
+                        side_a,
+                        cut_a_to_b,
+                        cut_b_to_a,
+                    } => Fault::Partition {
+                        side_a: side_a.clone(),
+                        cut_a_to_b: *cut_a_to_b,
+                        cut_b_to_a: *cut_b_to_a,
+                    },
+                    NetworkFault::Heal => Fault::Heal,
+                    NetworkFault::Clog { from, to, ticks } => Fault::Clog {
+                        from: process_name(*from, replicas),
+                        to: process_name(*to, replicas),
+                        ticks: *ticks,
+                    },
+                },
+            });
+        self.faults_made.iter().cloned().chain(network).collect()
     }
 }
