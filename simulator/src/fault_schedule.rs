@@ -29,6 +29,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::network::NetworkFault;
+
 /// Longest schedule file read, in events: a 100,000-tick heavy run injects a few
 /// thousand; a file far beyond that is not a schedule this tool wrote.
 pub const SCHEDULE_EVENTS_MAX: usize = 1_000_000;
@@ -191,6 +193,54 @@ impl Fault {
                 .collect(),
             Fault::Heal | Fault::DiskErrors { .. } | Fault::Outage => Vec::new(),
         }
+    }
+}
+
+impl Fault {
+    /// The schedule's form of a fault the network made, in a world of `replicas`
+    /// replicas (processes are named, not numbered, in a schedule).
+    pub fn from_network(fault: &NetworkFault, replicas: usize) -> Fault {
+        match fault {
+            NetworkFault::Partition {
+                side_a,
+                cut_a_to_b,
+                cut_b_to_a,
+            } => Fault::Partition {
+                side_a: side_a.clone(),
+                cut_a_to_b: *cut_a_to_b,
+                cut_b_to_a: *cut_b_to_a,
+            },
+            NetworkFault::Heal => Fault::Heal,
+            NetworkFault::Clog { from, to, ticks } => Fault::Clog {
+                from: process_name(*from, replicas),
+                to: process_name(*to, replicas),
+                ticks: *ticks,
+            },
+        }
+    }
+
+    /// The network's form of a partition, heal or clog in a world of `replicas`
+    /// replicas and `clients` clients; `None` for the other faults and for a clog
+    /// naming a process the world lacks.
+    pub fn to_network(&self, replicas: usize, clients: usize) -> Option<NetworkFault> {
+        Some(match self {
+            Fault::Partition {
+                side_a,
+                cut_a_to_b,
+                cut_b_to_a,
+            } => NetworkFault::Partition {
+                side_a: side_a.clone(),
+                cut_a_to_b: *cut_a_to_b,
+                cut_b_to_a: *cut_b_to_a,
+            },
+            Fault::Heal => NetworkFault::Heal,
+            Fault::Clog { from, to, ticks } => NetworkFault::Clog {
+                from: process_index(from, replicas, clients)?,
+                to: process_index(to, replicas, clients)?,
+                ticks: *ticks,
+            },
+            _ => return None,
+        })
     }
 }
 

@@ -50,7 +50,7 @@ fn main() -> ExitCode {
                 println!("workload-fuzz FAILED, reproduce with: {repro}");
             }
             if let (Some(path), Some(trace)) = (&args.trace, &report.trace) {
-                match write_trace(path, trace) {
+                match trace.write_file(path) {
                     Ok(()) => eprintln!(
                         "trace: {} events written to {} ({} dropped at the cap); open it in https://ui.perfetto.dev",
                         trace.events(),
@@ -101,13 +101,6 @@ fn main() -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
-/// Write a trace file (Chrome trace event JSON).
-fn write_trace(path: &std::path::Path, trace: &simulator::trace::TraceRecorder) -> std::io::Result<()> {
-    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
-    trace.write_chrome_json(&mut file)?;
-    file.flush()
-}
-
 /// `--shrink`: search for the smallest run failing the same way, write its schedule,
 /// print its repro. The exit code stays 1 (the run failed).
 fn shrink(args: &FuzzArgs, seed: u64) -> Result<i32, String> {
@@ -138,7 +131,8 @@ fn shrink(args: &FuzzArgs, seed: u64) -> Result<i32, String> {
         traced.trace = Some(trace_path.clone());
         let report = fuzz::run(&traced, seed, &mut std::io::sink()).map_err(|error| error.to_string())?;
         if let Some(trace) = &report.trace {
-            write_trace(&trace_path, trace)
+            trace
+                .write_file(&trace_path)
                 .map_err(|error| format!("cannot write {}: {error}", trace_path.display()))?;
             writeln!(
                 out,

@@ -44,6 +44,21 @@ pub fn take_panic_location() -> Option<String> {
     PANIC_LOCATION.with(|slot| slot.borrow_mut().take())
 }
 
+/// A run's panic as a failure signature and a detail line (`panic at LOCATION:
+/// MESSAGE`), the location as the quiet hook recorded it on this thread.
+pub fn describe_panic(payload: &(dyn std::any::Any + Send)) -> (String, String) {
+    let message = payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .unwrap_or_else(|| "a panic with no message".to_owned());
+    let location = take_panic_location().unwrap_or_default();
+    (
+        format!("panic at {location}: {}", signature(&message)),
+        format!("panic at {location}: {message}"),
+    )
+}
+
 /// Make one run and describe it; `campaign` names its sub-campaign.
 pub fn execute(run: &PlannedRun, campaign: &str) -> RunRecord {
     let started = Instant::now();
@@ -102,15 +117,10 @@ pub fn execute(run: &PlannedRun, campaign: &str) -> RunRecord {
             record.detail = Some(error.to_string());
         }
         Err(payload) => {
-            let message = payload
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                .unwrap_or_else(|| "a panic with no message".to_owned());
-            let location = PANIC_LOCATION.with(|slot| slot.borrow_mut().take()).unwrap_or_default();
+            let (signature, detail) = describe_panic(payload.as_ref());
             record.verdict = RunVerdict::Fail;
-            record.signature = Some(format!("panic at {location}: {}", signature(&message)));
-            record.detail = Some(format!("panic at {location}: {message}"));
+            record.signature = Some(signature);
+            record.detail = Some(detail);
         }
     }
     record

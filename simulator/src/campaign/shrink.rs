@@ -33,7 +33,7 @@ pub const SHRINK_GROUPS_MAX: usize = 20;
 pub const SHRUNK_DIR: &str = "shrunk";
 
 /// A run's size as the report keeps it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SizeRecord {
     /// `--ticks`.
     pub ticks: u64,
@@ -170,15 +170,7 @@ fn shrink_one(
         signature: signature.to_owned(),
         seed,
         original_command: command.to_owned(),
-        original: SizeRecord {
-            ticks: 0,
-            ticks_run: 0,
-            fault_events: 0,
-            replicas: 0,
-            clients: 0,
-            shards: 0,
-            requests: 0,
-        },
+        original: SizeRecord::default(),
         shrunk: None,
         command: None,
         schedule_file: None,
@@ -265,12 +257,7 @@ fn shrink_one(
         && let Some(trace) = report.trace
     {
         let path = dir.join(&trace_file);
-        let written = std::fs::File::create(&path).and_then(|file| {
-            let mut file = std::io::BufWriter::new(file);
-            trace.write_chrome_json(&mut file)?;
-            std::io::Write::flush(&mut file)
-        });
-        match written {
+        match trace.write_file(&path) {
             Ok(()) => repro.trace_file = Some(trace_file),
             Err(error) => repro.note = Some(format!("cannot write {}: {error}", path.display())),
         }

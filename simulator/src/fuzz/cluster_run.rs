@@ -474,14 +474,7 @@ pub(super) fn run(
     // An exhausted search is its own verdict: never a pass.
     let undecided = linearizability.as_ref().and_then(|report| report.undecided.clone());
     report.failure_tick = failure.as_ref().map(|failure| failure.tick);
-    let failure_text = failure
-        .as_ref()
-        .map(|failure| (failure.check, failure.to_string(), failure.tick));
-    report.trace = harness.finish_trace(
-        failure_text
-            .as_ref()
-            .map(|(check, detail, tick)| (*check, detail.as_str(), *tick)),
-    );
+    report.trace = harness.finish_trace(failure.as_ref());
     report.verdict = match failure {
         Some(failure) => Verdict::Failed(failure.to_string()),
         None if commits < args.min_commits => Verdict::Vacuous(format!(

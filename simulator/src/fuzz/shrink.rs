@@ -190,15 +190,10 @@ fn attempt(args: &FuzzArgs, seed: u64) -> Attempt {
             report: None,
         },
         Err(payload) => {
-            let message = payload
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                .unwrap_or_else(|| "a panic with no message".to_owned());
-            let location = crate::campaign::runner::take_panic_location().unwrap_or_default();
+            let (signature, failure) = crate::campaign::runner::describe_panic(payload.as_ref());
             Attempt {
-                signature: Some(format!("panic at {location}: {}", signature(&message))),
-                failure: format!("panic at {location}: {message}"),
+                signature: Some(signature),
+                failure,
                 report: None,
             }
         }

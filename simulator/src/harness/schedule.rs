@@ -12,8 +12,7 @@
 
 use super::Harness;
 use super::crash::{CrashAction, Moment, ReplicaLife};
-use crate::fault_schedule::{DiskErrorsOn, Fault, FaultEvent, FaultSchedule, Replay, process_index, process_name};
-use crate::network::NetworkFault;
+use crate::fault_schedule::{DiskErrorsOn, Fault, FaultEvent, FaultSchedule, Replay};
 
 /// The harness's events of a schedule being replayed.
 #[derive(Clone, Debug)]
@@ -124,27 +123,7 @@ impl Harness {
         let network = schedule
             .events
             .iter()
-            .filter_map(|event| {
-                let fault = match &event.fault {
-                    Fault::Partition {
-                        side_a,
-                        cut_a_to_b,
-                        cut_b_to_a,
-                    } => NetworkFault::Partition {
-                        side_a: side_a.clone(),
-                        cut_a_to_b: *cut_a_to_b,
-                        cut_b_to_a: *cut_b_to_a,
-                    },
-                    Fault::Heal => NetworkFault::Heal,
-                    Fault::Clog { from, to, ticks } => NetworkFault::Clog {
-                        from: process_index(from, replicas, clients)?,
-                        to: process_index(to, replicas, clients)?,
-                        ticks: *ticks,
-                    },
-                    _ => return None,
-                };
-                Some((event.tick, fault))
-            })
+            .filter_map(|event| Some((event.tick, event.fault.to_network(replicas, clients)?)))
             .collect();
         self.simulation.network_mut().replay_faults(network);
     }
@@ -160,23 +139,7 @@ impl Harness {
             .iter()
             .map(|(tick, fault)| FaultEvent {
                 tick: *tick,
-                fault: match fault {
-                    NetworkFault::Partition {
-                        side_a,
-                        cut_a_to_b,
-                        cut_b_to_a,
-                    } => Fault::Partition {
-                        side_a: side_a.clone(),
-                        cut_a_to_b: *cut_a_to_b,
-                        cut_b_to_a: *cut_b_to_a,
-                    },
-                    NetworkFault::Heal => Fault::Heal,
-                    NetworkFault::Clog { from, to, ticks } => Fault::Clog {
-                        from: process_name(*from, replicas),
-                        to: process_name(*to, replicas),
-                        ticks: *ticks,
-                    },
-                },
+                fault: Fault::from_network(fault, replicas),
             });
         self.faults_made.iter().cloned().chain(network).collect()
     }

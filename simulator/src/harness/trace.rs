@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use cluster::vsr::Status;
 
-use super::{Disk, Harness};
+use super::{CheckFailure, Disk, Harness};
 use crate::fault_schedule::{DiskErrorsOn, Fault, process_name};
 use crate::network::NetworkFault;
 use crate::trace::{Lane, TraceRecorder};
@@ -90,12 +90,14 @@ impl Harness {
 
     /// The failing check, as the trace's final mark; then every open span closes.
     /// Returns the recorder (`None` without `enable_trace`).
-    pub fn finish_trace(&mut self, failure: Option<(&str, &str, u64)>) -> Option<TraceRecorder> {
+    pub fn finish_trace(&mut self, failure: Option<&CheckFailure>) -> Option<TraceRecorder> {
         self.trace_tick();
         let tick = self.simulation.tick();
         let mut trace = self.trace.take()?;
-        if let Some((check, detail, at)) = failure {
-            trace.recorder.failure(at, check, detail);
+        if let Some(failure) = failure {
+            trace
+                .recorder
+                .failure(failure.tick, failure.check, &failure.to_string());
         }
         trace.recorder.finish(tick);
         Some(trace.recorder)

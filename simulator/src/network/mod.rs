@@ -347,39 +347,38 @@ impl<P: Payload> PacketSimulator<P> {
     fn advance_replayed(&mut self) {
         let now = self.tick;
         while let Some((_, fault)) = self.replay.as_mut().and_then(|replay| replay.next_due(now)) {
-            match fault {
+            let applied = match &fault {
                 NetworkFault::Partition {
                     side_a,
                     cut_a_to_b,
                     cut_b_to_a,
                 } if self.partition.automatic() => {
-                    self.partition.start_exact(&side_a, cut_a_to_b, cut_b_to_a);
+                    self.partition.start_exact(side_a, *cut_a_to_b, *cut_b_to_a);
                     self.stats.partitions_started += 1;
-                    let fault = NetworkFault::Partition {
-                        side_a,
-                        cut_a_to_b,
-                        cut_b_to_a,
-                    };
-                    self.faults_made.push((now, fault));
+                    true
                 }
                 NetworkFault::Heal if self.partition.automatic() && self.partition.is_partitioned() => {
                     self.partition.heal();
                     self.stats.partitions_healed += 1;
-                    self.faults_made.push((now, NetworkFault::Heal));
+                    true
                 }
-                NetworkFault::Clog { from, to, ticks }
+                &NetworkFault::Clog { from, to, ticks }
                     if self.automatic_clogs && from < self.processes && to < self.processes && from != to =>
                 {
                     let link = &mut self.links[from * self.processes + to];
-                    if !link.is_clogged(now) {
+                    let free = !link.is_clogged(now);
+                    if free {
                         link.clogged_until = now + ticks;
                         self.stats.clogs_started += 1;
-                        self.faults_made.push((now, NetworkFault::Clog { from, to, ticks }));
                     }
+                    free
                 }
                 // Out of place now (partitions off, nothing to heal, a clog on a
                 // path that is clogged already): skipped.
-                _ => {}
+                _ => false,
+            };
+            if applied {
+                self.faults_made.push((now, fault));
             }
         }
     }

@@ -97,6 +97,12 @@ impl<W: Write> EventWriter<'_, W> {
 }
 
 impl TraceRecorder {
+    /// [`TraceRecorder::write_chrome_json`] into a new file at `path` (`--trace FILE`).
+    pub fn write_file(&self, path: &std::path::Path) -> io::Result<()> {
+        let mut file = std::fs::File::create(path)?;
+        self.write_chrome_json(&mut file)
+    }
+
     /// The Chrome trace JSON object: `{"traceEvents":[...], "displayTimeUnit":"ms",
     /// "otherData":{"events_kept", "events_dropped", "ticks", "micros_per_tick",
     /// "note"}}`. "M" metadata events name the processes ("replica 0", "client 1",
