@@ -18,6 +18,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+use cluster::node::TestBreak;
 use cluster::server::{EXIT_STORAGE_FAILED, ServerConfig, StartupError, Stopped, parse_roster, run};
 
 /// One replica of the cluster: the metadata group and its share of the partition groups,
@@ -56,6 +57,12 @@ struct Args {
     /// the environment variable CLUSTER_ROOT_PASSWORD; default "secret".
     #[arg(long, value_name = "PASSWORD", env = "CLUSTER_ROOT_PASSWORD", hide_env_values = true)]
     root_password: Option<String>,
+    /// TEST-ONLY, never in production: start with a deliberately broken behaviour
+    /// (`wal-drop-last-record`), so a fault harness on real nodes can show it catches
+    /// the bug (see `cluster::node::TestBreak`). Hidden from --help. Allowed with
+    /// --config too, where it overrides the file's `test_break`.
+    #[arg(long, value_name = "BREAK", value_enum, hide = true)]
+    test_break: Option<TestBreak>,
 }
 
 fn config_of(args: Args) -> Result<ServerConfig, String> {
@@ -65,6 +72,9 @@ fn config_of(args: Args) -> Result<ServerConfig, String> {
         let mut config = ServerConfig::from_json(&shown, &text).map_err(|error| error.to_string())?;
         if let Some(password) = args.root_password {
             config.root_password = password;
+        }
+        if args.test_break.is_some() {
+            config.test_break = args.test_break;
         }
         return Ok(config);
     }
@@ -84,6 +94,7 @@ fn config_of(args: Args) -> Result<ServerConfig, String> {
         root_password: args
             .root_password
             .unwrap_or_else(|| cluster::metadata::DEFAULT_ROOT_PASSWORD.to_owned()),
+        test_break: args.test_break,
     })
 }
 
@@ -131,5 +142,29 @@ fn main() -> ExitCode {
             }
             ExitCode::from(1)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(extra: &[&str]) -> Result<Args, clap::Error> {
+        let mut argv = vec!["node", "--cluster", "dev", "--data-dir", "/tmp/dev"];
+        argv.extend_from_slice(extra);
+        Args::try_parse_from(argv)
+    }
+
+    #[test]
+    fn the_hidden_test_break_flag_reaches_the_config_and_refuses_an_unknown_break() {
+        let plain = config_of(parse(&[]).expect("flags")).expect("config");
+        assert_eq!(plain.test_break, None);
+        let broken = config_of(parse(&["--test-break", "wal-drop-last-record"]).expect("flags")).expect("config");
+        assert_eq!(broken.test_break, Some(TestBreak::WalDropLastRecord));
+        let unknown = parse(&["--test-break", "drop-everything"]).expect_err("unknown break");
+        assert_eq!(unknown.kind(), clap::error::ErrorKind::InvalidValue);
+        let help = Args::command().render_long_help().to_string();
+        assert!(!help.contains("test-break"), "hidden from --help");
     }
 }

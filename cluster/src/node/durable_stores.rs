@@ -77,6 +77,42 @@ const NODE_IDENTITY_GROUP: u64 = u64::MAX;
 /// partition state does not write segments yet, so it records none.
 const SEGMENT_END_OFFSET_NONE: u64 = 0;
 
+/// A deliberately broken behaviour the production `node` can be started with
+/// (`--test-break NAME`, a hidden flag, or `"test_break": "NAME"` in its JSON config).
+///
+/// **Test-only: production must never use one.** A break exists so that a fault
+/// harness run against real nodes (the nemesis) can show it catches the bug the break
+/// plants: a harness that also passes against a broken node proves nothing. Without a
+/// break (`None` everywhere it is taken) the node behaves exactly as it always did. The
+/// simulator's own broken answers are [`StorageBreak`]; this one is for the real binary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum TestBreak {
+    /// At every start, each WAL the node opens (the metadata WAL and every partition
+    /// WAL) silently loses its last intact record, as if it were a torn tail: the file
+    /// is cut at that record's start and the cut synced (a partition WAL's frontier
+    /// moves back with it first). Unlike a real torn tail, which marks the log as
+    /// possibly lacking acknowledged ops, nothing is reported: the node forgets an op
+    /// it acknowledged (synced, or published) and offers its log as complete.
+    WalDropLastRecord,
+}
+
+impl TestBreak {
+    /// The name the flag and the config take.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::WalDropLastRecord => "wal-drop-last-record",
+        }
+    }
+
+    /// What it does to the node, for the start-up warning.
+    pub fn effect(self) -> &'static str {
+        match self {
+            Self::WalDropLastRecord => "this node forgets its last log record at every start",
+        }
+    }
+}
+
 /// Who a node is: what its data directory must belong to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NodeIdentity {
@@ -135,6 +171,7 @@ pub struct DurableStores<S: DurableStorage> {
     storage: S,
     identity: NodeIdentity,
     storage_break: StorageBreak,
+    test_break: Option<TestBreak>,
     deleted: Rc<RefCell<BTreeSet<u64>>>,
     durability: Rc<RefCell<BTreeMap<u64, Rc<Cell<Durability>>>>>,
 }
@@ -170,6 +207,7 @@ impl<S: DurableStorage> DurableStores<S> {
             storage,
             identity,
             storage_break: StorageBreak::None,
+            test_break: None,
             deleted: Rc::new(RefCell::new(deleted)),
             durability: Rc::default(),
         })
@@ -179,6 +217,14 @@ impl<S: DurableStorage> DurableStores<S> {
     /// (see [`StorageBreak`]).
     pub fn with_storage_break(mut self, storage_break: StorageBreak) -> Self {
         self.storage_break = storage_break;
+        self
+    }
+
+    /// Test-only, never in production: open every group's store with the `node`
+    /// binary's deliberately broken behaviour, if any (see [`TestBreak`]). `None`
+    /// changes nothing.
+    pub fn with_test_break(mut self, test_break: Option<TestBreak>) -> Self {
+        self.test_break = test_break;
         self
     }
 
@@ -246,6 +292,7 @@ impl<S: DurableStorage> StoreProvider for DurableStores<S> {
             &Self::group_dir(group),
             self.durability_cell(group),
             self.storage_break,
+            self.test_break,
         )
     }
 
@@ -336,6 +383,7 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
         dir: &str,
         durability: Rc<Cell<Durability>>,
         storage_break: StorageBreak,
+        test_break: Option<TestBreak>,
     ) -> Result<Self, StoreError> {
         let read_errors = if storage_break == StorageBreak::ReadErrorAsEndOfFile {
             ReadErrors::EndOfFile
@@ -374,9 +422,15 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
         let (log, may_lack_acknowledged_ops, damaged_at_open) = if identity.group == METADATA_GROUP {
             // Every metadata prepare was synced before it was acknowledged; only a
             // lying disk loses one, and that shows as damage the chain repair refetches.
-            let (mut wal, recovery) = now(Wal::open_with(storage, storage_break.wal_checksums()))
+            let (mut wal, mut recovery) = now(Wal::open_with(storage, storage_break.wal_checksums()))
                 .ok_or_else(|| failed("metadata WAL open did not complete on its first poll"))?
                 .map_err(|error| log_wal_error(dir, &error, "metadata WAL open failed"))?;
+            if test_break == Some(TestBreak::WalDropLastRecord) {
+                let dropped = now(wal.drop_last_record(&mut recovery))
+                    .ok_or_else(|| failed("test break cut did not complete on its first poll"))?
+                    .map_err(|error| log_wal_error(dir, &error, "test break cut of the metadata WAL failed"))?;
+                log_test_break_cut(identity.group, dir, dropped);
+            }
             if storage_break == StorageBreak::CutDamageAsTornTail
                 && let Some(first) = recovery.damaged.first()
             {
@@ -401,7 +455,7 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
                 (Log::Metadata(wal), damaged > 0, damaged)
             }
         } else {
-            let (mut wal, recovery) = now(PartitionWal::open_with(
+            let (mut wal, mut recovery) = now(PartitionWal::open_with(
                 storage,
                 dir,
                 identity.group,
@@ -409,6 +463,12 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
             ))
             .ok_or_else(|| failed("partition WAL open did not complete on its first poll"))?
             .map_err(|error| log_wal_error(dir, &error, "partition WAL open failed"))?;
+            if test_break == Some(TestBreak::WalDropLastRecord) {
+                let dropped = now(wal.drop_last_record(&mut recovery))
+                    .ok_or_else(|| failed("test break cut did not complete on its first poll"))?
+                    .map_err(|error| log_wal_error(dir, &error, "test break cut of a partition WAL failed"))?;
+                log_test_break_cut(identity.group, dir, dropped);
+            }
             if recovery.discarded_bytes > 0 {
                 crate::cover!(PartitionWalTailDiscarded);
                 tracing::info!(
@@ -547,6 +607,19 @@ fn read_checkpoint<S: DurableStorage>(storage: &S, path: &str) -> Result<Option<
             Err(failed("checkpoint file unreadable or damaged"))
         }
         None => Err(failed("checkpoint read did not complete on its first poll")),
+    }
+}
+
+/// The one line per WAL that [`TestBreak::WalDropLastRecord`] cut (none if the WAL held
+/// no record).
+fn log_test_break_cut(group: u64, dir: &str, dropped: Option<u64>) {
+    if let Some(op) = dropped {
+        tracing::warn!(
+            group,
+            dir,
+            op,
+            "TEST BREAK wal-drop-last-record: cut this WAL's last record away and reported nothing"
+        );
     }
 }
 
@@ -1216,6 +1289,128 @@ mod tests {
             drop(store);
             assert_eq!(ops(&open_group(&storage, group).expect("reopen")), expected);
         }
+        std::fs::remove_dir_all(root).expect("cleanup");
+    }
+
+    /// Open `group`'s store as [`open_group`] does, with `test_break`.
+    fn open_group_broken(
+        storage: &DiskStorage,
+        group: u64,
+        test_break: Option<TestBreak>,
+    ) -> Result<DurableReplicaStore<DiskStorage>, StoreError> {
+        let stores = DurableStores::open(storage.clone(), identity())
+            .expect("node storage")
+            .with_test_break(test_break);
+        stores.set_durability(PARTITION, TopicDurability::Persisted);
+        StoreProvider::open(&stores, group)
+    }
+
+    /// The partition WAL's last publication, as the store holds it.
+    fn published(store: &DurableReplicaStore<DiskStorage>) -> Option<crate::storage::partition_wal::Frontier> {
+        match &store.log {
+            Log::Partition(wal) => wal.published(),
+            Log::Metadata(_) => None,
+        }
+    }
+
+    #[test]
+    fn the_wal_drop_last_record_break_silently_forgets_the_metadata_wal_s_last_synced_record() {
+        let root = temp_root("stores-test-break-metadata");
+        let storage = DiskStorage::new(&root).expect("temp dir");
+        let wal_path = root.join("metadata/wal");
+        let mut store = open_group(&storage, METADATA_GROUP).expect("open");
+        for op in 1..=5 {
+            // Synced before it returns: what a PrepareOk acknowledges.
+            store.write_prepare(op, &frame(op)).expect("prepare");
+        }
+        store.write_superblock(Superblock::default()).expect("superblock");
+        drop(store);
+        let whole = std::fs::read(&wal_path).expect("the WAL");
+
+        let broken = open_group_broken(&storage, METADATA_GROUP, Some(TestBreak::WalDropLastRecord)).expect("open");
+        assert_eq!(
+            ops(&broken),
+            vec![1, 2, 3, 4],
+            "the last record is gone, the earlier ones remain"
+        );
+        assert!(
+            !broken.may_lack_acknowledged_ops() && broken.damaged_at_open() == 0,
+            "the break claims an intact log (a genuine torn tail would mark it incomplete)"
+        );
+        drop(broken);
+        let cut = std::fs::read(&wal_path).expect("the WAL");
+        assert!(
+            cut.len() < whole.len() && whole.starts_with(&cut),
+            "cut at the record's start: {} of {} bytes kept",
+            cut.len(),
+            whole.len()
+        );
+
+        let healthy = open_group_broken(&storage, METADATA_GROUP, None).expect("reopen");
+        assert_eq!(
+            ops(&healthy),
+            vec![1, 2, 3, 4],
+            "the cut was durable; nothing further changed"
+        );
+        assert!(!healthy.may_lack_acknowledged_ops() && healthy.damaged_at_open() == 0);
+        drop(healthy);
+        assert_eq!(std::fs::read(&wal_path).expect("the WAL"), cut, "the file is untouched");
+        std::fs::remove_dir_all(root).expect("cleanup");
+    }
+
+    #[test]
+    fn the_wal_drop_last_record_break_silently_forgets_a_partition_wal_s_last_published_record() {
+        let root = temp_root("stores-test-break-partition");
+        let storage = DiskStorage::new(&root).expect("temp dir");
+        let dir = root.join(DurableStores::<DiskStorage>::group_dir(PARTITION));
+        let mut store = open_group(&storage, PARTITION).expect("open");
+        for op in 1..=5 {
+            // `persisted`: published before it returns, what a PrepareOk acknowledges.
+            store.write_prepare(op, &frame(op)).expect("prepare");
+        }
+        store.write_superblock(Superblock::default()).expect("superblock");
+        let before = published(&store).expect("published");
+        assert_eq!(before.last_op, 5);
+        drop(store);
+
+        let broken = open_group_broken(&storage, PARTITION, Some(TestBreak::WalDropLastRecord)).expect("open");
+        assert_eq!(
+            ops(&broken),
+            vec![1, 2, 3, 4],
+            "the last record is gone, the earlier ones remain"
+        );
+        assert!(
+            !broken.may_lack_acknowledged_ops() && broken.damaged_at_open() == 0,
+            "the break claims an intact persisted log"
+        );
+        let frontier = published(&broken).expect("published");
+        let wal_bytes = std::fs::metadata(dir.join("wal")).expect("the WAL").len();
+        assert_eq!(
+            (frontier.last_op, frontier.wal_bytes),
+            (4, wal_bytes),
+            "the frontier moved back with the record"
+        );
+        assert!(wal_bytes < before.wal_bytes);
+        assert_eq!(
+            (frontier.durability, frontier.log_view),
+            (before.durability, before.log_view),
+            "still `persisted`: nothing says an acknowledged op may be missing"
+        );
+        drop(broken);
+
+        let healthy = open_group_broken(&storage, PARTITION, None).expect("reopen");
+        assert_eq!(
+            ops(&healthy),
+            vec![1, 2, 3, 4],
+            "the cut was durable; nothing further changed"
+        );
+        assert!(!healthy.may_lack_acknowledged_ops() && healthy.damaged_at_open() == 0);
+        assert_eq!(
+            published(&healthy),
+            Some(frontier),
+            "no new publication: the frontier was already whole"
+        );
+        assert_eq!(std::fs::metadata(dir.join("wal")).expect("the WAL").len(), wal_bytes);
         std::fs::remove_dir_all(root).expect("cleanup");
     }
 }

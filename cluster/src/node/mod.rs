@@ -31,7 +31,7 @@ use futures::{FutureExt, select_biased};
 
 pub use access::{AccessView, BINDINGS_MAX, Bindings, Grant};
 pub use directory::{Directory, PartitionSpec};
-pub use durable_stores::{DurableReplicaStore, DurableStores, NodeIdentity, StoresOpenError};
+pub use durable_stores::{DurableReplicaStore, DurableStores, NodeIdentity, StoresOpenError, TestBreak};
 pub use shard::{
     Forward, METADATA_GROUP, NodeShared, PARK_WAIT_TICKS, PARKED_REQUESTS_MAX, Shard, ShardStats, StorageFailure,
 };

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use crate::node::SHARDS_MAX;
+use crate::node::{SHARDS_MAX, TestBreak};
 use crate::vsr::constants::REPLICAS_MAX;
 
 /// One node of the static roster.
@@ -46,6 +46,11 @@ pub struct ServerConfig {
     /// one: it is part of the first replicated state.
     #[serde(default = "default_root_password")]
     pub root_password: String,
+    /// **Test-only: never set in production.** A deliberately broken behaviour (see
+    /// [`TestBreak`]), so a fault harness on real nodes can show it catches the bug it
+    /// plants. Absent (the default): the node is the production node, unchanged.
+    #[serde(default)]
+    pub test_break: Option<TestBreak>,
 }
 
 fn default_shards() -> u8 {
@@ -217,6 +222,7 @@ mod tests {
             .expect("roster"),
             client_address: None,
             root_password: "secret".to_owned(),
+            test_break: None,
         }
     }
 
@@ -256,5 +262,27 @@ mod tests {
             (parsed.shards, parsed.replicas(), parsed.own_client_address()),
             (1, 1, None)
         );
+    }
+
+    #[test]
+    fn a_test_break_is_off_unless_named_and_an_unknown_one_is_refused() {
+        use clap::ValueEnum;
+        let parse = |text: &str| ServerConfig::from_json("node.json", text);
+        let plain = parse(r#"{"cluster":"a","data_dir":"/d"}"#).expect("minimal");
+        assert_eq!(plain.test_break, None, "production: no break unless one is named");
+        let broken = parse(r#"{"cluster":"a","data_dir":"/d","test_break":"wal-drop-last-record"}"#).expect("named");
+        assert_eq!(broken.test_break, Some(TestBreak::WalDropLastRecord));
+        assert!(
+            parse(r#"{"cluster":"a","data_dir":"/d","test_break":"drop-everything"}"#)
+                .is_err_and(|error| error.problem.contains("drop-everything"))
+        );
+        for test_break in TestBreak::value_variants() {
+            let flag = test_break.to_possible_value().map(|value| value.get_name().to_owned());
+            assert_eq!(
+                flag.as_deref(),
+                Some(test_break.name()),
+                "the flag and the config agree"
+            );
+        }
     }
 }

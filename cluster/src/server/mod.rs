@@ -171,8 +171,12 @@ async fn serve(config: &ServerConfig, shutdown: impl Future<Output = ()>) -> Res
         replica: config.replica,
         replica_count: replicas,
     };
+    if let Some(test_break) = config.test_break {
+        tracing::warn!("TEST BREAK ACTIVE: {} ({})", test_break.name(), test_break.effect());
+    }
     let stores = DurableStores::open(storage, identity)
-        .map_err(|error| data_dir_error(describe_stores_error(&error, config)))?;
+        .map_err(|error| data_dir_error(describe_stores_error(&error, config)))?
+        .with_test_break(config.test_break);
 
     let client_address = match config.own_client_address() {
         Some(address) => address,

@@ -596,6 +596,41 @@ impl<S: DurableStorage> PartitionWal<S> {
         self.log.truncate_after(op).await
     }
 
+    /// **Test-only: production must never call it.** The `wal-drop-last-record` test
+    /// break (`node::TestBreak::WalDropLastRecord`), called right after
+    /// [`PartitionWal::open`], when every record in the file is published: forget the
+    /// last published record that holds an op (removed ops after it go with it). The
+    /// frontier moves back first, to the record's start and the op before it (as a
+    /// truncation below the frontier does, so a crash in between leaves bytes boot
+    /// discards), then the file is cut there and the cut synced, the way boot cuts a
+    /// torn tail. Nothing is reported: the op leaves `recovery.records`, no damage is
+    /// recorded, and the frontier keeps its durability mode, so the node believes the
+    /// op never existed. It exists so a fault harness on real nodes can show it catches
+    /// a node that forgets an acknowledged, published record while claiming its log is
+    /// whole. Returns the op dropped (`None` if no published record holds one).
+    pub(crate) async fn drop_last_record(
+        &mut self,
+        recovery: &mut PartitionWalRecovery,
+    ) -> Result<Option<u64>, WalError> {
+        let Some(op) = recovery.records.last().map(|(op, _)| *op) else {
+            return Ok(None);
+        };
+        let Some(slot) = self.log.slots().get(&op).copied() else {
+            return Ok(None);
+        };
+        if slot.offset + slot.bytes > self.published_bytes() {
+            return Ok(None);
+        }
+        let last_op_kept = self.log.slots().range(..op).next_back().map_or(0, |(&key, _)| key);
+        let segment_end_offset = self.published.map_or(0, |frontier| frontier.segment_end_offset);
+        self.log.sync().await?;
+        self.write_frontier(slot.offset, last_op_kept, segment_end_offset)
+            .await?;
+        self.log.cut(slot.offset).await?;
+        recovery.records.pop();
+        Ok(Some(op))
+    }
+
     /// Clean shutdown: publish everything and close.
     pub async fn close(mut self, segment_end_offset: u64) -> Result<(), WalError> {
         self.publish(segment_end_offset).await

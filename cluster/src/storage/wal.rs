@@ -391,6 +391,27 @@ impl<S: DurableStorage> Wal<S> {
         }
     }
 
+    /// **Test-only: production must never call it.** The `wal-drop-last-record` test
+    /// break (`node::TestBreak::WalDropLastRecord`), called right after [`Wal::open`]:
+    /// cut the file at the start of its last record that holds an op (a prepare or a
+    /// header; removed ops after it go with it) and sync the cut, the way boot cuts a
+    /// torn tail, but report nothing: the op leaves `recovery.records` and no
+    /// `torn_tail` is recorded, so the log reads as intact. It exists so a fault
+    /// harness on real nodes can show it catches a node that forgets an acknowledged,
+    /// synced record while claiming its log is whole. Returns the op dropped (`None`
+    /// if the log holds none).
+    pub(crate) async fn drop_last_record(&mut self, recovery: &mut WalRecovery) -> Result<Option<u64>, WalError> {
+        let Some(op) = recovery.records.last().map(|(op, _)| *op) else {
+            return Ok(None);
+        };
+        let Some(slot) = self.log.slots().get(&op).copied() else {
+            return Ok(None);
+        };
+        self.log.cut(slot.offset).await?;
+        recovery.records.pop();
+        Ok(Some(op))
+    }
+
     /// Read the record at `op` back from the file (`None` if absent or removed).
     pub async fn read(&self, op: u64) -> Result<Option<StoredRecord>, WalError> {
         self.log.read(op).await
