@@ -3,7 +3,11 @@
 # - strace: syscall fault injection (a node's fdatasync made to fail with EIO in
 #   cluster/tests/failover.rs);
 # - with the argument `chromium`, also Debian's chromium, to render a campaign's
-#   report.html headless (scripts/render-report.sh).
+#   report.html headless (scripts/render-report.sh);
+# - with the argument `nemesis`, what the real-cluster nemesis drives: iproute2 (`ip`:
+#   network namespaces and veth links), fiu-utils (libfiu's `fiu-run` / `fiu-ctrl`:
+#   failing fdatasync, pwrite, pread), faketime (libfaketime: skewed clocks), procps
+#   (`kill`).
 # Idempotent: installs only what is missing. Needs root (CI and the dev machines run as
 # root) and Debian's package archive.
 set -euo pipefail
@@ -12,7 +16,13 @@ command -v strace >/dev/null 2>&1 || missing+=(strace)
 for extra in "$@"; do
   case "$extra" in
     chromium) command -v chromium >/dev/null 2>&1 || missing+=(chromium) ;;
-    *) echo "install-test-tools.sh: unknown tool '$extra' (known: chromium)" >&2; exit 2 ;;
+    nemesis)
+      command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+      command -v fiu-run >/dev/null 2>&1 || missing+=(fiu-utils)
+      ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 || missing+=(faketime)
+      command -v kill >/dev/null 2>&1 || missing+=(procps)
+      ;;
+    *) echo "install-test-tools.sh: unknown tool '$extra' (known: chromium, nemesis)" >&2; exit 2 ;;
   esac
 done
 if [ ${#missing[@]} -eq 0 ]; then

@@ -14,6 +14,7 @@ pub mod fuzz;
 pub mod harness;
 pub mod linearizability;
 pub mod log;
+pub mod nemesis;
 pub mod network;
 pub mod profile;
 pub mod rng;

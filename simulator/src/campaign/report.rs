@@ -125,6 +125,10 @@ pub struct CampaignReport {
     /// and from campaigns run with `--no-shrink`).
     #[serde(default)]
     pub shrunk: Vec<super::shrink::ShrunkRepro>,
+    /// A real-cluster campaign's schedules and availability figures (`nemesis`; absent
+    /// from simulator campaigns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nemesis: Option<crate::nemesis::report::NemesisSummary>,
 }
 
 /// One sub-campaign of a report.
@@ -325,6 +329,7 @@ impl CampaignReport {
             sub_campaigns: Vec::new(),
             required_marks: first.required_marks.clone(),
             shrunk: Vec::new(),
+            nemesis: None,
         };
         let mut seen = BTreeMap::new();
         for report in reports {

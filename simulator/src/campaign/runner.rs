@@ -310,6 +310,7 @@ pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Re
         sub_campaigns,
         required_marks: spec.required_marks.clone(),
         shrunk: Vec::new(),
+        nemesis: None,
     })
 }
 

@@ -164,6 +164,9 @@ fn write_page(out: &mut String, report: &CampaignReport) -> fmt::Result {
     coverage::write_sub_campaigns(out, report)?;
     write_matrix(out, report)?;
     write_failures(out, &groups, &report.shrunk)?;
+    if let Some(nemesis) = &report.nemesis {
+        crate::nemesis::report::write_html(out, nemesis)?;
+    }
     write_vacuous(out, report, totals.vacuous)?;
     coverage::write_coverage(out, report)?;
     write_charts(out, report)?;

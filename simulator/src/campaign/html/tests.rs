@@ -129,6 +129,7 @@ fn sample() -> CampaignReport {
         sub_campaigns: Vec::new(),
         required_marks: Vec::new(),
         shrunk: Vec::new(),
+        nemesis: None,
     }
 }
 

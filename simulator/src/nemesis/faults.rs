@@ -1,0 +1,327 @@
+//! The nemesis's fault kinds and the seeded plan that deals them out.
+//!
+//! A run's plan is drawn from its seed alone: which kind comes next, how long it lasts,
+//! how long to wait before the next one, and a coin for each choice of target. What a
+//! coin resolves to (which node is primary at that moment) depends on the real cluster,
+//! so the *resolved* schedule is logged as it happens (`FaultRecord`, one JSON line per
+//! fault) and reported; the plan makes two runs of one seed try the same faults in the
+//! same order, not hit the same bytes.
+//!
+//! Every run deals the whole deck of enabled kinds first, in a seeded order, so each
+//! kind is injected at least once per run; then it draws kinds at random until the
+//! fault phase ends.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::rng::SimRng;
+
+/// What part of the world a fault kind breaks (the report counts faults per category
+/// and per kind).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Category {
+    /// Signals to node processes.
+    Process,
+    /// Links between the nodes' network namespaces.
+    Network,
+    /// libfiu failing a node's file system calls.
+    Disk,
+    /// libfaketime offsetting or drifting a node's clocks.
+    Clock,
+}
+
+macro_rules! fault_kinds {
+    ($( $(#[$doc:meta])* $variant:ident = $name:literal, $category:ident, exclusive: $exclusive:literal; )*) => {
+        /// One kind of fault the nemesis injects.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        pub enum FaultKind {
+            $( $(#[$doc])* #[serde(rename = $name)] $variant, )*
+        }
+
+        impl FaultKind {
+            /// Every kind, in a fixed order (the deck before it is shuffled).
+            pub const ALL: &'static [FaultKind] = &[$(FaultKind::$variant),*];
+
+            /// The kind's name in flags, schedules and reports.
+            pub fn name(self) -> &'static str {
+                match self { $(FaultKind::$variant => $name,)* }
+            }
+
+            /// What the kind breaks.
+            pub fn category(self) -> Category {
+                match self { $(FaultKind::$variant => Category::$category,)* }
+            }
+
+            /// Whether the kind needs the whole cluster to itself: no other fault runs
+            /// while it does, and it waits for every other one to end.
+            pub fn exclusive(self) -> bool {
+                match self { $(FaultKind::$variant => $exclusive,)* }
+            }
+        }
+    };
+}
+
+fault_kinds! {
+    /// SIGKILL one node, restart it after a while.
+    Kill = "kill", Process, exclusive: false;
+    /// SIGKILL every node at once (a whole-site power cut without the power loss:
+    /// the page cache survives), restart them all.
+    KillAll = "kill-all", Process, exclusive: true;
+    /// SIGSTOP the primary of a group (a frozen primary: a long GC pause, a stuck
+    /// disk), SIGCONT it later.
+    PausePrimary = "pause-primary", Process, exclusive: false;
+    /// SIGTERM one node (a clean shutdown: every journal made durable), restart it.
+    Terminate = "terminate", Process, exclusive: false;
+    /// SIGTERM and restart every node in turn, each back before the next goes.
+    RollingRestart = "rolling-restart", Process, exclusive: true;
+    /// Cut one node off from every other, both ways.
+    Isolate = "isolate", Network, exclusive: false;
+    /// Drop what one node sends to one other (the other way still works).
+    OneWay = "one-way", Network, exclusive: false;
+    /// Cut the link between two nodes both ways; each still reaches the rest (a
+    /// partition that is not transitive).
+    CutLink = "cut-link", Network, exclusive: false;
+    /// Split the cluster into a minority and a majority.
+    Split = "split", Network, exclusive: false;
+    /// The primary's fdatasync fails with EIO (the outage the disk-fault work fixed:
+    /// a primary that kept heartbeating over a disk that refused its prepares).
+    FsyncPrimary = "fsync-primary", Disk, exclusive: false;
+    /// One node's pwrite fails with EIO.
+    WriteError = "write-error", Disk, exclusive: false;
+    /// One node restarts with a fifth of its preads failing with EIO (boot and
+    /// repair read under faults), switched off later.
+    ReadError = "read-error", Disk, exclusive: false;
+    /// One node restarts with its clocks (wall and monotonic) offset by seconds to
+    /// hours, either way; later it restarts with the true time.
+    ClockOffset = "clock-offset", Clock, exclusive: false;
+    /// One node restarts with its clocks running fast or slow; later it restarts
+    /// with the true time.
+    ClockDrift = "clock-drift", Clock, exclusive: false;
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for FaultKind {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        FaultKind::ALL
+            .iter()
+            .copied()
+            .find(|kind| kind.name() == text)
+            .ok_or_else(|| {
+                let known: Vec<&str> = FaultKind::ALL.iter().map(|kind| kind.name()).collect();
+                format!("unknown fault kind '{text}' (known: {})", known.join(", "))
+            })
+    }
+}
+
+/// Parse a `--faults` list: `all`, a comma list of kinds and categories (`process`,
+/// `network`, `disk`, `clock`), or `none`.
+pub fn parse_kinds(text: &str) -> Result<Vec<FaultKind>, String> {
+    let mut kinds = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|part| !part.is_empty()) {
+        let category = match part {
+            "all" => {
+                kinds.extend_from_slice(FaultKind::ALL);
+                continue;
+            }
+            "none" => continue,
+            "process" => Some(Category::Process),
+            "network" => Some(Category::Network),
+            "disk" => Some(Category::Disk),
+            "clock" => Some(Category::Clock),
+            _ => None,
+        };
+        match category {
+            Some(category) => kinds.extend(FaultKind::ALL.iter().filter(|kind| kind.category() == category)),
+            None => kinds.push(part.parse()?),
+        }
+    }
+    kinds.sort();
+    kinds.dedup();
+    Ok(kinds)
+}
+
+/// The shortest pause between two faults starting, in milliseconds: long enough that
+/// a kill and its restart are not the same instant to the cluster.
+pub const FAULT_GAP_MS_MIN: u64 = 300;
+/// The longest pause between two faults starting, in milliseconds: short enough that a
+/// 20-second fault phase deals the whole deck (14 kinds).
+pub const FAULT_GAP_MS_MAX: u64 = 1_500;
+/// Faults active at once at most. Two lets a node die while another is cut off (no
+/// majority for a while: safety must hold, liveness is not asked), without leaving the
+/// cluster down for most of the run.
+pub const FAULTS_CONCURRENT_MAX: usize = 2;
+
+/// One fault the plan asks for, before its target is resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedFault {
+    /// The kind.
+    pub kind: FaultKind,
+    /// How long it lasts, milliseconds (for kill and terminate: how long the node stays
+    /// down; for the exclusive kinds: the pause between stopping and starting).
+    pub duration_ms: u64,
+    /// A coin for each target choice (index into the candidates, modulo their count).
+    pub coins: [u64; 4],
+    /// Clock faults: the offset in seconds (signed) or the rate in per mille.
+    pub clock: i64,
+}
+
+/// The seeded plan of one run.
+pub struct Plan {
+    rng: SimRng,
+    deck: Vec<FaultKind>,
+    enabled: Vec<FaultKind>,
+}
+
+impl Plan {
+    /// The plan of a run with `seed` over `enabled` kinds (none: the plan is empty).
+    pub fn new(seed: u64, enabled: &[FaultKind]) -> Plan {
+        let mut rng = SimRng::new(seed ^ 0x6e65_6d65_7369_7300);
+        let mut deck = enabled.to_vec();
+        // Fisher-Yates, drawn from the seed; dealt from the back.
+        for index in (1..deck.len()).rev() {
+            let other = rng.index(index + 1);
+            deck.swap(index, other);
+        }
+        Plan {
+            rng,
+            deck,
+            enabled: enabled.to_vec(),
+        }
+    }
+
+    /// Whether every kind of the first deck has been dealt.
+    pub fn deck_dealt(&self) -> bool {
+        self.deck.is_empty()
+    }
+
+    /// The pause before the next fault starts, milliseconds.
+    pub fn gap_ms(&mut self) -> u64 {
+        self.rng.range_inclusive(FAULT_GAP_MS_MIN, FAULT_GAP_MS_MAX)
+    }
+
+    /// The next fault (`None` when no kind is enabled).
+    pub fn next_fault(&mut self) -> Option<PlannedFault> {
+        let kind = match self.deck.pop() {
+            Some(kind) => kind,
+            None if self.enabled.is_empty() => return None,
+            None => self.enabled[self.rng.index(self.enabled.len())],
+        };
+        let (low, high) = duration_range_ms(kind);
+        let duration_ms = self.rng.range_inclusive(low, high);
+        let coins = [
+            self.rng.next_u64(),
+            self.rng.next_u64(),
+            self.rng.next_u64(),
+            self.rng.next_u64(),
+        ];
+        let clock = match kind {
+            FaultKind::ClockOffset => {
+                // Seconds to two hours, either way: a node whose NTP never ran, or
+                // jumped.
+                let magnitude = self.rng.range_inclusive(1, 7_200) as i64;
+                if self.rng.below(2) == 0 { -magnitude } else { magnitude }
+            }
+            FaultKind::ClockDrift => {
+                // Per mille: half speed to double speed, never exactly 1.
+                const RATES_PER_MILLE: [i64; 6] = [500, 800, 950, 1_050, 1_250, 2_000];
+                RATES_PER_MILLE[self.rng.index(RATES_PER_MILLE.len())]
+            }
+            _ => 0,
+        };
+        Some(PlannedFault {
+            kind,
+            duration_ms,
+            coins,
+            clock,
+        })
+    }
+}
+
+/// How long a fault of `kind` lasts, milliseconds, lowest and highest. Network and
+/// pause faults straddle the production view-change timeout (a few seconds) so some
+/// end before the cluster notices and some after it failed over.
+pub fn duration_range_ms(kind: FaultKind) -> (u64, u64) {
+    match kind {
+        FaultKind::Kill | FaultKind::Terminate => (200, 2_000),
+        FaultKind::KillAll | FaultKind::RollingRestart => (100, 1_000),
+        FaultKind::PausePrimary => (500, 4_000),
+        FaultKind::Isolate | FaultKind::OneWay | FaultKind::CutLink | FaultKind::Split => (1_000, 4_000),
+        FaultKind::FsyncPrimary | FaultKind::WriteError => (1_000, 2_500),
+        FaultKind::ReadError => (1_000, 3_000),
+        FaultKind::ClockOffset | FaultKind::ClockDrift => (2_000, 5_000),
+    }
+}
+
+/// One fault as it happened, for the schedule log and the report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FaultRecord {
+    /// Milliseconds from the run's start (the cluster ready) to the fault's start.
+    pub start_ms: u64,
+    /// Milliseconds from the run's start to its end (healed); `None` while active.
+    pub end_ms: Option<u64>,
+    /// The kind.
+    pub kind: FaultKind,
+    /// The nodes it targets (for network faults: the side it cuts off, or the two
+    /// ends of the link, sender first).
+    pub nodes: Vec<usize>,
+    /// Nodes it keeps from being part of a healthy majority while active.
+    pub impaired: Vec<usize>,
+    /// What was done, in words (the signal, the link, the fiu command, the clock).
+    pub detail: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plan_deals_every_enabled_kind_before_repeating_one() {
+        let mut plan = Plan::new(7, FaultKind::ALL);
+        let mut first: Vec<FaultKind> = (0..FaultKind::ALL.len())
+            .map(|_| plan.next_fault().expect("a fault").kind)
+            .collect();
+        assert!(plan.deck_dealt());
+        first.sort();
+        assert_eq!(first, FaultKind::ALL.to_vec());
+    }
+
+    #[test]
+    fn a_plan_is_the_same_for_the_same_seed_and_differs_for_another() {
+        let draw = |seed| {
+            let mut plan = Plan::new(seed, FaultKind::ALL);
+            (0..30).map(|_| plan.next_fault().expect("a fault")).collect::<Vec<_>>()
+        };
+        assert_eq!(draw(5), draw(5));
+        assert_ne!(draw(5), draw(6));
+    }
+
+    #[test]
+    fn fault_lists_take_kinds_categories_all_and_none_and_name_an_unknown_kind() {
+        assert_eq!(parse_kinds("all").expect("all"), FaultKind::ALL.to_vec());
+        assert_eq!(parse_kinds("none").expect("none"), Vec::<FaultKind>::new());
+        assert_eq!(
+            parse_kinds("clock,kill").expect("list"),
+            vec![FaultKind::Kill, FaultKind::ClockOffset, FaultKind::ClockDrift]
+        );
+        let error = parse_kinds("kill,frobnicate").expect_err("unknown");
+        assert!(
+            error.contains("frobnicate") && error.contains("pause-primary"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn an_empty_plan_deals_nothing() {
+        assert_eq!(Plan::new(1, &[]).next_fault(), None);
+    }
+}

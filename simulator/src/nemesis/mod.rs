@@ -1,0 +1,368 @@
+//! `nemesis`: the simulator's workload and checkers against real `node` processes under
+//! real faults, Jepsen-style.
+//!
+//! The simulator judges the cluster code through the seam; it cannot see the tokio
+//! runtime, TCP and the framing, real fsync, real timers or the client library under
+//! real latency. Here the production binary and the production client are the subject:
+//! N nodes on fresh data dirs (each in its own network namespace where the machine
+//! allows), K clients of `cluster::client`, and faults dealt from a seed: signals
+//! (`procs.rs`), links cut with `ip` (`net.rs`), libfiu failing fdatasync, pwrite and
+//! pread, libfaketime offsetting or drifting clocks (`faults.rs` names every kind).
+//! After healing everything and a bounded settle, the checks of `check.rs` judge the
+//! run, and `report.rs` adds its schedule and figures to a campaign report.
+//!
+//! Module map: `run.rs` holds one run's phases top to bottom; `workload.rs` the
+//! clients; `tools.rs` finds the Debian tools.
+//!
+//! Does not model: power loss (a SIGKILL keeps the page cache: the simulator covers
+//! lost writes), packet delay or loss (no `tc netem` here), byte-exact replay.
+//!
+//! This module reads the wall clock: it drives real processes in real time, like the
+//! production runtime (`cluster/src/runtime/clock.rs`), never inside a simulation.
+
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the nemesis drives real processes on the wall clock; nothing here runs inside a simulation"
+)]
+
+pub mod check;
+pub mod faults;
+pub mod net;
+pub mod procs;
+pub mod report;
+pub mod run;
+pub mod tools;
+pub mod workload;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::campaign::report::{CampaignReport, REPORT_FORMAT_VERSION, RunRecord, RunVerdict, SubCampaignRecord};
+use crate::campaign::signature::signature;
+use faults::FaultKind;
+use report::{NemesisRun, NemesisSummary};
+use workload::Mode;
+
+/// Seconds of a run spent outside the fault phase (start-up, setup, the recovery
+/// stretch, settle and reads), used to size the fault phase from `--minutes`.
+pub const RUN_OVERHEAD_SECONDS: u64 = 15;
+/// The shortest fault phase, seconds: below this a run cannot deal the deck.
+pub const PHASE_SECONDS_MIN: u64 = 10;
+
+/// Which workload mode each run uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModeChoice {
+    /// Every run exact.
+    Exact,
+    /// Every run contended.
+    Contended,
+    /// Even seeds exact, odd seeds contended.
+    Alternate,
+}
+
+/// Where the nodes' network lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NetworkChoice {
+    /// Namespaces where they can be made, else loopback (and say so).
+    Auto,
+    /// Namespaces, or refuse to run.
+    Namespaces,
+    /// Loopback: no network faults.
+    Loopback,
+}
+
+/// A nemesis campaign's settings.
+#[derive(Clone, Debug)]
+pub struct NemesisConfig {
+    /// The first run's seed; run i uses seed + i.
+    pub seed: u64,
+    /// Runs.
+    pub runs: u64,
+    /// Nodes per cluster.
+    pub nodes: usize,
+    /// Concurrent clients.
+    pub clients: usize,
+    /// The whole campaign's wall budget, minutes (sizes each run's fault phase).
+    pub minutes: f64,
+    /// The fault phase of each run, seconds (instead of sizing it from `minutes`).
+    pub run_seconds: Option<u64>,
+    /// The workload mode.
+    pub mode: ModeChoice,
+    /// Fault kinds asked for.
+    pub faults: Vec<FaultKind>,
+    /// The `--faults` text as given (for repro commands).
+    pub faults_text: String,
+    /// The network.
+    pub network: NetworkChoice,
+    /// The node binary.
+    pub node_binary: PathBuf,
+    /// The report and run directories go here.
+    pub out: PathBuf,
+    /// Requests per run at most.
+    pub requests_max: u64,
+    /// A test-only break passed to every node (`--test-break`).
+    pub node_break: Option<String>,
+    /// Keep every run's data dirs (default: only a failing run's).
+    pub keep_data: bool,
+}
+
+impl NemesisConfig {
+    fn mode_of(&self, seed: u64) -> Mode {
+        match self.mode {
+            ModeChoice::Exact => Mode::Exact,
+            ModeChoice::Contended => Mode::Contended,
+            ModeChoice::Alternate if seed.is_multiple_of(2) => Mode::Exact,
+            ModeChoice::Alternate => Mode::Contended,
+        }
+    }
+
+    /// The fault phase of each run, seconds.
+    pub fn phase_seconds(&self) -> u64 {
+        match self.run_seconds {
+            Some(seconds) => seconds,
+            None => {
+                let per_run = (self.minutes * 60.0 / self.runs.max(1) as f64) as u64;
+                per_run.saturating_sub(RUN_OVERHEAD_SECONDS).max(PHASE_SECONDS_MIN)
+            }
+        }
+    }
+
+    /// The command that runs seed `seed` alone, every flag spelled out.
+    pub fn repro_command(&self, seed: u64, mode: Mode) -> String {
+        let mut command = format!(
+            "nemesis --seed {seed} --runs 1 --nodes {} --clients {} --mode {} --faults {} --run-seconds {} \
+             --requests-max {} --network {} --node-binary {} --out {}",
+            self.nodes,
+            self.clients,
+            mode.name(),
+            self.faults_text,
+            self.phase_seconds(),
+            self.requests_max,
+            match self.network {
+                NetworkChoice::Auto => "auto",
+                NetworkChoice::Namespaces => "namespaces",
+                NetworkChoice::Loopback => "loopback",
+            },
+            self.node_binary.display(),
+            self.out.join(format!("repro-{seed}")).display()
+        );
+        if let Some(name) = &self.node_break {
+            command.push_str(&format!(" --node-break {name}"));
+        }
+        command
+    }
+}
+
+/// Run the campaign; the report (also written to `out/report.json` and
+/// `out/report.html` after every run, so an interrupted campaign leaves one).
+pub async fn run_campaign(config: &NemesisConfig, command: &str) -> Result<CampaignReport, String> {
+    std::fs::create_dir_all(&config.out).map_err(|error| format!("{}: {error}", config.out.display()))?;
+    let started = Instant::now();
+    let prefix = format!("nemesis-{}", std::process::id());
+    let tools = tools::Tools::find(&format!("{prefix}-probe"));
+    let namespaces = match (config.network, &tools.namespaces) {
+        (NetworkChoice::Loopback, _) => false,
+        (_, Ok(())) => true,
+        (NetworkChoice::Namespaces, Err(why)) => return Err(format!("--network namespaces: {why}")),
+        (NetworkChoice::Auto, Err(why)) => {
+            println!("nemesis: no network namespaces ({why}); running with process, disk and clock faults only");
+            false
+        }
+    };
+    let mut missing = Vec::new();
+    let mut kinds = Vec::new();
+    for &kind in &config.faults {
+        let why = if kind.category() == faults::Category::Network && !namespaces {
+            Some("no network namespaces".to_owned())
+        } else {
+            tools.missing_for(kind)
+        };
+        match why {
+            Some(why) => missing.push(format!("{kind} left out: {why}")),
+            None => kinds.push(kind),
+        }
+    }
+    for line in &missing {
+        println!("nemesis: {line}");
+    }
+    if !config.node_binary.is_file() {
+        return Err(format!(
+            "--node-binary {}: no such file (build it: cargo build --release -p cluster --bin node)",
+            config.node_binary.display()
+        ));
+    }
+    let mut summary = NemesisSummary {
+        replay_note: "Real processes: a run cannot replay bit for bit. Its command replays the seed's plan (the \
+                      faults, their order and lengths, the clients' draws) on this machine; the schedule and the \
+                      node logs of the run's directory say what actually happened."
+            .to_owned(),
+        namespaces,
+        missing,
+        liveness_gap_ms_max: report::liveness_bound(),
+        ..NemesisSummary::default()
+    };
+    let mut report = CampaignReport {
+        format: REPORT_FORMAT_VERSION,
+        campaign_id: format!("nemesis-{}", config.seed),
+        command: command.to_owned(),
+        build: crate::campaign::runner::build_id(),
+        shard: None,
+        planned: config.runs,
+        not_started: 0,
+        wall_seconds: 0.0,
+        runs: Vec::new(),
+        sub_campaigns: vec![SubCampaignRecord {
+            sub: crate::campaign::spec::SubCampaign {
+                name: String::new(),
+                weight: 1.0,
+                flags: String::new(),
+            },
+            planned: config.runs,
+            not_started: 0,
+        }],
+        required_marks: Vec::new(),
+        shrunk: Vec::new(),
+        nemesis: None,
+    };
+    let budget_seconds = config.minutes * 60.0;
+    let fiu = tools.fiu.is_ok() && kinds.iter().any(|kind| kind.category() == faults::Category::Disk);
+    let faketime = tools.faketime.clone().ok();
+    for index in 0..config.runs {
+        if config.run_seconds.is_none() && index > 0 && started.elapsed().as_secs_f64() >= budget_seconds {
+            report.not_started = config.runs - index;
+            report.sub_campaigns[0].not_started = report.not_started;
+            break;
+        }
+        let seed = config.seed.wrapping_add(index);
+        let mode = config.mode_of(seed);
+        let dir = config.out.join(format!("run-{seed}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|error| format!("{}: {error}", dir.display()))?;
+        println!(
+            "run {}/{} seed {seed} ({} nodes, {} clients, {} mode, fault phase {} s):",
+            index + 1,
+            config.runs,
+            config.nodes,
+            config.clients,
+            mode.name(),
+            config.phase_seconds()
+        );
+        let spec = run::RunSpec {
+            seed,
+            nodes: config.nodes,
+            clients: config.clients,
+            mode,
+            kinds: kinds.clone(),
+            phase_ms: config.phase_seconds() * 1000,
+            requests_max: config.requests_max,
+            dir: dir.clone(),
+            node_binary: config.node_binary.clone(),
+            node_flags: config
+                .node_break
+                .iter()
+                .flat_map(|name| ["--test-break".to_owned(), name.clone()])
+                .collect(),
+            namespaces,
+            faketime: faketime.clone(),
+            fiu,
+            namespace_prefix: prefix.clone(),
+        };
+        let outcome = run::run(spec).await;
+        let schedule: String = outcome
+            .faults
+            .iter()
+            .filter_map(|fault| serde_json::to_string(fault).ok())
+            .map(|line| line + "\n")
+            .collect();
+        let _ = std::fs::write(dir.join("schedule.jsonl"), &schedule);
+        let repro = config.repro_command(seed, mode);
+        let (verdict, detail) = match &outcome.verdict {
+            check::Verdict::Pass => (RunVerdict::Pass, None),
+            check::Verdict::Fail(why) => (RunVerdict::Fail, Some(why.clone())),
+            check::Verdict::Vacuous(why) => (RunVerdict::Vacuous, Some(why.clone())),
+            check::Verdict::Invalid(why) => (RunVerdict::Invalid, Some(why.clone())),
+        };
+        let s = &outcome.stats;
+        println!(
+            "  {verdict}: {} faults, {} requests, {} messages acknowledged and found, {} unknown, {} linearized \
+             operations, {} polls checked, longest gap {} ms ({} ms with a healthy majority), recovered {} ms after the heal, \
+             settled in {} ms, {} supervisor restarts, {:.1} s",
+            outcome.faults.len(),
+            s.requests,
+            s.acked_messages,
+            s.unknown_messages,
+            s.linearized_operations,
+            s.polls_checked,
+            s.longest_gap_ms,
+            s.longest_healthy_gap_ms,
+            s.recovered_ms,
+            s.settle_ms,
+            s.supervisor_restarts,
+            outcome.wall_ms as f64 / 1000.0
+        );
+        println!("  successes per second: {:?}", s.successes_by_second);
+        if let Some(detail) = &detail {
+            println!("  {detail}");
+            println!("  schedule and node logs: {}", dir.display());
+            println!("  repro: {repro}");
+        }
+        if verdict == RunVerdict::Pass && !config.keep_data {
+            remove_data_dirs(&dir, config.nodes);
+        }
+        report.runs.push(RunRecord {
+            campaign: String::new(),
+            profile: format!("nemesis-{}-nodes", config.nodes),
+            plane: mode.name().to_owned(),
+            seed,
+            command: repro,
+            verdict,
+            signature: detail
+                .as_ref()
+                .filter(|_| matches!(verdict, RunVerdict::Fail | RunVerdict::Invalid))
+                .map(|why| signature(why)),
+            detail,
+            ticks: outcome.wall_ms,
+            commits: s.acked_messages,
+            ops_compared: s.acked_messages + s.linearized_operations,
+            checkpoints: 0,
+            transfers_installed: 0,
+            wall_ms: outcome.wall_ms as f64,
+            schedule_hash: format!("{:016x}", fnv1a(schedule.as_bytes())),
+            coverage: Vec::new(),
+        });
+        summary.add(NemesisRun {
+            seed,
+            mode: mode.name().to_owned(),
+            dir: dir.display().to_string(),
+            faults: outcome.faults,
+            stats: outcome.stats,
+        });
+        report.wall_seconds = started.elapsed().as_secs_f64();
+        report.nemesis = Some(summary.clone());
+        write_report(&config.out, &report)?;
+    }
+    report.wall_seconds = started.elapsed().as_secs_f64();
+    report.nemesis = Some(summary);
+    write_report(&config.out, &report)?;
+    Ok(report)
+}
+
+fn remove_data_dirs(dir: &Path, nodes: usize) {
+    for node in 0..nodes {
+        let _ = std::fs::remove_dir_all(dir.join(format!("data-{node}")));
+    }
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+fn write_report(out: &Path, report: &CampaignReport) -> Result<(), String> {
+    let json = serde_json::to_string_pretty(report).map_err(|error| format!("report.json: {error}"))?;
+    std::fs::write(out.join("report.json"), json).map_err(|error| format!("{}: {error}", out.display()))?;
+    std::fs::write(out.join("report.html"), crate::campaign::html::render(report))
+        .map_err(|error| format!("{}: {error}", out.display()))?;
+    Ok(())
+}

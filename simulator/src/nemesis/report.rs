@@ -1,0 +1,161 @@
+//! The nemesis's part of a campaign report: what a real-cluster campaign adds to
+//! `report.json` (each run's fault schedule as it happened, its availability figures,
+//! where its node logs are) and the section `report.html` shows for it.
+//!
+//! A real run cannot replay bit for bit: the kernel schedules the processes, the disk
+//! and the network. The seed replays the plan (which faults, in which order, for how
+//! long, and the clients' draws); the schedule and the logs say what actually happened.
+
+use std::collections::BTreeMap;
+use std::fmt::{self, Write as _};
+
+use serde::{Deserialize, Serialize};
+
+use super::check::{LIVENESS_GAP_MS_MAX, RunStats};
+use super::faults::FaultRecord;
+use crate::campaign::html::escape;
+
+/// What a nemesis campaign adds to its report.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NemesisSummary {
+    /// How to read a run's command: what it replays and what it cannot.
+    pub replay_note: String,
+    /// Whether the nodes had network namespaces (network faults possible).
+    pub namespaces: bool,
+    /// Tools that were missing, and the fault kinds left out for it.
+    pub missing: Vec<String>,
+    /// Faults injected, per kind, over every run.
+    pub faults_by_kind: BTreeMap<String, u64>,
+    /// Per kind: the longest stretch without a successful request that overlapped a
+    /// fault of that kind, over every run, milliseconds.
+    pub gap_by_kind_ms: BTreeMap<String, u64>,
+    /// The liveness bound the runs were held to, milliseconds.
+    pub liveness_gap_ms_max: u64,
+    /// Every run.
+    pub runs: Vec<NemesisRun>,
+}
+
+/// One run's schedule and figures.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NemesisRun {
+    /// The seed.
+    pub seed: u64,
+    /// The workload mode.
+    pub mode: String,
+    /// Where its schedule and node logs are.
+    pub dir: String,
+    /// Every fault, in start order.
+    pub faults: Vec<FaultRecord>,
+    /// What it compared and measured.
+    pub stats: RunStats,
+}
+
+impl NemesisSummary {
+    /// Add a run's faults and gaps to the totals.
+    pub fn add(&mut self, run: NemesisRun) {
+        for fault in &run.faults {
+            *self.faults_by_kind.entry(fault.kind.name().to_owned()).or_default() += 1;
+        }
+        for (kind, gap) in &run.stats.gap_by_kind_ms {
+            let entry = self.gap_by_kind_ms.entry(kind.clone()).or_default();
+            *entry = (*entry).max(*gap);
+        }
+        self.runs.push(run);
+    }
+}
+
+/// The HTML section of a nemesis campaign.
+pub fn write_html(out: &mut String, summary: &NemesisSummary) -> fmt::Result {
+    writeln!(out, "<section id=\"nemesis\">")?;
+    writeln!(out, "<h2>Real cluster (nemesis)</h2>")?;
+    writeln!(out, "<p class=\"warn\">{}</p>", escape(&summary.replay_note))?;
+    if !summary.namespaces {
+        writeln!(
+            out,
+            "<p class=\"warn\">No network namespaces: the nodes ran on loopback, with no network faults.</p>"
+        )?;
+    }
+    for missing in &summary.missing {
+        writeln!(out, "<p class=\"warn\">{}</p>", escape(missing))?;
+    }
+    let runs = summary.runs.len().max(1) as f64;
+    writeln!(
+        out,
+        "<table><thead><tr><th>fault kind</th><th>injected</th><th>per run</th><th>longest gap overlapping it \
+         (ms)</th></tr></thead><tbody>"
+    )?;
+    for (kind, count) in &summary.faults_by_kind {
+        writeln!(
+            out,
+            "<tr><td>{}</td><td>{count}</td><td>{:.1}</td><td>{}</td></tr>",
+            escape(kind),
+            *count as f64 / runs,
+            summary.gap_by_kind_ms.get(kind).copied().unwrap_or(0)
+        )?;
+    }
+    writeln!(out, "</tbody></table>")?;
+    writeln!(
+        out,
+        "<p>A gap longer than {} ms while a majority of nodes was unimpaired fails a run (liveness).</p>",
+        summary.liveness_gap_ms_max
+    )?;
+    writeln!(
+        out,
+        "<table><thead><tr><th>seed</th><th>mode</th><th>faults</th><th>requests</th><th>acked msgs</th>\
+         <th>unknown</th><th>linearized ops</th><th>longest gap (ms)</th><th>healthy gap (ms)</th><th>settle \
+         (ms)</th><th>restarts</th><th>logs</th></tr></thead><tbody>"
+    )?;
+    for run in &summary.runs {
+        let s = &run.stats;
+        writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
+            run.seed,
+            escape(&run.mode),
+            run.faults.len(),
+            s.requests,
+            s.acked_messages,
+            s.unknown_messages,
+            s.linearized_operations,
+            s.longest_gap_ms,
+            s.longest_healthy_gap_ms,
+            s.settle_ms,
+            s.supervisor_restarts,
+            escape(&run.dir)
+        )?;
+    }
+    writeln!(out, "</tbody></table>")?;
+    for run in &summary.runs {
+        writeln!(
+            out,
+            "<details><summary>seed {} schedule ({} faults)</summary><pre>",
+            run.seed,
+            run.faults.len()
+        )?;
+        for fault in &run.faults {
+            let mut line = String::new();
+            let _ = write!(
+                line,
+                "+{:>7} ms .. {:>7}  {:<15} {:?}  {}",
+                fault.start_ms,
+                fault
+                    .end_ms
+                    .map(|end| format!("+{end} ms"))
+                    .unwrap_or_else(|| "open".into()),
+                fault.kind.name(),
+                fault.nodes,
+                fault.detail
+            );
+            writeln!(out, "{}", escape(&line))?;
+        }
+        writeln!(out, "</pre></details>")?;
+    }
+    writeln!(out, "</section>")?;
+    Ok(())
+}
+
+/// The default liveness bound, for a summary made before any run.
+pub fn liveness_bound() -> u64 {
+    LIVENESS_GAP_MS_MAX
+}

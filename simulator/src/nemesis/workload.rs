@@ -1,0 +1,300 @@
+//! The nemesis's clients: K tasks, each a production [`Client`] with one request in
+//! flight, sending batches and polling partitions while the faults run.
+//!
+//! Two modes, as in the simulator:
+//! - **exact**: client `c` alone writes partition `c`, so it knows the offset each
+//!   acknowledged batch must get: the first batch after an acknowledged one lands at
+//!   the next offset, or, after sends of unknown outcome, at most that many messages
+//!   later. Its polls must show its acknowledged messages at their offsets.
+//! - **contended**: every client sends to and polls every one of a few shared
+//!   partitions; each partition's history (invoke and answer times in wall-clock
+//!   milliseconds) goes to the linearizability checker at the end.
+//!
+//! Message ids are unique per run (`client << 64 | sequence`), so a message found in a
+//! log names the send it came from. A send the client library reports *not accepted*
+//! certainly had no effect: its ids must never appear. One of *unknown outcome* may
+//! appear at most once.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use cluster::client::{Client, Error};
+use cluster::partition::{Message, POLL_MESSAGES_MAX};
+
+use crate::linearizability::{Operation, PartitionInput, PartitionOutput};
+use crate::rng::SimRng;
+
+/// The most think time between two requests of one client, in milliseconds: enough
+/// that four clients make a few hundred requests a second, not so many that a
+/// 30-second contended history outgrows the checker's search.
+pub const CLIENT_THINK_MS_MAX: u64 = 20;
+/// The most messages in one batch: small, so a history holds many batches.
+pub const BATCH_MESSAGES_MAX: u64 = 3;
+/// Payload bytes per message (the id is in the message's own field; the payload only
+/// gives the batch a size). 100 messages stay far under the poll reply's byte cap.
+pub const PAYLOAD_BYTES: usize = 16;
+
+/// The workload mode of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// One partition per client.
+    Exact,
+    /// Shared partitions, judged by the linearizability checker.
+    Contended,
+}
+
+impl Mode {
+    /// The mode's name in flags and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Exact => "exact",
+            Mode::Contended => "contended",
+        }
+    }
+}
+
+/// One acknowledged send.
+#[derive(Clone, Debug)]
+pub struct Acked {
+    /// The partition's group.
+    pub group: u64,
+    /// The client.
+    pub client: usize,
+    /// The batch's ids.
+    pub ids: Vec<u128>,
+    /// The offset the first took.
+    pub base_offset: u64,
+}
+
+/// What every client recorded, shared by the tasks.
+#[derive(Default)]
+pub struct Recorded {
+    /// Acknowledged sends.
+    pub acked: Vec<Acked>,
+    /// Ids of sends of unknown outcome.
+    pub unknown: Vec<u128>,
+    /// Ids of sends the cluster certainly never took.
+    pub not_accepted: Vec<u128>,
+    /// Per partition group: its history (contended mode).
+    pub histories: BTreeMap<u64, Vec<Operation<PartitionInput, PartitionOutput>>>,
+    /// Milliseconds since the run's start of every successful request (any client).
+    pub successes_ms: Vec<u64>,
+    /// Milliseconds since the run's start of every acknowledged send (a cluster that
+    /// answers polls but takes no write is not available).
+    pub writes_ms: Vec<u64>,
+    /// Per client: when its last send was acknowledged, milliseconds.
+    pub last_write_ms: BTreeMap<usize, u64>,
+    /// Requests sent, answered or not.
+    pub requests: u64,
+    /// Polls whose answers were checked against an exact shadow.
+    pub polls_checked: u64,
+    /// What went wrong that no fault explains (a check failed mid-run, an answer no
+    /// client may get): each fails the run.
+    pub violations: Vec<String>,
+}
+
+/// The shared state of the workload.
+pub struct Workload {
+    /// The run's start.
+    pub start: Instant,
+    /// What the clients recorded.
+    pub recorded: RefCell<Recorded>,
+    /// Set when the clients must stop after their request in flight.
+    pub stop: RefCell<bool>,
+    /// Requests the run may send in all.
+    pub requests_max: u64,
+}
+
+impl Workload {
+    /// Milliseconds since the run's start.
+    pub fn now_ms(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn go_on(&self) -> bool {
+        !*self.stop.borrow() && self.recorded.borrow().requests < self.requests_max
+    }
+}
+
+/// Per client, in exact mode: where its partition's next message must land.
+struct ExactShadow {
+    /// The offset after the last acknowledged batch.
+    next: u64,
+    /// Messages sent since then whose outcome is unknown (each may have landed).
+    unknown_messages: u64,
+    /// Every acknowledged message of this client: offset -> id.
+    known: BTreeMap<u64, u128>,
+}
+
+/// Run client `index` of a run until told to stop: `groups` are the partitions it
+/// writes (exact: its own, first; contended: all shared).
+pub async fn client_task(
+    workload: Rc<Workload>,
+    mut client: Client,
+    index: usize,
+    mode: Mode,
+    groups: Vec<u64>,
+    seed: u64,
+) {
+    let mut rng = SimRng::new(seed ^ ((index as u64 + 1) << 40));
+    let mut sequence: u64 = 0;
+    let mut shadow = ExactShadow {
+        next: 0,
+        unknown_messages: 0,
+        known: BTreeMap::new(),
+    };
+    // The highest next offset seen per group (where a poll aims).
+    let mut seen_next: BTreeMap<u64, u64> = BTreeMap::new();
+    while workload.go_on() {
+        tokio::time::sleep(Duration::from_millis(rng.below(CLIENT_THINK_MS_MAX + 1))).await;
+        let group = match mode {
+            Mode::Exact => groups[0],
+            Mode::Contended => groups[rng.index(groups.len())],
+        };
+        workload.recorded.borrow_mut().requests += 1;
+        if rng.below(100) < 75 {
+            let count = rng.range_inclusive(1, BATCH_MESSAGES_MAX);
+            let ids: Vec<u128> = (0..count)
+                .map(|_| {
+                    sequence += 1;
+                    (((index as u128) + 1) << 64) | u128::from(sequence)
+                })
+                .collect();
+            let messages = ids
+                .iter()
+                .map(|&id| Message {
+                    id,
+                    payload: id.to_le_bytes().to_vec(),
+                })
+                .collect();
+            let invoke = workload.now_ms();
+            let result = client.send_messages(group, messages).await;
+            let complete = workload.now_ms();
+            let mut recorded = workload.recorded.borrow_mut();
+            let output = match result {
+                Ok((base_offset, last_offset)) => {
+                    recorded.successes_ms.push(complete);
+                    recorded.writes_ms.push(complete);
+                    recorded.last_write_ms.insert(index, complete);
+                    if last_offset + 1 - base_offset != ids.len() as u64 {
+                        recorded.violations.push(format!(
+                            "client {index}: a batch of {} messages was acknowledged at offsets {base_offset}..={last_offset}",
+                            ids.len()
+                        ));
+                    }
+                    if mode == Mode::Exact {
+                        let low = shadow.next;
+                        let high = shadow.next + shadow.unknown_messages;
+                        if base_offset < low || base_offset > high {
+                            recorded.violations.push(format!(
+                                "client {index} (alone on group {group:#x}): a batch was acknowledged at offset \
+                                 {base_offset}, but its partition's next offset had to be in {low}..={high} \
+                                 ({} sends of unknown outcome before it)",
+                                shadow.unknown_messages
+                            ));
+                        }
+                        for (i, id) in ids.iter().enumerate() {
+                            shadow.known.insert(base_offset + i as u64, *id);
+                        }
+                        shadow.next = last_offset + 1;
+                        shadow.unknown_messages = 0;
+                    }
+                    seen_next.insert(group, last_offset + 1);
+                    recorded.acked.push(Acked {
+                        group,
+                        client: index,
+                        ids: ids.clone(),
+                        base_offset,
+                    });
+                    Some(PartitionOutput::Appended {
+                        base_offset,
+                        last_offset,
+                    })
+                }
+                Err(Error::NotAccepted { .. }) => {
+                    recorded.not_accepted.extend(&ids);
+                    continue;
+                }
+                Err(Error::NotCommitted { .. }) => {
+                    recorded.unknown.extend(&ids);
+                    shadow.unknown_messages += ids.len() as u64;
+                    None
+                }
+                Err(other) => {
+                    recorded
+                        .violations
+                        .push(format!("client {index}: a send to group {group:#x} failed: {other}"));
+                    recorded.unknown.extend(&ids);
+                    shadow.unknown_messages += ids.len() as u64;
+                    None
+                }
+            };
+            if mode == Mode::Contended {
+                recorded.histories.entry(group).or_default().push(Operation {
+                    client: index,
+                    invoke_tick: invoke,
+                    complete_tick: output.as_ref().map(|_| complete),
+                    input: PartitionInput::Send { ids },
+                    output,
+                });
+            }
+        } else {
+            let top = seen_next.get(&group).copied().unwrap_or(0);
+            let offset = rng.below(top + 1);
+            let count = rng.range_inclusive(1, POLL_MESSAGES_MAX as u64) as u32;
+            let invoke = workload.now_ms();
+            let result = client.poll(group, offset, count).await;
+            let complete = workload.now_ms();
+            let mut recorded = workload.recorded.borrow_mut();
+            match result {
+                Ok(reply) => {
+                    recorded.successes_ms.push(complete);
+                    let next = seen_next.entry(group).or_default();
+                    *next = (*next).max(reply.next_offset);
+                    if mode == Mode::Exact {
+                        recorded.polls_checked += 1;
+                        if reply.next_offset < shadow.next {
+                            recorded.violations.push(format!(
+                                "client {index}: a poll of group {group:#x} answered next offset {}, below {} \
+                                 where its own acknowledged messages end",
+                                reply.next_offset, shadow.next
+                            ));
+                        }
+                        for message in &reply.messages {
+                            if let Some(id) = shadow.known.get(&message.offset)
+                                && *id != message.id
+                            {
+                                recorded.violations.push(format!(
+                                    "client {index}: a poll of group {group:#x} found id {:#x} at offset {}, where \
+                                     its acknowledged message {id:#x} is",
+                                    message.id, message.offset
+                                ));
+                            }
+                        }
+                    }
+                    if mode == Mode::Contended {
+                        let output = PartitionOutput::Polled {
+                            next_offset: reply.next_offset,
+                            messages: reply.messages.iter().map(|m| (m.offset, m.id)).collect(),
+                        };
+                        recorded.histories.entry(group).or_default().push(Operation {
+                            client: index,
+                            invoke_tick: invoke,
+                            complete_tick: Some(complete),
+                            input: PartitionInput::Poll { offset, count },
+                            output: Some(output),
+                        });
+                    }
+                }
+                // A poll that got no answer constrains nothing.
+                Err(Error::NotAccepted { .. } | Error::NotCommitted { .. }) => {}
+                Err(other) => recorded
+                    .violations
+                    .push(format!("client {index}: a poll of group {group:#x} failed: {other}")),
+            }
+        }
+    }
+}
