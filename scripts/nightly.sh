@@ -15,6 +15,10 @@
 #   SEEDS    seed range, inclusive, overriding the spec's (default: the spec's)
 #   JOBS     parallel runs (default: every core)
 #   SHARD    run only shard K/N of the campaign, e.g. 3/8 (default: the whole campaign)
+#   NEMESIS_MINUTES  the nemesis stage after the campaign: real node processes under
+#            real faults (`nemesis`, README "Testing a real cluster"), two runs a
+#            minute, seeds from today's date; 0 skips it (default 20; never with
+#            SHARD: the workflow runs it as a job of its own)
 #
 #   scripts/nightly.sh
 #   MINUTES=5 OUT=/tmp/nightly scripts/nightly.sh
@@ -45,4 +49,17 @@ status=0
 target/release/campaign --spec "$spec" --minutes "$minutes" --out "$out" ${extra[@]+"${extra[@]}"} || status=$?
 
 echo "nightly: report $out/report.html (campaign exit $status)"
+
+nemesis_minutes=${NEMESIS_MINUTES:-20}
+if [ -z "${SHARD:-}" ] && [ "$nemesis_minutes" != 0 ]; then
+  scripts/install-test-tools.sh nemesis
+  cargo build --release --locked -p cluster --bin node -p simulator --bin nemesis
+  nemesis_status=0
+  target/release/nemesis --nodes 3 --clients 4 --runs $((nemesis_minutes * 2)) --minutes "$nemesis_minutes" \
+    --seed "$(date +%Y%m%d)000" --out "$out/nemesis" || nemesis_status=$?
+  echo "nightly: nemesis report $out/nemesis/report.html (nemesis exit $nemesis_status)"
+  if [ "$status" -eq 0 ]; then
+    status=$nemesis_status
+  fi
+fi
 exit "$status"

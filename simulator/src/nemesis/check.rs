@@ -17,7 +17,8 @@
 //!    of nodes was unimpaired (in no fault, and not within [`RECOVERY_ALLOWANCE_MS`]
 //!    of the end of one) fails the run, and so does a healed cluster on which some
 //!    client gets no send acknowledged within that bound (`run.rs`).
-//! 5. **problems**: a node that exited on its own, stopped on a storage failure with no
+//! 5. **disk use**: every data directory together under [`DATA_BYTES_MAX`].
+//! 6. **problems**: a node that exited on its own, stopped on a storage failure with no
 //!    disk fault, or would not stop on SIGTERM; a tool that failed.
 //!
 //! A run that acknowledged nothing compared nothing: vacuous.
@@ -53,6 +54,11 @@ pub const LIVENESS_GAP_MS_MAX: u64 = 30_000;
 /// cluster where every node restarted took 12 to 13 s from the last restart to its
 /// first acknowledged send on this machine.
 pub const RECOVERY_ALLOWANCE_MS: u64 = 15_000;
+/// The most bytes every node's data directory may hold together at the end of a run: a
+/// run's 20,000 requests of at most 3 messages of 16 bytes write a few MB per node with
+/// their headers and checkpoints; 1 GiB is far past any honest use and still bounds the
+/// disk a runaway node could fill.
+pub const DATA_BYTES_MAX: u64 = 1 << 30;
 /// The most messages one final read asks for (the cluster's own cap per poll).
 const READ_MESSAGES: u32 = cluster::partition::POLL_MESSAGES_MAX as u32;
 
@@ -101,6 +107,9 @@ pub struct RunStats {
     pub polls_checked: u64,
     /// Groups whose status matched on every node at the end.
     pub groups_agreed: u64,
+    /// Bytes in every node's data directory at the end.
+    #[serde(default)]
+    pub data_bytes: u64,
     /// The longest stretch without an acknowledged send, milliseconds (fault phase to
     /// the end).
     pub longest_gap_ms: u64,
@@ -133,6 +142,15 @@ pub(super) async fn settle_and_check(
         ..RunStats::default()
     };
     let mut failures: Vec<String> = run.state.borrow().problems.clone();
+    stats.data_bytes = (0..run.spec.nodes)
+        .map(|node| directory_bytes(&run.nodes.borrow().data_dir(node)))
+        .sum();
+    if stats.data_bytes > DATA_BYTES_MAX {
+        failures.push(format!(
+            "disk use: the data directories hold {} bytes, over {DATA_BYTES_MAX} (a log that is never trimmed?)",
+            stats.data_bytes
+        ));
+    }
     {
         let recorded = run.workload.recorded.borrow();
         stats.requests = recorded.requests;
@@ -190,10 +208,25 @@ pub(super) async fn settle_and_check(
     (Verdict::Pass, stats)
 }
 
+/// Bytes of the files under `dir`, recursively (0 if it cannot be read).
+fn directory_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.metadata() {
+            Ok(meta) if meta.is_dir() => directory_bytes(&entry.path()),
+            Ok(meta) => meta.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
 /// Where a failure sorts: what the cluster answered wrongly before what it failed to
 /// answer, and both before the harness's own trouble.
 fn severity_rank(failure: &str) -> usize {
-    const ORDER: [&str; 11] = [
+    const ORDER: [&str; 12] = [
         "divergence",
         "lost",
         "moved",
@@ -203,6 +236,7 @@ fn severity_rank(failure: &str) -> usize {
         "linearizability",
         "log",
         "workload",
+        "disk use",
         "liveness",
         "settle",
     ];
@@ -509,5 +543,30 @@ fn linearize(run: &Run, logs: &BTreeMap<u64, FinalLog>, stats: &mut RunStats, fa
                 result.operations
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrong_answers_sort_before_missing_ones_and_both_before_the_harness_s_trouble() {
+        let mut failures = [
+            "nemesis: kill: ip failed",
+            "liveness: no send was acknowledged for 31000 ms",
+            "lost: message 0x1 acknowledged",
+            "linearizability: partition group 0xc00",
+            "divergence: group 0x0 at commit 7",
+        ];
+        failures.sort_by_key(|failure| severity_rank(failure));
+        let first_words: Vec<&str> = failures
+            .iter()
+            .map(|failure| failure.split(':').next().unwrap_or(""))
+            .collect();
+        assert_eq!(
+            first_words,
+            ["divergence", "lost", "linearizability", "liveness", "nemesis"]
+        );
     }
 }

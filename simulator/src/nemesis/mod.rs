@@ -11,8 +11,8 @@
 //! After healing everything and a bounded settle, the checks of `check.rs` judge the
 //! run, and `report.rs` adds its schedule and figures to a campaign report.
 //!
-//! Module map: `run.rs` holds one run's phases top to bottom; `workload.rs` the
-//! clients; `tools.rs` finds the Debian tools.
+//! Module map: `run.rs` holds one run's phases top to bottom; `inject.rs` deals,
+//! injects and heals the faults; `workload.rs` the clients; `tools.rs` finds the Debian tools.
 //!
 //! Does not model: power loss (a SIGKILL keeps the page cache: the simulator covers
 //! lost writes), packet delay or loss (no `tc netem` here), byte-exact replay.
@@ -27,6 +27,7 @@
 
 pub mod check;
 pub mod faults;
+mod inject;
 pub mod net;
 pub mod procs;
 pub mod report;
@@ -43,11 +44,13 @@ use faults::FaultKind;
 use report::{NemesisRun, NemesisSummary};
 use workload::Mode;
 
-/// Seconds of a run spent outside the fault phase (start-up, setup, the recovery
-/// stretch, settle and reads), used to size the fault phase from `--minutes`.
-pub const RUN_OVERHEAD_SECONDS: u64 = 15;
-/// The shortest fault phase, seconds: below this a run cannot deal the deck.
-pub const PHASE_SECONDS_MIN: u64 = 10;
+/// Seconds of a run spent beyond its planned fault phase (start-up, setup, the deck's
+/// last faults, the healed cluster's recovery, settle and reads), assumed for the first
+/// run's sizing from `--minutes`; later runs use the mean measured so far.
+pub const RUN_OVERHEAD_SECONDS: u64 = 20;
+/// The shortest planned fault phase, seconds (a phase runs on until the deck is dealt
+/// anyway, at most twice its plan).
+pub const PHASE_SECONDS_MIN: u64 = 5;
 
 /// Which workload mode each run uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,19 +119,21 @@ impl NemesisConfig {
         }
     }
 
-    /// The fault phase of each run, seconds.
-    pub fn phase_seconds(&self) -> u64 {
+    /// The fault phase of the next run, seconds: `--run-seconds`, or the budget left
+    /// shared by the runs left, less the overhead the runs so far measured (start-up,
+    /// recovery, settle and checks; [`RUN_OVERHEAD_SECONDS`] before the first).
+    pub fn phase_seconds(&self, budget_left_seconds: f64, runs_left: u64, overhead_seconds: f64) -> u64 {
         match self.run_seconds {
             Some(seconds) => seconds,
             None => {
-                let per_run = (self.minutes * 60.0 / self.runs.max(1) as f64) as u64;
-                per_run.saturating_sub(RUN_OVERHEAD_SECONDS).max(PHASE_SECONDS_MIN)
+                let per_run = budget_left_seconds / runs_left.max(1) as f64;
+                ((per_run - overhead_seconds).max(0.0) as u64).max(PHASE_SECONDS_MIN)
             }
         }
     }
 
     /// The command that runs seed `seed` alone, every flag spelled out.
-    pub fn repro_command(&self, seed: u64, mode: Mode) -> String {
+    pub fn repro_command(&self, seed: u64, mode: Mode, phase_seconds: u64) -> String {
         let mut command = format!(
             "nemesis --seed {seed} --runs 1 --nodes {} --clients {} --mode {} --faults {} --run-seconds {} \
              --requests-max {} --network {} --node-binary {} --out {}",
@@ -136,7 +141,7 @@ impl NemesisConfig {
             self.clients,
             mode.name(),
             self.faults_text,
-            self.phase_seconds(),
+            phase_seconds,
             self.requests_max,
             match self.network {
                 NetworkChoice::Auto => "auto",
@@ -227,14 +232,17 @@ pub async fn run_campaign(config: &NemesisConfig, command: &str) -> Result<Campa
     let budget_seconds = config.minutes * 60.0;
     let fiu = tools.fiu.is_ok() && kinds.iter().any(|kind| kind.category() == faults::Category::Disk);
     let faketime = tools.faketime.clone().ok();
+    let mut overhead_seconds = RUN_OVERHEAD_SECONDS as f64;
     for index in 0..config.runs {
-        if config.run_seconds.is_none() && index > 0 && started.elapsed().as_secs_f64() >= budget_seconds {
+        let budget_left = budget_seconds - started.elapsed().as_secs_f64();
+        if config.run_seconds.is_none() && index > 0 && budget_left <= 0.0 {
             report.not_started = config.runs - index;
             report.sub_campaigns[0].not_started = report.not_started;
             break;
         }
         let seed = config.seed.wrapping_add(index);
         let mode = config.mode_of(seed);
+        let phase_seconds = config.phase_seconds(budget_left, config.runs - index, overhead_seconds);
         let dir = config.out.join(format!("run-{seed}"));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|error| format!("{}: {error}", dir.display()))?;
@@ -245,7 +253,7 @@ pub async fn run_campaign(config: &NemesisConfig, command: &str) -> Result<Campa
             config.nodes,
             config.clients,
             mode.name(),
-            config.phase_seconds()
+            phase_seconds
         );
         let spec = run::RunSpec {
             seed,
@@ -253,7 +261,7 @@ pub async fn run_campaign(config: &NemesisConfig, command: &str) -> Result<Campa
             clients: config.clients,
             mode,
             kinds: kinds.clone(),
-            phase_ms: config.phase_seconds() * 1000,
+            phase_ms: phase_seconds * 1000,
             requests_max: config.requests_max,
             dir: dir.clone(),
             node_binary: config.node_binary.clone(),
@@ -275,7 +283,11 @@ pub async fn run_campaign(config: &NemesisConfig, command: &str) -> Result<Campa
             .map(|line| line + "\n")
             .collect();
         let _ = std::fs::write(dir.join("schedule.jsonl"), &schedule);
-        let repro = config.repro_command(seed, mode);
+        let repro = config.repro_command(seed, mode, phase_seconds);
+        // What a run costs beyond its planned fault phase (the phase itself runs on
+        // until the deck is dealt): the mean so far sizes the next phases.
+        let overhead = (outcome.wall_ms as f64 / 1000.0 - phase_seconds as f64).max(0.0);
+        overhead_seconds = (overhead_seconds * index as f64 + overhead) / (index + 1) as f64;
         let (verdict, detail) = match &outcome.verdict {
             check::Verdict::Pass => (RunVerdict::Pass, None),
             check::Verdict::Fail(why) => (RunVerdict::Fail, Some(why.clone())),

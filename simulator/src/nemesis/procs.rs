@@ -21,6 +21,10 @@ pub const SUPERVISOR_RESTART_MS: u64 = 500;
 /// start is a finding, not something to retry forever.
 pub const SUPERVISOR_RESTARTS_MAX: u32 = 50;
 
+/// How long one `fiu-ctrl` command may take, in seconds: it writes a line to the
+/// node's control FIFO and reads the answer, microseconds for a live process.
+pub const FIU_CTRL_TIMEOUT_SECONDS: u64 = 5;
+
 /// A clock fault a node is started under (libfaketime's `FAKETIME`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Clock {
@@ -312,10 +316,21 @@ impl Nodes {
         self.restarts[node] <= SUPERVISOR_RESTARTS_MAX
     }
 
-    /// Run a libfiu remote-control command in node `node`'s process.
-    pub fn fiu_ctrl(&self, node: usize, command: &str) -> Result<(), String> {
-        let pid = self.pid(node).ok_or_else(|| format!("node {node} is not running"))?;
-        let output = Command::new("fiu-ctrl")
+    /// Run a libfiu remote-control command in node `node`'s process. Refused for a
+    /// process that already exited (its control FIFO is still there, and a write to it
+    /// would wait forever for a reader); bounded by [`FIU_CTRL_TIMEOUT_SECONDS`] in case
+    /// the process dies or stops while the command is under way.
+    pub fn fiu_ctrl(&mut self, node: usize, command: &str) -> Result<(), String> {
+        let Some(running) = self.running[node].as_mut() else {
+            return Err(format!("node {node} is not running"));
+        };
+        if !matches!(running.child.try_wait(), Ok(None)) {
+            return Err(format!("node {node} has exited"));
+        }
+        let pid = running.child.id();
+        let output = Command::new("timeout")
+            .arg(FIU_CTRL_TIMEOUT_SECONDS.to_string())
+            .arg("fiu-ctrl")
             .arg("-f")
             .arg(fiu_prefix(&self.dir, node))
             .arg("-c")
@@ -329,9 +344,10 @@ impl Nodes {
             Ok(())
         } else {
             Err(format!(
-                "fiu-ctrl -c '{command}' {pid} (node {node}): {} {}",
+                "fiu-ctrl -c '{command}' {pid} (node {node}): {} {} ({})",
                 said.trim(),
-                String::from_utf8_lossy(&output.stderr).trim()
+                String::from_utf8_lossy(&output.stderr).trim(),
+                output.status
             ))
         }
     }
@@ -351,5 +367,20 @@ impl Nodes {
 impl Drop for Nodes {
     fn drop(&mut self) {
         self.stop_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_faults_spell_libfaketime_s_faketime_values() {
+        assert_eq!(Clock::True.faketime(), None);
+        assert_eq!(Clock::OffsetSeconds(-870).faketime().as_deref(), Some("-870"));
+        assert_eq!(Clock::OffsetSeconds(3600).faketime().as_deref(), Some("+3600"));
+        assert_eq!(Clock::RatePerMille(500).faketime().as_deref(), Some("+0 x0.500"));
+        assert_eq!(Clock::RatePerMille(2_000).faketime().as_deref(), Some("+0 x2.000"));
+        assert_eq!(Clock::RatePerMille(1_250).faketime().as_deref(), Some("+0 x1.250"));
     }
 }

@@ -2,6 +2,11 @@
 //! `report.json` (each run's fault schedule as it happened, its availability figures,
 //! where its node logs are) and the section `report.html` shows for it.
 //!
+//! Each run is also a `RunRecord` of the campaign format: profile `nemesis-<N>-nodes`,
+//! plane = the workload mode, `ticks` = the run's wall milliseconds, `commits` =
+//! acknowledged messages, `ops_compared` = those plus the linearized operations, and
+//! `schedule_hash` = an FNV-1a hash of its schedule's JSON lines.
+//!
 //! A real run cannot replay bit for bit: the kernel schedules the processes, the disk
 //! and the network. The seed replays the plan (which faults, in which order, for how
 //! long, and the clients' draws); the schedule and the logs say what actually happened.

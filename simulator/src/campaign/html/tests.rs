@@ -392,3 +392,47 @@ fn renders_in_headless_chromium() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(size > 0, "chromium wrote no screenshot (exit {status:?})");
 }
+
+#[test]
+fn a_nemesis_campaign_shows_its_fault_counts_availability_and_schedules_escaped() {
+    use crate::nemesis::check::RunStats;
+    use crate::nemesis::faults::{FaultKind, FaultRecord};
+    use crate::nemesis::report::{NemesisRun, NemesisSummary};
+    let mut report = sample();
+    let mut summary = NemesisSummary {
+        replay_note: "Real processes: a run cannot replay bit for bit.".to_owned(),
+        namespaces: true,
+        missing: vec!["clock-drift left out: <no libfaketime>".to_owned()],
+        liveness_gap_ms_max: 30_000,
+        ..NemesisSummary::default()
+    };
+    summary.add(NemesisRun {
+        seed: 1000,
+        mode: "exact".to_owned(),
+        dir: "/tmp/run-1000".to_owned(),
+        faults: vec![FaultRecord {
+            start_ms: 1_500,
+            end_ms: Some(2_700),
+            kind: FaultKind::Split,
+            nodes: vec![0],
+            impaired: vec![0],
+            detail: "[0] | [1, 2] <&>".to_owned(),
+        }],
+        stats: RunStats {
+            acked_messages: 3_773,
+            gap_by_kind_ms: [("split".to_owned(), 29_039)].into_iter().collect(),
+            ..RunStats::default()
+        },
+    });
+    report.nemesis = Some(summary);
+    let html = render(&report);
+    assert_well_formed(&html);
+    assert!(html.contains("Real cluster (nemesis)"), "{html}");
+    assert!(
+        html.contains("<td>split</td><td>1</td><td>1.0</td><td>29039</td>"),
+        "{html}"
+    );
+    assert!(html.contains("&lt;no libfaketime&gt;"), "{html}");
+    assert!(html.contains("[0] | [1, 2] &lt;&amp;&gt;"), "{html}");
+    assert!(html.contains("<td>3773</td>"), "{html}");
+}

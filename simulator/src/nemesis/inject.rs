@@ -1,0 +1,497 @@
+//! The nemesis's hands: faults dealt from the plan under the concurrency bounds
+//! (`drive_faults`), each injected, held for its duration and healed (`apply`), and
+//! everything still broken undone at the end of the fault phase (`heal_everything`).
+//! Every fault's start and end go to the run's schedule (`hold`, `release`) and every
+//! node it impairs to the availability check's timeline.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use super::faults::{Category, FAULTS_CONCURRENT_MAX, FaultKind, FaultRecord, Plan, PlannedFault};
+use super::procs::{Clock, SUPERVISOR_RESTART_MS};
+use super::run::{DECK_DEAL_MS_MAX, FAULT_DRAIN_MS_MAX, Run};
+
+/// Deal the plan's faults until the phase ends and every kind was dealt once (at most
+/// twice the phase, or [`DECK_DEAL_MS_MAX`] if longer), then wait for the faults under
+/// way to end.
+pub(super) async fn drive_faults(run: &Rc<Run>) {
+    let mut plan = Plan::new(run.spec.seed, &run.spec.kinds);
+    let start = Instant::now();
+    let phase = Duration::from_millis(run.spec.phase_ms);
+    let hard_end = (2 * phase).max(Duration::from_millis(DECK_DEAL_MS_MAX));
+    let mut tasks = Vec::new();
+    'deal: loop {
+        tokio::time::sleep(Duration::from_millis(plan.gap_ms())).await;
+        if (start.elapsed() >= phase && plan.deck_dealt()) || start.elapsed() >= hard_end {
+            break;
+        }
+        let Some(planned) = plan.next_fault() else {
+            continue;
+        };
+        // Wait for room: the concurrency bound, exclusivity, one network fault at a time.
+        loop {
+            if start.elapsed() >= hard_end {
+                break 'deal;
+            }
+            if let Some(id) = admit(run, planned.kind) {
+                let run = Rc::clone(run);
+                tasks.push(tokio::task::spawn_local(async move { apply(&run, id, planned).await }));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let drain = async {
+        for task in tasks {
+            let _ = task.await;
+        }
+    };
+    if tokio::time::timeout(Duration::from_millis(FAULT_DRAIN_MS_MAX), drain)
+        .await
+        .is_err()
+    {
+        run.problem(format!(
+            "a fault was still under way {FAULT_DRAIN_MS_MAX} ms after the fault phase"
+        ));
+    }
+}
+
+/// Reserve a slot for a fault of `kind` if the bounds allow one now.
+fn admit(run: &Run, kind: FaultKind) -> Option<u64> {
+    let mut state = run.state.borrow_mut();
+    let kinds: Vec<FaultKind> = state
+        .active
+        .iter()
+        .map(|(_, record)| record.kind)
+        .chain(state.reserved.iter().map(|(_, kind)| *kind))
+        .collect();
+    let busy = kinds.len();
+    let allowed = busy < FAULTS_CONCURRENT_MAX
+        && !kinds.iter().any(|other| other.exclusive())
+        && (!kind.exclusive() || busy == 0)
+        && (kind.category() != Category::Network || !kinds.iter().any(|other| other.category() == Category::Network));
+    if !allowed {
+        return None;
+    }
+    state.next_id += 1;
+    let id = state.next_id;
+    state.reserved.push((id, kind));
+    Some(id)
+}
+
+/// Hold `nodes` for fault `id` and log its start.
+fn hold(run: &Run, id: u64, kind: FaultKind, nodes: Vec<usize>, impaired: Vec<usize>, detail: String) {
+    let now = run.now_ms();
+    let record = FaultRecord {
+        start_ms: now,
+        end_ms: None,
+        kind,
+        nodes,
+        impaired: impaired.clone(),
+        detail,
+    };
+    println!(
+        "  fault +{:>6} ms  {:<15} nodes {:?}  {}",
+        now,
+        kind.name(),
+        record.nodes,
+        record.detail
+    );
+    let mut state = run.state.borrow_mut();
+    state.reserved.retain(|(other, _)| *other != id);
+    for node in impaired {
+        state.impaired.push((node, now, None));
+    }
+    state.active.push((id, record));
+}
+
+/// End fault `id`: log it and release its nodes.
+fn release(run: &Run, id: u64, note: Option<String>) {
+    let now = run.now_ms();
+    let mut state = run.state.borrow_mut();
+    state.reserved.retain(|(other, _)| *other != id);
+    let Some(position) = state.active.iter().position(|(other, _)| *other == id) else {
+        return;
+    };
+    let (_, mut record) = state.active.remove(position);
+    record.end_ms = Some(now);
+    if let Some(note) = note {
+        record.detail.push_str("; ");
+        record.detail.push_str(&note);
+    }
+    for interval in state.impaired.iter_mut() {
+        if record.impaired.contains(&interval.0) && interval.2.is_none() {
+            interval.2 = Some(now);
+        }
+    }
+    state.done.push(record);
+}
+
+fn pick(candidates: &[usize], coin: u64) -> Option<usize> {
+    (!candidates.is_empty()).then(|| candidates[(coin % candidates.len() as u64) as usize])
+}
+
+/// Inject one fault, wait its duration, heal it.
+async fn apply(run: &Rc<Run>, id: u64, planned: PlannedFault) {
+    let kind = planned.kind;
+    let coins = planned.coins;
+    let duration = Duration::from_millis(planned.duration_ms);
+    let nodes_total = run.spec.nodes;
+    let result: Result<Option<String>, String> = async {
+        match kind {
+            FaultKind::Kill => {
+                let Some(node) = pick(&run.free_nodes(), coins[0]) else {
+                    return Ok(None);
+                };
+                hold(
+                    run,
+                    id,
+                    kind,
+                    vec![node],
+                    vec![node],
+                    format!("SIGKILL, down {} ms", planned.duration_ms),
+                );
+                run.nodes.borrow_mut().kill(node)?;
+                tokio::time::sleep(duration).await;
+                let clock = run.nodes.borrow().clock(node);
+                run.start(node, clock, "")?;
+                run.wait_ready(node).await?;
+            }
+            FaultKind::KillAll => {
+                let all: Vec<usize> = (0..nodes_total).collect();
+                hold(
+                    run,
+                    id,
+                    kind,
+                    all.clone(),
+                    all.clone(),
+                    format!("SIGKILL every node, down {} ms", planned.duration_ms),
+                );
+                for node in 0..nodes_total {
+                    run.nodes.borrow_mut().kill(node)?;
+                }
+                tokio::time::sleep(duration).await;
+                for node in 0..nodes_total {
+                    let clock = run.nodes.borrow().clock(node);
+                    run.start(node, clock, "")?;
+                }
+                for node in 0..nodes_total {
+                    run.wait_ready(node).await?;
+                }
+            }
+            FaultKind::PausePrimary => {
+                let groups = run.groups.borrow().clone();
+                let group = *std::iter::once(&0u64)
+                    .chain(groups.iter())
+                    .nth((coins[1] % (groups.len() as u64 + 1)) as usize)
+                    .unwrap_or(&0);
+                let free = run.free_nodes();
+                let node = match run.primary_of(group).await {
+                    Some(primary) if run.free_nodes().contains(&primary) => primary,
+                    _ => match pick(&run.free_nodes(), coins[0]).or_else(|| pick(&free, coins[0])) {
+                        Some(node) if run.free_nodes().contains(&node) => node,
+                        _ => return Ok(None),
+                    },
+                };
+                hold(
+                    run,
+                    id,
+                    kind,
+                    vec![node],
+                    vec![node],
+                    format!("SIGSTOP (group {group:#x}'s primary), {} ms", planned.duration_ms),
+                );
+                run.nodes.borrow_mut().signal(node, "STOP")?;
+                tokio::time::sleep(duration).await;
+                if run.nodes.borrow().is_running(node) {
+                    run.nodes.borrow_mut().signal(node, "CONT")?;
+                }
+            }
+            FaultKind::Terminate => {
+                let Some(node) = pick(&run.free_nodes(), coins[0]) else {
+                    return Ok(None);
+                };
+                hold(
+                    run,
+                    id,
+                    kind,
+                    vec![node],
+                    vec![node],
+                    format!("SIGTERM, down {} ms", planned.duration_ms),
+                );
+                run.terminate(node).await?;
+                tokio::time::sleep(duration).await;
+                let clock = run.nodes.borrow().clock(node);
+                run.start(node, clock, "")?;
+                run.wait_ready(node).await?;
+            }
+            FaultKind::RollingRestart => {
+                let all: Vec<usize> = (0..nodes_total).collect();
+                hold(
+                    run,
+                    id,
+                    kind,
+                    all,
+                    Vec::new(),
+                    format!(
+                        "SIGTERM and restart each node in turn, {} ms apart",
+                        planned.duration_ms
+                    ),
+                );
+                for node in 0..nodes_total {
+                    impair(run, node, true);
+                    run.terminate(node).await?;
+                    let clock = run.nodes.borrow().clock(node);
+                    run.start(node, clock, "")?;
+                    run.wait_ready(node).await?;
+                    impair(run, node, false);
+                    tokio::time::sleep(duration).await;
+                }
+            }
+            FaultKind::Isolate | FaultKind::OneWay | FaultKind::CutLink | FaultKind::Split => {
+                let mut all: Vec<usize> = (0..nodes_total).collect();
+                let (cuts, nodes, impaired, detail) = match kind {
+                    FaultKind::Isolate => {
+                        let node = pick(&all, coins[0]).unwrap_or(0);
+                        let cuts: Vec<(usize, usize)> = all
+                            .iter()
+                            .filter(|other| **other != node)
+                            .flat_map(|&other| [(node, other), (other, node)])
+                            .collect();
+                        (cuts, vec![node], vec![node], format!("node {node} cut off both ways"))
+                    }
+                    FaultKind::OneWay | FaultKind::CutLink => {
+                        let from = pick(&all, coins[0]).unwrap_or(0);
+                        all.retain(|node| *node != from);
+                        let to = pick(&all, coins[1]).unwrap_or(0);
+                        if kind == FaultKind::OneWay {
+                            (
+                                vec![(from, to)],
+                                vec![from, to],
+                                vec![from],
+                                format!("{from} -> {to} dropped"),
+                            )
+                        } else {
+                            (
+                                vec![(from, to), (to, from)],
+                                vec![from, to],
+                                vec![from],
+                                format!("{from} <-> {to} cut"),
+                            )
+                        }
+                    }
+                    _ => {
+                        let minority_size = (nodes_total - 1) / 2;
+                        let mut minority = Vec::new();
+                        for coin in coins.iter().take(minority_size.max(1)) {
+                            let rest: Vec<usize> =
+                                all.iter().copied().filter(|node| !minority.contains(node)).collect();
+                            if let Some(node) = pick(&rest, *coin) {
+                                minority.push(node);
+                            }
+                        }
+                        minority.sort();
+                        let majority: Vec<usize> =
+                            all.iter().copied().filter(|node| !minority.contains(node)).collect();
+                        let cuts = minority
+                            .iter()
+                            .flat_map(|&a| majority.iter().flat_map(move |&b| [(a, b), (b, a)]))
+                            .collect();
+                        (
+                            cuts,
+                            minority.clone(),
+                            minority.clone(),
+                            format!("{minority:?} | {majority:?}"),
+                        )
+                    }
+                };
+                hold(
+                    run,
+                    id,
+                    kind,
+                    nodes,
+                    impaired,
+                    format!("{detail}, {} ms", planned.duration_ms),
+                );
+                for (from, to) in cuts {
+                    run.network.borrow_mut().cut(from, to)?;
+                }
+                tokio::time::sleep(duration).await;
+                run.network.borrow_mut().heal_all()?;
+            }
+            FaultKind::FsyncPrimary | FaultKind::WriteError => {
+                let node = if kind == FaultKind::FsyncPrimary {
+                    match run.primary_of(0).await {
+                        Some(primary) if run.free_nodes().contains(&primary) => Some(primary),
+                        _ => pick(&run.free_nodes(), coins[0]),
+                    }
+                } else {
+                    pick(&run.free_nodes(), coins[0])
+                };
+                let Some(node) = node else { return Ok(None) };
+                let point = if kind == FaultKind::FsyncPrimary {
+                    "posix/io/sync/fdatasync"
+                } else {
+                    "posix/io/rw/pwrite"
+                };
+                hold(
+                    run,
+                    id,
+                    kind,
+                    vec![node],
+                    vec![node],
+                    format!("fiu {point} EIO, {} ms", planned.duration_ms),
+                );
+                let pid = run.nodes.borrow().pid(node);
+                run.state.borrow_mut().disk_faulted[node] = true;
+                run.nodes
+                    .borrow_mut()
+                    .fiu_ctrl(node, &format!("enable name={point},failinfo=5"))?;
+                tokio::time::sleep(duration).await;
+                let same = run.nodes.borrow().pid(node) == pid;
+                if same {
+                    let _ = run.nodes.borrow_mut().fiu_ctrl(node, &format!("disable name={point}"));
+                    return Ok(Some("healed; the node ran on".to_owned()));
+                }
+                return Ok(Some("the node stopped on it".to_owned()));
+            }
+            FaultKind::ReadError => {
+                let Some(node) = pick(&run.free_nodes(), coins[0]) else {
+                    return Ok(None);
+                };
+                let point = "posix/io/rw/pread";
+                hold(
+                    run,
+                    id,
+                    kind,
+                    vec![node],
+                    vec![node],
+                    format!(
+                        "restarted with a fifth of {point} failing EIO, {} ms",
+                        planned.duration_ms
+                    ),
+                );
+                run.nodes.borrow_mut().kill(node)?;
+                let clock = run.nodes.borrow().clock(node);
+                run.start(
+                    node,
+                    clock,
+                    &format!("enable_random name={point},probability=0.2,failinfo=5"),
+                )?;
+                let ready = run.wait_ready(node).await;
+                tokio::time::sleep(duration).await;
+                if run.nodes.borrow().is_running(node) {
+                    let _ = run.nodes.borrow_mut().fiu_ctrl(node, &format!("disable name={point}"));
+                }
+                if let Err(error) = ready {
+                    // A disk whose reads fail may keep a node from starting: as its
+                    // supervisor would, start it again (on a healthy disk now).
+                    if !run.nodes.borrow().is_running(node) {
+                        run.start(node, clock, "")?;
+                        run.wait_ready(node).await?;
+                    }
+                    return Ok(Some(format!(
+                        "it did not come up under the faults ({error}); restarted"
+                    )));
+                }
+            }
+            FaultKind::ClockOffset | FaultKind::ClockDrift => {
+                let Some(node) = pick(&run.free_nodes(), coins[0]) else {
+                    return Ok(None);
+                };
+                let clock = if kind == FaultKind::ClockOffset {
+                    Clock::OffsetSeconds(planned.clock)
+                } else {
+                    Clock::RatePerMille(planned.clock)
+                };
+                let shown = clock.faketime().unwrap_or_default();
+                hold(
+                    run,
+                    id,
+                    kind,
+                    vec![node],
+                    vec![node],
+                    format!("restarted with FAKETIME='{shown}', {} ms", planned.duration_ms),
+                );
+                run.terminate(node).await?;
+                run.start(node, clock, "")?;
+                run.wait_ready(node).await?;
+                tokio::time::sleep(duration).await;
+                run.terminate(node).await?;
+                run.start(node, Clock::True, "")?;
+                run.wait_ready(node).await?;
+            }
+        }
+        Ok(None)
+    }
+    .await;
+    match result {
+        Ok(note) => {
+            if !run.state.borrow().active.iter().any(|(other, _)| *other == id) {
+                // Nothing could be targeted: the slot goes back.
+                run.state.borrow_mut().reserved.retain(|(other, _)| *other != id);
+                return;
+            }
+            release(run, id, note);
+        }
+        Err(error) => {
+            run.problem(format!("{kind}: {error}"));
+            release(run, id, Some(format!("failed: {error}")));
+        }
+    }
+}
+
+/// Mark `node` impaired (or not any more) outside a fault's own hold.
+fn impair(run: &Run, node: usize, on: bool) {
+    let now = run.now_ms();
+    let mut state = run.state.borrow_mut();
+    if on {
+        state.impaired.push((node, now, None));
+    } else if let Some(interval) = state
+        .impaired
+        .iter_mut()
+        .rev()
+        .find(|interval| interval.0 == node && interval.2.is_none())
+    {
+        interval.2 = Some(now);
+    }
+}
+
+/// Undo whatever is still broken: links, pauses, libfiu points, clocks, stopped nodes.
+pub(super) async fn heal_everything(run: &Rc<Run>) {
+    if let Err(error) = run.network.borrow_mut().heal_all() {
+        run.problem(format!("heal: {error}"));
+    }
+    for node in 0..run.spec.nodes {
+        let running = run.nodes.borrow().is_running(node);
+        if running {
+            let _ = run.nodes.borrow_mut().signal(node, "CONT");
+            if run.spec.fiu {
+                for point in ["posix/io/sync/fdatasync", "posix/io/rw/pwrite", "posix/io/rw/pread"] {
+                    let _ = run.nodes.borrow_mut().fiu_ctrl(node, &format!("disable name={point}"));
+                }
+            }
+            if run.nodes.borrow().clock(node) != Clock::True {
+                if let Err(error) = run.terminate(node).await {
+                    run.problem(format!("heal: {error}"));
+                }
+                if let Err(error) = run.start(node, Clock::True, "") {
+                    run.problem(format!("heal: {error}"));
+                }
+            }
+        } else {
+            // Give a supervisor restart under way its chance first.
+            tokio::time::sleep(Duration::from_millis(2 * SUPERVISOR_RESTART_MS)).await;
+            if !run.nodes.borrow().is_running(node)
+                && let Err(error) = run.start(node, Clock::True, "")
+            {
+                run.problem(format!("heal: {error}"));
+            }
+        }
+    }
+    for node in 0..run.spec.nodes {
+        if let Err(error) = run.wait_ready(node).await {
+            run.problem(format!("heal: {error}"));
+        }
+    }
+}
