@@ -10,8 +10,9 @@
 //! Logs go to stderr through `tracing`; `RUST_LOG` filters them (default `info`).
 //! Stops on SIGINT or SIGTERM. Exit status: 0 after a signal, 1 if it could not start
 //! (the message says what to fix), 2 for bad flags, 3 if it stopped because its
-//! storage failed (a write or sync refused; restart it on the same data directory, as
-//! a supervisor would: it boots from what the disk holds and its peers fill the rest).
+//! storage failed (a write or sync refused, or, while starting, a read that failed
+//! through its retries; restart it on the same data directory, as a supervisor would:
+//! it boots from what the disk holds and its peers fill the rest).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -137,10 +138,11 @@ fn main() -> ExitCode {
         }
         Err(error) => {
             eprintln!("node: {error}");
-            if let StartupError::Config(_) = error {
-                return ExitCode::from(2);
+            match error {
+                StartupError::Config(_) => ExitCode::from(2),
+                StartupError::Storage { .. } => ExitCode::from(EXIT_STORAGE_FAILED),
+                _ => ExitCode::from(1),
             }
-            ExitCode::from(1)
         }
     }
 }

@@ -46,7 +46,7 @@ use crate::partition::OwnerFence;
 use crate::runtime::tcp::{TcpTransport, TransportStats};
 use crate::runtime::{DiskStorage, TokioBus, realtime_micros};
 use crate::seam::{Bus, Inbox, ProcessId};
-use crate::storage::superblock::cluster_id;
+use crate::storage::superblock::{SuperblockError, cluster_id};
 
 /// How often a running node logs its counters (transport and shards), in milliseconds:
 /// often enough to watch a failover, rarely enough not to flood the log.
@@ -99,6 +99,16 @@ pub enum StartupError {
     },
     /// The runtime could not be built.
     Runtime(std::io::Error),
+    /// The disk failed while the node opened its data (a read or write refused even
+    /// after its retries): not a wrong directory, and nothing to fix in the
+    /// configuration. `node` exits with [`EXIT_STORAGE_FAILED`], as for a storage
+    /// failure at run time, so a supervisor starts it again.
+    Storage {
+        /// The directory.
+        path: PathBuf,
+        /// What failed.
+        problem: String,
+    },
 }
 
 impl fmt::Display for StartupError {
@@ -115,6 +125,12 @@ impl fmt::Display for StartupError {
                 write!(f, "cannot listen on the {what} address {address}: {error}{hint}")
             }
             Self::Runtime(error) => write!(f, "cannot start the runtime: {error}"),
+            Self::Storage { path, problem } => write!(
+                f,
+                "data dir {}: the disk failed while the node opened it ({problem}); check the disk, then start the \
+                 node again on the same data directory (a supervisor should)",
+                path.display()
+            ),
         }
     }
 }
@@ -146,8 +162,30 @@ pub fn run(config: &ServerConfig, shutdown: impl Future<Output = ()>) -> Result<
     local.block_on(&runtime, serve(config, shutdown))
 }
 
-fn describe_stores_error(error: &StoresOpenError, config: &ServerConfig) -> String {
-    match error {
+/// What refusing to open the stores means for the operator: a disk that failed (start
+/// again) or a directory that is not this node's (point elsewhere).
+fn startup_error_of(error: &StoresOpenError, config: &ServerConfig) -> StartupError {
+    let problem = match error {
+        // Found by the nemesis: node superblock reads that failed through their retries
+        // (a burst of EIO at boot) were reported as another node's or a damaged
+        // directory, with the exit status of a configuration error, so no supervisor
+        // restarted the node.
+        StoresOpenError::Superblock(inner @ SuperblockError::Io { .. }) => {
+            return StartupError::Storage {
+                path: config.data_dir.clone(),
+                problem: inner.to_string(),
+            };
+        }
+        StoresOpenError::Superblock(inner @ SuperblockError::NoIntactCopy { damaged, .. })
+            if damaged.iter().any(|copy| copy.unreadable) =>
+        {
+            // A copy the disk would not read may be whole: the disk failed, nothing
+            // says the data did.
+            return StartupError::Storage {
+                path: config.data_dir.clone(),
+                problem: inner.to_string(),
+            };
+        }
         StoresOpenError::Superblock(inner) => format!(
             "refusing to start replica {} of cluster {:?} ({} replicas) on it: {inner}. \
              Point --data-dir at this node's own directory, or at an empty one for a new node.",
@@ -156,6 +194,10 @@ fn describe_stores_error(error: &StoresOpenError, config: &ServerConfig) -> Stri
             config.replicas()
         ),
         other => other.to_string(),
+    };
+    StartupError::DataDir {
+        path: config.data_dir.clone(),
+        problem,
     }
 }
 
@@ -175,7 +217,7 @@ async fn serve(config: &ServerConfig, shutdown: impl Future<Output = ()>) -> Res
         tracing::warn!("TEST BREAK ACTIVE: {} ({})", test_break.name(), test_break.effect());
     }
     let stores = DurableStores::open(storage, identity)
-        .map_err(|error| data_dir_error(describe_stores_error(&error, config)))?
+        .map_err(|error| startup_error_of(&error, config))?
         .with_test_break(config.test_break);
 
     let client_address = match config.own_client_address() {
@@ -319,5 +361,87 @@ async fn log_stats<P: crate::node::StoreProvider>(node: &Node<P>, transport: &Tc
             tracing::info!(transport = ?stats, node = ?node.stats(), "counters");
             last = Some(stats);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::superblock::Identity;
+
+    fn config() -> ServerConfig {
+        ServerConfig {
+            cluster: "demo".to_owned(),
+            replica: 0,
+            data_dir: PathBuf::from("/data/demo-0"),
+            shards: 1,
+            roster: Vec::new(),
+            client_address: None,
+            root_password: "secret".to_owned(),
+            test_break: None,
+        }
+    }
+
+    #[test]
+    fn a_disk_that_fails_while_the_node_starts_is_a_storage_failure_not_a_wrong_directory() {
+        let io = StoresOpenError::Superblock(SuperblockError::Io {
+            path: "node/superblock".to_owned(),
+            action: "reading",
+            source: std::io::Error::from_raw_os_error(5),
+        });
+        let error = startup_error_of(&io, &config());
+        assert!(matches!(error, StartupError::Storage { .. }), "{error:?}");
+        let text = error.to_string();
+        assert!(
+            text.contains("the disk failed") && text.contains("start the node again"),
+            "{text}"
+        );
+        assert!(!text.contains("Point --data-dir"), "{text}");
+    }
+
+    #[test]
+    fn superblock_copies_the_disk_would_not_read_are_a_storage_failure_and_damaged_ones_a_refusal() {
+        let copies = |unreadable: bool| {
+            StoresOpenError::Superblock(SuperblockError::NoIntactCopy {
+                path: "node/superblock".to_owned(),
+                damaged: (0..4)
+                    .map(|copy| crate::storage::superblock::CopyDamage {
+                        copy,
+                        reason: if unreadable {
+                            "unreadable: EIO"
+                        } else {
+                            "checksum mismatch"
+                        }
+                        .to_owned(),
+                        unreadable: unreadable && copy == 0,
+                    })
+                    .collect(),
+            })
+        };
+        assert!(matches!(
+            startup_error_of(&copies(true), &config()),
+            StartupError::Storage { .. }
+        ));
+        assert!(matches!(
+            startup_error_of(&copies(false), &config()),
+            StartupError::DataDir { .. }
+        ));
+    }
+
+    #[test]
+    fn another_replica_s_directory_is_still_refused_as_the_wrong_directory() {
+        let identity = Identity {
+            cluster: 1,
+            replica: 1,
+            replica_count: 3,
+            group: 0,
+        };
+        let wrong = StoresOpenError::Superblock(SuperblockError::WrongReplica {
+            expected: identity,
+            found: Identity { replica: 2, ..identity },
+        });
+        let error = startup_error_of(&wrong, &config());
+        assert!(matches!(error, StartupError::DataDir { .. }), "{error:?}");
+        assert!(error.to_string().contains("Point --data-dir"), "{error}");
     }
 }

@@ -141,6 +141,9 @@ pub struct CopyDamage {
     pub copy: usize,
     /// What is wrong with it.
     pub reason: String,
+    /// The disk refused to read it (an I/O error through every retry), as opposed to
+    /// bytes that read but fail their checks.
+    pub unreadable: bool,
 }
 
 impl fmt::Display for CopyDamage {
@@ -491,6 +494,7 @@ impl<S: DurableStorage> SuperblockFile<S> {
                     damaged.push(CopyDamage {
                         copy,
                         reason: format!("unreadable: {error}"),
+                        unreadable: true,
                     });
                     continue;
                 }
@@ -499,12 +503,17 @@ impl<S: DurableStorage> SuperblockFile<S> {
                 damaged.push(CopyDamage {
                     copy,
                     reason: format!("file ends inside the slot ({read} of {SUPERBLOCK_SLOT_BYTES} bytes)"),
+                    unreadable: false,
                 });
                 continue;
             }
             match decode_copy(copy, &slot) {
                 Ok(decoded) => copies.push((copy, decoded)),
-                Err(reason) => damaged.push(CopyDamage { copy, reason }),
+                Err(reason) => damaged.push(CopyDamage {
+                    copy,
+                    reason,
+                    unreadable: false,
+                }),
             }
         }
         let Some(newest) = copies.iter().map(|(_, copy)| copy.sequence).max() else {

@@ -117,6 +117,10 @@ pub struct RunStats {
     pub longest_healthy_gap_ms: u64,
     /// Per fault kind: the longest gap overlapping a fault of that kind, milliseconds.
     pub gap_by_kind_ms: BTreeMap<String, u64>,
+    /// Per fault kind: the longest wait, from a fault's end to the next acknowledged
+    /// send, milliseconds.
+    #[serde(default)]
+    pub recovery_by_kind_ms: BTreeMap<String, u64>,
     /// Supervisor restarts after storage failures.
     pub supervisor_restarts: u64,
     /// Milliseconds from healed to every group agreed.
@@ -287,6 +291,17 @@ fn availability(run: &Run, window: Window, stats: &mut RunStats, failures: &mut 
         .map(|record| (record.kind, record.start_ms, record.end_ms.unwrap_or(window.end_ms)))
         .collect();
     faults.sort_by_key(|fault| fault.1);
+    // Per fault: how long after it ended the first send was acknowledged (overlapping
+    // faults confound it: the figure is the kind's worst case in this run).
+    let writes = &edges[1..edges.len() - 1];
+    for (kind, _, end) in &faults {
+        let after = match writes.iter().find(|t| **t >= *end) {
+            Some(t) => t - end,
+            None => window.end_ms.saturating_sub(*end),
+        };
+        let entry = stats.recovery_by_kind_ms.entry(kind.name().to_owned()).or_default();
+        *entry = (*entry).max(after);
+    }
     for pair in edges.windows(2) {
         let (from, to) = (pair[0], pair[1]);
         let gap = to.saturating_sub(from);
@@ -428,7 +443,7 @@ async fn read_logs(run: &Run, groups: &[u64]) -> Result<BTreeMap<u64, FinalLog>,
             let complete = run.workload.now_ms();
             let messages: Vec<(u64, u128)> = reply.messages.iter().map(|m| (m.offset, m.id)).collect();
             log.reads.push(Operation {
-                client: usize::MAX,
+                client: run.spec.clients,
                 invoke_tick: invoke,
                 complete_tick: Some(complete),
                 input: PartitionInput::Poll {

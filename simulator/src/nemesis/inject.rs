@@ -378,21 +378,23 @@ async fn apply(run: &Rc<Run>, id: u64, planned: PlannedFault) {
                     clock,
                     &format!("enable_random name={point},probability=0.2,failinfo=5"),
                 )?;
+                let faulted = run.nodes.borrow().pid(node);
                 let ready = run.wait_ready(node).await;
                 tokio::time::sleep(duration).await;
                 if run.nodes.borrow().is_running(node) {
                     let _ = run.nodes.borrow_mut().fiu_ctrl(node, &format!("disable name={point}"));
                 }
                 if let Err(error) = ready {
-                    // A disk whose reads fail may keep a node from starting: as its
-                    // supervisor would, start it again (on a healthy disk now).
-                    if !run.nodes.borrow().is_running(node) {
-                        run.start(node, clock, "")?;
+                    // A disk whose reads fail may stop a node while it starts: its
+                    // supervisor starts it again (on a healthy disk now); wait for that.
+                    let deadline = Instant::now() + Duration::from_millis(4 * SUPERVISOR_RESTART_MS);
+                    while run.nodes.borrow().pid(node) == faulted && Instant::now() < deadline {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    if run.nodes.borrow().pid(node).is_some_and(|pid| Some(pid) != faulted) {
                         run.wait_ready(node).await?;
                     }
-                    return Ok(Some(format!(
-                        "it did not come up under the faults ({error}); restarted"
-                    )));
+                    return Ok(Some(format!("it stopped while starting under the faults ({error})")));
                 }
             }
             FaultKind::ClockOffset | FaultKind::ClockDrift => {

@@ -230,7 +230,9 @@ impl Nodes {
         Ok(())
     }
 
-    /// Whether node `node` has logged `node ready`; an error if it exited before.
+    /// Whether node `node` has logged `node ready`; an error if it exited before (the
+    /// exit is left for [`Nodes::reap`], so the supervisor judges it: restarted after a
+    /// storage failure its disk fault explains, a problem otherwise).
     pub fn ready_now(&mut self, node: usize) -> Result<bool, String> {
         let Some(running) = self.running[node].as_mut() else {
             return Err(format!("node {node} is not running"));
@@ -238,12 +240,10 @@ impl Nodes {
         if fs::read_to_string(&running.log).is_ok_and(|text| text.contains("node ready")) {
             return Ok(true);
         }
-        if let Ok(Some(status)) = running.child.try_wait() {
-            let log = running.log.clone();
-            self.running[node] = None;
+        if !matches!(running.child.try_wait(), Ok(None)) {
             return Err(format!(
-                "node {node} exited ({status}) before it was ready; its log: {}",
-                log.display()
+                "node {node} exited before it was ready; its log: {}",
+                running.log.display()
             ));
         }
         Ok(false)
