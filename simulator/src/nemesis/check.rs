@@ -230,7 +230,7 @@ fn directory_bytes(dir: &std::path::Path) -> u64 {
 /// Where a failure sorts: what the cluster answered wrongly before what it failed to
 /// answer, and both before the harness's own trouble.
 fn severity_rank(failure: &str) -> usize {
-    const ORDER: [&str; 12] = [
+    const ORDER: [&str; 13] = [
         "divergence",
         "lost",
         "moved",
@@ -240,6 +240,7 @@ fn severity_rank(failure: &str) -> usize {
         "linearizability",
         "log",
         "workload",
+        "crash",
         "disk use",
         "liveness",
         "settle",
@@ -570,6 +571,7 @@ mod tests {
         let mut failures = [
             "nemesis: kill: ip failed",
             "liveness: no send was acknowledged for 31000 ms",
+            "crash: node 1 exited on its own (exit status: 101)",
             "lost: message 0x1 acknowledged",
             "linearizability: partition group 0xc00",
             "divergence: group 0x0 at commit 7",
@@ -581,7 +583,7 @@ mod tests {
             .collect();
         assert_eq!(
             first_words,
-            ["divergence", "lost", "linearizability", "liveness", "nemesis"]
+            ["divergence", "lost", "linearizability", "crash", "liveness", "nemesis"]
         );
     }
 }

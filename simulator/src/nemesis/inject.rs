@@ -43,7 +43,9 @@ pub(super) async fn drive_faults(run: &Rc<Run>) {
     }
     let drain = async {
         for task in tasks {
-            let _ = task.await;
+            if let Err(error) = task.await {
+                run.problem(format!("nemesis: a fault task failed: {error}"));
+            }
         }
     };
     if tokio::time::timeout(Duration::from_millis(FAULT_DRAIN_MS_MAX), drain)

@@ -300,7 +300,7 @@ impl Nodes {
                 Exit::StorageFailure
             } else {
                 Exit::Unexpected(format!(
-                    "node {node} exited on its own ({status}); its log: {}",
+                    "crash: node {node} exited on its own ({status}); its log: {}",
                     running.log.display()
                 ))
             };

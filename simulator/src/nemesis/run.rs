@@ -354,12 +354,16 @@ async fn phases(run: &Rc<Run>) -> (Verdict, check::RunStats) {
     let healed_ms = run.now_ms();
     let recovered = recover(run, healed_ms).await;
     *run.workload.stop.borrow_mut() = true;
-    for client in clients {
-        let _ = client.await;
+    for (index, client) in clients.into_iter().enumerate() {
+        if let Err(error) = client.await {
+            run.problem(format!("nemesis: client {index}'s task failed: {error}"));
+        }
     }
     let clients_done_ms = run.now_ms();
     *finished.borrow_mut() = true;
-    let _ = supervisor.await;
+    if let Err(error) = supervisor.await {
+        run.problem(format!("nemesis: the supervisor task failed: {error}"));
+    }
     let recovered_ms = match recovered {
         Ok(ms) => ms,
         Err(failure) => {
@@ -462,7 +466,7 @@ async fn supervise(run: Rc<Run>, finished: Rc<RefCell<bool>>) {
                     });
                 }
                 Exit::StorageFailure => run.problem(format!(
-                    "node {node} stopped on a storage failure with no disk fault injected; its log: {}",
+                    "crash: node {node} stopped on a storage failure with no disk fault injected; its log: {}",
                     run.nodes.borrow().log_path(node).display()
                 )),
                 Exit::Unexpected(text) => run.problem(text),
