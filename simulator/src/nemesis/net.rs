@@ -225,11 +225,6 @@ impl Network {
         }
         Ok(())
     }
-
-    /// Directed links currently cut.
-    pub fn cut_links(&self) -> usize {
-        self.cut.len()
-    }
 }
 
 impl Drop for Network {

@@ -151,14 +151,6 @@ impl Nodes {
             .join(format!("node-{node}.{}.log", self.incarnations[node].max(1)))
     }
 
-    /// Every log file, oldest incarnation first per node.
-    pub fn log_paths(&self) -> Vec<PathBuf> {
-        (0..self.count())
-            .flat_map(|node| (1..=self.incarnations[node]).map(move |inc| (node, inc)))
-            .map(|(node, inc)| self.dir.join(format!("node-{node}.{inc}.log")))
-            .collect()
-    }
-
     /// The clock node `node` runs under.
     pub fn clock(&self, node: usize) -> Clock {
         self.clocks[node]
