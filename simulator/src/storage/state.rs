@@ -193,8 +193,12 @@ pub(super) struct State {
     dirs: BTreeSet<String>,
     /// Stable directories: each an entry of its parent made durable by `sync_dir`.
     stable_dirs: BTreeSet<String>,
-    /// Directories whose buffered entries may differ from their stable ones.
-    dirty_dirs: BTreeSet<String>,
+    /// Directories whose buffered entries may differ from their stable ones, each with
+    /// the entries (paths of files and subdirectories directly in it) changed since its
+    /// last commit: a commit looks at those alone, so its cost is the changes it makes
+    /// and not every file on the disk (a directory sync per file created would
+    /// otherwise cost time quadratic in the files a long run accumulates).
+    dirty_dirs: BTreeMap<String, BTreeSet<String>>,
     pub trace: Vec<TraceEntry>,
     pub operations: u64,
     /// Crashes so far; a handle opened in an earlier epoch is stale.
@@ -219,7 +223,7 @@ impl State {
             stable_names: BTreeMap::new(),
             dirs: BTreeSet::new(),
             stable_dirs: BTreeSet::new(),
-            dirty_dirs: BTreeSet::new(),
+            dirty_dirs: BTreeMap::new(),
             trace: Vec::new(),
             operations: 0,
             crashes: 0,
@@ -327,8 +331,16 @@ impl State {
             Some(id) => self.names.insert(path.to_owned(), id),
             None => self.names.remove(path),
         };
-        self.dirty_dirs.insert(parent(path).to_owned());
+        self.note_changed_entry(path);
         self.relink(id, old);
+    }
+
+    /// The entry `path` of its directory may now differ from the stable one.
+    fn note_changed_entry(&mut self, path: &str) {
+        self.dirty_dirs
+            .entry(parent(path).to_owned())
+            .or_default()
+            .insert(path.to_owned());
     }
 
     /// Point the stable entry `path` at `id` (or remove it).
@@ -396,7 +408,7 @@ impl State {
             (None, _) => {
                 for dir in ancestors(path) {
                     if self.dirs.insert(dir.to_owned()) {
-                        self.dirty_dirs.insert(parent(dir).to_owned());
+                        self.note_changed_entry(dir);
                     }
                 }
                 let id = self.next_inode;
@@ -475,38 +487,26 @@ impl State {
     }
 
     /// Make the buffered entries (files and subdirectories) directly in `dir` stable.
+    /// Only the entries changed since the last commit can differ, so only those are
+    /// looked at; files first, then subdirectories, each in name order.
     fn commit_dir(&mut self, dir: &str) {
-        let mut files: BTreeSet<String> = BTreeSet::new();
-        for map in [&self.names, &self.stable_names] {
-            files.extend(
-                map.range::<String, _>(under(dir))
-                    .map(|(path, _)| path)
-                    .filter(|path| directly_in(path, dir))
-                    .cloned(),
-            );
-        }
-        for path in files {
-            let buffered = self.names.get(&path).copied();
-            if self.stable_names.get(&path).copied() != buffered {
-                self.set_stable_name(&path, buffered);
+        let Some(changed) = self.dirty_dirs.remove(dir) else {
+            return;
+        };
+        for path in &changed {
+            debug_assert!(directly_in(path, dir), "{path} noted as an entry of {dir}");
+            let buffered = self.names.get(path).copied();
+            if self.stable_names.get(path).copied() != buffered {
+                self.set_stable_name(path, buffered);
             }
         }
-        let mut subdirs: BTreeSet<String> = BTreeSet::new();
-        for set in [&self.dirs, &self.stable_dirs] {
-            subdirs.extend(
-                set.range::<String, _>(under(dir))
-                    .filter(|path| directly_in(path, dir))
-                    .cloned(),
-            );
-        }
-        for sub in subdirs {
+        for sub in changed {
             if self.dirs.contains(&sub) {
                 self.stable_dirs.insert(sub);
             } else {
                 self.stable_dirs.remove(&sub);
             }
         }
-        self.dirty_dirs.remove(dir);
     }
 
     // ---- handles and file calls --------------------------------------------------
@@ -712,11 +712,11 @@ impl State {
             return;
         }
         let inodes = self.dirty_inodes();
-        let dirs: Vec<String> = self.dirty_dirs.iter().cloned().collect();
-        if inodes.is_empty() && dirs.is_empty() {
+        let dirs = self.dirty_dirs.len();
+        if inodes.is_empty() && dirs == 0 {
             return;
         }
-        let pick = self.rng.index(inodes.len() + dirs.len());
+        let pick = self.rng.index(inodes.len() + dirs);
         if let Some(&id) = inodes.get(pick) {
             let failure_ppm = self.options.writeback_failure_probability;
             let fails = failure_ppm > 0 && self.chance(failure_ppm);
@@ -731,8 +731,8 @@ impl State {
                     inode.flush_page(page);
                 }
             }
-        } else if let Some(dir) = dirs.get(pick - inodes.len()) {
-            self.commit_dir(dir);
+        } else if let Some(dir) = self.dirty_dirs.keys().nth(pick - inodes.len()).cloned() {
+            self.commit_dir(&dir);
         }
     }
 
@@ -783,7 +783,8 @@ impl State {
         for inode in self.inodes.values_mut() {
             inode.sync();
         }
-        for dir in std::mem::take(&mut self.dirty_dirs) {
+        let dirs: Vec<String> = self.dirty_dirs.keys().cloned().collect();
+        for dir in dirs {
             self.commit_dir(&dir);
         }
     }
@@ -804,7 +805,7 @@ impl State {
                 }
             }
         }
-        let dirs: Vec<String> = self.dirty_dirs.iter().cloned().collect();
+        let dirs: Vec<String> = self.dirty_dirs.keys().cloned().collect();
         for dir in dirs {
             if self.coin() {
                 self.commit_dir(&dir);
@@ -923,8 +924,14 @@ impl State {
                 hash.write(path.as_bytes());
             }
         }
-        for (tag, dirs) in [(3, &self.dirs), (4, &self.stable_dirs), (5, &self.dirty_dirs)] {
+        for (tag, dirs) in [(3, &self.dirs), (4, &self.stable_dirs)] {
             for dir in dirs {
+                hash.event(tag, dir.len() as u64);
+                hash.write(dir.as_bytes());
+            }
+        }
+        for (tag, dirs) in [(5, &self.dirty_dirs)] {
+            for dir in dirs.keys() {
                 hash.event(tag, dir.len() as u64);
                 hash.write(dir.as_bytes());
             }
