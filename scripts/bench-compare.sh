@@ -10,13 +10,18 @@
 # Each revision is checked out in a temporary worktree and built once into its own
 # target dir (target/bench-<commit>, kept for the next comparison). Then every
 # configuration runs for every seed, BASE and NEW alternating, ROUNDS times (default 3):
-#   partition --faults none --ticks 100000, sim disk and --storage memory;
+#   partition --faults none, 10,000 and 100,000 ticks, sim disk and --storage memory;
 #   metadata --faults none --no-quiesce, 10,000 and 100,000 ticks, sim disk
 #     and memory (cost must grow linearly with the ticks);
 #   metadata --faults heavy --ticks 10000 (faults on the hot paths).
 # It prints, per configuration, the median ticks/s and peak RSS of each build, the
 # ratio NEW/BASE, and whether the two builds printed the same output (a faster run
 # should still be the same run; a difference is named, not hidden).
+#
+# CAMPAIGN=1 adds #21's campaign throughput: `campaign --profiles
+# none,light,heavy,swarm --planes partition,uniform --seeds 1..200 --node-shards 2
+# --ticks 10000` once per build (CAMPAIGN_SEEDS overrides the seed range), with its
+# wall time, runs/s, and CPU use (user+sys over wall: 200% is both cores busy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,11 +40,11 @@ build() { # REV -> prints the workload-fuzz binary's path
     exit 2
   }
   target=$repo/target/bench-${commit:0:12}
-  if [ ! -x "$target/release/workload-fuzz" ]; then
+  if [ ! -x "$target/release/workload-fuzz" ] || [ ! -x "$target/release/campaign" ]; then
     dir=$(mktemp -d /tmp/bench-compare.XXXXXX)
     git worktree add --detach -q "$dir/src" "$commit"
     echo "bench-compare: building $rev (${commit:0:12}) into $target" >&2
-    (cd "$dir/src" && CARGO_TARGET_DIR=$target cargo build --release --locked -q -p simulator --bin workload-fuzz) >&2
+    (cd "$dir/src" && CARGO_TARGET_DIR=$target cargo build --release --locked -q -p simulator --bin workload-fuzz --bin campaign) >&2
     git worktree remove --force "$dir/src"
     rm -rf "$dir"
   fi
@@ -63,7 +68,9 @@ measure() { # BIN TAG ARGS...
 median() { sort -n | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : 0)}'; }
 
 configs=(
+  "partition sim 10k|--plane partition --faults none --ticks 10000"
   "partition sim 100k|--plane partition --faults none --ticks 100000"
+  "partition memory 10k|--plane partition --faults none --ticks 10000 --storage memory"
   "partition memory 100k|--plane partition --faults none --ticks 100000 --storage memory"
   "metadata sim 10k|--plane metadata --faults none --no-quiesce --ticks 10000"
   "metadata sim 100k|--plane metadata --faults none --no-quiesce --ticks 100000"
@@ -93,3 +100,20 @@ for config in "${configs[@]}"; do
     'BEGIN {printf "%-22s %14.0f %14.0f %6.2fx %10.1f %10.1f  %s\n", name, b, n, (b > 0 ? n / b : 0), bk / 1024, nk / 1024, same}'
 done
 echo "(medians over ${#seeds[@]} seeds x $rounds rounds, base and new alternating; base $1, new ${2:-HEAD})"
+
+if [ "${CAMPAIGN:-0}" = 1 ]; then
+  seeds_range=${CAMPAIGN_SEEDS:-1..200}
+  printf '\n%-22s %10s %10s %8s %8s\n' "campaign" "wall s" "runs" "runs/s" "cpu"
+  for side in base new; do
+    bin=$base_bin
+    [ "$side" = new ] && bin=$new_bin
+    out="$work/campaign-$side"
+    /usr/bin/time -f "%e %P" -o "$work/time-$side" "$(dirname "$bin")/campaign" --profiles none,light,heavy,swarm \
+      --planes partition,uniform --seeds "$seeds_range" --node-shards 2 --ticks 10000 --out "$out" \
+      >"$work/campaign-$side.log" 2>&1 || true
+    read -r wall cpu <"$work/time-$side"
+    runs=$(grep -c '"seed"' "$out/report.json" 2>/dev/null || echo 0)
+    awk -v side="$side" -v wall="$wall" -v runs="$runs" -v cpu="$cpu" \
+      'BEGIN {printf "%-22s %10.1f %10d %8.1f %8s\n", side, wall, runs, (wall > 0 ? runs / wall : 0), cpu}'
+  done
+fi

@@ -127,6 +127,8 @@ marks! {
     PartitionWalTailDiscarded => "storage.partition_wal_tail_discarded":
         "boot discarded a partition WAL's bytes beyond its published frontier";
     FrontierSlotDamaged => "storage.frontier_slot_damaged": "boot found a damaged publish-frontier slot";
+    WalVacantWindowTaken => "storage.wal_vacant_window_taken":
+        "a record larger than its placeholder took room from the vacant slots above it, in place";
     CheckpointDamagedAtOpen => "storage.checkpoint_damaged_at_open":
         "a checkpoint did not read back whole at boot";
     LogIncompleteAtBoot => "storage.log_incomplete_at_boot":

@@ -60,7 +60,8 @@ use crate::vsr::store::StoredRecord;
 mod engine;
 
 pub use engine::{
-    NEXT_SUFFIX, PREFIX_DROP_COPIED_PER_DROPPED_BYTE_MAX, PrefixDrop, REWRITE_BYTES_MAX, WAL_WRITE_BYTES_MAX,
+    GAP_RESERVED_BYTES_MAX, GAP_RESERVED_OPS_MAX, GAP_RESERVED_PAYLOAD_MIN_BYTES, NEXT_SUFFIX,
+    PREFIX_DROP_COPIED_PER_DROPPED_BYTE_MAX, PrefixDrop, REWRITE_BYTES_MAX, WAL_WRITE_BYTES_MAX,
 };
 pub(crate) use engine::{RecordLog, scan_with};
 
@@ -571,6 +572,77 @@ pub(crate) mod tests {
         );
         assert!(!recovery.removed_prefix_drop_leftover);
         drop(wal);
+        std::fs::remove_dir_all(root).expect("cleanup");
+    }
+
+    /// A prepare for `op` whose body is `body_bytes` long.
+    fn prepare_sized(op: u64, body_bytes: usize) -> StoredRecord {
+        let mut header = Header::new(Command::Prepare);
+        header.op = op;
+        StoredRecord::Prepare(Rc::from(wire::seal_header(header, &vec![op as u8; body_bytes])))
+    }
+
+    /// What broke: a backup that journaled a prepare above a gap filled the gap by
+    /// repair from the top down, and each filled op rewrote every record above it
+    /// (through the redo file): time quadratic in the gap, most of a partition-plane
+    /// run's time after one restart. Now the gap holds placeholders, filled in place.
+    #[test]
+    fn a_gap_filled_from_the_top_down_moves_no_record_and_reads_back_whole() {
+        let root = temp_root("wal-gap-fill");
+        let storage = DiskStorage::new(&root).expect("temp dir");
+        let (mut wal, _) = ready(Wal::open(&storage)).expect("open");
+        ready(wal.append(1, &prepare(1))).expect("append");
+        ready(wal.append(40, &prepare(40))).expect("append above a gap");
+        ready(wal.sync()).expect("sync");
+        assert_eq!(
+            wal.ops().collect::<Vec<_>>(),
+            (1..=40).collect::<Vec<_>>(),
+            "each op of the gap has a slot"
+        );
+        let len = wal.len_bytes();
+        // Small records fill their placeholders; one larger than a placeholder (op 30)
+        // takes room from the vacant ones below it; still nothing moves.
+        let larger = GAP_RESERVED_PAYLOAD_MIN_BYTES + 500;
+        let record = |op: u64| {
+            if op == 30 {
+                prepare_sized(op, larger)
+            } else {
+                prepare(op)
+            }
+        };
+        for op in (2..40).rev() {
+            ready(wal.replace(op, &record(op))).expect("fill");
+            assert_eq!(wal.len_bytes(), len, "op {op} was filled without moving a record");
+        }
+        for op in 1..=40 {
+            assert_eq!(ready(wal.read(op)).expect("read"), Some(record(op)), "op {op}");
+        }
+        drop(wal);
+        let (_, recovery) = ready(Wal::open(&storage)).expect("reopen");
+        assert_eq!(recovered_ops(&recovery), (1..=40).collect::<Vec<_>>());
+        assert!(
+            recovery.damaged.is_empty() && recovery.torn_tail.is_none(),
+            "{recovery:?}"
+        );
+        std::fs::remove_dir_all(root).expect("cleanup");
+    }
+
+    #[test]
+    fn a_record_larger_than_every_vacant_room_around_it_moves_the_records_above() {
+        let root = temp_root("wal-gap-move");
+        let storage = DiskStorage::new(&root).expect("temp dir");
+        let (mut wal, _) = ready(Wal::open(&storage)).expect("open");
+        ready(wal.append(1, &prepare(1))).expect("append");
+        ready(wal.append(3, &prepare(3))).expect("append above a one-op gap");
+        let len = wal.len_bytes();
+        let big = prepare_sized(2, 3 * GAP_RESERVED_PAYLOAD_MIN_BYTES);
+        ready(wal.replace(2, &big)).expect("insert");
+        assert!(wal.len_bytes() > len, "op 3 moved up to make room");
+        assert_eq!(ready(wal.read(2)).expect("read"), Some(big));
+        assert_eq!(ready(wal.read(3)).expect("read"), Some(prepare(3)));
+        drop(wal);
+        let (_, recovery) = ready(Wal::open(&storage)).expect("reopen");
+        assert_eq!(recovered_ops(&recovery), vec![1, 2, 3]);
         std::fs::remove_dir_all(root).expect("cleanup");
     }
 

@@ -466,6 +466,9 @@ pub struct Harness {
     /// above zero).
     corruption_rng: SimRng,
     checkpoints: CheckpointChecker,
+    /// `check`'s per-tick list of what every replica of every group applied, kept
+    /// between ticks so a tick's check allocates nothing (it is rebuilt each tick).
+    applied_scratch: Vec<(u64, usize, u64)>,
     /// The clients' driver, told each tick as it starts (`ClientDriver::on_tick`).
     driver: Rc<RefCell<dyn ClientDriver>>,
     /// The crashes, restarts, disk-error windows and rots made so far (the harness's
@@ -511,6 +514,7 @@ impl Harness {
             journal: config.journal,
             retired: CatchUpCounters::default(),
             checkpoints: CheckpointChecker::default(),
+            applied_scratch: Vec::new(),
             storage_faults: config.storage_faults,
             rot_chances: 0,
             partitions_changed_max: 0,
@@ -1168,7 +1172,8 @@ impl Harness {
         // What every replica of every group applied, and the replicas that lag behind
         // their commit point: whether a lagging one is stuck is decided after the loop,
         // which sees every replica (see `COMMIT_STUCK_TICKS_MAX`).
-        let mut applied: Vec<(u64, usize, u64)> = Vec::new();
+        let mut applied = std::mem::take(&mut self.applied_scratch);
+        applied.clear();
         let mut lagging: Vec<Lagging> = Vec::new();
         for (index, slot) in self.slots.iter_mut().enumerate() {
             let Some(node) = &slot.node else { continue };
@@ -1216,6 +1221,7 @@ impl Harness {
             }
         }
         if lagging.is_empty() {
+            self.applied_scratch = applied;
             return Ok(());
         }
         let network = self.simulation.network();
@@ -1243,6 +1249,7 @@ impl Harness {
                 return Err(fail("commit stuck", detail));
             }
         }
+        self.applied_scratch = applied;
         Ok(())
     }
 

@@ -85,9 +85,19 @@ impl Inode {
     /// Page `page`'s buffered bytes now, as a dirty page holds them: from the dirty page
     /// if it is one, else the stable bytes below the buffered length, zeros past them.
     fn page_now(&self, page: usize) -> Box<[u8]> {
-        let mut bytes = vec![0u8; PAGE_BYTES].into_boxed_slice();
-        self.copy_page(page, 0, &mut bytes);
-        bytes
+        if let Some(bytes) = self.dirty.get(&page) {
+            return bytes.clone();
+        }
+        // Copied, then zero-filled past what the disk holds: no zeroing of bytes that
+        // are overwritten at once (a page is dirtied on every small write).
+        let from = page * PAGE_BYTES;
+        let held = self.len.min(self.stable.len()).saturating_sub(from).min(PAGE_BYTES);
+        let mut bytes = Vec::with_capacity(PAGE_BYTES);
+        if held > 0 {
+            bytes.extend_from_slice(&self.stable[from..from + held]);
+        }
+        bytes.resize(PAGE_BYTES, 0);
+        bytes.into_boxed_slice()
     }
 
     /// Mark the pages holding bytes `start..end` dirty, each keeping its bytes now.

@@ -34,6 +34,51 @@ const REDO_KIND_CHUNK: u8 = 2;
 /// holds; one sync afterwards covers every write of the batch.
 pub const WAL_WRITE_BYTES_MAX: usize = 1024 * 1024;
 
+/// Ops just below a record written above a gap (appended, or inserted by repair) get
+/// a placeholder each, at most this many: a removed record (kind 3) whose payload
+/// reserves room for a prepare, so the op's record fits in place when it comes. A
+/// backup journals prepares as they arrive and repair fills what it missed from the
+/// top down (each op is proven by the one above it); without a slot to fill, every
+/// filled op moved all the records above it (a rewrite of the whole suffix, through the
+/// redo file), a cost quadratic in the gap: a replica catching up after a restart
+/// spent most of a run's time there. With placeholders, one move makes room for this
+/// many ops. Sixteen bounds the bytes a gap that is never filled wastes (a later prefix
+/// drop reclaims them) while cutting the moves of a long repair sixteen-fold.
+pub const GAP_RESERVED_OPS_MAX: u64 = 1024;
+
+/// Payload bytes a placeholder reserves at least (2 KiB), or as many as the record
+/// written above the gap if that is larger: neighbouring prepares are alike in size,
+/// and most prepares fit in 2 KiB; one that does not moves the suffix as before.
+pub const GAP_RESERVED_PAYLOAD_MIN_BYTES: usize = 2048;
+
+/// Placeholder bytes one gap reserves at most (64 KiB): below a large prepare, fewer
+/// ops are reserved rather than megabytes that repair may never fill.
+pub const GAP_RESERVED_BYTES_MAX: usize = 1024 * 1024;
+
+/// The placeholders to write just below `op`, whose nearest lower slot is `below`
+/// (`None`: the log holds nothing below it), each of `payload` bytes: at most
+/// [`GAP_RESERVED_OPS_MAX`] and [`GAP_RESERVED_BYTES_MAX`]. Op 0 is never a placeholder.
+fn gap_placeholders(below: Option<u64>, op: u64, payload: usize) -> std::ops::Range<u64> {
+    let lowest = below.map_or(1, |below| below + 1);
+    if op <= lowest {
+        return op..op;
+    }
+    let per_op = (RECORD_HEADER_BYTES + payload) as u64;
+    let count = (op - lowest)
+        .min(GAP_RESERVED_OPS_MAX)
+        .min(GAP_RESERVED_BYTES_MAX as u64 / per_op);
+    op - count..op
+}
+
+/// A placeholder's content: a removed op whose payload reserves `payload` bytes.
+const fn placeholder(payload: usize) -> Content<'static> {
+    Content {
+        kind: KIND_REMOVED,
+        bytes: &[],
+        reserve: payload,
+    }
+}
+
 /// Largest rewrite (a replaced or inserted record plus every record after it), in
 /// bytes. A rewrite holds these bytes in memory and writes them twice (redo, then in
 /// place); inserts land near the head (repair of recent gaps), so this is far above a
@@ -61,10 +106,31 @@ const REDO_CHUNK_BYTES: usize = 1024 * 1024;
 pub(crate) struct Slot {
     pub(crate) offset: u64,
     pub(crate) bytes: u64,
+    /// A removed record (a placeholder or a removed op): its bytes may be re-divided
+    /// among a record written below it (see [`RecordLog::vacant_window`]).
+    pub(crate) vacant: bool,
+}
+
+/// Vacant slots a record that outgrew its own placeholder may take room from, at most:
+/// a bound on the work of looking, far above the few neighbours a prepare a little
+/// larger than its neighbour's size needs.
+const VACANT_WINDOW_SLOTS_MAX: usize = 64;
+
+/// A run of slots a record that outgrew its own takes over (see
+/// [`RecordLog::vacant_window`]).
+struct VacantWindow {
+    /// Offset of its first byte.
+    start: u64,
+    /// Its length, bytes.
+    bytes: u64,
+    /// Vacant ops taken below the record's, ascending.
+    below: Vec<u64>,
+    /// Vacant ops taken above the record's, ascending.
+    above: Vec<u64>,
 }
 
 /// The ops strictly above `op`.
-fn above(op: u64) -> (Bound<u64>, Bound<u64>) {
+fn above_op(op: u64) -> (Bound<u64>, Bound<u64>) {
     (Bound::Excluded(op), Bound::Unbounded)
 }
 
@@ -219,6 +285,7 @@ pub(crate) fn scan_with(magic: u32, bytes: &[u8], checksums: Checksums) -> Scan 
                     Slot {
                         offset: position as u64,
                         bytes: len as u64,
+                        vacant: content.is_none(),
                     },
                 );
                 if let Some(content) = content {
@@ -273,7 +340,8 @@ fn encode_redo(offset: u64, old_len: u64, new_len: u64, bytes: &[u8]) -> Vec<u8>
         begin.extend_from_slice(&value.to_le_bytes());
     }
     begin.extend_from_slice(&record::checksum(bytes).to_le_bytes());
-    let mut out = Vec::with_capacity(bytes.len() + 2 * RECORD_HEADER_BYTES + begin.len());
+    let chunks = bytes.len().div_ceil(REDO_CHUNK_BYTES);
+    let mut out = Vec::with_capacity(bytes.len() + (chunks + 1) * RECORD_HEADER_BYTES + begin.len());
     record::encode_into(&mut out, REDO_MAGIC, REDO_KIND_BEGIN, offset, &begin);
     for (index, chunk) in bytes.chunks(REDO_CHUNK_BYTES).enumerate() {
         record::encode_into(&mut out, REDO_MAGIC, REDO_KIND_CHUNK, index as u64, chunk);
@@ -567,6 +635,12 @@ impl<S: DurableStorage> RecordLog<S> {
         self.slots = slots;
     }
 
+    /// Payload bytes each placeholder below a record of `reserve` bytes reserves: as
+    /// many as that record, at least [`GAP_RESERVED_PAYLOAD_MIN_BYTES`].
+    fn placeholder_payload(&self, reserve: usize) -> usize {
+        reserve.max(GAP_RESERVED_PAYLOAD_MIN_BYTES)
+    }
+
     /// Drop the redo file's contents (after whatever depends on the rewrite is durable).
     pub(crate) async fn clear_redo(&mut self) -> Result<(), WalError> {
         self.check_poisoned()?;
@@ -626,8 +700,11 @@ impl<S: DurableStorage> RecordLog<S> {
                     last_op,
                 });
             }
+            let content = content_of(op, record)?;
+            let payload = self.placeholder_payload(content.reserve);
+            contents.extend(gap_placeholders(last, op, payload).map(|below| (below, placeholder(payload))));
             last = Some(op);
-            contents.push((op, content_of(op, record)?));
+            contents.push((op, content));
         }
         let mut buffer = Vec::new();
         let mut offset = self.end;
@@ -640,6 +717,7 @@ impl<S: DurableStorage> RecordLog<S> {
                 Slot {
                     offset: offset + before as u64,
                     bytes: (buffer.len() - before) as u64,
+                    vacant: content.kind == KIND_REMOVED,
                 },
             ));
             if buffer.len() >= WAL_WRITE_BYTES_MAX || index + 1 == contents.len() {
@@ -684,8 +762,10 @@ impl<S: DurableStorage> RecordLog<S> {
     }
 
     /// Where putting `record` at `op` (removing it if `None`) would start writing, and
-    /// whether it fits `op`'s slot in place; `None` if there is nothing to do (removing
-    /// an op the log does not hold).
+    /// whether it stays within bytes the log already has (its own slot, or its slot and
+    /// vacant slots just above it, see [`Self::vacant_window`]) instead of moving every
+    /// record above it; `None` if there is nothing to do (removing an op the log does
+    /// not hold).
     pub(crate) fn rewrite_start(
         &self,
         op: u64,
@@ -696,10 +776,15 @@ impl<S: DurableStorage> RecordLog<S> {
             None if self.slots.contains_key(&op) => 0,
             None => return Ok(None),
         };
-        if let Some(slot) = self.slots.get(&op)
-            && (RECORD_HEADER_BYTES + reserve) as u64 <= slot.bytes
-        {
-            return Ok(Some((slot.offset, true)));
+        if let Some(slot) = self.slots.get(&op) {
+            if record.is_some()
+                && let Some(window) = self.vacant_window(op, reserve)
+            {
+                return Ok(Some((window.start, true)));
+            }
+            if (RECORD_HEADER_BYTES + reserve) as u64 <= slot.bytes {
+                return Ok(Some((slot.offset, true)));
+            }
         }
         let after_previous = self
             .slots
@@ -709,11 +794,101 @@ impl<S: DurableStorage> RecordLog<S> {
         Ok(Some((after_previous, false)))
     }
 
+    /// For a record of `reserve` payload bytes at `op`, whose slot is too small: the
+    /// vacant slots next to it (contiguous, below it first, since repair fills a gap
+    /// from the top down and leaves the ops below vacant; then above; at most
+    /// [`VACANT_WINDOW_SLOTS_MAX`]) whose bytes, added to the slot's, hold the record
+    /// and still a placeholder for each of those ops. Returns the window: its first
+    /// byte, its length, and the ops taken below and above `op`, ascending.
+    ///
+    /// A record that fits its slot with bytes to spare hands them to a vacant neighbour
+    /// instead (below it, else above it): padding inside a filled record is lost until
+    /// a prefix drop, while a placeholder's is room for the next op repair brings, so
+    /// as a gap fills its spare bytes move along with it rather than accumulate.
+    fn vacant_window(&self, op: u64, reserve: usize) -> Option<VacantWindow> {
+        let slot = self.slots.get(&op)?;
+        let need = (RECORD_HEADER_BYTES + reserve) as u64;
+        if need <= slot.bytes {
+            if need == slot.bytes {
+                return None;
+            }
+            let below = self.slots.range(..op).next_back();
+            if let Some((&below, next)) = below
+                && next.vacant
+                && next.offset + next.bytes == slot.offset
+            {
+                return Some(VacantWindow {
+                    start: next.offset,
+                    bytes: next.bytes + slot.bytes,
+                    below: vec![below],
+                    above: Vec::new(),
+                });
+            }
+            let above = self.slots.range(above_op(op)).next();
+            if let Some((&above, next)) = above
+                && next.vacant
+                && slot.offset + slot.bytes == next.offset
+            {
+                return Some(VacantWindow {
+                    start: slot.offset,
+                    bytes: slot.bytes + next.bytes,
+                    below: Vec::new(),
+                    above: vec![above],
+                });
+            }
+            return None;
+        }
+        let fits = |start: u64, end: u64, taken: usize| end - start >= need + (taken * RECORD_HEADER_BYTES) as u64;
+        let (mut start, mut end) = (slot.offset, slot.offset + slot.bytes);
+        let mut below = Vec::new();
+        for (&op_below, next) in self.slots.range(..op).rev().take(VACANT_WINDOW_SLOTS_MAX) {
+            if !next.vacant || next.offset + next.bytes != start {
+                break;
+            }
+            below.push(op_below);
+            start = next.offset;
+            if fits(start, end, below.len()) {
+                below.reverse();
+                return Some(VacantWindow {
+                    start,
+                    bytes: end - start,
+                    below,
+                    above: Vec::new(),
+                });
+            }
+        }
+        below.reverse();
+        let mut above = Vec::new();
+        for (&op_above, next) in self
+            .slots
+            .range(above_op(op))
+            .take(VACANT_WINDOW_SLOTS_MAX - below.len())
+        {
+            if !next.vacant || next.offset != end {
+                return None;
+            }
+            above.push(op_above);
+            end += next.bytes;
+            if fits(start, end, below.len() + above.len()) {
+                return Some(VacantWindow {
+                    start,
+                    bytes: end - start,
+                    below,
+                    above,
+                });
+            }
+        }
+        None
+    }
+
     /// Put `record` at `op` (or remove `op` if `None`), wherever it falls: in place if
-    /// it fits `op`'s slot, else rewriting from the end of the record before it. With
-    /// `protect`, the new bytes go to the redo file (synced) first and the log is synced
-    /// after, and the redo stays until [`RecordLog::clear_redo`]; without, the rewrite
-    /// is buffered like an append (for bytes nobody trusts yet).
+    /// it fits `op`'s slot or that slot with vacant ones above it (the record, then
+    /// smaller placeholders for those ops, in the same bytes), else rewriting from the
+    /// end of the record before it (with placeholders for the gap below `op`, see
+    /// [`GAP_RESERVED_OPS_MAX`]). With `protect`, the new bytes go to the redo file
+    /// (synced) first and the log is synced after, and the redo stays until
+    /// [`RecordLog::clear_redo`]; without, the rewrite is buffered like an append (for
+    /// bytes nobody trusts yet).
     pub(crate) async fn rewrite(
         &mut self,
         op: u64,
@@ -728,19 +903,72 @@ impl<S: DurableStorage> RecordLog<S> {
             Some(record) => content_of(op, record)?,
             None => TOMBSTONE,
         };
-        let mut bytes = Vec::new();
-        match self.slots.get(&op) {
-            Some(slot) if in_place => {
+        let mut bytes;
+        // Where the records written land, in order (op, bytes, vacant): every record
+        // the rewrite writes.
+        let mut placed: Vec<(u64, u64, bool)> = Vec::new();
+        let window = if in_place && record.is_some() {
+            self.vacant_window(op, content.reserve)
+        } else {
+            None
+        };
+        match (self.slots.get(&op), window) {
+            (Some(slot), None) if in_place => {
+                debug_assert!((RECORD_HEADER_BYTES + content.reserve) as u64 <= slot.bytes);
                 let payload_len = slot.bytes as usize - RECORD_HEADER_BYTES;
+                bytes = Vec::with_capacity(slot.bytes as usize);
                 encode_content(&mut bytes, self.magic, op, &content, payload_len);
+                placed.push((op, slot.bytes, record.is_none()));
             }
-            _ => {
+            (Some(_), Some(window)) => {
+                debug_assert_eq!(window.start, start);
+                // The record exactly, the rest of the window shared among the taken
+                // ops' placeholders (the last one written takes the remainder).
+                let record_bytes = (RECORD_HEADER_BYTES + content.reserve) as u64;
+                let taken = (window.below.len() + window.above.len()) as u64;
+                let spare = window.bytes - record_bytes - taken * RECORD_HEADER_BYTES as u64;
+                let share = spare / taken;
+                let mut shares = (0..taken).map(|index| {
+                    if index + 1 == taken {
+                        spare - share * (taken - 1)
+                    } else {
+                        share
+                    }
+                });
+                bytes = Vec::with_capacity(window.bytes as usize);
+                let mut vacant = |bytes: &mut Vec<u8>, placed: &mut Vec<(u64, u64, bool)>, taken_op: u64| {
+                    let payload = shares.next().unwrap_or(0) as usize;
+                    let at = bytes.len();
+                    encode_content(bytes, self.magic, taken_op, &placeholder(payload), payload);
+                    placed.push((taken_op, (bytes.len() - at) as u64, true));
+                };
+                for &below in &window.below {
+                    vacant(&mut bytes, &mut placed, below);
+                }
+                encode_content(&mut bytes, self.magic, op, &content, content.reserve);
+                placed.push((op, record_bytes, record.is_none()));
+                for &above in &window.above {
+                    vacant(&mut bytes, &mut placed, above);
+                }
+                debug_assert_eq!(bytes.len() as u64, window.bytes);
+                crate::cover!(WalVacantWindowTaken);
+            }
+            (_, _) => {
+                debug_assert!(!in_place, "op {op}: in place without a slot");
                 let suffix: u64 = self
                     .slots
                     .range(op.saturating_add(1)..)
                     .map(|(_, slot)| slot.bytes)
                     .sum();
-                let total = (RECORD_HEADER_BYTES + content.reserve) as u64 + suffix;
+                let below = self.slots.range(..op).next_back().map(|(&below, _)| below);
+                let payload = self.placeholder_payload(content.reserve);
+                let placeholders = if record.is_some() {
+                    gap_placeholders(below, op, payload)
+                } else {
+                    op..op
+                };
+                let reserved = (placeholders.end - placeholders.start) * (RECORD_HEADER_BYTES + payload) as u64;
+                let total = reserved + (RECORD_HEADER_BYTES + content.reserve) as u64 + suffix;
                 if op == u64::MAX || total > REWRITE_BYTES_MAX as u64 {
                     return Err(WalError::RewriteTooLarge {
                         path: self.path.clone(),
@@ -748,8 +976,19 @@ impl<S: DurableStorage> RecordLog<S> {
                         bytes: total,
                     });
                 }
+                // Sized once: the suffix can be hundreds of records, and growing the
+                // buffer record by record copied it over and over.
+                bytes = Vec::with_capacity(total as usize);
+                for below in placeholders.clone() {
+                    let at = bytes.len();
+                    encode_content(&mut bytes, self.magic, below, &placeholder(payload), payload);
+                    placed.push((below, (bytes.len() - at) as u64, true));
+                }
+                let at = bytes.len();
                 encode_content(&mut bytes, self.magic, op, &content, content.reserve);
-                for (_, slot) in self.slots.range(op + 1..) {
+                placed.push((op, (bytes.len() - at) as u64, record.is_none()));
+                for (&moved, slot) in self.slots.range(op + 1..) {
+                    placed.push((moved, slot.bytes, slot.vacant));
                     let at = bytes.len();
                     bytes.resize(at + slot.bytes as usize, 0);
                     let read = self.file.read_at(slot.offset, &mut bytes[at..]).await;
@@ -777,19 +1016,27 @@ impl<S: DurableStorage> RecordLog<S> {
         }
         let result = self.write_rewrite(start, new_len, &bytes, protect).await;
         self.mutate(result)?;
+        debug_assert_eq!(placed.iter().map(|&(_, len, _)| len).sum::<u64>(), bytes.len() as u64);
         if !in_place {
-            let moved: Vec<(u64, u64)> = self
-                .slots
-                .range(op + 1..)
-                .map(|(&key, slot)| (key, slot.bytes))
-                .collect();
-            self.slots.retain(|&key, _| key < op);
-            let mut offset = start;
-            let first = (op, (bytes.len() as u64) - moved.iter().map(|(_, len)| len).sum::<u64>());
-            for (key, len) in std::iter::once(first).chain(moved) {
-                self.slots.insert(key, Slot { offset, bytes: len });
-                offset += len;
-            }
+            // Placeholders sit in the gap below `op`: no slot holds their ops.
+            self.slots
+                .retain(|&key, _| key < placed.first().map_or(op, |&(first, _, _)| first));
+        }
+        let mut offset = start;
+        for (key, len, vacant) in placed {
+            let previous = self.slots.insert(
+                key,
+                Slot {
+                    offset,
+                    bytes: len,
+                    vacant,
+                },
+            );
+            debug_assert!(
+                in_place == previous.is_some(),
+                "op {key}: a slot replaced by a move, or a new one in place"
+            );
+            offset += len;
         }
         self.end = new_len;
         self.synced = if protect { new_len } else { self.synced.min(start) };
@@ -832,7 +1079,7 @@ impl<S: DurableStorage> RecordLog<S> {
     /// lies at or below it.
     pub(crate) fn prefix_plan(&self, through: u64) -> Option<PrefixPlan> {
         self.slots.range(..=through).next()?;
-        let kept_bytes: u64 = self.slots.range(above(through)).map(|(_, slot)| slot.bytes).sum();
+        let kept_bytes: u64 = self.slots.range(above_op(through)).map(|(_, slot)| slot.bytes).sum();
         Some(PrefixPlan {
             dropped_bytes: self.end.saturating_sub(kept_bytes),
             kept_bytes,
@@ -926,7 +1173,7 @@ impl<S: DurableStorage> RecordLog<S> {
         let mut slots = BTreeMap::new();
         let mut buffer: Vec<u8> = Vec::new();
         let mut written: u64 = 0;
-        for (&op, slot) in self.slots.range(above(through)) {
+        for (&op, slot) in self.slots.range(above_op(through)) {
             let at = buffer.len();
             buffer.resize(at + slot.bytes as usize, 0);
             let read = self
@@ -960,6 +1207,7 @@ impl<S: DurableStorage> RecordLog<S> {
                 Slot {
                     offset: written + at as u64,
                     bytes: slot.bytes,
+                    vacant: slot.vacant,
                 },
             );
             report.kept_records += 1;
