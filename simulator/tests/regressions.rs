@@ -226,3 +226,45 @@ fn a_fail_stopped_replica_outside_the_liveness_core_stays_down_through_the_phase
         .unwrap_or_else(|| panic!("no liveness line:\n{text}"));
     assert!(core.contains("settled"), "{core}");
 }
+
+#[test]
+fn a_complete_log_carries_the_unapplied_ops_it_lacks_so_a_view_can_end_below_a_lost_op() {
+    // Found by a fresh-seed campaign (issue #21): after a whole-cluster outage, every
+    // replica of partition group 0x1c04 but one had lost its unpublished tail; the one
+    // whose log was complete held op 2 and not op 1 (a hole repair had not filled; it
+    // had applied neither). Its DoViewChange carried records from its commit point (2)
+    // only, so the merge read op 1 as held by it and every new primary waited for a
+    // body nobody had: 38 views in 20,000 ticks, never Normal. A complete log now
+    // carries from the first op it has not applied; the view ends below the lost op.
+    let text = replay_command(
+        &[
+            "--ticks",
+            "10000",
+            "--replicas",
+            "3",
+            "--clients",
+            "1",
+            "--shards",
+            "1",
+            "--plane",
+            "mixed",
+            "--faults",
+            "swarm",
+            "--crash-prob",
+            "0",
+            "--restart-prob",
+            "0",
+            "--power-loss-prob",
+            "0",
+        ],
+        9_700_131,
+    );
+    assert!(
+        text.contains("outages: cut=1 "),
+        "the seed must cut the power once:\n{text}"
+    );
+    assert!(
+        text.contains("vc.ends_below_lost_op="),
+        "a view must end below an op no replica holds:\n{text}"
+    );
+}

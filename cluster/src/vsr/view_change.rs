@@ -59,7 +59,9 @@ pub struct DoViewChangeLog {
     pub head: u64,
     /// The sender's commit point.
     pub commit: u64,
-    /// Records by op, from `max(commit, head - 127)` to `head`.
+    /// Records by op, from the first op the sender has not applied (at most its
+    /// commit point; its floor + 1 if its log is incomplete), or `head - 127` if that
+    /// is higher, to `head`.
     pub records: BTreeMap<u64, DoViewChangeRecord>,
     /// The sender's log may lack ops it acknowledged: above its head it knows nothing.
     pub incomplete: bool,
@@ -197,14 +199,20 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// This replica's log summary.
     fn do_view_change_log(&self) -> DoViewChangeLog {
         let head = self.journal.head();
-        // A complete log carries what lies above its commit point. An incomplete one
-        // carries from its floor too: if every replica lost its unpublished tail, the
-        // merge must see which ops, committed ones included, no replica holds a body
-        // for any more (see `merge`).
+        // A complete log carries what lies above what it applied, from its commit point
+        // at the latest (the header there anchors the merge's chain walk). An
+        // incomplete one carries from its floor too. Either way the merge must see
+        // which ops, committed ones included, no replica holds a body for any more (see
+        // `merge`): an op below the carried window counts as held, and a complete log
+        // can lack the body of a committed op it has not applied (a hole repair had not
+        // filled when the power went). Carried from its commit point only, such a hole
+        // read as held, and after a whole-cluster outage in which no replica kept op 1
+        // of a group, its views changed forever waiting for a body nobody had
+        // (`--seed 9700131 --plane mixed --faults swarm`, 6 replicas).
         let low = if self.log_incomplete {
             self.journal.floor() + 1
         } else {
-            self.commit_max
+            (self.commit_min + 1).min(self.commit_max)
         };
         let from = low.max(head.saturating_sub(VIEW_CHANGE_HEADERS_MAX - 1)).min(head);
         let records = (from..=head)
