@@ -53,6 +53,7 @@ fn every_sweep_passes_at_seed_0_comparing_acknowledged_items_over_at_least_4000_
     for expected in [
         "superblock-write",
         "metadata-wal-append",
+        "metadata-wal-gap-fill",
         "metadata-wal-truncate",
         "partition-wal-publish",
         "segment-append-roll",

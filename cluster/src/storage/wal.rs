@@ -9,7 +9,8 @@
 //! kind 2 Header   payload = the 256-byte header of an op whose body is not held, then
 //!                 zeros up to the frame size the header names: the slot is reserved so
 //!                 the body, when repair brings it, replaces the header in place
-//! kind 3 Removed  payload = zeros: an op forgotten in place (`remove`)
+//! kind 3 Removed  payload = zeros: an op forgotten in place (`remove`), or a
+//!                 placeholder reserving room for an op of a gap (see below)
 //! ```
 //!
 //! Appends are buffered; [`Wal::sync`] is the barrier that makes every append before it
@@ -24,6 +25,15 @@
 //! the new bytes, checksummed, synced before the first byte of the WAL is touched), so a
 //! crash in the middle of it is rolled forward at boot and never damages a record that
 //! was durable. A replacement that fits its op's slot rewrites just that slot.
+//!
+//! Gaps: a record written above ops the log lacks (a backup journals prepares as they
+//! arrive; repair fills what it missed later, from the top down) is preceded by
+//! placeholders for those ops, removed records that reserve room
+//! ([`GAP_RESERVED_OPS_MAX`], [`GAP_RESERVED_PAYLOAD_MIN_BYTES`]). A record that comes
+//! for a placeholder is written in place; one larger than its placeholder re-divides it
+//! and the vacant slots next to it (still one rewrite of those bytes, redo-protected);
+//! only a record larger than every vacant room around it moves the records above.
+//! Without them every filled op moved the whole suffix: time quadratic in the gap.
 //!
 //! Forgetting the ops a durable checkpoint covers ([`Wal::discard_through`]) is a
 //! *prefix drop*: the records above the checkpoint's op are copied (each verified as it

@@ -66,6 +66,19 @@ fn grow_to(bytes: &mut Vec<u8>, len: usize) {
     bytes.resize(len, 0);
 }
 
+/// Cut a file's bytes to `len`, giving memory back when most of it is unused: a `Vec`
+/// keeps its capacity when truncated, so a file that was large once (a redo file after
+/// a big rewrite, cleared to nothing) held that memory for the rest of the run. Slack
+/// up to twice `grow_to`'s is kept, so a file that shrinks and grows again by a little
+/// does not reallocate every time.
+fn shrink_to(bytes: &mut Vec<u8>, len: usize) {
+    bytes.truncate(len);
+    let slack = (len / 8).max(PAGE_BYTES);
+    if bytes.capacity() > len + 2 * slack {
+        bytes.shrink_to(len + slack);
+    }
+}
+
 impl Inode {
     /// The length reads see.
     pub fn len(&self) -> usize {
@@ -244,7 +257,7 @@ impl Inode {
             self.stable[start..end].copy_from_slice(&bytes[..end - start]);
         }
         if len <= start + PAGE_BYTES {
-            self.stable.truncate(len);
+            shrink_to(&mut self.stable, len);
         }
     }
 
@@ -274,7 +287,7 @@ impl Inode {
         if self.stable.len() < len {
             grow_to(&mut self.stable, len);
         } else {
-            self.stable.truncate(len);
+            shrink_to(&mut self.stable, len);
         }
         for (page, bytes) in std::mem::take(&mut self.dirty) {
             let start = page * PAGE_BYTES;

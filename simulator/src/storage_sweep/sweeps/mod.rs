@@ -2,6 +2,7 @@
 
 pub mod frames;
 mod metadata_wal_append;
+mod metadata_wal_gap_fill;
 mod metadata_wal_truncate;
 pub mod partition_wal_publish;
 pub mod segment_append_roll;
@@ -16,6 +17,7 @@ pub fn all() -> Vec<Box<dyn Sweep>> {
     vec![
         Box::new(superblock_write::SuperblockWrite),
         Box::new(metadata_wal_append::MetadataWalAppend),
+        Box::new(metadata_wal_gap_fill::MetadataWalGapFill),
         Box::new(metadata_wal_truncate::MetadataWalTruncate),
         Box::new(partition_wal_publish::PartitionWalPublish),
         Box::new(segment_append_roll::SegmentAppendRoll),
