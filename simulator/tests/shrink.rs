@@ -130,7 +130,14 @@ fn a_bad_schedule_file_is_a_clear_invalid_configuration() {
 }
 
 /// The planted failure: the state checker fails on ops whose checksum ends in twelve
-/// zero bits (`--break-check`), here at tick 4465 of a run with 279 fault events.
+/// zero bits (`--break-check`), here (seed [`PLANTED_SEED`]) at tick 3898 of a run with
+/// 269 fault events.
+/// The seed of the planted failure. Seed 12 served until issue #21: WAL gap
+/// placeholders changed the storage calls, so crash runs took other courses and seed
+/// 12 no longer applied an op whose checksum ends in twelve zero bits; seed 9 fails
+/// the same way (found by scanning seeds 1..=60 with these flags).
+const PLANTED_SEED: u64 = 9;
+
 const PLANTED: &[&str] = &[
     "--plane",
     "metadata",
@@ -150,14 +157,14 @@ const PLANTED: &[&str] = &[
 #[test]
 fn a_planted_failure_shrinks_at_least_five_fold_and_keeps_its_signature_and_shrinks_the_same_twice() {
     let failing = args(PLANTED);
-    let (_, original) = run(&failing, 12);
+    let (_, original) = run(&failing, PLANTED_SEED);
     let Verdict::Failed(reason) = &original.verdict else {
         panic!("the planted failure must fail: {:?}", original.verdict);
     };
     let bounds = ShrinkBounds { runs: 120 };
     let mut no_time_used = || 0.0;
     let mut steps = Vec::new();
-    let shrunk = shrink(&failing, 12, bounds, &mut no_time_used, &mut steps)
+    let shrunk = shrink(&failing, PLANTED_SEED, bounds, &mut no_time_used, &mut steps)
         .expect("output")
         .expect("it fails, so it shrinks");
     assert_eq!(shrunk.signature, signature(reason));
@@ -176,7 +183,7 @@ fn a_planted_failure_shrinks_at_least_five_fold_and_keeps_its_signature_and_shri
     let mut repro = shrunk.args.clone();
     repro.schedule = None;
     repro.faults_from = Some(path);
-    let (_, replayed) = run(&repro, 12);
+    let (_, replayed) = run(&repro, PLANTED_SEED);
     let Verdict::Failed(again) = &replayed.verdict else {
         panic!("the shrunk repro must fail: {:?}", replayed.verdict);
     };
@@ -185,7 +192,7 @@ fn a_planted_failure_shrinks_at_least_five_fold_and_keeps_its_signature_and_shri
 
     // Deterministic: the same search finds the same run.
     let mut steps_again = Vec::new();
-    let twice = shrink(&failing, 12, bounds, &mut no_time_used, &mut steps_again)
+    let twice = shrink(&failing, PLANTED_SEED, bounds, &mut no_time_used, &mut steps_again)
         .expect("output")
         .expect("shrinks");
     assert_eq!(steps_again, steps, "the same steps, byte for byte");
@@ -207,10 +214,10 @@ fn a_passing_run_has_nothing_to_shrink() {
 fn a_trace_holds_a_track_per_replica_and_group_and_changes_nothing() {
     let flags = PLANTED;
     let plain = args(flags);
-    let (untraced, _) = run(&plain, 12);
+    let (untraced, _) = run(&plain, PLANTED_SEED);
     let mut traced = args(flags);
     traced.trace = Some("unused-by-the-library.json".into());
-    let (output, report) = run(&traced, 12);
+    let (output, report) = run(&traced, PLANTED_SEED);
     assert_eq!(output, untraced, "tracing changes nothing the run prints");
     let trace = report.trace.expect("a trace was asked for");
     let mut bytes = Vec::new();

@@ -12,7 +12,9 @@ use cluster::storage::superblock::{
     Identity, SUPERBLOCK_COPIES, SUPERBLOCK_FILE, SUPERBLOCK_SLOT_BYTES, SuperblockError, SuperblockFile,
     SuperblockState, cluster_id,
 };
-use cluster::storage::wal::{InterruptedRewrite, WAL_PATH, WAL_WRITE_BYTES_MAX, Wal, WalError};
+use cluster::storage::wal::{
+    GAP_RESERVED_PAYLOAD_MIN_BYTES, InterruptedRewrite, WAL_PATH, WAL_WRITE_BYTES_MAX, Wal, WalError,
+};
 use cluster::vsr::store::StoredRecord;
 use cluster::wire::{self, Command, HEADER_BYTES, Header};
 use futures::FutureExt;
@@ -414,12 +416,22 @@ fn wal_sync_reports_a_writeback_failure_and_poisons_the_wal() {
     assert!(recovery.records.is_empty(), "the lost append is not resurrected");
 }
 
-/// Stop or fail every call of a rewrite that moves durable records in turn, then lose
+/// Stop or fail every call of an insert (in place, in the middle of the file, or moving
+/// durable records) in turn, then lose
 /// power (with background writeback off, and on under several seeds, so any subset of
 /// the rewrite's pages may have reached the disk): boot finishes the rewrite or finds
 /// it never started, and no record that was durable before it is lost or damaged.
 #[test]
 fn wal_insert_interrupted_at_every_step_loses_nothing_durable() {
+    // Op 3 lies in a gap, so the log holds a placeholder for it sized like op 4's
+    // record (9,000 bytes): a 7,000-byte prepare is written in place, in the middle
+    // of the file; a 12,000-byte one moves ops 4 and 5.
+    for inserted_body in [7000, 12000] {
+        insert_interrupted_at_every_step(inserted_body);
+    }
+}
+
+fn insert_interrupted_at_every_step(inserted_body: usize) {
     // Records of several pages each, so a rewrite that lands in part tears them.
     let before = vec![
         (1, prepare(1, 5000)),
@@ -428,7 +440,7 @@ fn wal_insert_interrupted_at_every_step_loses_nothing_durable() {
         (5, prepare(5, 5000)),
     ];
     let mut after = before.clone();
-    after.insert(2, (3, prepare(3, 7000)));
+    after.insert(2, (3, prepare(3, inserted_body)));
     let faults = [
         None,
         Some(FaultKind::FailBefore),
@@ -452,12 +464,12 @@ fn wal_insert_interrupted_at_every_step_loses_nothing_durable() {
                     None => storage.set_halt_after(Some(position)),
                     Some(kind) => storage.arm_fault(Some(PlannedFault { position, kind })),
                 }
-                let finished = ready(wal.replace(3, &prepare(3, 7000))).is_ok();
+                let finished = ready(wal.replace(3, &prepare(3, inserted_body))).is_ok();
                 let reached = storage.operations() > position;
                 storage.crash(CrashKind::PowerLoss);
                 let (_, recovery) = ready(Wal::open(&storage)).expect("reopen");
                 let context = format!(
-                    "seed {} writeback {} {fault:?} at step {step}: ops {:?} damaged {:?} tail {:?} rewrite {:?}",
+                    "body {inserted_body} seed {} writeback {} {fault:?} at step {step}: ops {:?} damaged {:?} tail {:?} rewrite {:?}",
                     options.seed,
                     options.writeback,
                     ops(&recovery.records),
@@ -485,10 +497,12 @@ fn wal_rewrite_replayed_from_its_redo_is_reported() {
     let (mut wal, _) = ready(Wal::open(&storage)).expect("open");
     ready(wal.append_all(&[(1, prepare(1, 10)), (3, prepare(3, 10))])).expect("append");
     ready(wal.sync()).expect("sync");
-    // Calls of the insert: read op 3 (to move it), write, truncate and sync the redo;
-    // the halt stops it before the WAL itself is touched.
+    // Op 2's placeholder holds 2 KiB; a larger prepare moves op 3. Calls of the
+    // insert: read op 3 (to move it), write, truncate and sync the redo; the halt
+    // stops it before the WAL itself is touched.
+    let inserted = prepare(2, 3 * GAP_RESERVED_PAYLOAD_MIN_BYTES);
     storage.set_halt_after(Some(storage.operations() + 3));
-    assert!(ready(wal.replace(2, &prepare(2, 10))).is_err());
+    assert!(ready(wal.replace(2, &inserted)).is_err());
     storage.crash(CrashKind::PowerLoss);
     let (_, recovery) = ready(Wal::open(&storage)).expect("reopen");
     assert!(

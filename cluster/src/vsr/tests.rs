@@ -231,6 +231,49 @@ fn repair_takes_the_top_of_the_lowest_run_when_it_exceeds_the_window() {
     );
 }
 
+#[test]
+fn a_complete_log_carries_the_unapplied_ops_it_lacks_so_a_view_can_end_below_a_lost_op() {
+    // Found by a fresh-seed campaign (issue #21: `--seed 9700131 --plane mixed --faults
+    // swarm`, 6 replicas, on the build with WAL gap placeholders): after a whole-cluster
+    // outage five replicas of a partition group had lost their unpublished tails; the
+    // sixth had a complete log holding op 2 but not op 1, and had applied neither. Its
+    // DoViewChange carried records from its commit point (2) only; the merge counts an
+    // op below the carried window as held, so every new primary waited for op 1's body,
+    // which nobody had (38 views, never Normal). A complete log now carries from the
+    // first op it has not applied, and says what it lacks, so the merge ends the view
+    // below the lost op.
+    let primary = primary_with_ops(2);
+    let mut backup = Replica::open(config(1), Counter(0), MemoryStore::new(), 0).expect("open");
+    backup.on_frame(crate::seam::ProcessId(0), &prepare_frame(&primary, 2), 0);
+    backup.commit_max = 2;
+    assert_eq!((backup.commit_min, backup.log_incomplete), (0, false));
+    let log = backup.do_view_change_log();
+    assert!(!log.incomplete);
+    let carried: Vec<(u64, bool)> = log.records.iter().map(|(&op, record)| (op, record.present)).collect();
+    assert_eq!(
+        carried,
+        vec![(1, false), (2, true)],
+        "op 1, committed but not applied and not held, is carried as missing"
+    );
+    // A log that applied everything it knows committed carries from its commit point,
+    // whose header anchors the merge.
+    let mut caught_up = Replica::open(config(2), Counter(0), MemoryStore::new(), 0).expect("open");
+    for op in 1..=2 {
+        caught_up.on_frame(crate::seam::ProcessId(0), &prepare_frame(&primary, op), 0);
+    }
+    caught_up.commit_max = 2;
+    caught_up.commit_min = 2;
+    assert_eq!(
+        caught_up
+            .do_view_change_log()
+            .records
+            .keys()
+            .copied()
+            .collect::<Vec<_>>(),
+        vec![2]
+    );
+}
+
 /// A primary with `ops` prepared ops, and a function returning op `op`'s prepare frame.
 fn primary_with_ops(ops: u64) -> Replica<Counter, MemoryStore> {
     let mut primary = Replica::open(config(0), Counter(0), MemoryStore::new(), 0).expect("open");

@@ -197,7 +197,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     }
 
     /// This replica's log summary.
-    fn do_view_change_log(&self) -> DoViewChangeLog {
+    pub(super) fn do_view_change_log(&self) -> DoViewChangeLog {
         let head = self.journal.head();
         // A complete log carries what lies above what it applied, from its commit point
         // at the latest (the header there anchors the merge's chain walk). An
