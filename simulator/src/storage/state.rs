@@ -930,11 +930,9 @@ impl State {
                 hash.write(dir.as_bytes());
             }
         }
-        for (tag, dirs) in [(5, &self.dirty_dirs)] {
-            for dir in dirs.keys() {
-                hash.event(tag, dir.len() as u64);
-                hash.write(dir.as_bytes());
-            }
+        for dir in self.dirty_dirs.keys() {
+            hash.event(5, dir.len() as u64);
+            hash.write(dir.as_bytes());
         }
         for (&id, inode) in &self.inodes {
             hash.event(6, id);

@@ -42,8 +42,8 @@ pub const WAL_WRITE_BYTES_MAX: usize = 1024 * 1024;
 /// filled op moved all the records above it (a rewrite of the whole suffix, through the
 /// redo file), a cost quadratic in the gap: a replica catching up after a restart
 /// spent most of a run's time there. With placeholders, one move makes room for this
-/// many ops. Sixteen bounds the bytes a gap that is never filled wastes (a later prefix
-/// drop reclaims them) while cutting the moves of a long repair sixteen-fold.
+/// many ops: a journal's worth (`JOURNAL_SLOTS_DEFAULT`), since a backup never holds a
+/// gap wider than its journal; [`GAP_RESERVED_BYTES_MAX`] bounds the bytes.
 pub const GAP_RESERVED_OPS_MAX: u64 = 1024;
 
 /// Payload bytes a placeholder reserves at least (2 KiB), or as many as the record
@@ -51,23 +51,28 @@ pub const GAP_RESERVED_OPS_MAX: u64 = 1024;
 /// and most prepares fit in 2 KiB; one that does not moves the suffix as before.
 pub const GAP_RESERVED_PAYLOAD_MIN_BYTES: usize = 2048;
 
-/// Placeholder bytes one gap reserves at most (64 KiB): below a large prepare, fewer
-/// ops are reserved rather than megabytes that repair may never fill.
+/// Placeholder bytes one gap reserves at most (1 MiB): below a large prepare, fewer ops
+/// are reserved rather than megabytes that repair may never fill. Measured on the
+/// partition plane (a restarted replica refilling 530 ops): 1 MiB left 11 moves, 256
+/// KiB 66; what a filled placeholder leaves unused stays until the next prefix drop.
 pub const GAP_RESERVED_BYTES_MAX: usize = 1024 * 1024;
 
 /// The placeholders to write just below `op`, whose nearest lower slot is `below`
-/// (`None`: the log holds nothing below it), each of `payload` bytes: at most
-/// [`GAP_RESERVED_OPS_MAX`] and [`GAP_RESERVED_BYTES_MAX`]. Op 0 is never a placeholder.
-fn gap_placeholders(below: Option<u64>, op: u64, payload: usize) -> std::ops::Range<u64> {
+/// (`None`: the log holds nothing below it), for a record reserving `reserve` payload
+/// bytes: their ops (at most [`GAP_RESERVED_OPS_MAX`] and [`GAP_RESERVED_BYTES_MAX`];
+/// op 0 is never one) and the payload each reserves (as much as the record, at least
+/// [`GAP_RESERVED_PAYLOAD_MIN_BYTES`]).
+fn gap_placeholders(below: Option<u64>, op: u64, reserve: usize) -> (std::ops::Range<u64>, usize) {
+    let payload = reserve.max(GAP_RESERVED_PAYLOAD_MIN_BYTES);
     let lowest = below.map_or(1, |below| below + 1);
     if op <= lowest {
-        return op..op;
+        return (op..op, payload);
     }
     let per_op = (RECORD_HEADER_BYTES + payload) as u64;
     let count = (op - lowest)
         .min(GAP_RESERVED_OPS_MAX)
         .min(GAP_RESERVED_BYTES_MAX as u64 / per_op);
-    op - count..op
+    (op - count..op, payload)
 }
 
 /// A placeholder's content: a removed op whose payload reserves `payload` bytes.
@@ -127,6 +132,31 @@ struct VacantWindow {
     below: Vec<u64>,
     /// Vacant ops taken above the record's, ascending.
     above: Vec<u64>,
+}
+
+/// Where one rewrite lands (see [`RecordLog::rewrite`]).
+enum Placement {
+    /// In the op's own slot, which holds the record.
+    Slot(Slot),
+    /// In the op's slot and vacant slots next to it, re-divided.
+    Window(VacantWindow),
+    /// From `start` (the end of the record below the op) to the new end of the file,
+    /// moving every record above the op.
+    Move {
+        /// First byte written.
+        start: u64,
+    },
+}
+
+impl Placement {
+    /// The first byte the rewrite writes.
+    fn start(&self) -> u64 {
+        match self {
+            Placement::Slot(slot) => slot.offset,
+            Placement::Window(window) => window.start,
+            Placement::Move { start } => *start,
+        }
+    }
 }
 
 /// The ops strictly above `op`.
@@ -377,12 +407,14 @@ fn decode_redo(bytes: &[u8]) -> Result<Option<Redo>, String> {
     // in the middle of the file was discarded at boot and a crash in the middle of
     // that rewrite left the slot torn (found by `wal_insert_interrupted_at_every_step_
     // loses_nothing_durable` once gap placeholders made such rewrites common).
+    // In place, the length does not change.
+    let end = begin.key.checked_add(len);
     if len > REWRITE_BYTES_MAX as u64
-        || begin.key.checked_add(len).is_none_or(|end| end > new_len)
+        || end.is_none_or(|end| end > new_len || (end < new_len && new_len != old_len))
         || new_len > record::READ_TO_END_BYTES_MAX
     {
         return Err(format!(
-            "redo of {len} bytes at offset {} runs past the length {new_len} it leaves",
+            "redo of {len} bytes at offset {} does not fit the length {new_len} it leaves (was {old_len})",
             begin.key
         ));
     }
@@ -641,12 +673,6 @@ impl<S: DurableStorage> RecordLog<S> {
         self.slots = slots;
     }
 
-    /// Payload bytes each placeholder below a record of `reserve` bytes reserves: as
-    /// many as that record, at least [`GAP_RESERVED_PAYLOAD_MIN_BYTES`].
-    fn placeholder_payload(&self, reserve: usize) -> usize {
-        reserve.max(GAP_RESERVED_PAYLOAD_MIN_BYTES)
-    }
-
     /// Drop the redo file's contents (after whatever depends on the rewrite is durable).
     pub(crate) async fn clear_redo(&mut self) -> Result<(), WalError> {
         self.check_poisoned()?;
@@ -707,8 +733,8 @@ impl<S: DurableStorage> RecordLog<S> {
                 });
             }
             let content = content_of(op, record)?;
-            let payload = self.placeholder_payload(content.reserve);
-            contents.extend(gap_placeholders(last, op, payload).map(|below| (below, placeholder(payload))));
+            let (placeholders, payload) = gap_placeholders(last, op, content.reserve);
+            contents.extend(placeholders.map(|below| (below, placeholder(payload))));
             last = Some(op);
             contents.push((op, content));
         }
@@ -782,22 +808,48 @@ impl<S: DurableStorage> RecordLog<S> {
             None if self.slots.contains_key(&op) => 0,
             None => return Ok(None),
         };
-        if let Some(slot) = self.slots.get(&op) {
-            if record.is_some()
-                && let Some(window) = self.vacant_window(op, reserve)
-            {
-                return Ok(Some((window.start, true)));
+        let placement = self.placement(op, record.is_some(), reserve);
+        Ok(Some((placement.start(), !matches!(placement, Placement::Move { .. }))))
+    }
+
+    /// Where a record of `reserve` payload bytes (a removal if not `is_record`) at `op`
+    /// lands: in its slot, in its slot and vacant ones next to it, or by a move.
+    fn placement(&self, op: u64, is_record: bool, reserve: usize) -> Placement {
+        if let Some(&slot) = self.slots.get(&op) {
+            if is_record && let Some(window) = self.vacant_window(op, reserve) {
+                return Placement::Window(window);
             }
             if (RECORD_HEADER_BYTES + reserve) as u64 <= slot.bytes {
-                return Ok(Some((slot.offset, true)));
+                return Placement::Slot(slot);
             }
         }
-        let after_previous = self
+        let start = self
             .slots
             .range(..op)
             .next_back()
             .map_or(0, |(_, slot)| slot.offset + slot.bytes);
-        Ok(Some((after_previous, false)))
+        Placement::Move { start }
+    }
+
+    /// The vacant slot next to `slot` (op `op`) on one side, if it adjoins it: the
+    /// window of the two, for a record that fits `slot` with bytes to spare.
+    fn vacant_neighbour(&self, op: u64, slot: Slot, below: bool) -> Option<VacantWindow> {
+        let (neighbour, next) = if below {
+            self.slots.range(..op).next_back()?
+        } else {
+            self.slots.range(above_op(op)).next()?
+        };
+        let adjoins = if below {
+            next.offset + next.bytes == slot.offset
+        } else {
+            slot.offset + slot.bytes == next.offset
+        };
+        (next.vacant && adjoins).then(|| VacantWindow {
+            start: slot.offset.min(next.offset),
+            bytes: slot.bytes + next.bytes,
+            below: if below { vec![*neighbour] } else { Vec::new() },
+            above: if below { Vec::new() } else { vec![*neighbour] },
+        })
     }
 
     /// For a record of `reserve` payload bytes at `op`, whose slot is too small: the
@@ -812,37 +864,15 @@ impl<S: DurableStorage> RecordLog<S> {
     /// a prefix drop, while a placeholder's is room for the next op repair brings, so
     /// as a gap fills its spare bytes move along with it rather than accumulate.
     fn vacant_window(&self, op: u64, reserve: usize) -> Option<VacantWindow> {
-        let slot = self.slots.get(&op)?;
+        let slot = *self.slots.get(&op)?;
         let need = (RECORD_HEADER_BYTES + reserve) as u64;
         if need <= slot.bytes {
             if need == slot.bytes {
                 return None;
             }
-            let below = self.slots.range(..op).next_back();
-            if let Some((&below, next)) = below
-                && next.vacant
-                && next.offset + next.bytes == slot.offset
-            {
-                return Some(VacantWindow {
-                    start: next.offset,
-                    bytes: next.bytes + slot.bytes,
-                    below: vec![below],
-                    above: Vec::new(),
-                });
-            }
-            let above = self.slots.range(above_op(op)).next();
-            if let Some((&above, next)) = above
-                && next.vacant
-                && slot.offset + slot.bytes == next.offset
-            {
-                return Some(VacantWindow {
-                    start: slot.offset,
-                    bytes: slot.bytes + next.bytes,
-                    below: Vec::new(),
-                    above: vec![above],
-                });
-            }
-            return None;
+            return self
+                .vacant_neighbour(op, slot, true)
+                .or_else(|| self.vacant_neighbour(op, slot, false));
         }
         let fits = |start: u64, end: u64, taken: usize| end - start >= need + (taken * RECORD_HEADER_BYTES) as u64;
         let (mut start, mut end) = (slot.offset, slot.offset + slot.bytes);
@@ -902,32 +932,26 @@ impl<S: DurableStorage> RecordLog<S> {
         protect: bool,
     ) -> Result<Option<Rewrite>, WalError> {
         self.check_poisoned()?;
-        let Some((start, in_place)) = self.rewrite_start(op, record)? else {
-            return Ok(None);
-        };
         let content = match record {
             Some(record) => content_of(op, record)?,
-            None => TOMBSTONE,
+            None if self.slots.contains_key(&op) => TOMBSTONE,
+            None => return Ok(None),
         };
+        let placement = self.placement(op, record.is_some(), content.reserve);
+        let (start, in_place) = (placement.start(), !matches!(placement, Placement::Move { .. }));
         let mut bytes;
         // Where the records written land, in order (op, bytes, vacant): every record
         // the rewrite writes.
         let mut placed: Vec<(u64, u64, bool)> = Vec::new();
-        let window = if in_place && record.is_some() {
-            self.vacant_window(op, content.reserve)
-        } else {
-            None
-        };
-        match (self.slots.get(&op), window) {
-            (Some(slot), None) if in_place => {
+        match placement {
+            Placement::Slot(slot) => {
                 debug_assert!((RECORD_HEADER_BYTES + content.reserve) as u64 <= slot.bytes);
                 let payload_len = slot.bytes as usize - RECORD_HEADER_BYTES;
                 bytes = Vec::with_capacity(slot.bytes as usize);
                 encode_content(&mut bytes, self.magic, op, &content, payload_len);
                 placed.push((op, slot.bytes, record.is_none()));
             }
-            (Some(_), Some(window)) => {
-                debug_assert_eq!(window.start, start);
+            Placement::Window(window) => {
                 // The record exactly, the rest of the window shared among the taken
                 // ops' placeholders (the last one written takes the remainder).
                 let record_bytes = (RECORD_HEADER_BYTES + content.reserve) as u64;
@@ -959,19 +983,17 @@ impl<S: DurableStorage> RecordLog<S> {
                 debug_assert_eq!(bytes.len() as u64, window.bytes);
                 crate::cover!(WalVacantWindowTaken);
             }
-            (_, _) => {
-                debug_assert!(!in_place, "op {op}: in place without a slot");
+            Placement::Move { .. } => {
                 let suffix: u64 = self
                     .slots
                     .range(op.saturating_add(1)..)
                     .map(|(_, slot)| slot.bytes)
                     .sum();
                 let below = self.slots.range(..op).next_back().map(|(&below, _)| below);
-                let payload = self.placeholder_payload(content.reserve);
-                let placeholders = if record.is_some() {
-                    gap_placeholders(below, op, payload)
+                let (placeholders, payload) = if record.is_some() {
+                    gap_placeholders(below, op, content.reserve)
                 } else {
-                    op..op
+                    (op..op, 0)
                 };
                 let reserved = (placeholders.end - placeholders.start) * (RECORD_HEADER_BYTES + payload) as u64;
                 let total = reserved + (RECORD_HEADER_BYTES + content.reserve) as u64 + suffix;

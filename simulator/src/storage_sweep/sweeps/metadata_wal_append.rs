@@ -19,7 +19,7 @@ const LARGE_BODY_BYTES: usize = 3 * 4096 + 100;
 pub struct MetadataWalAppend;
 
 /// Append `records` under one sync barrier; acknowledge them once the sync returns.
-fn append_batch(wal: &mut Wal<SimStorage>, ledger: &mut Ledger, records: &[(u64, StoredRecord)]) -> bool {
+pub(super) fn append_batch(wal: &mut Wal<SimStorage>, ledger: &mut Ledger, records: &[(u64, StoredRecord)]) -> bool {
     for (op, record) in records {
         ledger.attempt(*op, &frames::encode(record));
     }

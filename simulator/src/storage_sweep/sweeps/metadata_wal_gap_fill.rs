@@ -12,6 +12,7 @@
 use cluster::storage::wal::{GAP_RESERVED_PAYLOAD_MIN_BYTES, Wal};
 
 use super::frames::{self, prepare};
+use super::metadata_wal_append::append_batch;
 use crate::storage::SimStorage;
 use crate::storage_sweep::{CheckContext, Ledger, Sweep, ready};
 
@@ -48,14 +49,8 @@ impl Sweep for MetadataWalGapFill {
             (2, prepare(2, 1, 300)),
             (12, prepare(12, 1, 500)),
         ];
-        for (op, record) in &first {
-            ledger.attempt(*op, &frames::encode(record));
-        }
-        if ready(wal.append_all(&first)).is_err() || ready(wal.sync()).is_err() {
+        if !append_batch(&mut wal, &mut ledger, &first) {
             return ledger;
-        }
-        for (op, record) in &first {
-            ledger.acknowledge(*op, &frames::encode(record));
         }
         for op in (3..12).rev() {
             let record = prepare(op, 1, body_bytes(op));
