@@ -182,15 +182,19 @@ fn a_fail_stopped_replica_outside_the_liveness_core_stays_down_through_the_phase
     //
     // The scenario hangs on a schedule, which later changes moved: the query
     // confirmation round (issue #19) moved seed 6000006 off it, and the WAL changes of
-    // issue #21 (gap placeholders: fewer storage calls, so other seeded writeback
-    // draws; a redo of an in-place rewrite now replayed at boot) moved it again, past
-    // what the test-only `answer-queries-unconfirmed` switch restores. Seed 6000058
-    // (found by scanning 6000000..=6000400 with these flags, no switch, reading the
-    // trace's fail-stop marks) holds the same scenario: replica 4 fail-stops on an
-    // injected disk error at tick 9935, so its supervisor would start it at tick 10035,
-    // inside the liveness phase whose core is [1, 2, 3]. The schedule pins that run;
-    // whether the harness before the fix fails on this seed was not checked (only that
-    // the scenario occurs).
+    // issue #21 moved its successors: gap placeholders (fewer storage calls, so other
+    // seeded writeback draws) and a redo of an in-place rewrite replayed at boot moved
+    // it past what the test-only `answer-queries-unconfirmed` switch restores; seed
+    // 6000058 then held it until the WAL stopped reserving room below a durable
+    // checkpoint (other file sizes, other draws). Seed 6000159 (found by scanning
+    // 6000000..=6000400 with these flags for a run whose liveness core leaves out a
+    // replica that fail-stopped in the last 100 ticks before the phase, read from
+    // `--trace`) holds the same scenario: replica 4 fail-stops on an injected prepare
+    // write error at tick 9939, so its supervisor would start it at tick 10039,
+    // inside the liveness phase whose core is [0, 2, 3]; it stays down until the
+    // phase ends (tick 10721). The schedule pins that run; whether the
+    // harness before the fix fails on this seed was not checked (only that the
+    // scenario occurs).
     let text = replay_command(
         &[
             "--ticks",
@@ -211,10 +215,10 @@ fn a_fail_stopped_replica_outside_the_liveness_core_stays_down_through_the_phase
             "0.3",
             "--crash-primary",
         ],
-        6_000_058,
+        6_000_159,
     );
     assert!(
-        text.contains("schedule_hash=0x0b8edacf43edb9fc"),
+        text.contains("schedule_hash=0x4f3d0252ecfce1f7"),
         "the run with the scenario:\n{text}"
     );
     assert!(

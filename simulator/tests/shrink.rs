@@ -130,13 +130,50 @@ fn a_bad_schedule_file_is_a_clear_invalid_configuration() {
 }
 
 /// The planted failure: the state checker fails on ops whose checksum ends in twelve
-/// zero bits (`--break-check`), here (seed [`PLANTED_SEED`]) at tick 3898 of a run with
-/// 269 fault events.
-/// The seed of the planted failure. Seed 12 served until issue #21: WAL gap
-/// placeholders changed the storage calls, so crash runs took other courses and seed
-/// 12 no longer applied an op whose checksum ends in twelve zero bits; seed 9 fails
-/// the same way (found by scanning seeds 1..=60 with these flags).
-const PLANTED_SEED: u64 = 9;
+/// zero bits (`--break-check`), in the first seed of [`PLANTED_SEEDS`] whose run with
+/// these flags applies such an op ([`planted_seed`], as `scripts/shrink-smoke.sh`
+/// picks it).
+///
+/// Which seed that is depends on every op's checksum, so on the whole schedule: seed
+/// 12 served until issue #21's gap placeholders changed the storage calls, seed 9
+/// until its WAL gap floor did. Pinning one seed made every change of schedule break
+/// these tests for no fault of the shrinker or the trace; taking the first seed of a
+/// range that shows what a test needs keeps them about what they test, and they still
+/// fail if no seed of the range does.
+const PLANTED_SEEDS: std::ops::RangeInclusive<u64> = 1..=60;
+
+/// The first seed of [`PLANTED_SEEDS`] whose run with [`PLANTED`] passes `wanted`.
+fn first_seed(what: &str, wanted: impl Fn(&fuzz::RunReport) -> bool) -> u64 {
+    let failing = args(PLANTED);
+    PLANTED_SEEDS
+        .clone()
+        .find(|&seed| wanted(&run(&failing, seed).1))
+        .unwrap_or_else(|| panic!("no seed of {PLANTED_SEEDS:?} {what}"))
+}
+
+/// The first seed whose run fails the planted check.
+fn planted_seed() -> u64 {
+    first_seed("fails the planted check", |report| {
+        matches!(report.verdict, Verdict::Failed(_))
+    })
+}
+
+/// The first seed whose run fails the planted check in its second half, after a
+/// crash: long enough to have created partitions, with crashes for the trace to mark.
+fn planted_late_seed() -> u64 {
+    let ticks = args(PLANTED).ticks;
+    first_seed("fails the planted check late in its run, after a crash", |report| {
+        let Some(failed_at) = report.failure_tick else {
+            return false;
+        };
+        let crashed_before = report
+            .faults
+            .events
+            .iter()
+            .any(|e| e.fault.kind() == "crash" && e.tick < failed_at);
+        matches!(report.verdict, Verdict::Failed(_)) && failed_at >= ticks / 2 && crashed_before
+    })
+}
 
 const PLANTED: &[&str] = &[
     "--plane",
@@ -157,14 +194,15 @@ const PLANTED: &[&str] = &[
 #[test]
 fn a_planted_failure_shrinks_at_least_five_fold_and_keeps_its_signature_and_shrinks_the_same_twice() {
     let failing = args(PLANTED);
-    let (_, original) = run(&failing, PLANTED_SEED);
+    let planted = planted_seed();
+    let (_, original) = run(&failing, planted);
     let Verdict::Failed(reason) = &original.verdict else {
         panic!("the planted failure must fail: {:?}", original.verdict);
     };
     let bounds = ShrinkBounds { runs: 120 };
     let mut no_time_used = || 0.0;
     let mut steps = Vec::new();
-    let shrunk = shrink(&failing, PLANTED_SEED, bounds, &mut no_time_used, &mut steps)
+    let shrunk = shrink(&failing, planted, bounds, &mut no_time_used, &mut steps)
         .expect("output")
         .expect("it fails, so it shrinks");
     assert_eq!(shrunk.signature, signature(reason));
@@ -183,7 +221,7 @@ fn a_planted_failure_shrinks_at_least_five_fold_and_keeps_its_signature_and_shri
     let mut repro = shrunk.args.clone();
     repro.schedule = None;
     repro.faults_from = Some(path);
-    let (_, replayed) = run(&repro, PLANTED_SEED);
+    let (_, replayed) = run(&repro, planted);
     let Verdict::Failed(again) = &replayed.verdict else {
         panic!("the shrunk repro must fail: {:?}", replayed.verdict);
     };
@@ -192,7 +230,7 @@ fn a_planted_failure_shrinks_at_least_five_fold_and_keeps_its_signature_and_shri
 
     // Deterministic: the same search finds the same run.
     let mut steps_again = Vec::new();
-    let twice = shrink(&failing, PLANTED_SEED, bounds, &mut no_time_used, &mut steps_again)
+    let twice = shrink(&failing, planted, bounds, &mut no_time_used, &mut steps_again)
         .expect("output")
         .expect("shrinks");
     assert_eq!(steps_again, steps, "the same steps, byte for byte");
@@ -214,10 +252,11 @@ fn a_passing_run_has_nothing_to_shrink() {
 fn a_trace_holds_a_track_per_replica_and_group_and_changes_nothing() {
     let flags = PLANTED;
     let plain = args(flags);
-    let (untraced, _) = run(&plain, PLANTED_SEED);
+    let planted = planted_late_seed();
+    let (untraced, _) = run(&plain, planted);
     let mut traced = args(flags);
     traced.trace = Some("unused-by-the-library.json".into());
-    let (output, report) = run(&traced, PLANTED_SEED);
+    let (output, report) = run(&traced, planted);
     assert_eq!(output, untraced, "tracing changes nothing the run prints");
     let trace = report.trace.expect("a trace was asked for");
     let mut bytes = Vec::new();

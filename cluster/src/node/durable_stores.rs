@@ -338,6 +338,16 @@ enum Log<S: DurableStorage> {
     Partition(PartitionWal<S>),
 }
 
+impl<S: DurableStorage> Log<S> {
+    /// A durable checkpoint covers `op` and below: the WAL reserves no room for them.
+    fn raise_gap_floor(&mut self, op: u64) {
+        match self {
+            Log::Metadata(wal) => wal.raise_gap_floor(op),
+            Log::Partition(wal) => wal.raise_gap_floor(op),
+        }
+    }
+}
+
 /// One group's superblock, checkpoint and WAL.
 pub struct DurableReplicaStore<S: DurableStorage> {
     storage: RetryReads<S>,
@@ -519,6 +529,10 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
         };
         let damaged_at_open = damaged_at_open + u64::from(checkpoint_damaged);
         let may_lack_acknowledged_ops = may_lack_acknowledged_ops || checkpoint_damaged;
+        let mut log = log;
+        if let Some((checkpoint_op, _)) = &checkpoint {
+            log.raise_gap_floor(*checkpoint_op);
+        }
         Ok(Self {
             storage: storage.clone(),
             identity,
@@ -768,6 +782,7 @@ impl<S: DurableStorage> ReplicaStore for DurableReplicaStore<S> {
         match now(write_snapshot(&self.storage, &self.checkpoint_path, op, bytes)) {
             Some(Ok(())) => {
                 self.checkpoint = Some((op, Rc::clone(bytes)));
+                self.log.raise_gap_floor(op);
                 Ok(())
             }
             // On any failure the previous checkpoint is still the durable one (a failure
@@ -1289,6 +1304,84 @@ mod tests {
             drop(store);
             assert_eq!(ops(&open_group(&storage, group).expect("reopen")), expected);
         }
+        std::fs::remove_dir_all(root).expect("cleanup");
+    }
+
+    /// What broke: a replica that installed a peer's checkpoint at op C and then
+    /// journaled op C+1 into its empty WAL wrote placeholders (room for a gap's ops,
+    /// see `GAP_RESERVED_OPS_MAX`) for the ops below C, which no one will ever send it
+    /// again: up to 1 MiB of padding per WAL, held until a prefix drop. A durable
+    /// checkpoint now sets the floor below which nothing is reserved, at write and
+    /// again at open.
+    #[test]
+    fn a_wal_reserves_no_room_for_ops_its_durable_checkpoint_covers() {
+        let root = temp_root("stores-gap-floor");
+        let storage = DiskStorage::new(&root).expect("temp dir");
+        let wal_bytes = |group: u64| {
+            let path = if group == METADATA_GROUP {
+                root.join("metadata").join("wal")
+            } else {
+                root.join(format!("groups/{group:016x}")).join("wal")
+            };
+            std::fs::metadata(path).expect("the WAL").len()
+        };
+        let one_record = {
+            let mut store = open_group(&storage, PARTITION).expect("open");
+            store.write_prepare(1, &frame(1)).expect("prepare");
+            drop(store);
+            wal_bytes(PARTITION)
+        };
+        for group in [METADATA_GROUP, PARTITION + 1] {
+            // The negative space first: above a gap with no checkpoint under it, the
+            // gap's ops get room reserved.
+            let mut store = open_group(&storage, group).expect("open");
+            store.write_prepare(50, &frame(50)).expect("prepare above a gap");
+            assert!(
+                wal_bytes(group) > 10 * one_record,
+                "group {group:#x}: placeholders reserve room for ops 1..=49 ({} bytes)",
+                wal_bytes(group)
+            );
+            drop(store);
+        }
+        // A checkpoint installed into an empty log, then the op above it.
+        let root_installed = temp_root("stores-gap-floor-installed");
+        let installed = DiskStorage::new(&root_installed).expect("temp dir");
+        let wal = root_installed.join(format!("groups/{PARTITION:016x}")).join("wal");
+        let mut store = open_group(&installed, PARTITION).expect("open");
+        store
+            .write_checkpoint(500, &Rc::from(&b"installed"[..]))
+            .expect("checkpoint");
+        store
+            .write_prepare(501, &frame(501))
+            .expect("the op after the checkpoint");
+        let bytes = std::fs::metadata(&wal).expect("the WAL").len();
+        assert!(
+            bytes < 2 * one_record,
+            "nothing reserved below the checkpoint ({bytes} bytes, one record is {one_record})"
+        );
+        drop(store);
+        // The floor comes back at open, from the durable checkpoint: a restart after
+        // the install and before the first prepare reserves nothing either.
+        let root_restarted = temp_root("stores-gap-floor-restarted");
+        let restarted = DiskStorage::new(&root_restarted).expect("temp dir");
+        let wal = root_restarted.join(format!("groups/{PARTITION:016x}")).join("wal");
+        let mut store = open_group(&restarted, PARTITION).expect("open");
+        store
+            .write_checkpoint(700, &Rc::from(&b"installed"[..]))
+            .expect("checkpoint");
+        drop(store);
+        let mut store = open_group(&restarted, PARTITION).expect("reopen");
+        store
+            .write_prepare(701, &frame(701))
+            .expect("the op after the checkpoint");
+        let bytes = std::fs::metadata(&wal).expect("the WAL").len();
+        assert!(
+            bytes < 2 * one_record,
+            "nothing reserved below the checkpoint read at open ({bytes} bytes)"
+        );
+        assert_eq!(ops(&store), vec![701]);
+        std::fs::remove_dir_all(root_installed).expect("cleanup");
+        std::fs::remove_dir_all(root_restarted).expect("cleanup");
         std::fs::remove_dir_all(root).expect("cleanup");
     }
 

@@ -512,6 +512,12 @@ impl<S: DurableStorage> PartitionWal<S> {
         Ok(())
     }
 
+    /// A durable checkpoint covers `op` and every op below it: no gap placeholder
+    /// reserves room for them from now on (see `RecordLog::raise_gap_floor`).
+    pub fn raise_gap_floor(&mut self, op: u64) {
+        self.log.raise_gap_floor(op);
+    }
+
     /// Forget the records at or below `op` (a durable checkpoint covers them) with a
     /// crash-safe prefix drop published on both sides (see the module docs). The
     /// record of the last op is always kept. Does nothing (`Ok(None)`) unless the drop

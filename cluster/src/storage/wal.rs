@@ -388,6 +388,12 @@ impl<S: DurableStorage> Wal<S> {
         self.log.truncate_after(op).await
     }
 
+    /// A durable checkpoint covers `op` and every op below it: no gap placeholder
+    /// reserves room for them from now on (see `RecordLog::raise_gap_floor`).
+    pub fn raise_gap_floor(&mut self, op: u64) {
+        self.log.raise_gap_floor(op);
+    }
+
     /// Forget every record at or below `op` (a durable checkpoint covers them) with a
     /// crash-safe prefix drop (see the module docs), durable on return. Does nothing
     /// (`Ok(None)`) unless the drop would free at least as many bytes as it must copy
