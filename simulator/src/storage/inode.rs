@@ -21,6 +21,8 @@
 
 use std::collections::BTreeMap;
 
+use super::stable::StableBytes;
+
 /// Page size, bytes: Linux tracks dirty data and writes it back per page (4 KiB on
 /// x86-64 and most arm64 kernels), so a page is the unit that background writeback
 /// makes stable on its own, in any order relative to the others.
@@ -39,7 +41,7 @@ pub const FILE_BYTES_MAX: u64 = 1 << 30;
 #[derive(Clone, Debug, Default)]
 pub(super) struct Inode {
     /// What survives a power loss.
-    pub stable: Vec<u8>,
+    pub stable: StableBytes,
     /// The length reads see.
     len: usize,
     /// Pages whose buffered bytes (or the length they carry) may not be stable, by page
@@ -52,31 +54,6 @@ pub(super) struct Inode {
     /// Writeback failures so far (Linux's per-mapping errseq counter); each handle
     /// remembers the value it last reported.
     pub writeback_errors: u64,
-}
-
-/// Grow a file's bytes to `len`, zero-filled, with at most an eighth of slack. The
-/// files here are mostly append-only logs, and `Vec`'s doubling would let a stable copy
-/// hold up to twice the file (a simulated cluster's disks then cost several times
-/// their bytes); growing by an eighth keeps appends amortised O(1).
-fn grow_to(bytes: &mut Vec<u8>, len: usize) {
-    if len > bytes.capacity() {
-        let slack = (len / 8).max(PAGE_BYTES);
-        bytes.reserve_exact(len + slack - bytes.len());
-    }
-    bytes.resize(len, 0);
-}
-
-/// Cut a file's bytes to `len`, giving memory back when most of it is unused: a `Vec`
-/// keeps its capacity when truncated, so a file that was large once (a redo file after
-/// a big rewrite, cleared to nothing) held that memory for the rest of the run. Slack
-/// up to twice `grow_to`'s is kept, so a file that shrinks and grows again by a little
-/// does not reallocate every time.
-fn shrink_to(bytes: &mut Vec<u8>, len: usize) {
-    bytes.truncate(len);
-    let slack = (len / 8).max(PAGE_BYTES);
-    if bytes.capacity() > len + 2 * slack {
-        bytes.shrink_to(len + slack);
-    }
 }
 
 impl Inode {
@@ -101,16 +78,13 @@ impl Inode {
         if let Some(bytes) = self.dirty.get(&page) {
             return bytes.clone();
         }
-        // Copied, then zero-filled past what the disk holds: no zeroing of bytes that
-        // are overwritten at once (a page is dirtied on every small write).
         let from = page * PAGE_BYTES;
         let held = self.len.min(self.stable.len()).saturating_sub(from).min(PAGE_BYTES);
-        let mut bytes = Vec::with_capacity(PAGE_BYTES);
+        let mut bytes = vec![0u8; PAGE_BYTES].into_boxed_slice();
         if held > 0 {
-            bytes.extend_from_slice(&self.stable[from..from + held]);
+            self.stable.read(from, &mut bytes[..held]);
         }
-        bytes.resize(PAGE_BYTES, 0);
-        bytes.into_boxed_slice()
+        bytes
     }
 
     /// Mark the pages holding bytes `start..end` dirty, each keeping its bytes now.
@@ -217,7 +191,7 @@ impl Inode {
         let from = page * PAGE_BYTES + within;
         let held = self.len.min(self.stable.len()).saturating_sub(from).min(out.len());
         if held > 0 {
-            out[..held].copy_from_slice(&self.stable[from..from + held]);
+            self.stable.read(from, &mut out[..held]);
         }
         out[held..].fill(0);
     }
@@ -250,14 +224,14 @@ impl Inode {
         }
         let end = (start + PAGE_BYTES).min(len);
         if self.stable.len() < end {
-            grow_to(&mut self.stable, end);
+            self.stable.resize(end);
         }
         // A clean page's buffered bytes are the stable ones, zero-extended as above.
         if let Some(bytes) = bytes {
-            self.stable[start..end].copy_from_slice(&bytes[..end - start]);
+            self.stable.write(start, &bytes[..end - start]);
         }
-        if len <= start + PAGE_BYTES {
-            shrink_to(&mut self.stable, len);
+        if len <= start + PAGE_BYTES && len < self.stable.len() {
+            self.stable.resize(len);
         }
     }
 
@@ -274,26 +248,21 @@ impl Inode {
         if end <= start {
             return;
         }
-        let landed = bytes[..end - start].to_vec();
         if self.stable.len() < end {
-            grow_to(&mut self.stable, end);
+            self.stable.resize(end);
         }
-        self.stable[start..end].copy_from_slice(&landed);
+        self.stable.write(start, &bytes[..end - start]);
     }
 
     /// fdatasync: every byte and the length become stable.
     pub fn sync(&mut self) {
         let len = self.len;
-        if self.stable.len() < len {
-            grow_to(&mut self.stable, len);
-        } else {
-            shrink_to(&mut self.stable, len);
-        }
+        self.stable.resize(len);
         for (page, bytes) in std::mem::take(&mut self.dirty) {
             let start = page * PAGE_BYTES;
             if start < len {
                 let end = (start + PAGE_BYTES).min(len);
-                self.stable[start..end].copy_from_slice(&bytes[..end - start]);
+                self.stable.write(start, &bytes[..end - start]);
             }
         }
     }
@@ -484,7 +453,7 @@ mod tests {
                 }
                 inode.check().expect("the invariant");
                 assert_eq!(inode.buffered(), model.buffered, "buffered bytes at step {step}");
-                assert_eq!(inode.stable, model.stable, "stable bytes at step {step}");
+                assert_eq!(inode.stable.to_vec(), model.stable, "stable bytes at step {step}");
                 assert_eq!(
                     inode.dirty_pages().collect::<BTreeSet<_>>(),
                     model.dirty,

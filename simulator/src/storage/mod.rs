@@ -85,6 +85,7 @@ mod fault;
 mod inode;
 mod memory;
 mod sim;
+mod stable;
 mod state;
 mod trace;
 

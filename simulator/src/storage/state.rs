@@ -765,7 +765,7 @@ impl State {
         let offset = page * PAGE_BYTES + self.rng.index(page_len);
         let bit = self.rng.index(8);
         let inode = self.inodes.get_mut(&id)?;
-        inode.stable[offset] ^= 1 << bit;
+        inode.stable.flip_bit(offset, bit as u32);
         self.injected.corruptions += 1;
         Some((path, offset as u64))
     }
@@ -902,7 +902,7 @@ impl State {
     }
 
     pub fn stable_bytes(&self, path: &str) -> Option<Vec<u8>> {
-        self.stable_inode(path).map(|inode| inode.stable.clone())
+        self.stable_inode(path).map(|inode| inode.stable.to_vec())
     }
 
     pub fn dirty_pages(&self, path: &str) -> Vec<u64> {
@@ -939,7 +939,9 @@ impl State {
             hash.event(7, inode.len() as u64);
             inode.for_each_buffered(|bytes| hash.write(bytes));
             hash.event(7, inode.stable.len() as u64);
-            hash.write(&inode.stable);
+            for bytes in inode.stable.slices() {
+                hash.write(bytes);
+            }
             for page in inode.dirty_pages() {
                 hash.event(8, page as u64);
             }
