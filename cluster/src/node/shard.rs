@@ -315,7 +315,7 @@ impl<P: StoreProvider> Shard<P> {
         } else if let Some(replica) = self.partitions.get_mut(&header.group) {
             replica.on_frame(from, &frame, realtime_micros);
             note_storage_failure(&self.storage_failure, header.group, replica);
-            self.outbox.extend(replica.drain_outbox());
+            replica.move_outbox_into(&mut self.outbox);
         } else {
             self.stats.frames_unknown_group += 1;
             if header.command == Command::Request && header.client != 0 {
@@ -378,7 +378,7 @@ impl<P: StoreProvider> Shard<P> {
         for (&group, replica) in self.partitions.iter_mut() {
             replica.tick(realtime_micros);
             note_storage_failure(&self.storage_failure, group, replica);
-            self.outbox.extend(replica.drain_outbox());
+            replica.move_outbox_into(&mut self.outbox);
         }
         self.publish_directory();
         self.publish_access();
