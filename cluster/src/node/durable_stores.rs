@@ -1343,45 +1343,34 @@ mod tests {
             );
             drop(store);
         }
-        // A checkpoint installed into an empty log, then the op above it.
-        let root_installed = temp_root("stores-gap-floor-installed");
-        let installed = DiskStorage::new(&root_installed).expect("temp dir");
-        let wal = root_installed.join(format!("groups/{PARTITION:016x}")).join("wal");
-        let mut store = open_group(&installed, PARTITION).expect("open");
-        store
-            .write_checkpoint(500, &Rc::from(&b"installed"[..]))
-            .expect("checkpoint");
-        store
-            .write_prepare(501, &frame(501))
-            .expect("the op after the checkpoint");
-        let bytes = std::fs::metadata(&wal).expect("the WAL").len();
-        assert!(
-            bytes < 2 * one_record,
-            "nothing reserved below the checkpoint ({bytes} bytes, one record is {one_record})"
-        );
-        drop(store);
-        // The floor comes back at open, from the durable checkpoint: a restart after
-        // the install and before the first prepare reserves nothing either.
-        let root_restarted = temp_root("stores-gap-floor-restarted");
-        let restarted = DiskStorage::new(&root_restarted).expect("temp dir");
-        let wal = root_restarted.join(format!("groups/{PARTITION:016x}")).join("wal");
-        let mut store = open_group(&restarted, PARTITION).expect("open");
-        store
-            .write_checkpoint(700, &Rc::from(&b"installed"[..]))
-            .expect("checkpoint");
-        drop(store);
-        let mut store = open_group(&restarted, PARTITION).expect("reopen");
-        store
-            .write_prepare(701, &frame(701))
-            .expect("the op after the checkpoint");
-        let bytes = std::fs::metadata(&wal).expect("the WAL").len();
-        assert!(
-            bytes < 2 * one_record,
-            "nothing reserved below the checkpoint read at open ({bytes} bytes)"
-        );
-        assert_eq!(ops(&store), vec![701]);
-        std::fs::remove_dir_all(root_installed).expect("cleanup");
-        std::fs::remove_dir_all(root_restarted).expect("cleanup");
+        // A checkpoint installed into an empty log, then the op above it; and the same
+        // with a restart in between, where the floor comes back at open from the
+        // durable checkpoint.
+        for restart_between in [false, true] {
+            let root = temp_root(&format!("stores-gap-floor-restart-{restart_between}"));
+            let storage = DiskStorage::new(&root).expect("temp dir");
+            let mut store = open_group(&storage, PARTITION).expect("open");
+            store
+                .write_checkpoint(500, &Rc::from(&b"installed"[..]))
+                .expect("checkpoint");
+            if restart_between {
+                drop(store);
+                store = open_group(&storage, PARTITION).expect("reopen");
+            }
+            store
+                .write_prepare(501, &frame(501))
+                .expect("the op after the checkpoint");
+            let wal = root.join(format!("groups/{PARTITION:016x}")).join("wal");
+            let bytes = std::fs::metadata(wal).expect("the WAL").len();
+            assert!(
+                bytes < 2 * one_record,
+                "restart between: {restart_between}: nothing reserved below the checkpoint ({bytes} bytes, one \
+                 record is {one_record})"
+            );
+            assert_eq!(ops(&store), vec![501]);
+            drop(store);
+            std::fs::remove_dir_all(root).expect("cleanup");
+        }
         std::fs::remove_dir_all(root).expect("cleanup");
     }
 
