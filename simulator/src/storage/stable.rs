@@ -5,7 +5,8 @@
 //! grow to megabytes. One `Vec` per file grew by reallocation, which copied the whole
 //! file each time and, while it did, held the old and the new buffer at once; the
 //! freed buffers of every size left the allocator's heap fragmented (a 100,000-tick
-//! partition-plane run held 8 MB more resident than its live heap). Chunks of
+//! partition-plane run gave back 5-8 MB of resident memory when glibc was told to trim
+//! freed memory eagerly, which is memory held and not used). Chunks of
 //! [`CHUNK_BYTES`] grow a file without copying what it already holds, and a shorter
 //! file gives whole chunks back. Only the last chunk is partial, sized like a small
 //! file's buffer, so a superblock of a few KiB still costs a few KiB.

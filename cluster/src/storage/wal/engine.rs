@@ -735,13 +735,10 @@ impl<S: DurableStorage> RecordLog<S> {
     }
 
     /// The op placeholders for a record above `below` (its nearest lower slot, if any)
-    /// start after: that slot, or the gap floor if it is higher.
+    /// start after: that slot, or the gap floor if it is higher (`Some(0)` and `None`
+    /// both start placeholders at op 1, so a floor of 0 changes nothing).
     fn floor_of(&self, below: Option<u64>) -> Option<u64> {
-        match (below, self.gap_floor) {
-            (below, 0) => below,
-            (None, floor) => Some(floor),
-            (Some(below), floor) => Some(below.max(floor)),
-        }
+        below.max(Some(self.gap_floor))
     }
 
     /// The highest op in the log (0 if empty).
