@@ -118,24 +118,36 @@ impl std::error::Error for RecordError {}
 /// Panics if `payload` exceeds [`RECORD_PAYLOAD_BYTES_MAX`]: writers bound what they
 /// write, so a larger payload is a bug in the caller, not input.
 pub fn encode_into(out: &mut Vec<u8>, magic: u32, kind: u8, key: u64, payload: &[u8]) {
+    encode_padded_into(out, magic, kind, key, payload, payload.len());
+}
+
+/// Append the encoding of one record whose payload is `payload` followed by zeros up
+/// to `payload_len` bytes (a WAL slot reserving room for a larger record later), with
+/// no copy of the padded payload of its own.
+///
+/// Panics if `payload_len` is below `payload.len()` or exceeds
+/// [`RECORD_PAYLOAD_BYTES_MAX`] (a bug in the caller, as for [`encode_into`]).
+pub fn encode_padded_into(out: &mut Vec<u8>, magic: u32, kind: u8, key: u64, payload: &[u8], payload_len: usize) {
+    assert!(payload_len >= payload.len(), "a record padded to less than its payload");
     assert!(
-        payload.len() <= RECORD_PAYLOAD_BYTES_MAX,
-        "record payload of {} bytes exceeds RECORD_PAYLOAD_BYTES_MAX",
-        payload.len()
+        payload_len <= RECORD_PAYLOAD_BYTES_MAX,
+        "record payload of {payload_len} bytes exceeds RECORD_PAYLOAD_BYTES_MAX"
     );
+    // Sized once: growing field by field reallocated several times per record.
+    out.reserve(RECORD_HEADER_BYTES + payload_len);
     let start = out.len();
     out.extend_from_slice(&[0; 16]);
     out.extend_from_slice(&magic.to_le_bytes());
     out.push(kind);
     out.extend_from_slice(&[0; 3]);
-    let len = u32::try_from(payload.len()).expect("bounded by RECORD_PAYLOAD_BYTES_MAX");
+    let len = u32::try_from(payload_len).expect("bounded by RECORD_PAYLOAD_BYTES_MAX");
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(&[0; 4]);
     out.extend_from_slice(&key.to_le_bytes());
     out.extend_from_slice(payload);
+    out.resize(start + RECORD_HEADER_BYTES + payload_len, 0);
     let sum = checksum(&out[start + 16..]);
     out[start..start + 16].copy_from_slice(&sum.to_le_bytes());
-    debug_assert_eq!(out.len() - start, RECORD_HEADER_BYTES + payload.len());
 }
 
 /// The encoding of one record.
@@ -289,6 +301,22 @@ mod tests {
     use super::*;
 
     const MAGIC: u32 = 0x5445_5354;
+
+    #[test]
+    fn a_padded_record_is_the_record_of_its_payload_followed_by_zeros() {
+        let mut padded = b"prefix".to_vec();
+        encode_padded_into(&mut padded, MAGIC, 3, 9, b"abc", 11);
+        let mut expected = b"prefix".to_vec();
+        encode_into(&mut expected, MAGIC, 3, 9, b"abc\0\0\0\0\0\0\0\0");
+        assert_eq!(padded, expected);
+        let record = decode(MAGIC, &padded[6..]).expect("valid");
+        assert_eq!(record.payload, b"abc\0\0\0\0\0\0\0\0");
+        // Padding to exactly the payload's length adds nothing.
+        let (mut exact, mut plain) = (Vec::new(), Vec::new());
+        encode_padded_into(&mut exact, MAGIC, 3, 9, b"abc", 3);
+        encode_into(&mut plain, MAGIC, 3, 9, b"abc");
+        assert_eq!(exact, plain);
+    }
 
     #[test]
     fn a_record_decodes_to_what_was_encoded() {

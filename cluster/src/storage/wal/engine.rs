@@ -231,15 +231,7 @@ const TOMBSTONE: Content<'static> = Content {
 
 /// Encode `content` at `op` with a payload of `payload_len` bytes (zero padded).
 fn encode_content(out: &mut Vec<u8>, magic: u32, op: u64, content: &Content<'_>, payload_len: usize) {
-    debug_assert!(payload_len >= content.bytes.len());
-    if payload_len == content.bytes.len() {
-        record::encode_into(out, magic, content.kind, op, content.bytes);
-    } else {
-        let mut padded = Vec::with_capacity(payload_len);
-        padded.extend_from_slice(content.bytes);
-        padded.resize(payload_len, 0);
-        record::encode_into(out, magic, content.kind, op, &padded);
-    }
+    record::encode_padded_into(out, magic, content.kind, op, content.bytes, payload_len);
 }
 
 /// Decode the content of a valid record (`None` for a removed op).
@@ -772,7 +764,13 @@ impl<S: DurableStorage> RecordLog<S> {
             last = Some(op);
             contents.push((op, content));
         }
-        let mut buffer = Vec::new();
+        // Sized once for the batch (up to one write's worth): grown record by record,
+        // the buffer was reallocated and copied several times per append.
+        let batch_bytes: usize = contents
+            .iter()
+            .map(|(_, content)| RECORD_HEADER_BYTES + content.reserve)
+            .sum();
+        let mut buffer = Vec::with_capacity(batch_bytes.min(WAL_WRITE_BYTES_MAX));
         let mut offset = self.end;
         let mut placed = Vec::with_capacity(contents.len());
         for (index, (op, content)) in contents.iter().enumerate() {
