@@ -88,6 +88,8 @@ marks! {
         "a request waited behind a full pipeline";
     RequestRefusedQueueFull => "normal.request_refused_queue_full":
         "a request was refused: pipeline and request queue both full";
+    RequestStaleBehindUnapplied => "normal.request_stale_behind_unapplied":
+        "a primary dropped a request older than one of the same client's it has not applied yet";
     QueryRoundConfirmed => "normal.query_round_confirmed":
         "a quorum confirmed a primary's view and the queries waiting for it were answered";
     QueryRoundResent => "normal.query_round_resent":

@@ -149,18 +149,39 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.stats.requests_refused_before_prepare += 1;
             return;
         }
-        self.pending_addresses.insert(header.client, from);
-        let in_flight = self.pipeline.iter().any(|entry| {
-            self.journal
-                .get(entry.op)
-                .is_some_and(|e| e.header().client == header.client && e.header().request == header.request)
-        }) || self
-            .request_queue
-            .iter()
-            .any(|(_, queued, _)| queued.client == header.client && queued.request == header.request);
-        if in_flight {
-            return;
+        // The client table knows only applied requests. Every op above the applied
+        // head (prepared in the pipeline, inherited from a view change, or committed
+        // and not yet applied) and every queued request may hold this client's newer
+        // ones: the same request is in flight, an older one is stale. An older request
+        // prepared now would commit after the newer one (a packet the network replayed
+        // or delayed after the client moved on: `--seed 9770026 --plane contended
+        // --faults split`), which the client table must never see: a later resend of
+        // the newer request would then execute it twice.
+        let newest_unapplied = (self.commit_min + 1..=self.journal.head())
+            .filter_map(|op| self.journal.get(op))
+            .map(Entry::header)
+            .filter(|logged| logged.client == header.client)
+            .map(|logged| logged.request)
+            .chain(
+                self.request_queue
+                    .iter()
+                    .filter(|(_, queued, _)| queued.client == header.client)
+                    .map(|(_, queued, _)| queued.request),
+            )
+            .max();
+        match newest_unapplied {
+            Some(newest) if newest > header.request => {
+                crate::cover!(RequestStaleBehindUnapplied);
+                return;
+            }
+            Some(newest) if newest == header.request => {
+                // In flight: answered when it commits, at the client's newest address.
+                self.pending_addresses.insert(header.client, from);
+                return;
+            }
+            _ => {}
         }
+        self.pending_addresses.insert(header.client, from);
         if self.can_prepare_next() {
             self.prepare(header, body);
         } else if self.request_queue.len() < self.config.buggify.request_queue_max {

@@ -665,3 +665,32 @@ fn a_backup_acknowledges_the_pipeline_front_again_when_the_commit_point_stalls()
         "the primary committed every op from acknowledgements its broadcasts drew"
     );
 }
+
+#[test]
+fn a_primary_never_prepares_a_request_older_than_one_of_the_same_client_it_has_not_applied() {
+    // Found by a campaign (`--seed 9770026 --plane contended --faults split
+    // --crash-primary --power-loss-prob 0.3`): a client gave up on request 9 (its
+    // primary lost the view), sent request 10 to the new primary, and then a delayed
+    // copy of request 9 reached that primary while 10 was still unapplied. The client
+    // table knows only applied requests, so 9 was prepared behind 10 and applied after
+    // it; a later resend of 10 would have executed it twice.
+    let mut primary = Replica::open(config(0), Counter(0), MemoryStore::new(), 0).expect("open");
+    let client = crate::seam::ProcessId(9);
+    primary.on_frame(client, &request_from(5, 10), 0);
+    assert_eq!(primary.head(), 1, "request 10 is prepared, waiting for a quorum");
+    primary.on_frame(client, &request_from(5, 9), 0);
+    assert_eq!(primary.head(), 1, "the older request 9 is stale, not prepared");
+    primary.on_frame(client, &request_from(5, 10), 0);
+    assert_eq!(primary.head(), 1, "request 10 again is in flight, not prepared twice");
+    primary.on_frame(client, &request_from(6, 1), 0);
+    assert_eq!(primary.head(), 2, "another client's request is prepared");
+    primary.on_frame(client, &request_from(5, 11), 0);
+    assert_eq!(primary.head(), 3, "the client's newer request is prepared");
+    let requests: Vec<(u128, u64)> = (1..=3)
+        .map(|op| {
+            let header = primary.journal.get(op).expect("journaled").header();
+            (header.client, header.request)
+        })
+        .collect();
+    assert_eq!(requests, vec![(5, 10), (6, 1), (5, 11)]);
+}
