@@ -309,8 +309,13 @@ impl<'a> Reader<'a> {
 
     /// Length-prefixed bytes of at most `max`; copied only once known to be present.
     pub(crate) fn bytes(&mut self, field: &'static str, max: usize) -> Result<Vec<u8>, DecodeError> {
+        Ok(self.bytes_borrowed(field, max)?.to_vec())
+    }
+
+    /// As [`Reader::bytes`], borrowing the bytes from the input instead of copying them.
+    pub(crate) fn bytes_borrowed(&mut self, field: &'static str, max: usize) -> Result<&'a [u8], DecodeError> {
         let len = self.len(field, max)?;
-        Ok(self.take(len, field)?.to_vec())
+        self.take(len, field)
     }
 
     pub(crate) fn string(&mut self, field: &'static str) -> Result<String, DecodeError> {

@@ -16,15 +16,6 @@ use super::{ApplyContext, OwnerFence, POLL_MESSAGES_CODE, PartitionOp, Partition
 use crate::vsr::StateMachine;
 use crate::wire::Header;
 
-/// The refusal `op` gets whatever the state, if any (see
-/// [`StateMachine::refuse_before_prepare`]).
-fn refusal_whatever_the_state(op: &PartitionOp) -> Option<super::PartitionReply> {
-    match op {
-        PartitionOp::SendMessages { messages } => super::state::batch_refusal(messages),
-        _ => None,
-    }
-}
-
 /// The partition state machine of one replica.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PartitionMachine {
@@ -51,7 +42,7 @@ impl PartitionMachine {
         if operation == POLL_MESSAGES_CODE {
             return false;
         }
-        PartitionOp::decode(body).is_ok_and(|op| op.operation_code() == operation)
+        PartitionOp::decode_shape(body).is_ok_and(|shape| shape.operation == operation)
     }
 }
 
@@ -67,7 +58,7 @@ impl StateMachine for PartitionMachine {
             timestamp_micros: header.timestamp,
             op_number: header.op,
         };
-        self.state.apply(&op, &context).encode()
+        self.state.apply_owned(op, &context).encode()
     }
 
     fn digest(&self) -> u128 {
@@ -93,11 +84,12 @@ impl StateMachine for PartitionMachine {
         // Empty and oversized batches are refused by every state: replicating one (an
         // oversized batch is over half a megabyte) would fill rings and WALs with ops
         // that append nothing.
-        let op = PartitionOp::decode(body).ok()?;
-        if op.operation_code() != operation {
+        let shape = PartitionOp::decode_shape(body).ok()?;
+        if shape.operation != operation {
             return None;
         }
-        let refusal = refusal_whatever_the_state(&op)?;
+        let (messages, payload_bytes) = shape.batch?;
+        let refusal = super::state::batch_refusal_of(messages, payload_bytes)?;
         Some(refusal.encode())
     }
 
@@ -110,6 +102,6 @@ impl StateMachine for PartitionMachine {
             return None;
         }
         let request = PollRequest::decode(body).ok()?;
-        Some(self.state.poll(&request).encode())
+        Some(self.state.poll_encoded(&request))
     }
 }

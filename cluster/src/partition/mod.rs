@@ -40,8 +40,8 @@ pub use log::{
 };
 pub use machine::PartitionMachine;
 pub use ops::{
-    BATCH_BYTES_MAX, Consumer, ConsumerKey, MESSAGES_PER_BATCH_MAX, Message, OPERATION_CODE_MIN, PAYLOAD_BYTES_MAX,
-    PartitionOp, need_of_operation,
+    BATCH_BYTES_MAX, Consumer, ConsumerKey, MESSAGES_PER_BATCH_MAX, Message, OPERATION_CODE_MIN, OpShape,
+    PAYLOAD_BYTES_MAX, PartitionOp, need_of_operation,
 };
 pub use poll::{
     POLL_MESSAGES_CODE, POLL_MESSAGES_MAX, POLL_REPLY_PAYLOAD_BYTES_MAX, PollReply, PollRequest, PolledMessage,

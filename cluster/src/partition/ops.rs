@@ -131,6 +131,16 @@ impl Consumer {
     }
 }
 
+/// What [`PartitionOp::decode_shape`] reads of a body: enough to validate a request
+/// and to refuse a batch out of bounds, without the payloads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpShape {
+    /// The operation code the body decodes to.
+    pub operation: u8,
+    /// For a batch: its message count and total payload bytes.
+    pub batch: Option<(usize, usize)>,
+}
+
 /// One partition operation, as proposed by the primary and applied by every replica.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PartitionOp {
@@ -219,17 +229,50 @@ impl PartitionOp {
 
     /// The inverse of [`PartitionOp::encode`]; every byte must be used.
     pub fn decode(bytes: &[u8]) -> Result<PartitionOp, DecodeError> {
+        let mut messages = Vec::new();
+        let mut op = Self::decode_visiting(bytes, |id, payload| {
+            messages.push(Message {
+                id,
+                payload: payload.to_vec(),
+            });
+        })?;
+        if let PartitionOp::SendMessages { messages: decoded } = &mut op {
+            *decoded = messages;
+        }
+        Ok(op)
+    }
+
+    /// What [`PartitionOp::decode`] would give, without copying a batch's payloads: the
+    /// operation code, and for a batch its message count and payload bytes. Accepts
+    /// exactly the bodies `decode` accepts (it is the same decoder). The request path
+    /// checks every body this way before preparing it, so a batch's payloads are
+    /// copied only when a replica applies it.
+    pub fn decode_shape(bytes: &[u8]) -> Result<OpShape, DecodeError> {
+        let (mut messages, mut payload_bytes) = (0usize, 0usize);
+        let op = Self::decode_visiting(bytes, |_, payload| {
+            messages += 1;
+            payload_bytes += payload.len();
+        })?;
+        Ok(OpShape {
+            operation: op.operation_code(),
+            batch: matches!(op, PartitionOp::SendMessages { .. }).then_some((messages, payload_bytes)),
+        })
+    }
+
+    /// Decode `bytes`, handing each message of a batch to `on_message` (in order, the
+    /// payload borrowed from `bytes`) instead of keeping it: a batch comes back with no
+    /// messages.
+    fn decode_visiting(bytes: &[u8], mut on_message: impl FnMut(u128, &[u8])) -> Result<PartitionOp, DecodeError> {
         let mut r = Reader::new(bytes);
         let op = match r.u8("operation code")? {
             CODE_SEND_MESSAGES => {
                 let count = r.len("message count", MESSAGES_PER_BATCH_MAX)?;
-                let mut messages = Vec::with_capacity(count);
                 for _ in 0..count {
                     let id = r.u128("message id")?;
-                    let payload = r.bytes("message payload", PAYLOAD_BYTES_MAX)?;
-                    messages.push(Message { id, payload });
+                    let payload = r.bytes_borrowed("message payload", PAYLOAD_BYTES_MAX)?;
+                    on_message(id, payload);
                 }
-                PartitionOp::SendMessages { messages }
+                PartitionOp::SendMessages { messages: Vec::new() }
             }
             CODE_STORE_CONSUMER_OFFSET => PartitionOp::StoreConsumerOffset {
                 consumer: Consumer::decode_from(&mut r)?,

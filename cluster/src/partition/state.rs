@@ -101,12 +101,16 @@ pub enum OwnerFence {
 /// primary answers such a request without preparing it; applying one (an op prepared
 /// by a primary that did not) refuses it the same way.
 pub(super) fn batch_refusal(messages: &[Message]) -> Option<PartitionReply> {
-    if messages.is_empty() {
+    let payload_bytes: usize = messages.iter().map(|m| m.payload.len()).sum();
+    batch_refusal_of(messages.len(), payload_bytes)
+}
+
+/// [`batch_refusal`] of a batch of `messages` messages holding `payload_bytes` in all.
+pub(super) fn batch_refusal_of(messages: usize, payload_bytes: usize) -> Option<PartitionReply> {
+    if messages == 0 {
         return Some(PartitionReply::EmptyBatch);
     }
-    let payload_bytes: usize = messages.iter().map(|m| m.payload.len()).sum();
-    (messages.len() > MESSAGES_PER_BATCH_MAX || payload_bytes > BATCH_BYTES_MAX)
-        .then_some(PartitionReply::BatchTooLarge)
+    (messages > MESSAGES_PER_BATCH_MAX || payload_bytes > BATCH_BYTES_MAX).then_some(PartitionReply::BatchTooLarge)
 }
 
 /// One partition's replicated state.
@@ -172,9 +176,28 @@ impl PartitionState {
         PollReply::from_log(&self.log, request)
     }
 
+    /// [`PartitionState::poll`]'s reply, encoded (without a copy of the payloads).
+    pub fn poll_encoded(&self, request: &PollRequest) -> Vec<u8> {
+        PollReply::encode_from_log(&self.log, request)
+    }
+
     /// The message expiry this partition was created with.
     pub fn message_expiry_micros(&self) -> u64 {
         self.message_expiry_micros
+    }
+
+    /// Apply one committed op the caller no longer needs: as [`PartitionState::apply`],
+    /// but a batch's payloads move into the log instead of being copied (the replica's
+    /// path, which decodes each committed body once and drops it after).
+    pub fn apply_owned(&mut self, op: PartitionOp, context: &ApplyContext) -> PartitionReply {
+        match op {
+            PartitionOp::SendMessages { messages } => {
+                self.log
+                    .apply_retention(context.timestamp_micros, self.message_expiry_micros);
+                self.send_messages(messages, context)
+            }
+            op => self.apply(&op, context),
+        }
     }
 
     /// Apply one committed op.
@@ -182,7 +205,7 @@ impl PartitionState {
         self.log
             .apply_retention(context.timestamp_micros, self.message_expiry_micros);
         match op {
-            PartitionOp::SendMessages { messages } => self.send_messages(messages, context),
+            PartitionOp::SendMessages { messages } => self.send_messages(messages.clone(), context),
             PartitionOp::StoreConsumerOffset { consumer, offset } => {
                 if let Err(reply) = self.check_owner(consumer) {
                     return reply;
@@ -234,16 +257,14 @@ impl PartitionState {
         }
     }
 
-    fn send_messages(&mut self, messages: &[Message], context: &ApplyContext) -> PartitionReply {
-        if let Some(refusal) = batch_refusal(messages) {
+    fn send_messages(&mut self, messages: Vec<Message>, context: &ApplyContext) -> PartitionReply {
+        if let Some(refusal) = batch_refusal(&messages) {
             return refusal;
         }
         let base_offset = self.log.next_offset();
         let mut last_offset = base_offset;
         for message in messages {
-            last_offset = self
-                .log
-                .append(context.timestamp_micros, message.id, message.payload.clone());
+            last_offset = self.log.append(context.timestamp_micros, message.id, message.payload);
         }
         PartitionReply::Appended {
             base_offset,

@@ -109,6 +109,48 @@ fn every_op_round_trips_with_a_stable_code() {
 }
 
 #[test]
+fn the_shape_of_a_body_is_what_decoding_it_gives_and_it_accepts_exactly_what_decode_accepts() {
+    for op in every_op() {
+        let bytes = op.encode();
+        let batch = match &op {
+            PartitionOp::SendMessages { messages } => {
+                Some((messages.len(), messages.iter().map(|m| m.payload.len()).sum()))
+            }
+            _ => None,
+        };
+        assert_eq!(
+            PartitionOp::decode_shape(&bytes),
+            Ok(OpShape {
+                operation: op.operation_code(),
+                batch
+            }),
+            "{op:?}"
+        );
+        for cut in 0..bytes.len() {
+            assert_eq!(
+                PartitionOp::decode_shape(&bytes[..cut]).err(),
+                PartitionOp::decode(&bytes[..cut]).err(),
+                "{op:?} cut at {cut}"
+            );
+        }
+    }
+    let mut accepted = 0;
+    for seed in 0..2_000u64 {
+        let bytes = garbage(seed, (seed % 64) as usize);
+        let (shape, decoded) = (PartitionOp::decode_shape(&bytes), PartitionOp::decode(&bytes));
+        assert_eq!(shape.as_ref().err(), decoded.as_ref().err(), "seed {seed}");
+        if let (Ok(shape), Ok(op)) = (shape, decoded) {
+            accepted += 1;
+            assert_eq!(shape.operation, op.operation_code(), "seed {seed}");
+        }
+    }
+    assert!(
+        accepted > 0,
+        "some garbage decodes, so both paths compared accepted bodies"
+    );
+}
+
+#[test]
 fn every_reply_round_trips_and_classifies() {
     for reply in every_reply() {
         assert_eq!(PartitionReply::decode(&reply.encode()), Ok(reply));
@@ -514,6 +556,30 @@ fn scenario() -> Vec<(PartitionOp, ApplyContext)> {
 }
 
 #[test]
+fn applying_an_owned_op_is_applying_it_by_reference() {
+    let mut by_reference = PartitionState::new(DAY_MICROS, OwnerFence::Enforced);
+    let mut owned = PartitionState::new(DAY_MICROS, OwnerFence::Enforced);
+    // The scenario, then refusals (an empty batch, an offset beyond the log): every
+    // reply and every state must agree.
+    let refused = [
+        (batch(0, 0), at(16, 7)),
+        (
+            PartitionOp::StoreConsumerOffset {
+                consumer: Consumer::Single { consumer_id: 2 },
+                offset: 1_000,
+            },
+            at(17, 8),
+        ),
+    ];
+    for (op, context) in scenario().into_iter().chain(refused) {
+        let reply = by_reference.apply(&op, &context);
+        assert_eq!(owned.apply_owned(op.clone(), &context), reply, "{op:?}");
+        assert_eq!(owned, by_reference, "{op:?}");
+    }
+    assert!(by_reference.log().next_offset() > 0, "the scenario appended messages");
+}
+
+#[test]
 fn same_ops_same_digest_and_every_change_moves_it() {
     let mut a = PartitionState::new(DAY_MICROS, OwnerFence::Enforced);
     let mut b = PartitionState::new(DAY_MICROS, OwnerFence::Enforced);
@@ -598,6 +664,33 @@ fn poll(state: &PartitionState, offset: u64, count: u32) -> Vec<u64> {
         .iter()
         .map(|m| m.offset)
         .collect()
+}
+
+#[test]
+fn a_poll_encoded_straight_from_the_log_is_the_poll_reply_encoded() {
+    let state = with_sealed_segments(2);
+    let next = state.next_offset();
+    let mut compared = 0;
+    for offset in [
+        0,
+        1,
+        SEGMENT_MESSAGES_MAX as u64 - 1,
+        SEGMENT_MESSAGES_MAX as u64,
+        next - 1,
+        next,
+        next + 5,
+    ] {
+        for count in [0, 1, 7, POLL_MESSAGES_MAX as u32, u32::MAX] {
+            let request = PollRequest { offset, count };
+            assert_eq!(
+                state.poll_encoded(&request),
+                state.poll(&request).encode(),
+                "offset {offset} count {count}"
+            );
+            compared += usize::from(!state.poll(&request).messages.is_empty());
+        }
+    }
+    assert!(compared > 0, "some polls returned messages");
 }
 
 #[test]

@@ -225,7 +225,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         header.nonce = mix(self.config.entropy_seed ^ mix(op ^ (self.view << 32)));
         let frame = wire::seal_header(header, body);
         let (sealed, _) = wire::open(&frame).expect("a frame we just sealed opens");
-        if !self.journal_prepare(sealed, frame.clone()) {
+        if !self.journal_prepare(sealed, &frame) {
             // Its own disk refused: the op does not exist; the client's retry tries again.
             return;
         }
@@ -263,9 +263,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
 
     /// Journal a prepare durably and in memory (trusted: it is the current view's).
     /// False if the store failed (nothing journaled).
-    pub(crate) fn journal_prepare(&mut self, header: Header, frame: Vec<u8>) -> bool {
+    pub(crate) fn journal_prepare(&mut self, header: Header, frame: &[u8]) -> bool {
         self.chain_dirty = true;
         // A failed write leaves the op out of the journal, which withholds the PrepareOk.
+        // Copied once, straight into the journal's buffer.
         let frame: Rc<[u8]> = Rc::from(frame);
         if !self.store_prepare(header.op, &frame) {
             return false;
@@ -325,7 +326,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 .journal
                 .get(header.op + 1)
                 .is_some_and(|above| above.trusted && above.header().parent == header.checksum);
-            if named && self.journal_prepare(header, frame.to_vec()) {
+            if named && self.journal_prepare(header, frame) {
                 crate::cover!(OlderViewPrepareKept);
                 self.send_prepare_ok(header.op);
             }
@@ -341,7 +342,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 header.view
             );
         }
-        if !self.journal_prepare(header, frame.to_vec()) {
+        if !self.journal_prepare(header, frame) {
             return;
         }
         if let Some(next) = self.chain_next() {
