@@ -80,6 +80,10 @@ pub struct StateChecker {
     witness_sets: Vec<Box<[Witness]>>,
     /// The id of each set in `witness_sets`.
     witness_set_ids: BTreeMap<Box<[Witness]>, WitnessSetId>,
+    /// The set one more witness makes of a set, once looked up: nearly every op goes
+    /// through the same few steps (no one, then one replica, then two, ...), so the
+    /// set's copy and the interning lookup happen once per distinct step, not per op.
+    witness_steps: BTreeMap<(WitnessSetId, Witness), WitnessSetId>,
     root: u128,
     ops_compared: u64,
 }
@@ -101,6 +105,7 @@ impl StateChecker {
             op_of_checksum: BTreeMap::from([(root, 0)]),
             witness_sets: vec![none.clone()],
             witness_set_ids: BTreeMap::from([(none, NO_WITNESSES)]),
+            witness_steps: BTreeMap::new(),
             root,
             ops_compared: 0,
         }
@@ -183,13 +188,29 @@ impl StateChecker {
             .get(op)
             .expect("a committed op is in the chain")
             .witnesses;
+        let id = match self.witness_steps.get(&(id, witness)) {
+            Some(&next) => next,
+            None => {
+                let next = self.intern_with(id, witness);
+                self.witness_steps.insert((id, witness), next);
+                next
+            }
+        };
+        self.canonical
+            .get_mut(op)
+            .expect("a committed op is in the chain")
+            .witnesses = id;
+    }
+
+    /// The id of set `id` with `witness` in it (`id` itself if it holds it already).
+    fn intern_with(&mut self, id: WitnessSetId, witness: Witness) -> WitnessSetId {
         let Err(at) = self.witness_set(id).binary_search(&witness) else {
-            return;
+            return id;
         };
         let mut set = self.witness_set(id).to_vec();
         set.insert(at, witness);
         let set = set.into_boxed_slice();
-        let id = match self.witness_set_ids.get(&set) {
+        match self.witness_set_ids.get(&set) {
             Some(&id) => id,
             None => {
                 self.witness_sets.push(set.clone());
@@ -197,11 +218,7 @@ impl StateChecker {
                 self.witness_set_ids.insert(set, id);
                 id
             }
-        };
-        self.canonical
-            .get_mut(op)
-            .expect("a committed op is in the chain")
-            .witnesses = id;
+        }
     }
 
     /// The witness set `id` names.
