@@ -774,6 +774,27 @@ impl<S: DurableStorage> ReplicaStore for DurableReplicaStore<S> {
             .collect()
     }
 
+    fn read_prepare(&self, op: u64) -> Option<Rc<[u8]>> {
+        if self.failure.is_some() {
+            return None;
+        }
+        let record = match &self.log {
+            Log::Metadata(wal) => now(wal.read(op)),
+            Log::Partition(wal) => now(wal.read(op)),
+        };
+        match record {
+            Some(Ok(Some(StoredRecord::Prepare(frame)))) => Some(frame),
+            Some(Ok(_)) => None,
+            // Unreadable now (a read error the retries did not get past, or damage
+            // since boot): the replica does without it, as if it held only the header.
+            Some(Err(error)) => {
+                tracing::warn!(dir = self.dir, op, %error, "WAL record unreadable");
+                None
+            }
+            None => None,
+        }
+    }
+
     fn may_lack_acknowledged_ops(&self) -> bool {
         self.may_lack_acknowledged_ops || self.unreadable_at_open.get()
     }

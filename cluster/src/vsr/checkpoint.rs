@@ -9,7 +9,11 @@
 //! everything, so a restart always finds a checkpoint and every op above it.
 //!
 //! The ring keeps ops below the checkpoint as long as it has room, so a peer a little
-//! behind repairs from it instead of transferring state. It is bounded two ways:
+//! behind repairs from it instead of transferring state, and the store keeps their
+//! records as long as the ring keeps them: the ring holds applied ops' frames in the
+//! store, not in memory, past the last repair window (`Journal::release_frame`,
+//! `JOURNAL_APPLIED_FRAMES_IN_MEMORY_OPS`). It is bounded two ways (the bytes are the
+//! frames', wherever they are held):
 //! - entries: a replica never journals an op above `checkpoint + journal_ops_max`
 //!   (a primary does not prepare it, a backup drops it unacknowledged: repair or a
 //!   state transfer brings it later), and evicts ops at or below the checkpoint once
@@ -247,7 +251,17 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 self.checkpoint_op = op;
                 self.stats.checkpoints_written += 1;
                 crate::cover!(CheckpointTaken);
-                self.store.discard_through(op);
+                // The ring keeps ops below the checkpoint for peers a little behind,
+                // and the store keeps their records as long as the ring keeps the ops
+                // (the journal holds only the headers of applied ops, see
+                // `Journal::release_frame`): evict what the ring's bounds let go now (the
+                // caller would at once), then let the store forget what the ring did.
+                self.enforce_journal_bounds();
+                // A transfer's install moved the floor itself (eviction above already
+                // let the store forget what it evicted).
+                if self.journal.floor() > 0 {
+                    self.store.discard_through(self.journal.floor());
+                }
             }
             Err(error) => {
                 tracing::warn!(replica = self.config.replica, group = self.config.group, op, %error, "checkpoint write failed");
@@ -298,6 +312,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             let before = self.journal.len();
             self.journal.evict_below(floor);
             self.stats.ops_evicted += (before - self.journal.len()) as u64;
+            // The records of evicted ops are no longer needed (the floor's state is the
+            // durable checkpoint's, or older than it).
+            self.store.discard_through(floor);
         }
     }
 

@@ -62,6 +62,16 @@ pub const REPAIR_RETRY_TICKS: u64 = 100;
 /// can cause; 128 metadata prepares are well under a link's capacity over a few ticks.
 pub const REPAIR_PREPARES_MAX: u64 = 128;
 
+/// Applied ops whose frames the journal keeps in memory, counting down from the applied
+/// head; below them it keeps only headers and reads a frame back from the store when
+/// a peer asks for it (`Journal::release_frame`). One repair round's worth: a peer a
+/// little behind (a backup that missed a few prepares, the usual repair) asks for ops
+/// just above its own applied head, within a round of the head, and is served from
+/// memory; only a peer further behind costs store reads. The frames of a long-lived
+/// partition group (its ring holds up to 64 MiB of them) stay on disk, where the WAL
+/// already keeps them.
+pub const JOURNAL_APPLIED_FRAMES_IN_MEMORY_OPS: u64 = REPAIR_PREPARES_MAX;
+
 /// Repaired prepares held back until the chain above proves them: one repair round.
 pub const REPAIR_BUFFER_PREPARES_MAX: usize = REPAIR_PREPARES_MAX as usize;
 

@@ -56,21 +56,33 @@ fn u64_at(frame: &[u8], offset: usize) -> u64 {
     u64::from_le_bytes(raw)
 }
 
+/// The checksum a frame's header names (`None` for a frame too short to hold one),
+/// read in place.
+pub(crate) fn frame_checksum(frame: &[u8]) -> Option<u128> {
+    (frame.len() >= HEADER_BYTES).then(|| u128_at(frame, CHECKSUM_OFFSET))
+}
+
 /// What an entry holds besides its trust.
 #[derive(Clone)]
 enum Held {
     /// A sealed prepare frame, which starts with the header's bytes.
     Frame(Rc<[u8]>),
     /// A header kept decoded. Boxed, as few entries have one: a slot stays 24 bytes.
+    /// Also an applied op whose frame only the store holds (see
+    /// [`Journal::release_frame`]): a decoded header is smaller than the header's
+    /// bytes, and a third variant would grow every slot.
     Header(Box<Decoded>),
 }
 
 /// A header kept decoded, with the frame if one too short to hold the header is held
-/// (the root's, which is empty).
+/// (the root's, which is empty), or the length of the frame the store holds in its
+/// place (0: none; the frame bytes still count it, since the ring's bound is on what
+/// it holds wherever it is).
 #[derive(Clone)]
 struct Decoded {
     header: Header,
     frame: Option<Rc<[u8]>>,
+    stored_frame_len: u32,
 }
 
 /// One op's slot.
@@ -99,7 +111,11 @@ impl Entry {
                 );
                 Held::Frame(frame)
             }
-            frame => Held::Header(Box::new(Decoded { header, frame })),
+            frame => Held::Header(Box::new(Decoded {
+                header,
+                frame,
+                stored_frame_len: 0,
+            })),
         };
         Self { held, trusted }
     }
@@ -136,7 +152,8 @@ impl Entry {
         }
     }
 
-    /// The whole sealed prepare frame, when this replica holds the body.
+    /// The whole sealed prepare frame, when this replica holds the body in memory
+    /// (not when only its store does: see [`Entry::has_body`]).
     pub fn frame(&self) -> Option<&Rc<[u8]>> {
         match &self.held {
             Held::Frame(frame) => Some(frame),
@@ -144,9 +161,22 @@ impl Entry {
         }
     }
 
-    /// Bytes of the frame held.
+    /// Whether this replica holds the body, in memory or in its store.
+    pub fn has_body(&self) -> bool {
+        self.body_in_store() || self.frame().is_some()
+    }
+
+    /// Whether the body is held in the store only.
+    pub fn body_in_store(&self) -> bool {
+        matches!(&self.held, Held::Header(decoded) if decoded.stored_frame_len > 0)
+    }
+
+    /// Bytes of the frame held (in memory or in the store).
     fn frame_len(&self) -> u64 {
-        self.frame().map_or(0, |frame| frame.len() as u64)
+        match &self.held {
+            Held::Header(decoded) if decoded.stored_frame_len > 0 => u64::from(decoded.stored_frame_len),
+            _ => self.frame().map_or(0, |frame| frame.len() as u64),
+        }
     }
 
     /// Forget the frame, keeping the header.
@@ -154,6 +184,7 @@ impl Entry {
         self.held = Held::Header(Box::new(Decoded {
             header: self.header(),
             frame: None,
+            stored_frame_len: 0,
         }));
     }
 }
@@ -163,6 +194,7 @@ impl fmt::Debug for Entry {
         f.debug_struct("Entry")
             .field("header", &self.header())
             .field("frame", &self.frame())
+            .field("body_in_store", &self.body_in_store())
             .field("trusted", &self.trusted)
             .finish()
     }
@@ -485,7 +517,7 @@ impl Journal {
             || self
                 .entries
                 .get(op)
-                .is_some_and(|entry| entry.trusted && entry.frame().is_some())
+                .is_some_and(|entry| entry.trusted && entry.has_body())
     }
 
     /// Put an entry at its op, replacing whatever was there.
@@ -496,6 +528,23 @@ impl Journal {
         if let Some(old) = self.entries.insert(op, entry) {
             self.frame_bytes -= old.frame_len();
         }
+    }
+
+    /// Keep only the header of `op`'s frame in memory: its store holds the frame, and
+    /// the replica reads it back when a peer asks for it ([`Entry::has_body`] stays
+    /// true, and the frame bytes still count). For an applied op: the store keeps the
+    /// record of every op above the journal's floor (the replica lets it forget only
+    /// what the ring evicted). Nothing happens to an entry holding no frame of its own.
+    pub fn release_frame(&mut self, op: u64) {
+        assert!(op > self.floor, "the floor holds no frame");
+        let Some(entry) = self.entries.get_mut(op) else { return };
+        let Held::Frame(frame) = &entry.held else { return };
+        let stored_frame_len = u32::try_from(frame.len()).expect("a frame is at most FRAME_BYTES_MAX");
+        entry.held = Held::Header(Box::new(Decoded {
+            header: entry.header(),
+            frame: None,
+            stored_frame_len,
+        }));
     }
 
     /// Forget which entries above `op` are trusted: a new view's log is about to be

@@ -207,7 +207,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.commit_max,
             self.journal
                 .get(head)
-                .map(|entry| (entry.trusted, entry.frame().is_some(), entry.header().view))
+                .map(|entry| (entry.trusted, entry.has_body(), entry.header().view))
         );
         let op = head + 1;
         let mut header = self.header(Command::Prepare);
@@ -293,7 +293,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let held = self
             .journal
             .get(header.op)
-            .map(|entry| (entry.header().checksum, entry.frame().is_some()));
+            .map(|entry| (entry.header().checksum, entry.has_body()));
         match held {
             // A retransmit (possibly of an op prepared in an older view and kept by the
             // view change): fill the body if only the header was known, and ack again,
@@ -574,7 +574,8 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             }
             let Some(entry) = self.journal.get(op) else { break };
             let header = entry.header();
-            let frame = entry.frame().cloned().expect("ready entries hold a frame");
+            // Only applied ops leave their frame to the store: an unapplied one holds it.
+            let frame = entry.frame().cloned().expect("a ready unapplied entry holds its frame");
             let parent = self.journal.checksum(op - 1).expect("applied ops stay in the journal");
             assert_eq!(
                 header.parent, parent,
@@ -583,6 +584,14 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             let body = &frame[wire::HEADER_BYTES..];
             let reply_body = self.state_machine.apply(&header, body);
             self.commit_min = op;
+            // The op a repair window below the applied head leaves memory for the store
+            // (see JOURNAL_APPLIED_FRAMES_IN_MEMORY_OPS), which keeps every record above
+            // the journal's floor (see `make_checkpoint_durable`).
+            if let Some(old) = op.checked_sub(JOURNAL_APPLIED_FRAMES_IN_MEMORY_OPS)
+                && old > self.journal.floor()
+            {
+                self.journal.release_frame(old);
+            }
             self.stats.ops_applied += 1;
             tracing::trace!(replica = self.config.replica, group = self.config.group, op, "applied");
             if header.client != 0 {

@@ -7,6 +7,8 @@
 //! parent of the trusted op above it), or it comes from the current view's primary,
 //! which holds only its own view's log.
 
+use std::rc::Rc;
+
 use super::StateMachine;
 use super::constants::{REPAIR_BUFFER_PREPARES_MAX, REPAIR_PREPARES_MAX};
 use super::journal::Entry;
@@ -232,10 +234,25 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if last < first {
             return;
         }
-        let served: Vec<(bool, Vec<u8>)> = self
+        // An applied op's frame may be in the store only (see `Journal::release_frame`):
+        // read it back, and check it is the one the journal names. One that cannot be
+        // read is not served, as if only its header were held; the asker tries again,
+        // or asks another peer.
+        let served: Vec<(bool, Rc<[u8]>)> = self
             .journal
             .range(first, last)
-            .filter_map(|entry| entry.frame().map(|frame| (entry.trusted, frame.to_vec())))
+            .filter_map(|entry| {
+                let frame = match entry.frame() {
+                    Some(frame) => Rc::clone(frame),
+                    // The store verified the frame it read; it must be this entry's.
+                    None if entry.body_in_store() => self
+                        .store
+                        .read_prepare(entry.header().op)
+                        .filter(|frame| super::journal::frame_checksum(frame) == Some(entry.checksum()))?,
+                    None => return None,
+                };
+                Some((entry.trusted, frame))
+            })
             .collect();
         for (trusted, frame) in served {
             let mut reply = self.header(Command::RepairPrepare);
@@ -278,7 +295,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let expected = self
             .journal
             .get(op)
-            .map(|entry| (entry.header().checksum, entry.frame().is_some(), entry.trusted));
+            .map(|entry| (entry.header().checksum, entry.has_body(), entry.trusted));
         let parent_of_above = self
             .journal
             .get(op + 1)

@@ -495,7 +495,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let floor = self.journal.floor();
         (floor + 1..=self.journal.head())
             .rev()
-            .find(|&op| self.journal.get(op).is_some_and(|entry| entry.frame().is_some()))
+            .find(|&op| self.journal.get(op).is_some_and(Entry::has_body))
             .unwrap_or(floor)
     }
     /// Whether this replica is the primary of its current view.
@@ -531,7 +531,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 entry.header().checksum,
                 entry.header().parent,
                 entry.trusted,
-                entry.frame().is_some()
+                entry.has_body()
             ),
         }
     }

@@ -61,6 +61,11 @@ pub trait ReplicaStore {
     fn superblock(&self) -> Option<Superblock>;
     /// Every stored record, by op.
     fn records(&self) -> Vec<(u64, StoredRecord)>;
+    /// The prepare frame stored at `op`, read back (`None` if the store holds none
+    /// there, only a header, or cannot read it: the caller then does without it). The
+    /// journal keeps only the headers of applied ops and reads their frames back here
+    /// when a peer asks for them (see `Journal::release_frame`).
+    fn read_prepare(&self, op: u64) -> Option<Rc<[u8]>>;
     /// Whether the log this store recovered may lack ops the replica acknowledged
     /// before it stopped (a partition WAL discards its unpublished tail at boot). Such
     /// a replica must rejoin through a primary's StartView and never start a view
@@ -76,7 +81,9 @@ pub trait ReplicaStore {
     /// A checkpoint that cannot be read back whole is an error, never "none": booting
     /// without it would replay from op 1 a log whose start was discarded.
     fn checkpoint(&self) -> Result<Option<Checkpoint>, StoreError>;
-    /// Forget the records at or below `op` (a durable checkpoint covers them). Best
+    /// Forget the records at or below `op` (a durable checkpoint covers them, and the
+    /// replica's ring no longer holds the ops: it reads applied ops' frames back from
+    /// here while it does, see [`ReplicaStore::read_prepare`]). Best
     /// effort: a failure only leaves disk space in use; `records` still reports them,
     /// and the replica ignores records at or below its checkpoint.
     fn discard_through(&mut self, op: u64);
@@ -341,6 +348,17 @@ impl ReplicaStore for MemoryStore {
             .iter()
             .map(|(op, record)| (op, record.clone()))
             .collect()
+    }
+
+    fn read_prepare(&self, op: u64) -> Option<Rc<[u8]>> {
+        let state = self.state.borrow();
+        if state.failure.is_some() {
+            return None;
+        }
+        match state.prepares.get(op) {
+            Some(StoredRecord::Prepare(frame)) => Some(Rc::clone(frame)),
+            _ => None,
+        }
     }
 
     fn may_lack_acknowledged_ops(&self) -> bool {

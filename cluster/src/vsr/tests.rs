@@ -694,3 +694,58 @@ fn a_primary_never_prepares_a_request_older_than_one_of_the_same_client_it_has_n
         .collect();
     assert_eq!(requests, vec![(5, 10), (6, 1), (5, 11)]);
 }
+
+#[test]
+fn an_applied_ops_frame_leaves_memory_for_the_store_and_is_served_from_it() {
+    // The journal keeps a repair window of applied frames in memory and only headers
+    // below it; a peer further behind is served from the store, byte for byte.
+    use crate::wire::Command;
+    let mut replicas: Vec<_> = (0..3u8)
+        .map(|index| Replica::open(config(index), Counter(0), MemoryStore::new(), 0).expect("open"))
+        .collect();
+    let ops = constants::JOURNAL_APPLIED_FRAMES_IN_MEMORY_OPS + 40;
+    for request in 1..=ops {
+        replicas[0].on_frame(crate::seam::ProcessId(9), &client_request(request), 0);
+        exchange_cutting(&mut replicas, &[0, 1, 2], request..request + 1, |_, _, _| false);
+    }
+    assert_eq!(replicas[0].commit_min(), ops, "every op applied on the primary");
+    let journal = &replicas[0].journal;
+    let old = journal.get(1).expect("op 1 is in the ring");
+    assert!(old.body_in_store() && old.has_body() && old.frame().is_none());
+    assert!(journal.ready(1), "an op whose frame is in the store is still held");
+    let recent = ops - constants::JOURNAL_APPLIED_FRAMES_IN_MEMORY_OPS + 1;
+    assert!(
+        (recent..=ops).all(|op| journal.get(op).is_some_and(|entry| entry.frame().is_some())),
+        "the last repair window of applied ops keeps its frames in memory"
+    );
+    assert!(
+        (1..recent).all(|op| journal.get(op).is_some_and(crate::vsr::journal::Entry::body_in_store)),
+        "older applied ops keep only their headers"
+    );
+    // Replica 2 asks for ops 1..=10: served from the store, the frames it stored.
+    let mut ask = Header::new(Command::RequestPrepares);
+    ask.cluster = 7;
+    ask.replica = 2;
+    ask.op = 1;
+    ask.commit = 10;
+    replicas[0].on_frame(crate::seam::ProcessId(2), &crate::wire::seal_header(ask, &[]), 0);
+    let served: Vec<Vec<u8>> = replicas[0]
+        .drain_outbox()
+        .filter(|out| out.to.0 == 2)
+        .filter_map(|out| {
+            let (header, body) = crate::wire::open(&out.frame).ok()?;
+            (header.command == Command::RepairPrepare).then(|| body.to_vec())
+        })
+        .collect();
+    let stored: Vec<Vec<u8>> = (1..=10)
+        .map(|op| replicas[0].store.read_prepare(op).expect("stored").to_vec())
+        .collect();
+    assert_eq!(served, stored, "ops 1..=10 are served, each as the store holds it");
+    assert!(
+        served
+            .iter()
+            .enumerate()
+            .all(|(index, frame)| crate::wire::open(frame).is_ok_and(|(header, _)| header.op == index as u64 + 1)),
+        "each served frame is its op's prepare"
+    );
+}

@@ -220,7 +220,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 let record = match self.journal.get(op) {
                     Some(entry) => DoViewChangeRecord {
                         header: Some(entry.header()),
-                        present: entry.frame().is_some() || op == self.journal.floor(),
+                        present: entry.has_body() || op == self.journal.floor(),
                     },
                     None => DoViewChangeRecord {
                         header: None,
@@ -485,7 +485,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 .filter(|&op| !logs.values().any(|log| may_hold(log, op)))
                 .min();
             if let Some(op) = lost {
-                let held = self.journal.get(op).is_some_and(|entry| entry.frame().is_some());
+                let held = self.journal.get(op).is_some_and(Entry::has_body);
                 if !held {
                     crate::cover!(ViewChangeEndsBelowLostOp);
                     head = op.saturating_sub(1);

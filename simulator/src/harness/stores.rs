@@ -169,6 +169,13 @@ impl ReplicaStore for SimReplicaStore {
         }
     }
 
+    fn read_prepare(&self, op: u64) -> Option<Rc<[u8]>> {
+        match self {
+            SimReplicaStore::Memory(store) => store.read_prepare(op),
+            SimReplicaStore::Durable(store) => store.read_prepare(op),
+        }
+    }
+
     fn may_lack_acknowledged_ops(&self) -> bool {
         match self {
             SimReplicaStore::Memory(store) => store.may_lack_acknowledged_ops(),
