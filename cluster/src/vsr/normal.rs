@@ -587,8 +587,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             // The op a repair window below the applied head leaves memory for the store
             // (see JOURNAL_APPLIED_FRAMES_IN_MEMORY_OPS), which keeps every record above
             // the journal's floor (see `make_checkpoint_durable`).
+            // A store that shares the frames in memory would gain nothing.
             if let Some(old) = op.checked_sub(JOURNAL_APPLIED_FRAMES_IN_MEMORY_OPS)
                 && old > self.journal.floor()
+                && !self.store.shares_frames_in_memory()
             {
                 self.journal.release_frame(old);
             }

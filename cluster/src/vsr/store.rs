@@ -66,6 +66,12 @@ pub trait ReplicaStore {
     /// journal keeps only the headers of applied ops and reads their frames back here
     /// when a peer asks for them (see `Journal::release_frame`).
     fn read_prepare(&self, op: u64) -> Option<Rc<[u8]>>;
+    /// Whether the store keeps the journal's own frames in memory (shared, not
+    /// copied): the journal then gains nothing by holding an applied op's header
+    /// alone, and keeps its frame.
+    fn shares_frames_in_memory(&self) -> bool {
+        false
+    }
     /// Whether the log this store recovered may lack ops the replica acknowledged
     /// before it stopped (a partition WAL discards its unpublished tail at boot). Such
     /// a replica must rejoin through a primary's StartView and never start a view
@@ -228,6 +234,8 @@ struct MemoryStoreState {
     prepares: OpTable<StoredRecord>,
     fail_superblock_writes: bool,
     fail_checkpoint_writes: bool,
+    /// Test knob: behave as a disk store, which holds copies, not the journal's frames.
+    frames_not_shared: bool,
     checkpoint_write_attempts: u64,
     may_lack_acknowledged_ops: bool,
     superblock_writes: u64,
@@ -258,6 +266,12 @@ impl MemoryStore {
     /// Make every checkpoint write fail (or succeed again), for fault tests.
     pub fn set_fail_checkpoint_writes(&self, fail: bool) {
         self.state.borrow_mut().fail_checkpoint_writes = fail;
+    }
+
+    /// Test only: say the frames are not shared with the journal, as a disk store
+    /// would, so the journal leaves applied frames to the store.
+    pub fn set_frames_not_shared(&self, not_shared: bool) {
+        self.state.borrow_mut().frames_not_shared = not_shared;
     }
 
     /// From now on every write fails and the store reports `what` as its
@@ -348,6 +362,10 @@ impl ReplicaStore for MemoryStore {
             .iter()
             .map(|(op, record)| (op, record.clone()))
             .collect()
+    }
+
+    fn shares_frames_in_memory(&self) -> bool {
+        !self.state.borrow().frames_not_shared
     }
 
     fn read_prepare(&self, op: u64) -> Option<Rc<[u8]>> {

@@ -701,7 +701,12 @@ fn an_applied_ops_frame_leaves_memory_for_the_store_and_is_served_from_it() {
     // below it; a peer further behind is served from the store, byte for byte.
     use crate::wire::Command;
     let mut replicas: Vec<_> = (0..3u8)
-        .map(|index| Replica::open(config(index), Counter(0), MemoryStore::new(), 0).expect("open"))
+        .map(|index| {
+            // As a disk store: a store sharing the journal's frames keeps them there.
+            let store = MemoryStore::new();
+            store.set_frames_not_shared(true);
+            Replica::open(config(index), Counter(0), store, 0).expect("open")
+        })
         .collect();
     let ops = constants::JOURNAL_APPLIED_FRAMES_IN_MEMORY_OPS + 40;
     for request in 1..=ops {
@@ -748,4 +753,14 @@ fn an_applied_ops_frame_leaves_memory_for_the_store_and_is_served_from_it() {
             .all(|(index, frame)| crate::wire::open(frame).is_ok_and(|(header, _)| header.op == index as u64 + 1)),
         "each served frame is its op's prepare"
     );
+    // A store sharing the journal's frames (the in-memory one) keeps them in memory.
+    let mut shared: Vec<_> = (0..3u8)
+        .map(|index| Replica::open(config(index), Counter(0), MemoryStore::new(), 0).expect("open"))
+        .collect();
+    for request in 1..=ops {
+        shared[0].on_frame(crate::seam::ProcessId(9), &client_request(request), 0);
+        exchange_cutting(&mut shared, &[0, 1, 2], request..request + 1, |_, _, _| false);
+    }
+    assert_eq!(shared[0].commit_min(), ops);
+    assert!(shared[0].journal.get(1).is_some_and(|entry| entry.frame().is_some()));
 }

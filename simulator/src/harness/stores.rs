@@ -176,6 +176,13 @@ impl ReplicaStore for SimReplicaStore {
         }
     }
 
+    fn shares_frames_in_memory(&self) -> bool {
+        match self {
+            SimReplicaStore::Memory(store) => store.shares_frames_in_memory(),
+            SimReplicaStore::Durable(store) => store.shares_frames_in_memory(),
+        }
+    }
+
     fn may_lack_acknowledged_ops(&self) -> bool {
         match self {
             SimReplicaStore::Memory(store) => store.may_lack_acknowledged_ops(),
