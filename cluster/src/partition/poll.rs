@@ -129,6 +129,16 @@ impl From<&StoredMessage> for PolledMessage {
     }
 }
 
+/// One polled message's encoding, `[offset][timestamp][id][payload]`: a
+/// [`PolledMessage`]'s, and a stored message's when a reply is encoded straight from
+/// the log.
+fn encode_message(w: &mut Writer, offset: u64, timestamp_micros: u64, id: u128, payload: &[u8]) {
+    w.u64(offset);
+    w.u64(timestamp_micros);
+    w.u128(id);
+    w.bytes(payload);
+}
+
 impl PolledMessage {
     /// `[offset][timestamp][id][payload]`.
     pub fn encode(&self) -> Vec<u8> {
@@ -146,10 +156,7 @@ impl PolledMessage {
     }
 
     fn encode_into(&self, w: &mut Writer) {
-        w.u64(self.offset);
-        w.u64(self.timestamp_micros);
-        w.u128(self.id);
-        w.bytes(&self.payload);
+        encode_message(w, self.offset, self.timestamp_micros, self.id, &self.payload);
     }
 
     fn decode_from(r: &mut Reader<'_>) -> Result<PolledMessage, DecodeError> {
@@ -213,10 +220,13 @@ impl PollReply {
         w.u64(log.next_offset());
         w.len(messages.len());
         for message in messages {
-            w.u64(message.offset);
-            w.u64(message.timestamp_micros);
-            w.u128(message.id);
-            w.bytes(&message.payload);
+            encode_message(
+                &mut w,
+                message.offset,
+                message.timestamp_micros,
+                message.id,
+                &message.payload,
+            );
         }
         w.finish()
     }

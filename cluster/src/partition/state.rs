@@ -186,39 +186,32 @@ impl PartitionState {
         self.message_expiry_micros
     }
 
+    /// Apply one committed op.
+    pub fn apply(&mut self, op: &PartitionOp, context: &ApplyContext) -> PartitionReply {
+        self.apply_owned(op.clone(), context)
+    }
+
     /// Apply one committed op the caller no longer needs: as [`PartitionState::apply`],
     /// but a batch's payloads move into the log instead of being copied (the replica's
     /// path, which decodes each committed body once and drops it after).
     pub fn apply_owned(&mut self, op: PartitionOp, context: &ApplyContext) -> PartitionReply {
-        match op {
-            PartitionOp::SendMessages { messages } => {
-                self.log
-                    .apply_retention(context.timestamp_micros, self.message_expiry_micros);
-                self.send_messages(messages, context)
-            }
-            op => self.apply(&op, context),
-        }
-    }
-
-    /// Apply one committed op.
-    pub fn apply(&mut self, op: &PartitionOp, context: &ApplyContext) -> PartitionReply {
         self.log
             .apply_retention(context.timestamp_micros, self.message_expiry_micros);
         match op {
-            PartitionOp::SendMessages { messages } => self.send_messages(messages.clone(), context),
+            PartitionOp::SendMessages { messages } => self.send_messages(messages, context),
             PartitionOp::StoreConsumerOffset { consumer, offset } => {
-                if let Err(reply) = self.check_owner(consumer) {
+                if let Err(reply) = self.check_owner(&consumer) {
                     return reply;
                 }
                 let next_offset = self.log.next_offset();
-                if *offset > next_offset {
+                if offset > next_offset {
                     return PartitionReply::OffsetBeyondLog { next_offset };
                 }
-                self.consumer_offsets.insert(consumer.key(), *offset);
+                self.consumer_offsets.insert(consumer.key(), offset);
                 PartitionReply::Ok
             }
             PartitionOp::DeleteConsumerOffset { consumer } => {
-                if let Err(reply) = self.check_owner(consumer) {
+                if let Err(reply) = self.check_owner(&consumer) {
                     return reply;
                 }
                 self.consumer_offsets.remove(&consumer.key());
@@ -229,17 +222,11 @@ impl PartitionState {
                 member_id,
                 generation,
             } => {
-                let current = self.group_owners.get(group_id).map_or(0, |owner| owner.generation);
-                if *generation <= current {
+                let current = self.group_owners.get(&group_id).map_or(0, |owner| owner.generation);
+                if generation <= current {
                     return PartitionReply::StaleGeneration;
                 }
-                self.group_owners.insert(
-                    *group_id,
-                    GroupOwner {
-                        member_id: *member_id,
-                        generation: *generation,
-                    },
-                );
+                self.group_owners.insert(group_id, GroupOwner { member_id, generation });
                 PartitionReply::Ok
             }
             PartitionOp::Purge => {
@@ -247,11 +234,11 @@ impl PartitionState {
                 PartitionReply::Ok
             }
             PartitionOp::DeleteSegments { count } => {
-                let wanted = usize::try_from(*count).unwrap_or(usize::MAX);
+                let wanted = usize::try_from(count).unwrap_or(usize::MAX);
                 let dropped = self.log.delete_oldest_segments(wanted);
                 PartitionReply::SegmentsDeleted {
                     // dropped <= count, a u32.
-                    count: u32::try_from(dropped).unwrap_or(*count),
+                    count: u32::try_from(dropped).unwrap_or(count),
                 }
             }
         }

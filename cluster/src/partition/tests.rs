@@ -556,30 +556,6 @@ fn scenario() -> Vec<(PartitionOp, ApplyContext)> {
 }
 
 #[test]
-fn applying_an_owned_op_is_applying_it_by_reference() {
-    let mut by_reference = PartitionState::new(DAY_MICROS, OwnerFence::Enforced);
-    let mut owned = PartitionState::new(DAY_MICROS, OwnerFence::Enforced);
-    // The scenario, then refusals (an empty batch, an offset beyond the log): every
-    // reply and every state must agree.
-    let refused = [
-        (batch(0, 0), at(16, 7)),
-        (
-            PartitionOp::StoreConsumerOffset {
-                consumer: Consumer::Single { consumer_id: 2 },
-                offset: 1_000,
-            },
-            at(17, 8),
-        ),
-    ];
-    for (op, context) in scenario().into_iter().chain(refused) {
-        let reply = by_reference.apply(&op, &context);
-        assert_eq!(owned.apply_owned(op.clone(), &context), reply, "{op:?}");
-        assert_eq!(owned, by_reference, "{op:?}");
-    }
-    assert!(by_reference.log().next_offset() > 0, "the scenario appended messages");
-}
-
-#[test]
 fn same_ops_same_digest_and_every_change_moves_it() {
     let mut a = PartitionState::new(DAY_MICROS, OwnerFence::Enforced);
     let mut b = PartitionState::new(DAY_MICROS, OwnerFence::Enforced);

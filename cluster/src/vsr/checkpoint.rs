@@ -257,8 +257,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 // `Journal::release_frame`): evict what the ring's bounds let go now (the
                 // caller would at once), then let the store forget what the ring did.
                 self.enforce_journal_bounds();
-                // A transfer's install moved the floor itself (eviction above already
-                // let the store forget what it evicted).
+                // Eviction lets the store forget what it evicted; a transfer's install
+                // moved the floor itself, so tell the store here too (a repeat is a
+                // no-op: the WAL plans a drop only when it frees bytes).
                 if self.journal.floor() > 0 {
                     self.store.discard_through(self.journal.floor());
                 }
