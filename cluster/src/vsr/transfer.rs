@@ -159,6 +159,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
 
     /// Tick the transfer and the served pins; true if a timeout fired.
     pub(crate) fn tick_transfers(&mut self) -> bool {
+        if self.served.is_empty() && self.transfer.is_none() {
+            // The common case, at every tick of every replica: nothing to age.
+            return false;
+        }
         for served in &mut self.served {
             served.idle_ticks += 1;
         }

@@ -19,6 +19,7 @@ mod schedule;
 pub mod state_checker;
 pub mod stores;
 mod trace;
+mod watches;
 
 use std::cell::{Ref, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
@@ -45,6 +46,7 @@ use client::{ClientDriver, ClientStats, run_client};
 use crash::{CrashAction, CrashConfig, CrashInjector, Moment, ReplicaLife};
 use schedule::HarnessReplay;
 use state_checker::{CommittedOp, StateChecker};
+use watches::{GroupWatch, GroupWatches};
 
 /// Ticks a live Normal replica of a group may sit behind its commit point without
 /// applying anything before the run fails as stuck (a hole nobody repairs). The clock
@@ -330,42 +332,6 @@ struct Lagging {
     stuck: Option<String>,
 }
 
-/// What the per-tick checks remember about one group on one replica.
-#[derive(Clone, Copy, Debug, Default)]
-struct GroupWatch {
-    /// Last applied op checked by the state checker, this incarnation.
-    checked: u64,
-    /// Highest view seen (views are durable: they never go back, even across restarts).
-    view_seen: u64,
-    /// (commit_min, tick it last moved) this incarnation, for the stuck check.
-    progress: (u64, u64),
-    /// Hosted at the last check.
-    present: bool,
-    /// Hosted at some check this incarnation (one that was, and no longer is, was
-    /// closed: its partition was deleted).
-    hosted: bool,
-    /// The checkpoint op whose state was last compared, this incarnation.
-    checkpoint_seen: u64,
-    /// The tick the state transfer in progress was first seen, this incarnation.
-    transfer_since: Option<u64>,
-    /// (log view, held head) when this incarnation crashed: the most it may have
-    /// acknowledged in that log view (see `Replica::held_head`). Taken at the crash
-    /// (what the last check saw, since a crash comes between steps), not every tick.
-    held: Option<(u64, u64)>,
-    /// `held` as the previous incarnation left it, compared at this incarnation's first
-    /// check: a log offered as complete in the same log view holds at least as much.
-    held_before_restart: Option<(u64, u64)>,
-}
-
-impl GroupWatch {
-    fn new(tick: u64) -> Self {
-        Self {
-            progress: (0, tick),
-            ..Self::default()
-        }
-    }
-}
-
 /// What a replica keeps while it is down.
 enum Disk {
     Memory(MemoryStores),
@@ -377,7 +343,7 @@ struct Slot {
     disk: Disk,
     incarnation: u64,
     since: u64,
-    watches: BTreeMap<u64, GroupWatch>,
+    watches: GroupWatches,
     /// The tick the supervisor starts this node again, after a fail-stop.
     supervisor_restart_at: Option<u64>,
     /// Faults the disk had injected when this incarnation began to boot: a storage
@@ -469,6 +435,8 @@ pub struct Harness {
     /// `check`'s per-tick list of what every replica of every group applied, kept
     /// between ticks so a tick's check allocates nothing (it is rebuilt each tick).
     applied_scratch: Vec<(u64, usize, u64)>,
+    /// `check`'s lagging replicas, kept to reuse its allocation.
+    lagging_scratch: Vec<Lagging>,
     /// The clients' driver, told each tick as it starts (`ClientDriver::on_tick`).
     driver: Rc<RefCell<dyn ClientDriver>>,
     /// The crashes, restarts, disk-error windows and rots made so far (the harness's
@@ -515,6 +483,7 @@ impl Harness {
             retired: CatchUpCounters::default(),
             checkpoints: CheckpointChecker::default(),
             applied_scratch: Vec::new(),
+            lagging_scratch: Vec::new(),
             storage_faults: config.storage_faults,
             rot_chances: 0,
             partitions_changed_max: 0,
@@ -562,7 +531,7 @@ impl Harness {
                 disk,
                 incarnation: 0,
                 since: 0,
-                watches: BTreeMap::new(),
+                watches: GroupWatches::default(),
                 supervisor_restart_at: None,
                 injected_at_boot: 0,
             });
@@ -658,7 +627,6 @@ impl Harness {
             watch.checkpoint_seen = 0;
             watch.transfer_since = None;
             watch.progress = (0, tick);
-            watch.present = false;
             watch.hosted = false;
             watch.held_before_restart = watch.held.take();
         }
@@ -933,7 +901,7 @@ impl Harness {
                     .collect();
                 self.slots[index]
                     .watches
-                    .retain(|group, watch| !watch.hosted || hosted.contains(group));
+                    .retain(|group, watch| !watch.hosted || hosted.contains(&group));
             }
             // A store that failed mid-input may have done half of what it was asked
             // (a view change truncates the log before it makes the new log view
@@ -1174,54 +1142,49 @@ impl Harness {
         // which sees every replica (see `COMMIT_STUCK_TICKS_MAX`).
         let mut applied = std::mem::take(&mut self.applied_scratch);
         applied.clear();
-        let mut lagging: Vec<Lagging> = Vec::new();
+        let mut lagging = std::mem::take(&mut self.lagging_scratch);
+        lagging.clear();
         for (index, slot) in self.slots.iter_mut().enumerate() {
             let Some(node) = &slot.node else { continue };
-            for watch in slot.watches.values_mut() {
-                watch.present = false;
-            }
+            slot.watches.begin_walk();
             for shard in node.shards() {
                 let shard = shard.borrow();
                 if let Some(metadata) = shard.metadata() {
                     applied.push((METADATA_GROUP, index, metadata.commit_min()));
-                    lagging.extend(check_group(
+                    check_group(
                         index,
                         METADATA_GROUP,
                         metadata,
                         slot.incarnation,
-                        slot.watches
-                            .entry(METADATA_GROUP)
-                            .or_insert_with(|| GroupWatch::new(tick)),
+                        slot.watches.visit(METADATA_GROUP, tick),
                         &mut self.checkers,
                         &mut self.checkpoints,
                         tick,
                         break_check,
-                    )?);
+                        &mut lagging,
+                    )?;
                 }
                 for (group, replica) in shard.partitions() {
                     applied.push((*group, index, replica.commit_min()));
-                    lagging.extend(check_group(
+                    check_group(
                         index,
                         *group,
                         replica,
                         slot.incarnation,
-                        slot.watches.entry(*group).or_insert_with(|| GroupWatch::new(tick)),
+                        slot.watches.visit(*group, tick),
                         &mut self.checkers,
                         &mut self.checkpoints,
                         tick,
                         break_check,
-                    )?);
+                        &mut lagging,
+                    )?;
                 }
             }
-            // A group this node no longer hosts was deleted here: forget what was seen
-            // of it, since its store went with it (a restart replaying the metadata log
-            // briefly re-creates it, fresh, before replaying the delete).
-            if slot.watches.values().any(|watch| watch.hosted && !watch.present) {
-                slot.watches.retain(|_, watch| watch.present || !watch.hosted);
-            }
+            slot.watches.end_walk();
         }
         if lagging.is_empty() {
             self.applied_scratch = applied;
+            self.lagging_scratch = lagging;
             return Ok(());
         }
         let network = self.simulation.network();
@@ -1230,7 +1193,7 @@ impl Harness {
             group,
             commit_min,
             stuck,
-        } in lagging
+        } in lagging.drain(..)
         {
             // The only way a lagging replica moves on is a repair from a peer that
             // applied further, reachable both ways through the standing partition.
@@ -1242,7 +1205,7 @@ impl Harness {
                     && !network.path_cut(peer, index)
             });
             if !can_repair {
-                if let Some(watch) = self.slots[index].watches.get_mut(&group) {
+                if let Some(watch) = self.slots[index].watches.get_mut(group) {
                     watch.progress = (commit_min, tick);
                 }
             } else if let Some(detail) = stuck {
@@ -1250,6 +1213,7 @@ impl Harness {
             }
         }
         self.applied_scratch = applied;
+        self.lagging_scratch = lagging;
         Ok(())
     }
 
@@ -1375,12 +1339,12 @@ impl Harness {
         for shard in node.shards() {
             let shard = shard.borrow();
             if let Some(metadata) = shard.metadata()
-                && let Some(watch) = slot.watches.get_mut(&METADATA_GROUP)
+                && let Some(watch) = slot.watches.get_mut(METADATA_GROUP)
             {
                 watch.held = Some((metadata.log_view(), metadata.held_head()));
             }
             for (group, replica) in shard.partitions() {
-                if let Some(watch) = slot.watches.get_mut(group) {
+                if let Some(watch) = slot.watches.get_mut(*group) {
                     watch.held = Some((replica.log_view(), replica.held_head()));
                 }
             }
@@ -1512,10 +1476,9 @@ fn check_group<S: StateMachine>(
     checkpoints: &mut CheckpointChecker,
     tick: u64,
     break_check: bool,
-) -> Result<Option<Lagging>, CheckFailure> {
+    lagging: &mut Vec<Lagging>,
+) -> Result<(), CheckFailure> {
     let fail = |check: &'static str, detail: String| CheckFailure { check, detail, tick };
-    watch.present = true;
-    watch.hosted = true;
     if replica.view() < watch.view_seen {
         return Err(fail(
             "view went back",
@@ -1612,7 +1575,7 @@ fn check_group<S: StateMachine>(
     }
     if commit_min != watch.progress.0 || replica.status() != Status::Normal || commit_min >= replica.commit_max() {
         watch.progress = (commit_min, tick);
-        return Ok(None);
+        return Ok(());
     }
     let stuck = (tick - watch.progress.1 > COMMIT_STUCK_TICKS_MAX).then(|| {
         let (requests, outstanding) = replica.repair_state();
@@ -1626,10 +1589,11 @@ fn check_group<S: StateMachine>(
             replica.describe_op(commit_min),
         )
     });
-    Ok(Some(Lagging {
+    lagging.push(Lagging {
         index,
         group,
         commit_min,
         stuck,
-    }))
+    });
+    Ok(())
 }

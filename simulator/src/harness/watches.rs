@@ -1,0 +1,191 @@
+//! What the per-tick checks remember about each group a replica hosts, kept in the
+//! order the checks visit the groups.
+//!
+//! The checks walk every group of every live replica at every tick (see
+//! `Harness::check`), and a replica hosts the same groups in the same order from one
+//! tick to the next: only a partition's creation or deletion, or a restart, changes
+//! them. So the watches sit in a `Vec` in the order of the last walk, and the walk
+//! finds each group's watch at its cursor in one comparison. A map keyed by group cost
+//! a search and an entry per group per tick, which was most of what the walk cost (a
+//! fifth of all instructions on a uniform-plane run, where a replica hosts a dozen
+//! groups).
+//!
+//! What it models: nothing. The order of the watches never reaches the output or the
+//! schedule: every use is by group or over all watches alike.
+
+/// What the per-tick checks remember about one group on one replica.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct GroupWatch {
+    /// Last applied op checked by the state checker, this incarnation.
+    pub checked: u64,
+    /// Highest view seen (views are durable: they never go back, even across restarts).
+    pub view_seen: u64,
+    /// (commit_min, tick it last moved) this incarnation, for the stuck check.
+    pub progress: (u64, u64),
+    /// Hosted at some check this incarnation (one that was, and no longer is, was
+    /// closed: its partition was deleted).
+    pub hosted: bool,
+    /// The checkpoint op whose state was last compared, this incarnation.
+    pub checkpoint_seen: u64,
+    /// The tick the state transfer in progress was first seen, this incarnation.
+    pub transfer_since: Option<u64>,
+    /// (log view, held head) when this incarnation crashed: the most it may have
+    /// acknowledged in that log view (see `Replica::held_head`). Taken at the crash
+    /// (what the last check saw, since a crash comes between steps), not every tick.
+    pub held: Option<(u64, u64)>,
+    /// `held` as the previous incarnation left it, compared at this incarnation's first
+    /// check: a log offered as complete in the same log view holds at least as much.
+    pub held_before_restart: Option<(u64, u64)>,
+}
+
+impl GroupWatch {
+    fn new(tick: u64) -> Self {
+        Self {
+            progress: (0, tick),
+            ..Self::default()
+        }
+    }
+}
+
+/// One replica's watches, by group.
+#[derive(Debug, Default)]
+pub(super) struct GroupWatches {
+    /// At most one per group. During a walk, `entries[..cursor]` are the groups
+    /// visited so far; between walks, in the order of the last walk.
+    entries: Vec<(u64, GroupWatch)>,
+    cursor: usize,
+}
+
+impl GroupWatches {
+    /// Every watch.
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut GroupWatch> {
+        self.entries.iter_mut().map(|(_, watch)| watch)
+    }
+
+    /// `group`'s watch, if any.
+    pub fn get_mut(&mut self, group: u64) -> Option<&mut GroupWatch> {
+        self.entries
+            .iter_mut()
+            .find(|(held, _)| *held == group)
+            .map(|(_, watch)| watch)
+    }
+
+    /// Keep the watches `keep` says to.
+    pub fn retain(&mut self, mut keep: impl FnMut(u64, &GroupWatch) -> bool) {
+        self.entries.retain(|(group, watch)| keep(*group, watch));
+        self.cursor = self.cursor.min(self.entries.len());
+    }
+
+    /// Start a walk over the groups the replica hosts now.
+    pub fn begin_walk(&mut self) {
+        self.cursor = 0;
+    }
+
+    /// The watch of `group`, the walk's next group (a new one if it has none), marked
+    /// hosted. One comparison when the walk visits the groups in the last walk's order.
+    pub fn visit(&mut self, group: u64, tick: u64) -> &mut GroupWatch {
+        let at = self.cursor;
+        let index = if self.entries.get(at).is_some_and(|(held, _)| *held == group) {
+            self.cursor += 1;
+            at
+        } else {
+            match self.entries.iter().position(|(held, _)| *held == group) {
+                // Visited already in this walk (a group hosted twice over): the same
+                // watch, as a map would give.
+                Some(index) if index < at => index,
+                Some(index) => {
+                    self.entries.swap(at, index);
+                    self.cursor += 1;
+                    at
+                }
+                None => {
+                    self.entries.insert(at, (group, GroupWatch::new(tick)));
+                    self.cursor += 1;
+                    at
+                }
+            }
+        };
+        let watch = &mut self.entries[index].1;
+        watch.hosted = true;
+        watch
+    }
+
+    /// End the walk: a group hosted at an earlier check and not visited in this one was
+    /// closed here (its partition deleted), so what was seen of it is forgotten, since
+    /// its store went with it. Watches never hosted in this incarnation stay (they carry
+    /// what the last incarnation held, for its first check).
+    pub fn end_walk(&mut self) {
+        let visited = self.cursor;
+        if self.entries[visited..].iter().any(|(_, watch)| watch.hosted) {
+            let mut index = 0;
+            self.entries.retain(|(_, watch)| {
+                index += 1;
+                index <= visited || !watch.hosted
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn walk(watches: &mut GroupWatches, groups: &[u64], tick: u64) {
+        watches.begin_walk();
+        for &group in groups {
+            watches.visit(group, tick).checked = tick;
+        }
+        watches.end_walk();
+    }
+
+    fn groups(watches: &GroupWatches) -> Vec<u64> {
+        let mut groups: Vec<u64> = watches.entries.iter().map(|(group, _)| *group).collect();
+        groups.sort_unstable();
+        groups
+    }
+
+    #[test]
+    fn a_walk_keeps_one_watch_per_group_and_what_it_remembers() {
+        let mut watches = GroupWatches::default();
+        walk(&mut watches, &[0, 7, 3], 1);
+        walk(&mut watches, &[0, 7, 3], 2);
+        assert_eq!(groups(&watches), [0, 3, 7]);
+        assert!(
+            watches
+                .values_mut()
+                .all(|watch| watch.checked == 2 && watch.progress == (0, 1))
+        );
+        // Another order finds the same watches, and a new group gets a fresh one.
+        walk(&mut watches, &[3, 9, 0, 7], 3);
+        assert_eq!(groups(&watches), [0, 3, 7, 9]);
+        assert_eq!(watches.get_mut(9).map(|watch| watch.progress), Some((0, 3)));
+        assert_eq!(watches.get_mut(7).map(|watch| watch.progress), Some((0, 1)));
+    }
+
+    #[test]
+    fn a_hosted_group_the_walk_no_longer_visits_is_forgotten_and_an_unhosted_one_stays() {
+        let mut watches = GroupWatches::default();
+        walk(&mut watches, &[0, 5, 6], 1);
+        // A restart: every watch is kept, none hosted yet by the new incarnation.
+        for watch in watches.values_mut() {
+            watch.hosted = false;
+            watch.held_before_restart = Some((1, 10));
+        }
+        walk(&mut watches, &[0, 6], 2);
+        assert_eq!(groups(&watches), [0, 5, 6], "5 was never hosted by this incarnation");
+        walk(&mut watches, &[6], 3);
+        assert_eq!(groups(&watches), [5, 6], "0 was hosted at tick 2 and is gone now");
+        assert!(watches.get_mut(0).is_none());
+    }
+
+    #[test]
+    fn a_group_visited_twice_in_one_walk_gets_the_same_watch() {
+        let mut watches = GroupWatches::default();
+        watches.begin_walk();
+        watches.visit(4, 1).checked = 11;
+        watches.visit(8, 1);
+        assert_eq!(watches.visit(4, 1).checked, 11);
+        watches.end_walk();
+        assert_eq!(groups(&watches), [4, 8]);
+    }
+}
