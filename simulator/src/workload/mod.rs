@@ -122,7 +122,7 @@ struct Pending {
 
 impl Pending {
     /// "PurgeStream (aim Ok, step 2/3, client 0) PurgeTopic ..." for failures.
-    fn context(&self, client: usize) -> String {
+    fn describe(step: &Step, client: usize) -> String {
         let Step {
             action,
             aim,
@@ -130,7 +130,7 @@ impl Pending {
             steps,
             request,
             ..
-        } = &self.step;
+        } = step;
         let plan = if *steps > 1 {
             format!(", step {step}/{steps}")
         } else {
@@ -609,13 +609,16 @@ impl MetadataWorkload {
             self.fail(format!("client {client} got a reply with no request outstanding"));
             return;
         };
-        let context = pending.context(client);
         let Pending { step, predicted } = pending;
+        // Described only for a failure: formatting it for every reply cost more than
+        // judging the reply.
+        let context = || Pending::describe(&step, client);
         let (action, aim, request) = (step.action, step.aim, &step.request);
         self.replies[action as usize] += 1;
         if header.operation != request.operation() || header.group != request.group() {
             self.fail(format!(
-                "{context}: the reply names operation {} of group {:#x}, the request was operation {} of group {:#x}",
+                "{}: the reply names operation {} of group {:#x}, the request was operation {} of group {:#x}",
+                context(),
                 header.operation,
                 header.group,
                 request.operation(),
@@ -633,7 +636,11 @@ impl MetadataWorkload {
         let reply = match decoded {
             Ok(reply) => reply,
             Err(error) => {
-                self.fail(format!("malformed reply to {context} ({} bytes): {error}", body.len()));
+                self.fail(format!(
+                    "malformed reply to {} ({} bytes): {error}",
+                    context(),
+                    body.len()
+                ));
                 return;
             }
         };
@@ -643,7 +650,8 @@ impl MetadataWorkload {
             self.replies_classified += 1;
         } else {
             self.fail(format!(
-                "{context} replied {outcome:?}, an outcome it does not declare: {}",
+                "{} replied {outcome:?}, an outcome it does not declare: {}",
+                context(),
                 reply.describe()
             ));
         }
@@ -652,8 +660,9 @@ impl MetadataWorkload {
         }
         if !predicted.contains(outcome) {
             self.fail(format!(
-                "{} predicted {predicted:?}, got {outcome:?}: {context} replied {}",
+                "{} predicted {predicted:?}, got {outcome:?}: {} replied {}",
                 action.name(),
+                context(),
                 reply.describe()
             ));
         }
@@ -679,12 +688,12 @@ impl MetadataWorkload {
         };
         action.observe(&mut self.shadow, &answered);
         for mismatch in self.shadow.take_mismatches() {
-            self.fail(format!("{context} replied {}: {mismatch}", reply.describe()));
+            self.fail(format!("{} replied {}: {mismatch}", context(), reply.describe()));
         }
         let global = self.shadow.take_global_id_mismatches();
         if self.exact() {
             for mismatch in global {
-                self.fail(format!("{context}: {mismatch}"));
+                self.fail(format!("{}: {mismatch}", context()));
             }
         }
     }
@@ -827,7 +836,7 @@ impl MetadataWorkload {
         // The client's namespace is exact with any number of clients, so the aim must
         // be among the predicted outcomes (a global limit only widens the prediction).
         if pending.step.aimed && !predicted.contains(pending.step.aim) {
-            let context = pending.context(client);
+            let context = Pending::describe(&pending.step, client);
             self.fail(format!("workload bug: {context} but the shadow predicts {predicted:?}"));
         }
         self.clients[client].pending = Some(pending);
