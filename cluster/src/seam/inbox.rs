@@ -104,8 +104,14 @@ impl Future for Recv {
         match state.frames.pop_front() {
             Some(frame) => Poll::Ready(frame),
             None => {
-                // One receiver per inbox: the pump. Replace rather than accumulate.
-                state.waker = Some(cx.waker().clone());
+                // One receiver per inbox: the pump. Replace rather than accumulate, and
+                // keep the stored waker when it already wakes this task (the pump polls
+                // its inbox at every tick; a clone and a drop each time were two atomic
+                // reference-count updates).
+                match &mut state.waker {
+                    Some(waker) => waker.clone_from(cx.waker()),
+                    empty => *empty = Some(cx.waker().clone()),
+                }
                 Poll::Pending
             }
         }

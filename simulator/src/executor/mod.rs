@@ -133,6 +133,10 @@ struct Slot {
     task: Option<BoxedTask>,
     owner: Option<ProcessId>,
     waker: Option<Arc<TaskWaker>>,
+    /// `waker` as a `Waker`, made once at spawn and lent to each poll (`None` while the
+    /// task is being polled): a clone and a drop per poll were two atomic
+    /// reference-count updates.
+    poll_waker: Option<Waker>,
     /// Set while the task is out of the slot being polled.
     polling: bool,
 }
@@ -291,6 +295,7 @@ impl DetExecutor {
                     doomed.extend(slot.task.take());
                     slot.owner = None;
                     slot.waker = None;
+                    slot.poll_waker = None;
                     slot.generation = slot.generation.wrapping_add(1);
                     // Slab indices are u32 by construction (see Shared::spawn).
                     freed.push(index as u32);
@@ -443,15 +448,16 @@ impl DetExecutor {
             state.polls_total += 1;
             let slot = &mut state.slots[id.index as usize];
             debug_assert_eq!(slot.generation, id.generation, "ready list held a stale task");
-            let (Some(task), Some(waker)) = (slot.task.take(), slot.waker.clone()) else {
+            let (Some(task), Some(notify), Some(waker)) =
+                (slot.task.take(), slot.waker.as_ref(), slot.poll_waker.take())
+            else {
                 unreachable!("a ready task has no future or waker");
             };
             slot.polling = true;
             // Clear before polling: a wake during the poll must queue the task again.
-            waker.notified.store(false, Ordering::Release);
+            notify.notified.store(false, Ordering::Release);
             (task, waker)
         };
-        let waker = Waker::from(waker);
         let mut cx = Context::from_waker(&waker);
         let outcome = task.as_mut().poll(&mut cx);
         let finished = {
@@ -462,6 +468,7 @@ impl DetExecutor {
                 Poll::Ready(()) => {
                     slot.owner = None;
                     slot.waker = None;
+                    drop(waker);
                     slot.generation = slot.generation.wrapping_add(1);
                     state.free.push(id.index);
                     state.live -= 1;
@@ -469,6 +476,7 @@ impl DetExecutor {
                 }
                 Poll::Pending => {
                     slot.task = Some(task);
+                    slot.poll_waker = Some(waker);
                     None
                 }
             }
@@ -516,6 +524,7 @@ impl Shared {
                     task: None,
                     owner: None,
                     waker: None,
+                    poll_waker: None,
                     polling: false,
                 });
                 index
@@ -530,11 +539,13 @@ impl Shared {
         slot.owner = owner;
         // A new task starts ready, so `notified` starts true: wakes before its first
         // poll must not queue it twice.
-        slot.waker = Some(Arc::new(TaskWaker {
+        let notify = Arc::new(TaskWaker {
             id,
             notified: AtomicBool::new(true),
             queue: self.woken.clone(),
-        }));
+        });
+        slot.poll_waker = Some(Waker::from(notify.clone()));
+        slot.waker = Some(notify);
         if owner.is_some_and(|owner| state.paused.contains(&owner)) {
             state.parked.push(id);
         } else {
