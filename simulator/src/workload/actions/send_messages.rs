@@ -36,15 +36,25 @@ pub fn message(rng: &mut SimRng) -> Message {
 /// `len` bytes spun out of `seed` (SplitMix64): one draw per payload, not per byte.
 pub fn payload_bytes(seed: u64, len: usize) -> Vec<u8> {
     let mut state = seed;
-    let mut bytes = Vec::with_capacity(len);
-    while bytes.len() < len {
+    let mut next = || {
         state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = state;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        let take = (len - bytes.len()).min(8);
-        bytes.extend_from_slice(&z.to_le_bytes()[..take]);
+        z ^ (z >> 31)
+    };
+    // Filled a word at a time in place: an oversized batch draws megabytes, and a
+    // push per word (with its capacity check) was a visible share of a campaign.
+    let mut bytes = vec![0u8; len];
+    let mut words = bytes.chunks_exact_mut(8);
+    for word in &mut words {
+        word.copy_from_slice(&next().to_le_bytes());
+    }
+    let tail = words.into_remainder();
+    if !tail.is_empty() {
+        let word = next().to_le_bytes();
+        let take = tail.len();
+        tail.copy_from_slice(&word[..take]);
     }
     bytes
 }
