@@ -87,15 +87,18 @@ mkdir -p "$tmp/home"
 
 # One build for every shard and merge, as in CI (every job builds the same commit):
 # target/release/campaign may be rebuilt while this runs, and merge refuses reports of
-# different builds. (nightly.sh runs target/release/campaign itself.)
+# different builds. (nightly.sh runs target/<profile>/campaign itself.)
 cp -p "$campaign_bin" "$tmp/campaign"
 campaign_bin=$tmp/campaign
 
 # A directory laid out like a checkout after the build step: the built binary (the copy
 # above), the spec and the known signatures, linked from this repository.
 make_checkout() {
-  mkdir -p "$1/target/release" "$1/scripts" "$1/reports"
+  mkdir -p "$1/target/release" "$1/target/sweep" "$1/scripts" "$1/reports"
   ln -s "$campaign_bin" "$1/target/release/campaign"
+  # The workflow's shards build with the sweep profile (same code, same seeds): the
+  # release binary stands in for it.
+  ln -s "$campaign_bin" "$1/target/sweep/campaign"
   ln -s "$repo/$spec" "$1/$spec"
   ln -s "$repo/$known" "$1/$known"
 }
@@ -382,9 +385,11 @@ if [ "$k8s_ok" -eq 1 ]; then
 fi
 
 # === scripts/nightly.sh ====================================================================
-# Run as is, from this repository (it cds to the repo and runs target/release/campaign
-# with scripts/nightly.spec), with MINUTES=DRY_MINUTES SHARD=1/8 OUT=<temp dir>. It runs
-# `cargo build --release --locked -p simulator --bin campaign` first: `cargo` here is a
+# Run as is, from this repository (it cds to the repo and runs target/$PROFILE/campaign
+# with scripts/nightly.spec), with MINUTES=DRY_MINUTES SHARD=1/8 OUT=<temp dir>
+# PROFILE=release (the binary CI built; the default, sweep, is the same code built
+# longer). It runs `cargo build --profile release --locked -p simulator --bin campaign`
+# first: `cargo` here is a
 # stub that records its arguments and exits 0, because this dry run checks the command
 # lines, and building is CI's (or the caller's) job before them; a real cargo would
 # compete for the cores with whatever else builds on this machine.
@@ -398,14 +403,14 @@ EOF
 chmod +x "$tmp/stub/cargo"
 nightly_out=$tmp/nightly-out
 run_logged "$tmp/nightly.log" env -i "${base_env[@]}" PATH="$tmp/stub:/usr/local/bin:/usr/bin:/bin" \
-  MINUTES="$DRY_MINUTES" SHARD=1/8 OUT="$nightly_out" "$repo/scripts/nightly.sh"
+  MINUTES="$DRY_MINUTES" SHARD=1/8 OUT="$nightly_out" PROFILE=release "$repo/scripts/nightly.sh"
 if [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ]; then
   pass "nightly.sh MINUTES=$DRY_MINUTES SHARD=1/8: exit $rc: $(grep -m1 '^nightly:' "$tmp/nightly.log" | cut -c1-120)"
 else
   fail "nightly.sh MINUTES=$DRY_MINUTES SHARD=1/8: exit $rc (want 0, or 1 for a failing run)" "$tmp/nightly.log"
 fi
-if [ "$(cat "$tmp/stub/cargo.args" 2>/dev/null)" = "build --release --locked -p simulator --bin campaign" ]; then
-  pass "nightly.sh: asked cargo for: build --release --locked -p simulator --bin campaign (stubbed)"
+if [ "$(cat "$tmp/stub/cargo.args" 2>/dev/null)" = "build --profile release --locked -p simulator --bin campaign" ]; then
+  pass "nightly.sh PROFILE=release: asked cargo for: build --profile release --locked -p simulator --bin campaign (stubbed)"
 else
   fail "nightly.sh: asked cargo for: '$(paste -sd';' - <"$tmp/stub/cargo.args" 2>/dev/null)'"
 fi
