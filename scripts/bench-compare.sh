@@ -23,6 +23,9 @@
 # none,light,heavy,swarm --planes partition,uniform --seeds 1..200 --node-shards 2
 # --ticks 10000` once per build (CAMPAIGN_SEEDS overrides the seed range), with its
 # wall time, runs/s, and CPU use (user+sys over wall: 200% is both cores busy).
+#
+# BASE_PROFILE and NEW_PROFILE pick each build's cargo profile (default release;
+# NEW_PROFILE=sweep measures what the nightly runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,26 +37,26 @@ rounds=${ROUNDS:-3}
 read -r -a seeds <<<"${SEEDS:-1 2 3}"
 repo=$(pwd)
 
-build() { # REV -> prints the workload-fuzz binary's path
-  local rev=$1 commit dir target
+build() { # REV PROFILE -> prints the workload-fuzz binary's path
+  local rev=$1 profile=$2 commit dir target
   commit=$(git rev-parse --verify --quiet "$rev^{commit}") || {
     echo "bench-compare: '$rev' is not a revision of this repository" >&2
     exit 2
   }
   target=$repo/target/bench-${commit:0:12}
-  if [ ! -x "$target/release/workload-fuzz" ] || [ ! -x "$target/release/campaign" ]; then
+  if [ ! -x "$target/$profile/workload-fuzz" ] || [ ! -x "$target/$profile/campaign" ]; then
     dir=$(mktemp -d /tmp/bench-compare.XXXXXX)
     git worktree add --detach -q "$dir/src" "$commit"
-    echo "bench-compare: building $rev (${commit:0:12}) into $target" >&2
-    (cd "$dir/src" && CARGO_TARGET_DIR=$target cargo build --release --locked -q -p simulator --bin workload-fuzz --bin campaign) >&2
+    echo "bench-compare: building $rev (${commit:0:12}, profile $profile) into $target" >&2
+    (cd "$dir/src" && CARGO_TARGET_DIR=$target cargo build --profile "$profile" --locked -q -p simulator --bin workload-fuzz --bin campaign) >&2
     git worktree remove --force "$dir/src"
     rm -rf "$dir"
   fi
-  echo "$target/release/workload-fuzz"
+  echo "$target/$profile/workload-fuzz"
 }
 
-base_bin=$(build "$1")
-new_bin=$(build "${2:-HEAD}")
+base_bin=$(build "$1" "${BASE_PROFILE:-release}")
+new_bin=$(build "${2:-HEAD}" "${NEW_PROFILE:-release}")
 work=$(mktemp -d /tmp/bench-compare-run.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
