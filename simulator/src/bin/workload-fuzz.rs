@@ -40,11 +40,13 @@ fn main() -> ExitCode {
     let code = match outcome {
         Ok(Ok(report)) => {
             let ticks_per_second = report.ticks as f64 / elapsed.as_secs_f64();
+            // Group-ticks/s: the work per second when a plane's groups grow over a run.
             eprintln!(
-                "wall: {:.3} s, {:.0} ticks/s, {} polls",
+                "wall: {:.3} s, {:.0} ticks/s, {} polls, {:.0} group-ticks/s",
                 elapsed.as_secs_f64(),
                 ticks_per_second,
-                report.polls
+                report.polls,
+                report.group_ticks as f64 / elapsed.as_secs_f64()
             );
             if matches!(report.verdict, Verdict::Failed(_)) {
                 println!("workload-fuzz FAILED, reproduce with: {repro}");

@@ -326,6 +326,7 @@ pub(super) fn run(
             .collect(),
     );
     report.polls = harness.simulation().executor().totals().0;
+    report.group_ticks = harness.group_ticks();
     report.schedule_hash = harness.simulation().executor().schedule_hash();
 
     let clients = harness.client_stats();

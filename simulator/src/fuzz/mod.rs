@@ -58,6 +58,8 @@ pub struct RunReport {
     pub ticks: u64,
     /// Executor polls made.
     pub polls: u64,
+    /// Replica-group ticks checked (`Harness::group_ticks`; 0 on the echo plane).
+    pub group_ticks: u64,
     /// The executor's schedule hash at the end.
     pub schedule_hash: u64,
     /// Ops committed (consensus planes; matched replies on the echo plane).
@@ -94,6 +96,7 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
         seed,
         ticks: 0,
         polls: 0,
+        group_ticks: 0,
         schedule_hash: 0,
         commits: 0,
         ops_compared: 0,

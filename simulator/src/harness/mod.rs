@@ -437,6 +437,8 @@ pub struct Harness {
     applied_scratch: Vec<(u64, usize, u64)>,
     /// `check`'s lagging replicas, kept to reuse its allocation.
     lagging_scratch: Vec<Lagging>,
+    /// Groups checked, summed over every replica and tick (see [`Harness::group_ticks`]).
+    group_ticks: u64,
     /// The clients' driver, told each tick as it starts (`ClientDriver::on_tick`).
     driver: Rc<RefCell<dyn ClientDriver>>,
     /// The crashes, restarts, disk-error windows and rots made so far (the harness's
@@ -484,6 +486,7 @@ impl Harness {
             checkpoints: CheckpointChecker::default(),
             applied_scratch: Vec::new(),
             lagging_scratch: Vec::new(),
+            group_ticks: 0,
             storage_faults: config.storage_faults,
             rot_chances: 0,
             partitions_changed_max: 0,
@@ -1181,6 +1184,7 @@ impl Harness {
                 }
             }
             slot.watches.end_walk();
+            self.group_ticks += slot.watches.visited() as u64;
         }
         if lagging.is_empty() {
             self.applied_scratch = applied;
@@ -1320,6 +1324,14 @@ impl Harness {
             Disk::Memory(stores) => stores.get(METADATA_GROUP).expect("the metadata store exists from boot"),
             Disk::Sim(_) => panic!("Harness::store needs StorageModel::Memory"),
         }
+    }
+
+    /// Replica-group ticks so far: at each tick, the groups every live replica hosts.
+    /// The work a run's ticks stand for: a plane that creates groups as it runs does
+    /// more of it per tick late in a run than early, so its ticks/s alone would read
+    /// as cost growing faster than the work.
+    pub fn group_ticks(&self) -> u64 {
+        self.group_ticks
     }
 
     /// The simulated disk of replica `index` (with [`StorageModel::Sim`]).

@@ -110,6 +110,11 @@ impl GroupWatches {
         watch
     }
 
+    /// Groups the walk in progress (or the last one) visited.
+    pub fn visited(&self) -> usize {
+        self.cursor
+    }
+
     /// End the walk: a group hosted at an earlier check and not visited in this one was
     /// closed here (its partition deleted), so what was seen of it is forgotten, since
     /// its store went with it. Watches never hosted in this incarnation stay (they carry
@@ -176,6 +181,16 @@ mod tests {
         walk(&mut watches, &[6], 3);
         assert_eq!(groups(&watches), [5, 6], "0 was hosted at tick 2 and is gone now");
         assert!(watches.get_mut(0).is_none());
+    }
+
+    #[test]
+    fn a_walk_counts_the_groups_it_visited_once_each() {
+        let mut watches = GroupWatches::default();
+        walk(&mut watches, &[0, 2, 4], 1);
+        assert_eq!(watches.visited(), 3);
+        walk(&mut watches, &[4, 6], 2);
+        assert_eq!(watches.visited(), 2, "this walk's groups, not every watch held");
+        assert_eq!(groups(&watches), [4, 6]);
     }
 
     #[test]
