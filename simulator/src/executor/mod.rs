@@ -132,8 +132,9 @@ struct Slot {
     /// `None` while free, and while the task is being polled.
     task: Option<BoxedTask>,
     owner: Option<ProcessId>,
-    waker: Option<Arc<TaskWaker>>,
-    /// `waker` as a `Waker`, made once at spawn and lent to each poll (`None` while the
+    /// The task's wake state, for clearing `notified` before each poll.
+    notify: Option<Arc<TaskWaker>>,
+    /// `notify` as a `Waker`, made once at spawn and lent to each poll (`None` while the
     /// task is being polled): a clone and a drop per poll were two atomic
     /// reference-count updates.
     poll_waker: Option<Waker>,
@@ -294,7 +295,7 @@ impl DetExecutor {
                     assert!(!slot.polling, "abort_owner called from inside a poll of {owner}");
                     doomed.extend(slot.task.take());
                     slot.owner = None;
-                    slot.waker = None;
+                    slot.notify = None;
                     slot.poll_waker = None;
                     slot.generation = slot.generation.wrapping_add(1);
                     // Slab indices are u32 by construction (see Shared::spawn).
@@ -449,7 +450,7 @@ impl DetExecutor {
             let slot = &mut state.slots[id.index as usize];
             debug_assert_eq!(slot.generation, id.generation, "ready list held a stale task");
             let (Some(task), Some(notify), Some(waker)) =
-                (slot.task.take(), slot.waker.as_ref(), slot.poll_waker.take())
+                (slot.task.take(), slot.notify.as_ref(), slot.poll_waker.take())
             else {
                 unreachable!("a ready task has no future or waker");
             };
@@ -467,8 +468,7 @@ impl DetExecutor {
             match outcome {
                 Poll::Ready(()) => {
                     slot.owner = None;
-                    slot.waker = None;
-                    drop(waker);
+                    slot.notify = None;
                     slot.generation = slot.generation.wrapping_add(1);
                     state.free.push(id.index);
                     state.live -= 1;
@@ -523,7 +523,7 @@ impl Shared {
                     generation: 0,
                     task: None,
                     owner: None,
-                    waker: None,
+                    notify: None,
                     poll_waker: None,
                     polling: false,
                 });
@@ -545,7 +545,7 @@ impl Shared {
             queue: self.woken.clone(),
         });
         slot.poll_waker = Some(Waker::from(notify.clone()));
-        slot.waker = Some(notify);
+        slot.notify = Some(notify);
         if owner.is_some_and(|owner| state.paused.contains(&owner)) {
             state.parked.push(id);
         } else {
