@@ -129,6 +129,8 @@ marks! {
     PartitionWalTailDiscarded => "storage.partition_wal_tail_discarded":
         "boot discarded a partition WAL's bytes beyond its published frontier";
     FrontierSlotDamaged => "storage.frontier_slot_damaged": "boot found a damaged publish-frontier slot";
+    WalVacantSlotUncertain => "storage.wal_vacant_slot_uncertain":
+        "boot found a vacant WAL slot above the commit point, whose fill a lying disk may have dropped";
     WalVacantWindowTaken => "storage.wal_vacant_window_taken":
         "a record larger than its placeholder took room from the vacant slots above it, in place";
     CheckpointDamagedAtOpen => "storage.checkpoint_damaged_at_open":

@@ -339,6 +339,14 @@ enum Log<S: DurableStorage> {
 }
 
 impl<S: DurableStorage> Log<S> {
+    /// Ops whose slot holds no record (a removed op or a gap placeholder), ascending.
+    fn vacant_ops(&self) -> Vec<u64> {
+        match self {
+            Log::Metadata(wal) => wal.vacant_ops().collect(),
+            Log::Partition(wal) => wal.vacant_ops().collect(),
+        }
+    }
+
     /// A durable checkpoint covers `op` and below: the WAL reserves no room for them.
     fn raise_gap_floor(&mut self, op: u64) {
         match self {
@@ -528,11 +536,35 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
             )
         };
         let damaged_at_open = damaged_at_open + u64::from(checkpoint_damaged);
-        let may_lack_acknowledged_ops = may_lack_acknowledged_ops || checkpoint_damaged;
         let mut log = log;
         if let Some((checkpoint_op, _)) = &checkpoint {
             log.raise_gap_floor(*checkpoint_op);
         }
+        // A vacant slot (a gap placeholder, or a removed op) is where repair writes the
+        // op's record when it comes, in place. A lying disk can drop that write whole
+        // and report success: the slot then reads back vacant and valid, and boot would
+        // take an op this replica acknowledged for one it never held (a hole, which
+        // counts as a nack in a view change). So a vacant slot is evidence of nothing
+        // above the ops known settled: the persisted commit point (a hole at or below
+        // it is a committed op still to repair, never a nack) and the checkpoint's op.
+        let settled = superblock
+            .as_ref()
+            .map_or(0, |file| file.state().commit_max)
+            .max(checkpoint.as_ref().map_or(0, |(op, _)| *op));
+        let vacant_uncertain: Vec<u64> = log.vacant_ops().into_iter().filter(|&op| op > settled).collect();
+        if let (Some(first), Some(last)) = (vacant_uncertain.first(), vacant_uncertain.last()) {
+            crate::cover!(WalVacantSlotUncertain);
+            tracing::info!(
+                dir,
+                settled,
+                vacant_slots = vacant_uncertain.len(),
+                first,
+                last,
+                "vacant WAL slots above the commit point: their fills may have been lost, so the log is not \
+                 offered as complete"
+            );
+        }
+        let may_lack_acknowledged_ops = may_lack_acknowledged_ops || checkpoint_damaged || !vacant_uncertain.is_empty();
         Ok(Self {
             storage: storage.clone(),
             identity,
@@ -1014,6 +1046,56 @@ mod tests {
             open_group(&storage, METADATA_GROUP).expect("reopen").checkpoint(),
             Ok(Some((3, small)))
         );
+        std::fs::remove_dir_all(root).expect("cleanup");
+    }
+
+    /// A gap placeholder (or a removed op) above the persisted commit point may be an
+    /// op whose fill a lying disk dropped whole after it was acknowledged: it reads back
+    /// valid and vacant, so the reopened log may not be offered as complete. At or
+    /// below the commit point (or the checkpoint) a vacant slot is a committed op still
+    /// to repair and leaves the log complete.
+    #[test]
+    fn a_vacant_slot_above_the_commit_point_leaves_the_log_incomplete() {
+        let root = temp_root("stores-vacant-slot");
+        let storage = DiskStorage::new(&root).expect("temp dir");
+        for group in [METADATA_GROUP, PARTITION] {
+            for (commit_max, checkpoint_op, complete) in [(2, 0, false), (3, 0, false), (4, 0, true), (2, 4, true)] {
+                std::fs::remove_dir_all(&root).expect("reset");
+                std::fs::create_dir_all(&root).expect("reset");
+                let mut store = open_group(&storage, group).expect("open");
+                // Ops 1-2, then 6 above a gap: the WAL reserves placeholders for 3-5.
+                for op in [1, 2, 6] {
+                    store.write_prepare(op, &frame(op)).expect("prepare");
+                }
+                // Repair fills 5 from the top down; 3 and 4 stay vacant.
+                store.write_prepare(5, &frame(5)).expect("fill");
+                if checkpoint_op > 0 {
+                    store
+                        .write_checkpoint(checkpoint_op, &Rc::from(&b"state"[..]))
+                        .expect("checkpoint");
+                }
+                store
+                    .write_superblock(Superblock {
+                        view: 1,
+                        log_view: 1,
+                        commit_max,
+                    })
+                    .expect("superblock");
+                drop(store);
+                let reopened = open_group(&storage, group).expect("reopen");
+                assert_eq!(
+                    ops(&reopened),
+                    vec![1, 2, 5, 6],
+                    "group {group:x}: vacant slots hold no record"
+                );
+                assert_eq!(
+                    reopened.may_lack_acknowledged_ops(),
+                    !complete,
+                    "group {group:x}, commit_max {commit_max}, checkpoint {checkpoint_op}: vacant ops 3-4"
+                );
+                assert_eq!(reopened.damaged_at_open(), 0, "nothing is damaged");
+            }
+        }
         std::fs::remove_dir_all(root).expect("cleanup");
     }
 

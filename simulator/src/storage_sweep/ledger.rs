@@ -103,6 +103,22 @@ impl Ledger {
         damage_noticed: bool,
         context: CheckContext,
     ) -> Result<u64, String> {
+        self.check_recovered_with_uncertain(what, recovered, damage_noticed, &[], context)
+    }
+
+    /// [`Ledger::check_recovered`] for a log whose recovery also names keys it cannot
+    /// vouch for (`uncertain`, ascending: a WAL's vacant slots, which a silently dropped
+    /// fill leaves looking valid). Under a lying device a missing acknowledged item
+    /// there is excused, since recovery said so and the caller treats its log as
+    /// possibly lacking acknowledged items; anywhere else the rules are unchanged.
+    pub fn check_recovered_with_uncertain(
+        &self,
+        what: &str,
+        recovered: &BTreeMap<u64, Vec<u8>>,
+        damage_noticed: bool,
+        uncertain: &[u64],
+        context: CheckContext,
+    ) -> Result<u64, String> {
         for (key, bytes) in recovered {
             if !self.was_attempted(*key, bytes) {
                 return Err(format!(
@@ -115,6 +131,7 @@ impl Ledger {
         for (key, bytes) in &self.acknowledged {
             match recovered.get(key) {
                 None if context.lying_sync => {}
+                None if context.silent_fault && uncertain.binary_search(key).is_ok() => {}
                 None if damage_noticed && context.silent_fault => {}
                 // A silent tear that landed nothing at the end of a log is a dropped
                 // write: the log ends cleanly before it, indistinguishable from one never

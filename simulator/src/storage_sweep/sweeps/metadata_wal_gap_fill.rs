@@ -7,7 +7,10 @@
 //! Recovery is `Wal::open`: every op acknowledged (synced, or durably replaced) is back
 //! with its bytes, nothing never written appears, and damage is reported rather than
 //! dropped silently: a placeholder re-divided or a suffix moved by a crash-interrupted
-//! rewrite must never cost an acknowledged record.
+//! rewrite must never cost an acknowledged record. A fill dropped whole by a lying disk
+//! leaves a valid placeholder no format can tell from an unfilled one; recovery names
+//! such slots as vacant ops, which the replica store treats as possibly acknowledged,
+//! so a loss there is excused only under a lying device and only at a vacant op.
 
 use cluster::storage::wal::{GAP_RESERVED_PAYLOAD_MIN_BYTES, Wal};
 
@@ -64,8 +67,18 @@ impl Sweep for MetadataWalGapFill {
     }
 
     fn recover_and_check(&self, storage: &SimStorage, ledger: &Ledger, context: CheckContext) -> Result<u64, String> {
-        let (_, recovery) = ready(Wal::open(storage)).map_err(|error| format!("Wal::open failed: {error}"))?;
+        let (wal, recovery) = ready(Wal::open(storage)).map_err(|error| format!("Wal::open failed: {error}"))?;
         let noticed = !recovery.damaged.is_empty() || recovery.torn_tail.is_some();
-        ledger.check_recovered("metadata WAL", &frames::recovered(&recovery.records), noticed, context)
+        // A fill the disk dropped whole leaves its placeholder, valid: recovery cannot
+        // see the loss, but names the op as vacant, and the replica store takes any
+        // vacant slot above its commit point as an op it may have acknowledged.
+        let vacant: Vec<u64> = wal.vacant_ops().collect();
+        ledger.check_recovered_with_uncertain(
+            "metadata WAL",
+            &frames::recovered(&recovery.records),
+            noticed,
+            &vacant,
+            context,
+        )
     }
 }
