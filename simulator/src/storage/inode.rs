@@ -112,13 +112,25 @@ impl Inode {
         if let Some(bytes) = self.dirty.get(&page) {
             return bytes.clone();
         }
+        self.clean_page_except(page, 0..0)
+    }
+
+    /// Clean page `page`'s buffered bytes now (the stable bytes below the buffered
+    /// length, zeros past them), except the bytes at `skip` (offsets within the page),
+    /// which hold garbage: the caller overwrites them next. An append that starts a
+    /// page then costs no fill of what it writes.
+    fn clean_page_except(&self, page: usize, skip: std::ops::Range<usize>) -> Box<[u8]> {
+        debug_assert!(!self.dirty.contains_key(&page) && skip.start <= skip.end && skip.end <= PAGE_BYTES);
         let from = page * PAGE_BYTES;
         let held = self.len.min(self.stable.len()).saturating_sub(from).min(PAGE_BYTES);
         let mut bytes = take_page();
-        if held > 0 {
-            self.stable.read(from, &mut bytes[..held]);
+        for part in [0..skip.start, skip.end..PAGE_BYTES] {
+            let stable_end = held.clamp(part.start, part.end);
+            if part.start < stable_end {
+                self.stable.read(from + part.start, &mut bytes[part.start..stable_end]);
+            }
+            bytes[stable_end..part.end].fill(0);
         }
-        bytes[held..].fill(0);
         bytes
     }
 
@@ -185,10 +197,20 @@ impl Inode {
             return;
         }
         let end = offset + bytes.len();
+        // Mark the written pages dirty first, each keeping its bytes as they are before
+        // the write (what `resize` would keep too: zeros past the old end), but for the
+        // part the write covers, which is overwritten below.
+        for page in offset / PAGE_BYTES..=(end - 1) / PAGE_BYTES {
+            if !self.dirty.contains_key(&page) {
+                let start = page * PAGE_BYTES;
+                let skip = offset.max(start) - start..end.min(start + PAGE_BYTES) - start;
+                let bytes = self.clean_page_except(page, skip);
+                self.dirty.insert(page, bytes);
+            }
+        }
         if end > self.len {
             self.resize(end);
         }
-        self.mark(offset, end);
         let (mut at, mut rest) = (offset, bytes);
         while !rest.is_empty() {
             let within = at % PAGE_BYTES;
