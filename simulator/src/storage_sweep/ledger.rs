@@ -227,6 +227,37 @@ mod tests {
         assert!(changed.contains("never written"), "{changed}");
     }
 
+    /// A fill a lying disk dropped whole leaves a valid vacant slot: the loss is
+    /// excused at a key recovery names as uncertain, under a lying device only, and
+    /// nowhere else (a hole above it still fails).
+    #[test]
+    fn a_lost_item_is_excused_only_at_a_key_recovery_named_uncertain_under_a_lying_device() {
+        let mut ledger = Ledger::new();
+        for (key, bytes) in [(1, &b"one"[..]), (2, b"two"), (3, b"three")] {
+            ledger.attempt(key, bytes);
+            ledger.acknowledge(key, bytes);
+        }
+        let missing_two = recovered(&[(1, b"one"), (3, b"three")]);
+        assert_eq!(
+            ledger.check_recovered_with_uncertain("log", &missing_two, false, &[2], LIED),
+            Ok(3)
+        );
+        let elsewhere = ledger
+            .check_recovered_with_uncertain("log", &missing_two, false, &[1, 3], LIED)
+            .expect_err("key 2 not named");
+        assert!(
+            elsewhere.contains("key 2 was lost without recovery noticing"),
+            "{elsewhere}"
+        );
+        let honest_device = ledger
+            .check_recovered_with_uncertain("log", &missing_two, false, &[2], CLEAN)
+            .expect_err("no lying device");
+        assert!(
+            honest_device.contains("key 2 was lost without recovery noticing"),
+            "{honest_device}"
+        );
+    }
+
     #[test]
     fn a_newer_write_may_replace_an_acknowledged_value_but_an_older_one_may_not() {
         let mut ledger = Ledger::new();
