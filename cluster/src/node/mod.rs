@@ -20,6 +20,7 @@
 pub mod access;
 pub mod directory;
 pub mod durable_stores;
+pub mod group_table;
 pub mod shard;
 pub mod status;
 pub mod stores;
@@ -32,6 +33,7 @@ use futures::{FutureExt, select_biased};
 pub use access::{AccessView, BINDINGS_MAX, Bindings, Grant};
 pub use directory::{Directory, PartitionSpec};
 pub use durable_stores::{DurableReplicaStore, DurableStores, NodeIdentity, StoresOpenError, TestBreak};
+pub use group_table::GroupTable;
 pub use shard::{
     Forward, METADATA_GROUP, NodeShared, PARK_WAIT_TICKS, PARKED_REQUESTS_MAX, Shard, ShardStats, StorageFailure,
 };

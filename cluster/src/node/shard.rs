@@ -15,11 +15,12 @@
 //! the directory is shared by reference; production threads would pass it as a message).
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::rc::Rc;
 
 use super::access::{AccessView, Bindings};
 use super::directory::Directory;
+use super::group_table::GroupTable;
 use super::stores::StoreProvider;
 use super::{NodeConfig, owner_shard};
 use crate::metadata::{MetadataMachine, MetadataState};
@@ -128,7 +129,7 @@ pub struct Shard<P: StoreProvider> {
     incarnation: u64,
     stores: P,
     metadata: Option<MetadataReplica<P>>,
-    partitions: BTreeMap<u64, PartitionReplica<P>>,
+    partitions: GroupTable<PartitionReplica<P>>,
     directory: Rc<RefCell<Directory>>,
     /// Sessions and permissions of the applied metadata, shared by the node's shards.
     access: Rc<RefCell<AccessView>>,
@@ -191,7 +192,7 @@ impl<P: StoreProvider> Shard<P> {
             incarnation,
             stores,
             metadata,
-            partitions: BTreeMap::new(),
+            partitions: GroupTable::new(),
             directory: shared.directory.clone(),
             access: shared.access.clone(),
             bindings: shared.bindings.clone(),
@@ -233,7 +234,7 @@ impl<P: StoreProvider> Shard<P> {
     }
 
     /// The partition replicas this shard hosts, by group id.
-    pub fn partitions(&self) -> &BTreeMap<u64, PartitionReplica<P>> {
+    pub fn partitions(&self) -> &GroupTable<PartitionReplica<P>> {
         &self.partitions
     }
 
