@@ -183,6 +183,10 @@ impl CheckpointChecker {
 
     /// Check `replica` (index `index`) of `group` if its applied head is its
     /// checkpoint and `last_seen` (updated) says it was not checked at that op yet.
+    ///
+    /// Called for every group on every replica at every tick, so the common case (no new
+    /// checkpoint applied) is inlined into the walk and the comparison is not.
+    #[inline]
     pub fn check<S: StateMachine, T: ReplicaStore>(
         &mut self,
         index: usize,
@@ -197,6 +201,19 @@ impl CheckpointChecker {
             return Ok(());
         }
         *last_seen = op;
+        self.compare_at_checkpoint(index, group, replica, op)
+    }
+
+    /// Compare `replica`'s state and client table at checkpoint `op` with the first
+    /// replica's seen there (or record them, if it is the first).
+    #[inline(never)]
+    fn compare_at_checkpoint<S: StateMachine, T: ReplicaStore>(
+        &mut self,
+        index: usize,
+        group: u64,
+        replica: &Replica<S, T>,
+        op: u64,
+    ) -> Result<(), String> {
         let digests = CheckpointDigests {
             state: replica.state_machine().digest(),
             client_table: replica.client_table_digest(),

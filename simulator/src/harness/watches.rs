@@ -83,31 +83,43 @@ impl GroupWatches {
 
     /// The watch of `group`, the walk's next group (a new one if it has none), marked
     /// hosted. One comparison when the walk visits the groups in the last walk's order.
+    ///
+    /// Called for every group on every replica at every tick: the common case (the
+    /// group at the cursor) is inlined into the walk, the search is not.
+    #[inline]
     pub fn visit(&mut self, group: u64, tick: u64) -> &mut GroupWatch {
         let at = self.cursor;
         let index = if self.entries.get(at).is_some_and(|(held, _)| *held == group) {
             self.cursor += 1;
             at
         } else {
-            match self.entries.iter().position(|(held, _)| *held == group) {
-                // Visited already in this walk (a group hosted twice over): the same
-                // watch, as a map would give.
-                Some(index) if index < at => index,
-                Some(index) => {
-                    self.entries.swap(at, index);
-                    self.cursor += 1;
-                    at
-                }
-                None => {
-                    self.entries.insert(at, (group, GroupWatch::new(tick)));
-                    self.cursor += 1;
-                    at
-                }
-            }
+            self.place(group, tick)
         };
         let watch = &mut self.entries[index].1;
         watch.hosted = true;
         watch
+    }
+
+    /// [`GroupWatches::visit`] off the walk's last order: find `group`'s watch (or make
+    /// one) and return its index, moved to the cursor unless already visited.
+    #[inline(never)]
+    fn place(&mut self, group: u64, tick: u64) -> usize {
+        let at = self.cursor;
+        match self.entries.iter().position(|(held, _)| *held == group) {
+            // Visited already in this walk (a group hosted twice over): the same watch,
+            // as a map would give.
+            Some(index) if index < at => index,
+            Some(index) => {
+                self.entries.swap(at, index);
+                self.cursor += 1;
+                at
+            }
+            None => {
+                self.entries.insert(at, (group, GroupWatch::new(tick)));
+                self.cursor += 1;
+                at
+            }
+        }
     }
 
     /// Groups the walk in progress (or the last one) visited.
