@@ -142,7 +142,7 @@ mod tests {
                 .wrapping_mul(6_364_136_223_846_793_005)
                 .wrapping_add(1_442_695_040_888_963_407);
             let group = (state >> 33) % 40;
-            if (state >> 20) % 3 == 0 {
+            if (state >> 20).is_multiple_of(3) {
                 assert_eq!(
                     table.remove(&group),
                     map.remove(&group),
