@@ -41,6 +41,13 @@
 //!   StartView, never by starting a view change with the log it kept.
 //! - a partition of a `persisted` topic: every prepare is published before
 //!   `write_prepare` returns, so its PrepareOk means "published on my disk".
+//!
+//! Whatever the group, a restart also reports itself as possibly lacking acknowledged
+//! ops when its WAL holds a vacant slot (a gap placeholder or a removed op) above the
+//! persisted commit point and the checkpoint: repair writes an op's record over its
+//! vacant slot in place, and a disk that drops that write whole while reporting success
+//! leaves the slot valid and vacant, so the hole proves nothing about what was
+//! acknowledged there.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
