@@ -449,17 +449,10 @@ impl<S: DurableStorage> Wal<S> {
         self.log.slots().keys().copied()
     }
 
-    /// Ops whose slot holds no record, ascending: a removed op or a gap placeholder.
-    /// Either may have been filled in place since (repair writes an op's record over
-    /// its slot), and a lying disk can drop that write whole, leaving the vacant slot
-    /// intact: so after a restart a vacant slot proves nothing about whether this
-    /// replica acknowledged its op (see `DurableReplicaStore::open`).
+    /// Ops whose slot holds no record (a removed op or a gap placeholder), ascending:
+    /// not evidence that the op was never acknowledged (see `RecordLog::vacant_ops`).
     pub fn vacant_ops(&self) -> impl Iterator<Item = u64> + '_ {
-        self.log
-            .slots()
-            .iter()
-            .filter(|(_, slot)| slot.vacant)
-            .map(|(&op, _)| op)
+        self.log.vacant_ops()
     }
 
     /// Bytes written to the file.

@@ -746,6 +746,15 @@ impl<S: DurableStorage> RecordLog<S> {
         &self.slots
     }
 
+    /// Ops whose slot holds no record, ascending: a removed op or a gap placeholder.
+    /// Either may have been filled in place since (repair writes an op's record over
+    /// its slot), and a lying disk can drop that write whole, leaving the vacant slot
+    /// intact: so after a restart a vacant slot proves nothing about whether this
+    /// replica acknowledged its op (see `node::durable_stores`).
+    pub(crate) fn vacant_ops(&self) -> impl Iterator<Item = u64> + '_ {
+        self.slots.iter().filter(|(_, slot)| slot.vacant).map(|(&op, _)| op)
+    }
+
     /// Append records (buffered): ops strictly above every op in the log and each other.
     pub(crate) async fn append(&mut self, records: &[(u64, &StoredRecord)]) -> Result<(), WalError> {
         self.check_poisoned()?;
