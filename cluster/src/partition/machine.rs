@@ -48,17 +48,13 @@ impl PartitionMachine {
 
 impl StateMachine for PartitionMachine {
     fn apply(&mut self, header: &Header, body: &[u8]) -> Vec<u8> {
-        let Ok(op) = PartitionOp::decode(body) else {
-            return Vec::new();
-        };
-        if op.operation_code() != header.operation {
-            return Vec::new();
-        }
         let context = ApplyContext {
             timestamp_micros: header.timestamp,
             op_number: header.op,
         };
-        self.state.apply_owned(op, &context).encode()
+        self.state
+            .apply_encoded(header.operation, body, &context)
+            .map_or_else(Vec::new, |reply| reply.encode())
     }
 
     fn digest(&self) -> u128 {

@@ -35,8 +35,8 @@ mod tests;
 
 pub use crate::codec::DecodeError;
 pub use log::{
-    INDEX_ENTRY_BYTES, IndexEntry, MESSAGE_HEADER_BYTES, PartitionLog, READ_MESSAGES_MAX, SEGMENT_BYTES_MAX,
-    SEGMENT_MESSAGES_MAX, Segment, StoredMessage, decode_index_entry, encode_index_entry,
+    INDEX_ENTRY_BYTES, IndexEntry, MESSAGE_HEADER_BYTES, MessageRef, PartitionLog, READ_MESSAGES_MAX,
+    SEGMENT_BYTES_MAX, SEGMENT_MESSAGES_MAX, Segment, StoredMessage, decode_index_entry, encode_index_entry,
 };
 pub use machine::PartitionMachine;
 pub use ops::{

@@ -259,6 +259,13 @@ impl PartitionOp {
         })
     }
 
+    /// Hand each message of the batch `bytes` encodes to `on_message`, in order, its
+    /// payload borrowed from `bytes`. Accepts exactly what [`PartitionOp::decode`]
+    /// accepts; for a body of any other op it visits nothing.
+    pub fn visit_batch(bytes: &[u8], on_message: impl FnMut(u128, &[u8])) -> Result<(), DecodeError> {
+        Self::decode_visiting(bytes, on_message).map(|_| ())
+    }
+
     /// Decode `bytes`, handing each message of a batch to `on_message` (in order, the
     /// payload borrowed from `bytes`) instead of keeping it: a batch comes back with no
     /// messages.

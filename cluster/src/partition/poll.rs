@@ -20,7 +20,7 @@
 //! change: the primary answers only once a quorum confirmed it still leads, see
 //! `vsr::query`.)
 
-use super::log::{PartitionLog, READ_MESSAGES_MAX, StoredMessage};
+use super::log::{MessageRef, PartitionLog, READ_MESSAGES_MAX};
 use super::ops::{OPERATION_CODE_MIN, PAYLOAD_BYTES_MAX};
 use crate::codec::{DecodeError, Reader, Writer};
 use crate::wire::{FRAME_BYTES_MAX, HEADER_BYTES};
@@ -118,13 +118,13 @@ pub struct PolledMessage {
     pub payload: Vec<u8>,
 }
 
-impl From<&StoredMessage> for PolledMessage {
-    fn from(message: &StoredMessage) -> Self {
+impl From<MessageRef<'_>> for PolledMessage {
+    fn from(message: MessageRef<'_>) -> Self {
         PolledMessage {
             offset: message.offset,
             timestamp_micros: message.timestamp_micros,
             id: message.id,
-            payload: message.payload.clone(),
+            payload: message.payload.to_vec(),
         }
     }
 }
@@ -193,7 +193,7 @@ impl PollReply {
     }
 
     /// The messages of `log` that answer `request`, by the module documentation's rule.
-    fn selected<'a>(log: &'a PartitionLog, request: &PollRequest) -> Vec<&'a StoredMessage> {
+    fn selected<'a>(log: &'a PartitionLog, request: &PollRequest) -> Vec<MessageRef<'a>> {
         let limit = usize::try_from(request.count)
             .unwrap_or(usize::MAX)
             .min(POLL_MESSAGES_MAX);
@@ -225,7 +225,7 @@ impl PollReply {
                 message.offset,
                 message.timestamp_micros,
                 message.id,
-                &message.payload,
+                message.payload,
             );
         }
         w.finish()

@@ -32,7 +32,7 @@
 use std::collections::BTreeMap;
 
 use super::log::{PartitionLog, SEGMENT_MESSAGES_MAX, StoredMessage};
-use super::ops::{BATCH_BYTES_MAX, Consumer, ConsumerKey, MESSAGES_PER_BATCH_MAX, Message, PartitionOp};
+use super::ops::{BATCH_BYTES_MAX, Consumer, ConsumerKey, MESSAGES_PER_BATCH_MAX, PartitionOp};
 use super::poll::{PollReply, PollRequest};
 use super::reply::PartitionReply;
 use crate::codec::{DecodeError, Reader, Writer};
@@ -97,15 +97,10 @@ pub enum OwnerFence {
     DisabledForTest,
 }
 
-/// The refusal a batch gets whatever the state: empty, or over the batch bounds. The
-/// primary answers such a request without preparing it; applying one (an op prepared
-/// by a primary that did not) refuses it the same way.
-pub(super) fn batch_refusal(messages: &[Message]) -> Option<PartitionReply> {
-    let payload_bytes: usize = messages.iter().map(|m| m.payload.len()).sum();
-    batch_refusal_of(messages.len(), payload_bytes)
-}
-
-/// [`batch_refusal`] of a batch of `messages` messages holding `payload_bytes` in all.
+/// The refusal a batch of `messages` messages holding `payload_bytes` in all gets
+/// whatever the state: empty, or over the batch bounds. The primary answers such a
+/// request without preparing it; applying one (an op prepared by a primary that did
+/// not) refuses it the same way.
 pub(super) fn batch_refusal_of(messages: usize, payload_bytes: usize) -> Option<PartitionReply> {
     if messages == 0 {
         return Some(PartitionReply::EmptyBatch);
@@ -188,17 +183,17 @@ impl PartitionState {
 
     /// Apply one committed op.
     pub fn apply(&mut self, op: &PartitionOp, context: &ApplyContext) -> PartitionReply {
-        self.apply_owned(op.clone(), context)
-    }
-
-    /// Apply one committed op the caller no longer needs: as [`PartitionState::apply`],
-    /// but a batch's payloads move into the log instead of being copied (the replica's
-    /// path, which decodes each committed body once and drops it after).
-    pub fn apply_owned(&mut self, op: PartitionOp, context: &ApplyContext) -> PartitionReply {
         self.log
             .apply_retention(context.timestamp_micros, self.message_expiry_micros);
-        match op {
-            PartitionOp::SendMessages { messages } => self.send_messages(messages, context),
+        match *op {
+            PartitionOp::SendMessages { ref messages } => {
+                let payload_bytes = messages.iter().map(|m| m.payload.len()).sum();
+                self.send_batch(messages.len(), payload_bytes, context, |log, timestamp_micros| {
+                    for message in messages {
+                        log.append(timestamp_micros, message.id, &message.payload);
+                    }
+                })
+            }
             PartitionOp::StoreConsumerOffset { consumer, offset } => {
                 if let Err(reply) = self.check_owner(&consumer) {
                     return reply;
@@ -244,18 +239,51 @@ impl PartitionState {
         }
     }
 
-    fn send_messages(&mut self, messages: Vec<Message>, context: &ApplyContext) -> PartitionReply {
-        if let Some(refusal) = batch_refusal(&messages) {
+    /// Apply a committed op from its encoded `body`, whose header names `operation`:
+    /// what [`PartitionState::apply`] of the decoded op does, with a batch's payloads
+    /// copied straight from `body` into the log (the replica's path: no message is
+    /// decoded into a buffer of its own first). `None` for a body that does not decode
+    /// to an op of `operation`, which changes nothing.
+    pub fn apply_encoded(&mut self, operation: u8, body: &[u8], context: &ApplyContext) -> Option<PartitionReply> {
+        let shape = PartitionOp::decode_shape(body).ok()?;
+        if shape.operation != operation {
+            return None;
+        }
+        let Some((messages, payload_bytes)) = shape.batch else {
+            let op = PartitionOp::decode(body).ok()?;
+            return Some(self.apply(&op, context));
+        };
+        self.log
+            .apply_retention(context.timestamp_micros, self.message_expiry_micros);
+        Some(
+            self.send_batch(messages, payload_bytes, context, |log, timestamp_micros| {
+                let visited = PartitionOp::visit_batch(body, |id, payload| {
+                    log.append(timestamp_micros, id, payload);
+                });
+                debug_assert!(visited.is_ok(), "a body decode_shape accepted visits whole");
+            }),
+        )
+    }
+
+    /// Append a batch of `messages` holding `payload_bytes` (`append_all` appends each
+    /// to the log, stamped with the given time), or refuse it whole by the batch bounds.
+    fn send_batch(
+        &mut self,
+        messages: usize,
+        payload_bytes: usize,
+        context: &ApplyContext,
+        append_all: impl FnOnce(&mut PartitionLog, u64),
+    ) -> PartitionReply {
+        if let Some(refusal) = batch_refusal_of(messages, payload_bytes) {
             return refusal;
         }
         let base_offset = self.log.next_offset();
-        let mut last_offset = base_offset;
-        for message in messages {
-            last_offset = self.log.append(context.timestamp_micros, message.id, message.payload);
-        }
+        append_all(&mut self.log, context.timestamp_micros);
+        let appended = self.log.next_offset() - base_offset;
+        assert_eq!(appended, messages as u64, "a batch appends every message it holds");
         PartitionReply::Appended {
             base_offset,
-            last_offset,
+            last_offset: self.log.next_offset() - 1,
         }
     }
 
@@ -295,12 +323,12 @@ impl PartitionState {
         w.len(self.log.segments().len());
         for segment in self.log.segments() {
             w.u64(segment.base_offset());
-            w.len(segment.messages().len());
+            w.len(segment.len());
             for message in segment.messages() {
                 w.u64(message.offset);
                 w.u64(message.timestamp_micros);
                 w.u128(message.id);
-                w.bytes(&message.payload);
+                w.bytes(message.payload);
             }
         }
         w.len(self.consumer_offsets.len());

@@ -272,7 +272,7 @@ fn offsets_are_consecutive_across_batches_and_a_segment_roll() {
     );
     let segments = state.log().segments();
     assert_eq!(segments.len(), 2, "the second batch rolled the segment");
-    assert_eq!(segments[0].messages().len(), SEGMENT_MESSAGES_MAX);
+    assert_eq!(segments[0].len(), SEGMENT_MESSAGES_MAX);
     assert_eq!(segments[1].base_offset(), SEGMENT_MESSAGES_MAX as u64);
     let offsets: Vec<u64> = segments.iter().flat_map(|s| s.messages()).map(|m| m.offset).collect();
     let expected: Vec<u64> = (0..SEGMENT_MESSAGES_MAX as u64 + 2).collect();
@@ -290,7 +290,7 @@ fn a_segment_also_rolls_on_bytes() {
     let mut log = PartitionLog::new();
     let payload_bytes = (SEGMENT_BYTES_MAX / 4) as usize;
     for _ in 0..4 {
-        log.append(0, 0, vec![0; payload_bytes]);
+        log.append(0, 0, &vec![0; payload_bytes]);
     }
     // Each message carries a header too, so the fourth no longer fits.
     assert_eq!(log.segments().len(), 2);
@@ -313,7 +313,7 @@ fn index_entries_take_24_bytes_and_positions_grow() {
 
     let mut log = PartitionLog::new();
     for (i, len) in [0usize, 5, 100, 1].into_iter().enumerate() {
-        log.append(10 + i as u64, 0, vec![0; len]);
+        log.append(10 + i as u64, 0, &vec![0; len]);
     }
     let segment = &log.segments()[0];
     assert_eq!(segment.index_bytes().len(), 4 * INDEX_ENTRY_BYTES);
@@ -334,10 +334,10 @@ fn retention_drops_old_segments_only_and_never_the_active_one() {
     // Three full segments at days 1, 2, 3, then an active one at day 4.
     for day in 1..=4u64 {
         for _ in 0..per {
-            log.append(day * DAY_MICROS, 0, vec![]);
+            log.append(day * DAY_MICROS, 0, &[]);
         }
     }
-    log.append(4 * DAY_MICROS, 0, vec![]);
+    log.append(4 * DAY_MICROS, 0, &[]);
     assert_eq!(log.segments().len(), 5);
     assert_eq!(log.apply_retention(10 * DAY_MICROS, 0), 0, "expiry 0 keeps everything");
 
@@ -360,7 +360,7 @@ fn retention_drops_old_segments_only_and_never_the_active_one() {
 fn reads_are_bounded() {
     let mut log = PartitionLog::new();
     for _ in 0..(READ_MESSAGES_MAX + 5) {
-        log.append(0, 0, vec![]);
+        log.append(0, 0, &[]);
     }
     assert_eq!(log.read(0, usize::MAX).len(), READ_MESSAGES_MAX);
     assert_eq!(log.read(3, 2).len(), 2);
@@ -695,7 +695,7 @@ fn purge_drops_every_message_but_keeps_the_next_offset_consumer_offsets_and_owne
     assert_eq!(state.next_offset(), next_offset, "offsets are never reused");
     assert_eq!(state.log().oldest_offset(), next_offset, "nothing retained");
     assert_eq!(state.log().segments().len(), 1, "one empty active segment remains");
-    assert!(state.log().segments()[0].messages().is_empty());
+    assert!(state.log().segments()[0].is_empty());
     assert_eq!(state.consumer_offsets().collect::<Vec<_>>(), consumer_offsets);
     assert_eq!(state.group_owners().collect::<Vec<_>>(), group_owners);
 
@@ -1096,7 +1096,7 @@ fn a_busy_partition_state_round_trips_through_every_stage_of_its_life() {
     for op in 3..43 {
         state.apply(&big_batch(), &at(2, op));
     }
-    let sizes: Vec<usize> = state.log().segments().iter().map(|s| s.messages().len()).collect();
+    let sizes: Vec<usize> = state.log().segments().iter().map(|s| s.len()).collect();
     assert_eq!(
         sizes,
         vec![1_000, 1_000, 255, 65],
@@ -1152,7 +1152,7 @@ fn a_busy_partition_state_round_trips_through_every_stage_of_its_life() {
     // Purge leaves one empty segment at the next offset; offsets and owners stay.
     state.apply(&PartitionOp::Purge, &at(DAY_MICROS + 3, 201));
     assert_eq!(state.log().segments().len(), 1);
-    assert!(state.log().segments()[0].messages().is_empty());
+    assert!(state.log().segments()[0].is_empty());
     assert_round_trips(&state);
 
     // Appends after the purge continue from the next offset.
@@ -1650,4 +1650,127 @@ fn restoring_bytes_that_are_not_a_snapshot_leaves_the_machine_unchanged() {
         Ok(())
     );
     assert_eq!(machine.state().next_offset(), 0);
+}
+
+/// A tiny deterministic generator for the examples below (xorshift64*).
+struct Draw(u64);
+
+impl Draw {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
+
+/// The replica applies committed bodies without decoding a batch's messages into
+/// buffers of their own (`apply_encoded`); that path must do exactly what applying the
+/// decoded op does: the same reply, the same state, byte for byte, over batches that
+/// roll segments, expire, are refused, and bodies that do not decode or name another op.
+#[test]
+fn applying_an_encoded_body_matches_applying_the_decoded_op() {
+    let mut draw = Draw(0x9E37_79B9_7F4A_7C15);
+    let mut decoded = PartitionState::new(DAY_MICROS, OwnerFence::Enforced);
+    let mut encoded = PartitionState::new(DAY_MICROS, OwnerFence::Enforced);
+    let mut appended = 0u64;
+    let (mut segments_max, mut dropped_any) = (0, false);
+    for step in 0..3_000u64 {
+        let op = match draw.below(10) {
+            0 => PartitionOp::SendMessages { messages: Vec::new() },
+            // Over the batch's byte bound (one past the message bound would not decode).
+            1 => batch(BATCH_BYTES_MAX / PAYLOAD_BYTES_MAX + 1, PAYLOAD_BYTES_MAX),
+            2 => PartitionOp::StoreConsumerOffset {
+                consumer: Consumer::Single { consumer_id: 7 },
+                offset: draw.below(appended + 2),
+            },
+            3 if draw.below(8) == 0 => PartitionOp::DeleteSegments {
+                count: draw.below(3) as u32,
+            },
+            _ => PartitionOp::SendMessages {
+                messages: (0..1 + draw.below(40))
+                    .map(|i| Message {
+                        id: u128::from(step) << 64 | u128::from(i),
+                        payload: (0..draw.below(600)).map(|b| (b ^ step) as u8).collect(),
+                    })
+                    .collect(),
+            },
+        };
+        // Time moves on by up to half a day, so retention drops segments now and then.
+        let context = at(step * (DAY_MICROS / 2 / 100) * draw.below(3), step);
+        let body = op.encode();
+        let want = decoded.apply(&op, &context);
+        let got = encoded.apply_encoded(op.operation_code(), &body, &context);
+        assert_eq!(got, Some(want), "step {step}: op code {}", op.operation_code());
+        assert_eq!(encoded.encode_state(), decoded.encode_state(), "step {step}");
+        appended = decoded.log().next_offset();
+        segments_max = segments_max.max(decoded.log().segments().len());
+        dropped_any |= decoded.log().oldest_offset() > 0;
+
+        // A body cut short, or named as another op, is refused and changes nothing.
+        let before = encoded.encode_state();
+        if body.len() > 1 {
+            let cut = 1 + draw.below(body.len() as u64 - 1) as usize;
+            assert_eq!(encoded.apply_encoded(op.operation_code(), &body[..cut], &context), None);
+        }
+        let other = if op.operation_code() == OPERATION_CODE_MIN {
+            OPERATION_CODE_MIN + 4
+        } else {
+            OPERATION_CODE_MIN
+        };
+        assert_eq!(encoded.apply_encoded(other, &body, &context), None);
+        assert_eq!(
+            encoded.encode_state(),
+            before,
+            "step {step}: a refused body changed the state"
+        );
+    }
+    assert!(
+        segments_max > 2 && dropped_any,
+        "the example rolled and dropped segments: {segments_max} at most, dropped {dropped_any}"
+    );
+}
+
+/// A segment keeps its payloads end to end in one buffer; reading from any offset, a
+/// segment's messages from any position, and its index must give each message back
+/// whole and in place.
+#[test]
+fn every_message_reads_back_from_its_segment_whole() {
+    let mut draw = Draw(42);
+    let mut log = PartitionLog::new();
+    let mut model: Vec<(u128, Vec<u8>)> = Vec::new();
+    for i in 0..2_500u64 {
+        let payload: Vec<u8> = (0..draw.below(300)).map(|b| (b * 7 + i) as u8).collect();
+        let offset = log.append(i, u128::from(i) * 3, &payload);
+        assert_eq!(offset, model.len() as u64);
+        model.push((u128::from(i) * 3, payload));
+    }
+    assert!(log.segments().len() >= 3);
+    for segment in log.segments() {
+        let base = segment.base_offset();
+        for position in 0..=segment.len() {
+            let from: Vec<_> = segment.messages_from(position).collect();
+            assert_eq!(from.len(), segment.len() - position);
+            for (k, message) in from.iter().enumerate() {
+                let offset = base + (position + k) as u64;
+                assert_eq!(Some(*message), segment.message(position + k));
+                assert_eq!(message.offset, offset);
+                assert_eq!(message.timestamp_micros, offset);
+                assert_eq!(
+                    (message.id, message.payload),
+                    (model[offset as usize].0, &model[offset as usize].1[..])
+                );
+                let entry = segment.index_entry(position + k).expect("an index entry per message");
+                assert_eq!(entry.offset, offset);
+            }
+        }
+        assert_eq!(segment.message(segment.len()), None);
+    }
+    for start in [0, 1, 999, 1_000, 1_001, 2_499] {
+        let read = log.read(start, READ_MESSAGES_MAX);
+        assert_eq!(read.len(), (2_500 - start as usize).min(READ_MESSAGES_MAX));
+        for (k, message) in read.iter().enumerate() {
+            assert_eq!(message.to_owned().payload, model[start as usize + k].1);
+        }
+    }
 }
