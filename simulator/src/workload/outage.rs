@@ -90,7 +90,7 @@ pub fn rebase(partition: &mut ShadowPartition, recovered: &PartitionState) -> Re
     }
     let mut messages = Vec::new();
     for message in log.segments().iter().flat_map(|segment| segment.messages()) {
-        let actual = ShadowMessage::observed(message.id, &message.payload, message.timestamp_micros);
+        let actual = ShadowMessage::observed(message.id, message.payload, message.timestamp_micros);
         if let Some(expected) = partition.log.message(message.offset) {
             loss.messages_compared += 1;
             if *expected != actual {

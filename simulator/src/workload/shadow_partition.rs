@@ -320,7 +320,7 @@ impl ShadowLog {
         }
         let mut compared = 0;
         for message in log.segments().iter().flat_map(|segment| segment.messages()) {
-            let actual = ShadowMessage::observed(message.id, &message.payload, message.timestamp_micros);
+            let actual = ShadowMessage::observed(message.id, message.payload, message.timestamp_micros);
             match self.message(message.offset) {
                 Some(expected) if *expected == actual => compared += 1,
                 Some(expected) => differences.push(format!(
