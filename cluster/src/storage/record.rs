@@ -23,8 +23,6 @@
 use std::fmt;
 use std::io;
 
-use xxhash_rust::xxh3::xxh3_128;
-
 use crate::seam::DurableFile;
 pub use crate::wire::Checksums;
 
@@ -36,9 +34,10 @@ pub const RECORD_HEADER_BYTES: usize = 40;
 /// length read from disk is damage, and recovery never allocates from it.
 pub const RECORD_PAYLOAD_BYTES_MAX: usize = 4 * 1024 * 1024;
 
-/// XXH3-128, the checksum every on-disk structure uses.
+/// XXH3-128, the checksum every on-disk structure uses (the frames' own, see
+/// [`crate::wire::checksum`]).
 pub fn checksum(bytes: &[u8]) -> u128 {
-    xxh3_128(bytes)
+    crate::wire::checksum(bytes)
 }
 
 /// One decoded record, borrowing its payload from the bytes it was read from.
