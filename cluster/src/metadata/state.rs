@@ -724,7 +724,7 @@ impl MetadataState {
     /// bytes): equal on two replicas exactly when their states are equal, up to hash
     /// collisions. For comparing replicas with each other and with a shadow model.
     pub fn digest(&self) -> u128 {
-        xxhash_rust::xxh3::xxh3_128(&self.encode_state())
+        crate::wire::checksum(&self.encode_state())
     }
 
     /// One line of counts, for logs and reports.

@@ -453,6 +453,6 @@ impl PartitionState {
 
     /// A checksum of the whole state, for comparing replicas.
     pub fn digest(&self) -> u128 {
-        xxhash_rust::xxh3::xxh3_128(&self.encode_state())
+        crate::wire::checksum(&self.encode_state())
     }
 }

@@ -155,7 +155,7 @@ impl ClientTable {
     /// each replica seals its own (its index, its view, so its checksum), and a table
     /// installed from a peer's checkpoint holds the peer's.
     pub fn digest(&self) -> u128 {
-        xxhash_rust::xxh3::xxh3_128(&self.encode_with(|reply| reply.get(crate::wire::HEADER_BYTES..).unwrap_or(&[])))
+        crate::wire::checksum(&self.encode_with(|reply| reply.get(crate::wire::HEADER_BYTES..).unwrap_or(&[])))
     }
 }
 

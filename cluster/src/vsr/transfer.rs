@@ -62,7 +62,7 @@ pub(crate) struct Served {
 }
 
 fn checksum(bytes: &[u8]) -> u128 {
-    xxhash_rust::xxh3::xxh3_128(bytes)
+    crate::wire::checksum(bytes)
 }
 
 impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
