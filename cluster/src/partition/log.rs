@@ -54,16 +54,6 @@ impl StoredMessage {
     pub fn stored_bytes(&self) -> u64 {
         MESSAGE_HEADER_BYTES + self.payload.len() as u64
     }
-
-    /// The message borrowed, as the log hands its own out.
-    pub fn as_ref(&self) -> MessageRef<'_> {
-        MessageRef {
-            offset: self.offset,
-            timestamp_micros: self.timestamp_micros,
-            id: self.id,
-            payload: &self.payload,
-        }
-    }
 }
 
 /// One message as the log hands it out: its payload borrowed from the segment's buffer.
@@ -80,11 +70,6 @@ pub struct MessageRef<'a> {
 }
 
 impl MessageRef<'_> {
-    /// Bytes it occupies in a segment.
-    pub fn stored_bytes(&self) -> u64 {
-        MESSAGE_HEADER_BYTES + self.payload.len() as u64
-    }
-
     /// An owned copy.
     pub fn to_owned(&self) -> StoredMessage {
         StoredMessage {
@@ -162,7 +147,6 @@ pub struct Segment {
     slots: Vec<Slot>,
     payloads: Vec<u8>,
     index: Vec<u8>,
-    bytes: u64,
 }
 
 impl Segment {
@@ -172,7 +156,6 @@ impl Segment {
             slots: Vec::new(),
             payloads: Vec::new(),
             index: Vec::new(),
-            bytes: 0,
         }
     }
 
@@ -193,16 +176,7 @@ impl Segment {
 
     /// Its `position`-th message.
     pub fn message(&self, position: usize) -> Option<MessageRef<'_>> {
-        let slot = self.slots.get(position)?;
-        let start = position
-            .checked_sub(1)
-            .map_or(0, |previous| self.slots[previous].payload_end);
-        Some(MessageRef {
-            offset: self.base_offset + position as u64,
-            timestamp_micros: slot.timestamp_micros,
-            id: slot.id,
-            payload: &self.payloads[start..slot.payload_end],
-        })
+        self.messages_from(position).next()
     }
 
     /// Its messages, in offset order, from its `position`-th on.
@@ -232,7 +206,7 @@ impl Segment {
 
     /// Its size as a segment file would have it, in bytes.
     pub fn bytes(&self) -> u64 {
-        self.bytes
+        MESSAGE_HEADER_BYTES * self.slots.len() as u64 + self.payloads.len() as u64
     }
 
     /// The raw index: [`INDEX_ENTRY_BYTES`] per message.
@@ -259,18 +233,17 @@ impl Segment {
 
     fn has_room_for(&self, stored_bytes: u64) -> bool {
         self.slots.is_empty()
-            || (self.slots.len() < SEGMENT_MESSAGES_MAX && self.bytes + stored_bytes <= SEGMENT_BYTES_MAX)
+            || (self.slots.len() < SEGMENT_MESSAGES_MAX && self.bytes() + stored_bytes <= SEGMENT_BYTES_MAX)
     }
 
     /// Append the message at offset [`Segment::end_offset`].
     fn push(&mut self, timestamp_micros: u64, id: u128, payload: &[u8]) {
         let entry = IndexEntry {
             offset: self.base_offset + self.slots.len() as u64,
-            position: self.bytes,
+            position: self.bytes(),
             timestamp_micros,
         };
         self.index.extend_from_slice(&encode_index_entry(&entry));
-        self.bytes += MESSAGE_HEADER_BYTES + payload.len() as u64;
         self.payloads.extend_from_slice(payload);
         self.slots.push(Slot {
             id,

@@ -1187,7 +1187,7 @@ impl<S: DurableStorage> RecordLog<S> {
         self.slots.range(..=through).next()?;
         let sum_above =
             |slots: &BTreeMap<u64, Slot>| -> u64 { slots.range(above_op(through)).map(|(_, slot)| slot.bytes).sum() };
-        let kept_bytes = match self.suffix_memo {
+        let (kept_bytes, plans) = match self.suffix_memo {
             Some(memo) if memo.through <= through => {
                 let between: u64 = self
                     .slots
@@ -1205,23 +1205,15 @@ impl<S: DurableStorage> RecordLog<S> {
                         self.path
                     );
                 }
-                self.suffix_memo = Some(SuffixMemo {
-                    through,
-                    kept_bytes,
-                    plans: memo.plans + 1,
-                });
-                kept_bytes
+                (kept_bytes, memo.plans + 1)
             }
-            _ => {
-                let kept_bytes = sum_above(&self.slots);
-                self.suffix_memo = Some(SuffixMemo {
-                    through,
-                    kept_bytes,
-                    plans: 1,
-                });
-                kept_bytes
-            }
+            _ => (sum_above(&self.slots), 1),
         };
+        self.suffix_memo = Some(SuffixMemo {
+            through,
+            kept_bytes,
+            plans,
+        });
         Some(PrefixPlan {
             dropped_bytes: self.end.saturating_sub(kept_bytes),
             kept_bytes,
