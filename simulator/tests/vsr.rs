@@ -491,3 +491,38 @@ fn heavy_and_swarm_sweep_200_seeds() {
     sweep(1..200, 6_000, "heavy");
     sweep(1..200, 6_000, "swarm");
 }
+
+/// Most groups take no input on most ticks, and their checks are skipped until they
+/// do; the full checks still check them, and a run of them passes.
+#[test]
+fn a_group_with_no_input_is_skipped_between_full_checks() {
+    let (mut harness, driver) = harness(21, 3, NetworkConfig::perfect(), CrashConfig::default());
+    run(&mut harness, 1_000);
+    assert!(driver.borrow().ok > 0, "the client was answered");
+    let (visited, skipped) = (harness.group_ticks(), harness.group_checks_skipped());
+    assert!(
+        skipped > 0,
+        "no group was ever quiet in 1,000 ticks ({visited} visited)"
+    );
+    assert!(skipped < visited, "every group was skipped at every tick ({visited})");
+    harness.check_in_full().expect("the last ticks, checked in full, pass");
+}
+
+/// A quiet group whose replica changed with no input in between is what skipping
+/// would miss: the full check verifies every skipped group and fails on it.
+#[test]
+fn a_quiet_group_that_changed_without_an_input_fails_the_full_check() {
+    let (mut harness, _driver) = harness(22, 3, NetworkConfig::perfect(), CrashConfig::default());
+    run(&mut harness, 300);
+    harness
+        .check_in_full()
+        .expect("nothing changed behind the checks' back");
+    let group = harness
+        .misremember_a_quiet_group_for_test(1)
+        .expect("replica 1 has a quiet group after 300 ticks");
+    let failure = harness
+        .check_in_full()
+        .expect_err("the full check compares what it skipped");
+    assert_eq!(failure.check, "incremental check", "{failure}");
+    assert!(failure.detail.contains(&format!("group {group:#x}")), "{failure}");
+}

@@ -276,6 +276,14 @@ pub(super) fn run(
         }
     }
 
+    // The run's last ticks in full, whatever the interval of full checks: every group,
+    // quiet or not (see `FULL_CHECK_INTERVAL_TICKS`).
+    if failure.is_none()
+        && let Err(error) = harness.check_in_full()
+    {
+        failure = Some(error);
+    }
+
     // Every shared object's history against its sequential model (answers still open
     // count as unknown outcomes). After a drain, each shared partition's final log (on
     // its primary) settles what it can of the sends whose outcome was unknown.

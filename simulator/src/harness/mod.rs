@@ -15,6 +15,7 @@
 pub mod catch_up;
 pub mod client;
 pub mod crash;
+mod group_check;
 mod schedule;
 pub mod state_checker;
 pub mod stores;
@@ -33,7 +34,7 @@ use cluster::partition::{OwnerFence, PartitionMachine};
 use cluster::seam::ProcessId;
 use cluster::storage::superblock::{self, cluster_id};
 use cluster::vsr::journal::root_header;
-use cluster::vsr::{MemoryStore, Replica, StateMachine, Status, StorageBreak};
+use cluster::vsr::{MemoryStore, Replica, Status, StorageBreak};
 
 use crate::fault_schedule::{DiskErrorsOn, Fault, FaultEvent};
 use crate::rng::SimRng;
@@ -44,9 +45,11 @@ use crate::simulation::{Simulation, SimulationConfig, SimulationError};
 use catch_up::{CatchUpCounters, CheckpointChecker};
 use client::{ClientDriver, ClientStats, run_client};
 use crash::{CrashAction, CrashConfig, CrashInjector, Moment, ReplicaLife};
+pub use group_check::FULL_CHECK_INTERVAL_TICKS;
+use group_check::{GroupAt, GroupChecks, Lagging, check_group, skips};
 use schedule::HarnessReplay;
-use state_checker::{CommittedOp, StateChecker};
-use watches::{GroupWatch, GroupWatches};
+use state_checker::StateChecker;
+use watches::GroupWatches;
 
 /// Ticks a live Normal replica of a group may sit behind its commit point without
 /// applying anything before the run fails as stuck (a hole nobody repairs). The clock
@@ -322,16 +325,6 @@ impl MetadataHandle {
     }
 }
 
-/// A Normal replica of a group that applied nothing this tick while behind its commit
-/// point (see `Harness::check`).
-struct Lagging {
-    index: usize,
-    group: u64,
-    commit_min: u64,
-    /// The failure's detail, when it has lagged longer than `COMMIT_STUCK_TICKS_MAX`.
-    stuck: Option<String>,
-}
-
 /// What a replica keeps while it is down.
 enum Disk {
     Memory(MemoryStores),
@@ -439,6 +432,8 @@ pub struct Harness {
     lagging_scratch: Vec<Lagging>,
     /// Groups checked, summed over every replica and tick (see [`Harness::group_ticks`]).
     group_ticks: u64,
+    /// Of those, the ones skipped as quiet (see `group_check`).
+    group_checks_skipped: u64,
     /// The clients' driver, told each tick as it starts (`ClientDriver::on_tick`).
     driver: Rc<RefCell<dyn ClientDriver>>,
     /// The crashes, restarts, disk-error windows and rots made so far (the harness's
@@ -487,6 +482,7 @@ impl Harness {
             applied_scratch: Vec::new(),
             lagging_scratch: Vec::new(),
             group_ticks: 0,
+            group_checks_skipped: 0,
             storage_faults: config.storage_faults,
             rot_chances: 0,
             partitions_changed_max: 0,
@@ -632,6 +628,7 @@ impl Harness {
             watch.progress = (0, tick);
             watch.hosted = false;
             watch.held_before_restart = watch.held.take();
+            watch.quiet = None;
         }
     }
 
@@ -1131,7 +1128,20 @@ impl Harness {
     /// The per-tick checks, for every group on every live replica: views never go
     /// back; applied ops agree with the group's canonical chain; a Normal replica does
     /// not sit behind its commit point for long; no frame is misrouted or unroutable.
+    /// A group quiet since its last check is skipped, except on a full check (every
+    /// [`FULL_CHECK_INTERVAL_TICKS`]; see `group_check`).
     fn check(&mut self, tick: u64) -> Result<(), CheckFailure> {
+        self.check_groups(tick, tick.is_multiple_of(FULL_CHECK_INTERVAL_TICKS))
+    }
+
+    /// The full check, now: every group of every live replica, whatever its activity,
+    /// each skipped one verified unchanged. A run calls it once at its end, so the last
+    /// ticks are checked in full whatever the interval.
+    pub fn check_in_full(&mut self) -> Result<(), CheckFailure> {
+        self.check_groups(self.simulation.tick(), true)
+    }
+
+    fn check_groups(&mut self, tick: u64, full: bool) -> Result<(), CheckFailure> {
         let fail = |check: &'static str, detail: String| CheckFailure { check, detail, tick };
         if self.simulation.stats().frames_unroutable > 0 {
             return Err(fail(
@@ -1139,57 +1149,83 @@ impl Harness {
                 "a frame was sent to a process outside the world".into(),
             ));
         }
-        let break_check = self.break_check;
-        // What every replica of every group applied, and the replicas that lag behind
-        // their commit point: whether a lagging one is stuck is decided after the loop,
-        // which sees every replica (see `COMMIT_STUCK_TICKS_MAX`).
-        let mut applied = std::mem::take(&mut self.applied_scratch);
-        applied.clear();
+        // The replicas that lag behind their commit point: whether a lagging one is
+        // stuck is decided after the loop, which sees every replica (see
+        // `COMMIT_STUCK_TICKS_MAX`).
         let mut lagging = std::mem::take(&mut self.lagging_scratch);
         lagging.clear();
+        let mut checks = GroupChecks {
+            checkers: &mut self.checkers,
+            checkpoints: &mut self.checkpoints,
+            tick,
+            break_check: self.break_check,
+            full,
+            lagging: &mut lagging,
+        };
         for (index, slot) in self.slots.iter_mut().enumerate() {
             let Some(node) = &slot.node else { continue };
+            let incarnation = slot.incarnation;
             slot.watches.begin_walk();
             for shard in node.shards() {
                 let shard = shard.borrow();
                 if let Some(metadata) = shard.metadata() {
-                    applied.push((METADATA_GROUP, index, metadata.commit_min()));
-                    check_group(
-                        index,
-                        METADATA_GROUP,
-                        metadata,
-                        slot.incarnation,
-                        slot.watches.visit(METADATA_GROUP, tick),
-                        &mut self.checkers,
-                        &mut self.checkpoints,
-                        tick,
-                        break_check,
-                        &mut lagging,
-                    )?;
+                    let group = METADATA_GROUP;
+                    let watch = slot.watches.visit(group, tick);
+                    if skips(watch, metadata.activity(), full) {
+                        self.group_checks_skipped += 1;
+                    } else {
+                        check_group(
+                            GroupAt {
+                                index,
+                                group,
+                                incarnation,
+                            },
+                            metadata,
+                            watch,
+                            &mut checks,
+                        )?;
+                    }
                 }
-                for (group, replica) in shard.partitions() {
-                    applied.push((*group, index, replica.commit_min()));
-                    check_group(
-                        index,
-                        *group,
-                        replica,
-                        slot.incarnation,
-                        slot.watches.visit(*group, tick),
-                        &mut self.checkers,
-                        &mut self.checkpoints,
-                        tick,
-                        break_check,
-                        &mut lagging,
-                    )?;
+                for (&group, replica) in shard.partitions() {
+                    let watch = slot.watches.visit(group, tick);
+                    if skips(watch, replica.activity(), full) {
+                        self.group_checks_skipped += 1;
+                    } else {
+                        check_group(
+                            GroupAt {
+                                index,
+                                group,
+                                incarnation,
+                            },
+                            replica,
+                            watch,
+                            &mut checks,
+                        )?;
+                    }
                 }
             }
             slot.watches.end_walk();
             self.group_ticks += slot.watches.visited() as u64;
         }
         if lagging.is_empty() {
-            self.applied_scratch = applied;
             self.lagging_scratch = lagging;
             return Ok(());
+        }
+        // What every replica of every group applied: read only when some replica lags,
+        // which few ticks have.
+        let mut applied = std::mem::take(&mut self.applied_scratch);
+        applied.clear();
+        for (index, slot) in self.slots.iter().enumerate() {
+            let Some(node) = &slot.node else { continue };
+            for shard in node.shards() {
+                let shard = shard.borrow();
+                if let Some(metadata) = shard.metadata() {
+                    applied.push((METADATA_GROUP, index, metadata.commit_min()));
+                }
+                for (&group, replica) in shard.partitions() {
+                    applied.push((group, index, replica.commit_min()));
+                }
+            }
         }
         let network = self.simulation.network();
         for Lagging {
@@ -1334,6 +1370,20 @@ impl Harness {
         self.group_ticks
     }
 
+    /// Of [`Harness::group_ticks`], the ones whose checks were skipped: the group was
+    /// quiet at its last check and its replica had taken no input since.
+    pub fn group_checks_skipped(&self) -> u64 {
+        self.group_checks_skipped
+    }
+
+    /// Test only: make the watch of one quiet group of replica `index` remember its
+    /// replica other than it is, as a change that came without an input would leave
+    /// it, so the next full check must fail. Returns the group, if one was quiet.
+    #[doc(hidden)]
+    pub fn misremember_a_quiet_group_for_test(&mut self, index: usize) -> Option<u64> {
+        self.slots[index].watches.misremember_a_quiet_group()
+    }
+
     /// The simulated disk of replica `index` (with [`StorageModel::Sim`]).
     pub fn disk(&self, index: usize) -> Option<&SimStorage> {
         match &self.slots[index].disk {
@@ -1474,138 +1524,4 @@ impl Harness {
             })
             .collect()
     }
-}
-
-/// The per-tick checks for one group on one replica.
-#[allow(clippy::too_many_arguments)]
-fn check_group<S: StateMachine>(
-    index: usize,
-    group: u64,
-    replica: &Replica<S, SimReplicaStore>,
-    incarnation: u64,
-    watch: &mut GroupWatch,
-    checkers: &mut BTreeMap<u64, StateChecker>,
-    checkpoints: &mut CheckpointChecker,
-    tick: u64,
-    break_check: bool,
-    lagging: &mut Vec<Lagging>,
-) -> Result<(), CheckFailure> {
-    let fail = |check: &'static str, detail: String| CheckFailure { check, detail, tick };
-    if replica.view() < watch.view_seen {
-        return Err(fail(
-            "view went back",
-            format!(
-                "replica {index} group {group:#x} is in view {} after view {}",
-                replica.view(),
-                watch.view_seen
-            ),
-        ));
-    }
-    watch.view_seen = replica.view();
-    if let Some((log_view, held_head)) = watch.held_before_restart.take()
-        && !replica.log_incomplete()
-        && replica.log_view() == log_view
-        && replica.held_head() < held_head
-    {
-        return Err(fail(
-            "acknowledged op forgotten",
-            format!(
-                "replica {index} group {group:#x} held op {held_head} in log view {log_view} before it went down, \
-                 and booted holding only up to op {} in the same log view while offering its log as complete \
-                 (a log that may lack ops it acknowledged must say so, or a view change can outvote a committed op)",
-                replica.held_head()
-            ),
-        ));
-    }
-    if replica.stats().frames_misrouted > 0 {
-        return Err(fail(
-            "misrouted frame",
-            format!("replica {index} group {group:#x} received a frame for another group or cluster"),
-        ));
-    }
-    let commit_min = replica.commit_min();
-    if commit_min < watch.checked {
-        return Err(fail(
-            "commit went back",
-            format!(
-                "replica {index} group {group:#x} applied up to {commit_min} after {}",
-                watch.checked
-            ),
-        ));
-    }
-    if commit_min > watch.checked {
-        let checker = checkers
-            .entry(group)
-            .or_insert_with(|| StateChecker::new(root_header(SIMULATED_CLUSTER_ID, group).checksum));
-        // Ops below the journal's floor were covered by a checkpoint this replica
-        // installed (from a peer or its disk) without applying them one by one: the
-        // checkpoint check compares its state instead, and the floor op's header is
-        // still checked against the chain.
-        for op in (watch.checked + 1).max(replica.journal_floor())..=commit_min {
-            let header = replica.committed_header(op).ok_or_else(|| {
-                fail(
-                    "applied op missing",
-                    format!("replica {index} group {group:#x} applied op {op} but no longer holds its header"),
-                )
-            })?;
-            checker
-                .on_commit(index, incarnation, CommittedOp::from(header))
-                .map_err(|detail| fail("state checker", format!("group {group:#x}: {detail}")))?;
-            if break_check && header.checksum.trailing_zeros() >= 12 {
-                return Err(fail(
-                    "broken check (test-only)",
-                    format!(
-                        "replica {index} applied op {op} of group {group:#x}, whose checksum {:#x} ends in twelve zero bits",
-                        header.checksum
-                    ),
-                ));
-            }
-        }
-        watch.checked = commit_min;
-    }
-    checkpoints
-        .check(index, group, replica, &mut watch.checkpoint_seen)
-        .map_err(|detail| fail("checkpoint diverged", detail))?;
-    // A transfer ends within its retry budget when its peer is silent, so one still
-    // running after this long is making no progress it will ever finish.
-    match (replica.transferring(), watch.transfer_since) {
-        (false, _) => watch.transfer_since = None,
-        (true, None) => watch.transfer_since = Some(tick),
-        (true, Some(since)) if tick - since > COMMIT_STUCK_TICKS_MAX => {
-            return Err(fail(
-                "transfer stuck",
-                format!(
-                    "replica {index} group {group:#x} has been receiving a state transfer for {} ticks \
-                     (applied {}, committed {})",
-                    tick - since,
-                    replica.commit_min(),
-                    replica.commit_max()
-                ),
-            ));
-        }
-        (true, Some(_)) => {}
-    }
-    if commit_min != watch.progress.0 || replica.status() != Status::Normal || commit_min >= replica.commit_max() {
-        watch.progress = (commit_min, tick);
-        return Ok(());
-    }
-    let stuck = (tick - watch.progress.1 > COMMIT_STUCK_TICKS_MAX).then(|| {
-        let (requests, outstanding) = replica.repair_state();
-        format!(
-            "replica {index} group {group:#x} has applied {commit_min} of {} committed ops for {} ticks (head {}); \
-             next: {}; below: {}; repair requests sent: {requests}, outstanding: {outstanding}",
-            replica.commit_max(),
-            tick - watch.progress.1,
-            replica.head(),
-            replica.describe_op(commit_min + 1),
-            replica.describe_op(commit_min),
-        )
-    });
-    lagging.push(Lagging {
-        index,
-        group,
-        commit_min,
-        stuck,
-    });
-    Ok(())
 }

@@ -13,6 +13,8 @@
 //! What it models: nothing. The order of the watches never reaches the output or the
 //! schedule: every use is by group or over all watches alike.
 
+use cluster::vsr::{Replica, ReplicaStore, StateMachine, Status};
+
 /// What the per-tick checks remember about one group on one replica.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct GroupWatch {
@@ -36,6 +38,55 @@ pub(super) struct GroupWatch {
     /// `held` as the previous incarnation left it, compared at this incarnation's first
     /// check: a log offered as complete in the same log view holds at least as much.
     pub held_before_restart: Option<(u64, u64)>,
+    /// Set when the last check found the group quiet: the next ones skip it until its
+    /// replica takes an input (see `group_check`). `None`: check it at the next tick.
+    pub quiet: Option<Quiet>,
+}
+
+/// A group the last check found quiet, and what that check read of its replica.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Quiet {
+    /// The replica's [`Replica::activity`] then.
+    pub activity: u64,
+    /// What the checks read then, verified unchanged at the next full check.
+    pub seen: GroupSeen,
+}
+
+/// Everything the per-tick checks read of a replica, as one value: two readings with
+/// no input between them must be equal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct GroupSeen {
+    view: u64,
+    log_view: u64,
+    status: Status,
+    log_incomplete: bool,
+    commit_min: u64,
+    commit_max: u64,
+    journal_floor: u64,
+    /// Entries and frame bytes.
+    journal: (usize, u64),
+    checkpoint_op: u64,
+    transferring: bool,
+    frames_misrouted: u64,
+}
+
+impl GroupSeen {
+    /// What the checks read of `replica` now.
+    pub fn of<S: StateMachine, T: ReplicaStore>(replica: &Replica<S, T>) -> Self {
+        Self {
+            view: replica.view(),
+            log_view: replica.log_view(),
+            status: replica.status(),
+            log_incomplete: replica.log_incomplete(),
+            commit_min: replica.commit_min(),
+            commit_max: replica.commit_max(),
+            journal_floor: replica.journal_floor(),
+            journal: replica.journal_size(),
+            checkpoint_op: replica.checkpoint_op(),
+            transferring: replica.transferring(),
+            frames_misrouted: replica.stats().frames_misrouted,
+        }
+    }
 }
 
 impl GroupWatch {
@@ -120,6 +171,15 @@ impl GroupWatches {
                 at
             }
         }
+    }
+
+    /// Test only: alter what the watch of the first quiet group remembers (see
+    /// `Harness::misremember_a_quiet_group_for_test`).
+    pub fn misremember_a_quiet_group(&mut self) -> Option<u64> {
+        let (group, watch) = self.entries.iter_mut().find(|(_, watch)| watch.quiet.is_some())?;
+        let quiet = watch.quiet.as_mut()?;
+        quiet.seen.view += 1;
+        Some(*group)
     }
 
     /// Groups the walk in progress (or the last one) visited.

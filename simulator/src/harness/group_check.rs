@@ -1,0 +1,255 @@
+//! The per-tick checks of one group on one replica, and what lets a tick skip them.
+//!
+//! Every tick the harness walks every group of every live replica (see
+//! `Harness::check`): views never go back, applied ops agree with the group's
+//! canonical chain, checkpoints agree, a transfer or a replica behind its commit point
+//! does not sit still for long. Most groups take no input on most ticks (a node hosts a
+//! group per partition), and a group that took none has nothing new to check: its
+//! replica's view, status, log, commit points, checkpoint and transfer are what the last
+//! check saw. So a group the last check found quiet (no lag clock and no transfer clock
+//! running for it) is skipped while its replica's [`Replica::activity`] stays put; one
+//! with a clock running is checked at every tick, since a clock fires on time alone.
+//!
+//! Nothing is checked less: a skipped group's next input brings its check, on the tick
+//! of the input, and a full check every [`FULL_CHECK_INTERVAL_TICKS`] (and at the end of
+//! a run) checks every group whatever its activity, after verifying that each skipped
+//! one is unchanged ([`GroupSeen`]), which fails the run if a change ever came without
+//! an input.
+//!
+//! What it models: nothing. Which groups were skipped never reaches the output or the
+//! schedule: the checks read the cluster and never change it.
+
+use std::collections::BTreeMap;
+
+use cluster::vsr::journal::root_header;
+use cluster::vsr::{Replica, StateMachine, Status};
+
+use super::catch_up::CheckpointChecker;
+use super::state_checker::{CommittedOp, StateChecker};
+use super::watches::{GroupSeen, GroupWatch, Quiet};
+use super::{COMMIT_STUCK_TICKS_MAX, CheckFailure, SIMULATED_CLUSTER_ID, SimReplicaStore};
+
+/// Ticks between full checks, which check every group whatever its activity and verify
+/// that each group skipped since is unchanged: 64 ticks (0.64 s simulated). A change
+/// that came without an input (a harness or replica bug) fails the run at most this
+/// late, far inside the 2,000-tick stuck bound and the 500-tick liveness window; a
+/// full check costs what every tick's check cost before groups were skipped, so it adds
+/// a sixty-fourth of that.
+pub const FULL_CHECK_INTERVAL_TICKS: u64 = 64;
+
+/// Which group, on which replica, in which incarnation.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct GroupAt {
+    pub index: usize,
+    pub group: u64,
+    pub incarnation: u64,
+}
+
+/// What one tick's checks share across groups.
+pub(super) struct GroupChecks<'a> {
+    pub checkers: &'a mut BTreeMap<u64, StateChecker>,
+    pub checkpoints: &'a mut CheckpointChecker,
+    pub tick: u64,
+    /// Test only: fail on a committed op whose checksum ends in twelve zero bits.
+    pub break_check: bool,
+    /// Check every group whatever its activity (see [`FULL_CHECK_INTERVAL_TICKS`]).
+    pub full: bool,
+    /// The replicas found behind their commit point, for the harness to judge.
+    pub lagging: &'a mut Vec<Lagging>,
+}
+
+/// A Normal replica of a group that applied nothing this tick while behind its commit
+/// point (see `Harness::check`).
+pub(super) struct Lagging {
+    pub index: usize,
+    pub group: u64,
+    pub commit_min: u64,
+    /// The failure's detail, when it has lagged longer than `COMMIT_STUCK_TICKS_MAX`.
+    pub stuck: Option<String>,
+}
+
+/// Whether this tick's checks skip a group: it was quiet at its last check, its replica
+/// (whose [`Replica::activity`] is `activity`) has taken no input since, and this is not
+/// a full check. Called for every group at every tick, so it reads one counter.
+#[inline]
+pub(super) fn skips(watch: &GroupWatch, activity: u64, full: bool) -> bool {
+    !full && watch.quiet.as_ref().is_some_and(|quiet| quiet.activity == activity)
+}
+
+/// The per-tick checks for one group on one replica (unless [`skips`] says to skip it).
+///
+/// On a full check, a group quiet since its last check is checked after verifying that
+/// what the checks read of it is indeed what they last saw.
+#[inline(never)]
+pub(super) fn check_group<S: StateMachine>(
+    at: GroupAt,
+    replica: &Replica<S, SimReplicaStore>,
+    watch: &mut GroupWatch,
+    checks: &mut GroupChecks<'_>,
+) -> Result<(), CheckFailure> {
+    let GroupAt {
+        index,
+        group,
+        incarnation,
+    } = at;
+    let GroupChecks {
+        checkers,
+        checkpoints,
+        tick,
+        break_check,
+        full,
+        lagging,
+    } = checks;
+    let (tick, break_check) = (*tick, *break_check);
+    let activity = replica.activity();
+    if let Some(quiet) = watch.quiet.take() {
+        if quiet.activity == activity {
+            // Only a full check comes here for a group quiet since (see `skips`).
+            debug_assert!(*full);
+            let now = GroupSeen::of(replica);
+            if now != quiet.seen {
+                return Err(CheckFailure {
+                    check: "incremental check",
+                    detail: format!(
+                        "replica {index} group {group:#x} changed with no input since its last check (activity \
+                         {activity}): it was {:?} and is {now:?}; a skipped check may have missed it (a harness \
+                         or replica bug: every change must follow a frame or a fired timeout)",
+                        quiet.seen
+                    ),
+                    tick,
+                });
+            }
+        }
+        // Each tick skipped since would have restarted its lag clock (it was neither
+        // behind its commit point nor transferring, and nothing changed).
+        watch.progress.1 = tick - 1;
+    }
+    let fail = |check: &'static str, detail: String| CheckFailure { check, detail, tick };
+    if replica.view() < watch.view_seen {
+        return Err(fail(
+            "view went back",
+            format!(
+                "replica {index} group {group:#x} is in view {} after view {}",
+                replica.view(),
+                watch.view_seen
+            ),
+        ));
+    }
+    watch.view_seen = replica.view();
+    if let Some((log_view, held_head)) = watch.held_before_restart.take()
+        && !replica.log_incomplete()
+        && replica.log_view() == log_view
+        && replica.held_head() < held_head
+    {
+        return Err(fail(
+            "acknowledged op forgotten",
+            format!(
+                "replica {index} group {group:#x} held op {held_head} in log view {log_view} before it went down, \
+                 and booted holding only up to op {} in the same log view while offering its log as complete \
+                 (a log that may lack ops it acknowledged must say so, or a view change can outvote a committed op)",
+                replica.held_head()
+            ),
+        ));
+    }
+    if replica.stats().frames_misrouted > 0 {
+        return Err(fail(
+            "misrouted frame",
+            format!("replica {index} group {group:#x} received a frame for another group or cluster"),
+        ));
+    }
+    let commit_min = replica.commit_min();
+    if commit_min < watch.checked {
+        return Err(fail(
+            "commit went back",
+            format!(
+                "replica {index} group {group:#x} applied up to {commit_min} after {}",
+                watch.checked
+            ),
+        ));
+    }
+    if commit_min > watch.checked {
+        let checker = checkers
+            .entry(group)
+            .or_insert_with(|| StateChecker::new(root_header(SIMULATED_CLUSTER_ID, group).checksum));
+        // Ops below the journal's floor were covered by a checkpoint this replica
+        // installed (from a peer or its disk) without applying them one by one: the
+        // checkpoint check compares its state instead, and the floor op's header is
+        // still checked against the chain.
+        for op in (watch.checked + 1).max(replica.journal_floor())..=commit_min {
+            let header = replica.committed_header(op).ok_or_else(|| {
+                fail(
+                    "applied op missing",
+                    format!("replica {index} group {group:#x} applied op {op} but no longer holds its header"),
+                )
+            })?;
+            checker
+                .on_commit(index, incarnation, CommittedOp::from(header))
+                .map_err(|detail| fail("state checker", format!("group {group:#x}: {detail}")))?;
+            if break_check && header.checksum.trailing_zeros() >= 12 {
+                return Err(fail(
+                    "broken check (test-only)",
+                    format!(
+                        "replica {index} applied op {op} of group {group:#x}, whose checksum {:#x} ends in twelve zero bits",
+                        header.checksum
+                    ),
+                ));
+            }
+        }
+        watch.checked = commit_min;
+    }
+    checkpoints
+        .check(index, group, replica, &mut watch.checkpoint_seen)
+        .map_err(|detail| fail("checkpoint diverged", detail))?;
+    // A transfer ends within its retry budget when its peer is silent, so one still
+    // running after this long is making no progress it will ever finish.
+    match (replica.transferring(), watch.transfer_since) {
+        (false, _) => watch.transfer_since = None,
+        (true, None) => watch.transfer_since = Some(tick),
+        (true, Some(since)) if tick - since > COMMIT_STUCK_TICKS_MAX => {
+            return Err(fail(
+                "transfer stuck",
+                format!(
+                    "replica {index} group {group:#x} has been receiving a state transfer for {} ticks \
+                     (applied {}, committed {})",
+                    tick - since,
+                    replica.commit_min(),
+                    replica.commit_max()
+                ),
+            ));
+        }
+        (true, Some(_)) => {}
+    }
+    let steady = replica.status() != Status::Normal || commit_min >= replica.commit_max();
+    if commit_min != watch.progress.0 || steady {
+        watch.progress = (commit_min, tick);
+        // Quiet: no clock runs for it (it is not behind its commit point, nor
+        // receiving a transfer), so until its next input every check would pass as
+        // this one did.
+        if steady && watch.transfer_since.is_none() {
+            watch.quiet = Some(Quiet {
+                activity,
+                seen: GroupSeen::of(replica),
+            });
+        }
+        return Ok(());
+    }
+    let stuck = (tick - watch.progress.1 > COMMIT_STUCK_TICKS_MAX).then(|| {
+        let (requests, outstanding) = replica.repair_state();
+        format!(
+            "replica {index} group {group:#x} has applied {commit_min} of {} committed ops for {} ticks (head {}); \
+             next: {}; below: {}; repair requests sent: {requests}, outstanding: {outstanding}",
+            replica.commit_max(),
+            tick - watch.progress.1,
+            replica.head(),
+            replica.describe_op(commit_min + 1),
+            replica.describe_op(commit_min),
+        )
+    });
+    lagging.push(Lagging {
+        index,
+        group,
+        commit_min,
+        stuck,
+    });
+    Ok(())
+}
