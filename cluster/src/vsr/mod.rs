@@ -19,6 +19,7 @@ pub mod buggify;
 pub mod checkpoint;
 pub mod client_table;
 pub mod constants;
+mod idle_ticks;
 pub mod journal;
 mod normal;
 mod query;

@@ -82,6 +82,16 @@ impl QueryRounds {
         }
     }
 
+    /// Ticks before the resend timeout fires (see `vsr::idle_ticks`).
+    pub(crate) fn resend_ticks_before_firing(&self) -> u64 {
+        self.resend.ticks_before_firing()
+    }
+
+    /// The resend timeout (see `vsr::idle_ticks`).
+    pub(crate) fn resend_timeout(&mut self) -> &mut Timeout {
+        &mut self.resend
+    }
+
     /// Queries waiting now.
     pub(crate) fn waiting(&self) -> usize {
         self.waiting.len()

@@ -206,6 +206,13 @@ pub struct Replica<S, T> {
     /// Inputs that may have changed this replica: every frame fed to it and every tick
     /// on which a timeout fired (see [`Replica::activity`]).
     activity: u64,
+    /// Coming ticks sure to fire nothing, worked out after the last input or tick that
+    /// ran: each returns at once and is counted in `ticks_skipped` (see
+    /// `vsr::idle_ticks`).
+    pub(crate) ticks_quiet_ahead: u64,
+    /// Ticks returned from at once since the last tick that ran, whose counting is
+    /// still to apply.
+    pub(crate) ticks_skipped: u64,
     pub(crate) boot_nonce: u64,
     // Timeouts.
     pub(crate) commit_broadcast: Timeout,
@@ -395,6 +402,8 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             last_timestamp: 0,
             realtime_micros: 0,
             activity: 0,
+            ticks_quiet_ahead: 0,
+            ticks_skipped: 0,
             boot_nonce,
             commit_broadcast: Timeout::new("commit_broadcast", COMMIT_BROADCAST_TICKS),
             liveness: Timeout::new("liveness", config.buggify.liveness_window_ticks),
@@ -732,6 +741,12 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// Feed one frame from `from`, with the local realtime clock.
     pub fn on_frame(&mut self, from: ProcessId, frame: &[u8], realtime_micros: u64) {
         self.activity += 1;
+        self.settle_skipped_ticks();
+        self.take_frame(from, frame, realtime_micros);
+        self.ticks_quiet_ahead = self.quiet_ticks_ahead();
+    }
+
+    fn take_frame(&mut self, from: ProcessId, frame: &[u8], realtime_micros: u64) {
         if self.storage_failure.is_some() {
             self.stats.frames_dropped_stopped += 1;
             return;
@@ -791,6 +806,19 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// a quiet tick it would find nothing to do. A node hosts a group per partition,
     /// and most of them are quiet on most ticks.
     pub fn tick(&mut self, realtime_micros: u64) {
+        if self.ticks_quiet_ahead > 0 {
+            // Nothing fires on this tick (see `vsr::idle_ticks`): count it for later.
+            self.ticks_quiet_ahead -= 1;
+            self.ticks_skipped += 1;
+            self.realtime_micros = realtime_micros;
+            return;
+        }
+        self.settle_skipped_ticks();
+        self.run_tick(realtime_micros);
+        self.ticks_quiet_ahead = self.quiet_ticks_ahead();
+    }
+
+    fn run_tick(&mut self, realtime_micros: u64) {
         if self.storage_failure.is_some() {
             return;
         }

@@ -764,3 +764,82 @@ fn an_applied_ops_frame_leaves_memory_for_the_store_and_is_served_from_it() {
     assert_eq!(shared[0].commit_min(), ops);
     assert!(shared[0].journal.get(1).is_some_and(|entry| entry.frame().is_some()));
 }
+
+/// One run of a three-replica group under a fixed script (requests, a primary cut off
+/// long enough to lose its view, lost acknowledgements, a backup cut off and healed):
+/// every frame sent, in order, the ticks skipped as quiet, and each replica's view and
+/// commit point at the end. With `skipping` off, every tick runs as it did before
+/// quiet ticks were skipped.
+fn scripted_group_run(skipping: bool) -> (Vec<Vec<u8>>, u64, Vec<(u64, u64)>) {
+    use crate::wire::Command;
+    let mut replicas: Vec<_> = (0..3u8)
+        .map(|index| Replica::open(config(index), Counter(0), MemoryStore::new(), 0).expect("open"))
+        .collect();
+    let (mut sent, mut skipped) = (Vec::new(), 0);
+    for tick in 0..4_000u64 {
+        let now = tick * 10_000;
+        if tick % 7 == 0 && tick < 3_500 {
+            let primary = replicas.iter().position(|replica| replica.is_primary()).unwrap_or(0);
+            let client = u128::from(tick % 5) + 1;
+            replicas[primary].on_frame(crate::seam::ProcessId(9), &request_from(client, tick + 1), now);
+        }
+        let cut = |from: usize, to: usize, command: Command| match tick {
+            // The first primary alone: the others elect another.
+            600..1_400 => from == 0 || to == 0,
+            // Acknowledgements lost: the pipeline retransmits.
+            1_800..2_000 => command == Command::PrepareOk,
+            // A backup cut off falls behind, then repairs.
+            2_300..2_900 => from == 2 || to == 2,
+            _ => false,
+        };
+        for _ in 0..4 {
+            let mut frames = Vec::new();
+            for (index, replica) in replicas.iter_mut().enumerate() {
+                for out in replica.drain_outbox() {
+                    frames.push((index, out));
+                }
+            }
+            for (from, out) in frames {
+                let to = out.to.0 as usize;
+                sent.push(out.frame.to_vec());
+                let Ok((header, _)) = crate::wire::open(&out.frame) else {
+                    continue;
+                };
+                if to < replicas.len() && !cut(from, to, header.command) {
+                    replicas[to].on_frame(crate::seam::ProcessId(from as u32), &out.frame, now);
+                }
+            }
+        }
+        for replica in &mut replicas {
+            if !skipping {
+                replica.ticks_quiet_ahead = 0;
+            }
+            skipped += u64::from(replica.ticks_quiet_ahead > 0);
+            replica.tick(now);
+        }
+    }
+    let ends = replicas
+        .iter()
+        .map(|replica| (replica.view(), replica.commit_min()))
+        .collect();
+    (sent, skipped, ends)
+}
+
+#[test]
+fn ticks_skipped_as_quiet_leave_a_group_where_ticking_every_one_would() {
+    let (sent, skipped, ends) = scripted_group_run(true);
+    let (sent_ticking, skipped_ticking, ends_ticking) = scripted_group_run(false);
+    assert_eq!(skipped_ticking, 0);
+    assert!(
+        skipped > 6_000,
+        "most of 12,000 replica ticks are quiet; {skipped} were skipped"
+    );
+    assert!(
+        ends.iter().all(|&(view, commit)| view > 0 && commit > 300),
+        "the script changed views and committed: {ends:?}"
+    );
+    assert_eq!(ends, ends_ticking);
+    assert_eq!(sent.len(), sent_ticking.len(), "frames sent");
+    let first_difference = sent.iter().zip(&sent_ticking).position(|(a, b)| a != b);
+    assert_eq!(first_difference, None, "the same frames, in the same order");
+}

@@ -46,6 +46,31 @@ impl Timeout {
         self.ticking
     }
 
+    /// Ticks that may pass without this timeout firing: `u64::MAX` while stopped.
+    pub fn ticks_before_firing(&self) -> u64 {
+        if self.ticking {
+            self.after.saturating_sub(self.ticks + 1)
+        } else {
+            u64::MAX
+        }
+    }
+
+    /// What `n` calls of [`Timeout::tick`] do when none of them fires (the caller
+    /// keeps `n` within [`Timeout::ticks_before_firing`]).
+    pub fn advance(&mut self, n: u64) {
+        if !self.ticking {
+            return;
+        }
+        assert!(
+            n <= self.ticks_before_firing(),
+            "{}: {n} ticks skipped past its firing (at {} of {})",
+            self.name,
+            self.ticks,
+            self.after
+        );
+        self.ticks += n;
+    }
+
     /// Advance one tick; true when it fires (it keeps running from zero).
     pub fn tick(&mut self) -> bool {
         if !self.ticking {
@@ -75,5 +100,27 @@ mod tests {
         assert!(!timeout.tick() && !timeout.tick() && timeout.tick());
         timeout.stop();
         assert!((0..10).all(|_| !timeout.tick()));
+    }
+
+    #[test]
+    fn advancing_by_the_ticks_before_firing_leaves_it_one_tick_from_firing() {
+        let mut timeout = Timeout::new("test", 5);
+        assert_eq!(timeout.ticks_before_firing(), u64::MAX, "a stopped timeout never fires");
+        timeout.advance(1_000);
+        timeout.start();
+        assert_eq!(timeout.ticks_before_firing(), 4);
+        assert!(!timeout.tick());
+        timeout.advance(timeout.ticks_before_firing());
+        assert_eq!(timeout.ticks_before_firing(), 0);
+        assert!(timeout.tick(), "the next tick fires, as five ticks would have");
+        assert_eq!(timeout.ticks_before_firing(), 4, "and it counts again from zero");
+    }
+
+    #[test]
+    #[should_panic(expected = "skipped past its firing")]
+    fn advancing_past_the_firing_tick_is_refused() {
+        let mut timeout = Timeout::new("test", 5);
+        timeout.start();
+        timeout.advance(5);
     }
 }

@@ -66,6 +66,33 @@ fn checksum(bytes: &[u8]) -> u128 {
 }
 
 impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
+    /// Ticks [`Replica::tick_transfers`] may be skipped for: none of them releases an
+    /// idle pin or retries the transfer in progress (see `vsr::idle_ticks`).
+    pub(crate) fn transfer_ticks_quiet(&self) -> u64 {
+        let pins = self
+            .served
+            .iter()
+            .map(|served| TRANSFER_PIN_IDLE_TICKS_MAX.saturating_sub(served.idle_ticks))
+            .min()
+            .unwrap_or(u64::MAX);
+        let retry = self
+            .transfer
+            .as_ref()
+            .map_or(u64::MAX, |transfer| transfer.retry.ticks_before_firing());
+        pins.min(retry)
+    }
+
+    /// What `n` quiet calls of [`Replica::tick_transfers`] do.
+    pub(crate) fn skip_transfer_ticks(&mut self, n: u64) {
+        for served in &mut self.served {
+            served.idle_ticks += n;
+            debug_assert!(served.idle_ticks <= TRANSFER_PIN_IDLE_TICKS_MAX);
+        }
+        if let Some(transfer) = self.transfer.as_mut() {
+            transfer.retry.advance(n);
+        }
+    }
+
     /// Whether this replica is receiving a state transfer.
     pub fn transferring(&self) -> bool {
         self.transfer.is_some()
