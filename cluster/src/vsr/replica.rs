@@ -641,8 +641,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// Move every pending outgoing message to the end of `out`, in order (what
     /// `out.extend(self.drain_outbox())` does, without an iterator per call: a shard
     /// asks every replica every tick, and the outbox is nearly always empty).
+    #[inline]
     pub fn move_outbox_into(&mut self, out: &mut Vec<Outgoing>) {
-        out.append(&mut self.outbox);
+        if !self.outbox.is_empty() {
+            out.append(&mut self.outbox);
+        }
     }
 
     pub(crate) fn quorum_replication(&self) -> usize {
@@ -805,6 +808,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// fired: it already ran after the last input and nothing has changed since, so on
     /// a quiet tick it would find nothing to do. A node hosts a group per partition,
     /// and most of them are quiet on most ticks.
+    #[inline]
     pub fn tick(&mut self, realtime_micros: u64) {
         if self.ticks_quiet_ahead > 0 {
             // Nothing fires on this tick (see `vsr::idle_ticks`): count it for later.
@@ -813,6 +817,13 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.realtime_micros = realtime_micros;
             return;
         }
+        self.tick_that_runs(realtime_micros);
+    }
+
+    /// A tick that may fire something: the skipped ticks' counting first, then the
+    /// tick itself.
+    #[inline(never)]
+    fn tick_that_runs(&mut self, realtime_micros: u64) {
         self.settle_skipped_ticks();
         self.run_tick(realtime_micros);
         self.ticks_quiet_ahead = self.quiet_ticks_ahead();
