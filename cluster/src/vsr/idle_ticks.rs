@@ -68,10 +68,13 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// that many quiet calls of [`Replica::tick`] would have done, one after another.
     pub(crate) fn settle_skipped_ticks(&mut self) {
         let n = std::mem::take(&mut self.ticks_skipped);
-        if n == 0 {
+        if n == 0 || self.storage_failure.is_some() {
+            // A stopped replica's ticks did nothing (and it takes no input either).
             return;
         }
-        debug_assert!(self.storage_failure.is_none() && !self.repair_deferred);
+        // A deferred repair leaves no tick quiet, and nothing changed since the count
+        // was worked out.
+        debug_assert!(!self.repair_deferred);
         for timeout in [
             &mut self.commit_broadcast,
             &mut self.liveness,

@@ -843,3 +843,24 @@ fn ticks_skipped_as_quiet_leave_a_group_where_ticking_every_one_would() {
     let first_difference = sent.iter().zip(&sent_ticking).position(|(a, b)| a != b);
     assert_eq!(first_difference, None, "the same frames, in the same order");
 }
+
+#[test]
+fn a_replica_stopped_by_its_store_skips_its_ticks_and_still_takes_no_input() {
+    // A stopped replica's ticks are all quiet, so they are skipped; the frame after
+    // them must find nothing to settle (a stopped replica's ticks did nothing).
+    let store = MemoryStore::new();
+    let mut primary = Replica::open(config(0), Counter(0), store.clone(), 0).expect("open");
+    store.set_failure(Some("wal sync"));
+    primary.on_frame(crate::seam::ProcessId(9), &client_request(1), 0);
+    assert_eq!(primary.storage_failure(), Some("wal sync"));
+    primary.drain_outbox().for_each(drop);
+    for tick in 1..=1_000 {
+        primary.tick(tick * 10_000);
+    }
+    assert!(primary.ticks_skipped > 900, "{} ticks skipped", primary.ticks_skipped);
+    let dropped = primary.stats().frames_dropped_stopped;
+    primary.on_frame(crate::seam::ProcessId(9), &client_request(2), 10_000_000);
+    assert_eq!(primary.stats().frames_dropped_stopped, dropped + 1);
+    assert_eq!(primary.ticks_skipped, 0, "the skipped ticks were settled (as nothing)");
+    assert_eq!(primary.drain_outbox().count(), 0, "a stopped replica sends nothing");
+}

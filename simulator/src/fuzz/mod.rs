@@ -58,7 +58,8 @@ pub struct RunReport {
     pub ticks: u64,
     /// Executor polls made.
     pub polls: u64,
-    /// Replica-group ticks checked (`Harness::group_ticks`; 0 on the echo plane).
+    /// Replica-group ticks: each tick's groups on every live replica, checked or
+    /// skipped as quiet (`Harness::group_ticks`; 0 on the echo plane).
     pub group_ticks: u64,
     /// The executor's schedule hash at the end.
     pub schedule_hash: u64,

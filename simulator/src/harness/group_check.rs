@@ -122,7 +122,7 @@ pub(super) fn check_group<S: StateMachine>(
         }
         // Each tick skipped since would have restarted its lag clock (it was neither
         // behind its commit point nor transferring, and nothing changed).
-        watch.progress.1 = tick - 1;
+        watch.progress.1 = tick.saturating_sub(1);
     }
     let fail = |check: &'static str, detail: String| CheckFailure { check, detail, tick };
     if replica.view() < watch.view_seen {

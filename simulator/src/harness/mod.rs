@@ -1131,17 +1131,19 @@ impl Harness {
     /// A group quiet since its last check is skipped, except on a full check (every
     /// [`FULL_CHECK_INTERVAL_TICKS`]; see `group_check`).
     fn check(&mut self, tick: u64) -> Result<(), CheckFailure> {
-        self.check_groups(tick, tick.is_multiple_of(FULL_CHECK_INTERVAL_TICKS))
+        self.group_ticks += self.check_groups(tick, tick.is_multiple_of(FULL_CHECK_INTERVAL_TICKS))?;
+        Ok(())
     }
 
     /// The full check, now: every group of every live replica, whatever its activity,
     /// each skipped one verified unchanged. A run calls it once at its end, so the last
     /// ticks are checked in full whatever the interval.
     pub fn check_in_full(&mut self) -> Result<(), CheckFailure> {
-        self.check_groups(self.simulation.tick(), true)
+        self.check_groups(self.simulation.tick(), true).map(drop)
     }
 
-    fn check_groups(&mut self, tick: u64, full: bool) -> Result<(), CheckFailure> {
+    /// The checks of `check` (every group, with `full`); returns the groups visited.
+    fn check_groups(&mut self, tick: u64, full: bool) -> Result<u64, CheckFailure> {
         let fail = |check: &'static str, detail: String| CheckFailure { check, detail, tick };
         if self.simulation.stats().frames_unroutable > 0 {
             return Err(fail(
@@ -1162,6 +1164,7 @@ impl Harness {
             full,
             lagging: &mut lagging,
         };
+        let mut visited = 0;
         for (index, slot) in self.slots.iter_mut().enumerate() {
             let Some(node) = &slot.node else { continue };
             let incarnation = slot.incarnation;
@@ -1205,11 +1208,11 @@ impl Harness {
                 }
             }
             slot.watches.end_walk();
-            self.group_ticks += slot.watches.visited() as u64;
+            visited += slot.watches.visited() as u64;
         }
         if lagging.is_empty() {
             self.lagging_scratch = lagging;
-            return Ok(());
+            return Ok(visited);
         }
         // What every replica of every group applied: read only when some replica lags,
         // which few ticks have.
@@ -1254,7 +1257,7 @@ impl Harness {
         }
         self.applied_scratch = applied;
         self.lagging_scratch = lagging;
-        Ok(())
+        Ok(visited)
     }
 
     /// The simulation (network, executor).

@@ -178,12 +178,25 @@ pub struct FaultRates {
     pub slow_ticks_max: u64,
 }
 
+/// Lookups of the dirty inodes between two checks of the kept set against a walk of
+/// every inode (debug builds): often enough that a missed inode shows within a run,
+/// rare enough that the walk it replaces stays a small cost.
+const DIRTY_SET_CHECK_INTERVAL_LOOKUPS: u64 = 64;
+
 /// Everything a SimStorage holds.
 #[derive(Debug)]
 pub(super) struct State {
     pub options: SimStorageOptions,
     rng: SimRng,
     inodes: BTreeMap<InodeId, Inode>,
+    /// Every inode that may have dirty pages (a superset: each written or resized since
+    /// the last time writeback looked, pruned then). Writeback picks among the dirty
+    /// inodes at random before many calls; finding them by walking every inode cost
+    /// time in proportion to the files on the disk, which a long metadata-plane run
+    /// grows into the thousands (a tenth of a 100,000-tick run went to the walk).
+    maybe_dirty: BTreeSet<InodeId>,
+    /// Calls of `dirty_inodes` so far, for its periodic self-check.
+    dirty_lookups: u64,
     next_inode: InodeId,
     /// The buffered namespace: what `open` and `list` see.
     names: BTreeMap<String, InodeId>,
@@ -218,6 +231,8 @@ impl State {
             rng: SimRng::new(options.seed),
             options,
             inodes: BTreeMap::new(),
+            maybe_dirty: BTreeSet::new(),
+            dirty_lookups: 0,
             next_inode: 1,
             names: BTreeMap::new(),
             stable_names: BTreeMap::new(),
@@ -616,6 +631,7 @@ impl State {
             }
         }
         self.inode(id, &call.path)?.write(target, &data[..landed]);
+        self.maybe_dirty.insert(id);
         match call.fault {
             Some(FaultKind::TornWithError) => Err(call.injected(&format!(
                 "torn write with error ({landed} of {} bytes landed)",
@@ -632,6 +648,7 @@ impl State {
         }
         // Fits: FILE_BYTES_MAX is far below usize::MAX.
         self.inode(id, path)?.resize(len as usize);
+        self.maybe_dirty.insert(id);
         Ok(())
     }
 
@@ -695,12 +712,26 @@ impl State {
 
     // ---- writeback and crashes ---------------------------------------------------
 
-    fn dirty_inodes(&self) -> Vec<InodeId> {
-        self.inodes
-            .iter()
-            .filter(|(_, inode)| inode.is_dirty())
-            .map(|(&id, _)| id)
-            .collect()
+    /// The inodes with dirty pages, in ascending id (the order the random picks index).
+    fn dirty_inodes(&mut self) -> Vec<InodeId> {
+        let inodes = &self.inodes;
+        self.maybe_dirty
+            .retain(|id| inodes.get(id).is_some_and(Inode::is_dirty));
+        let dirty: Vec<InodeId> = self.maybe_dirty.iter().copied().collect();
+        self.dirty_lookups += 1;
+        // Every so often, in debug builds (the simulator's), check the superset held
+        // every dirty inode: a write path that forgot to note one would change which
+        // pages writeback picks, silently.
+        if cfg!(debug_assertions) && self.dirty_lookups.is_multiple_of(DIRTY_SET_CHECK_INTERVAL_LOOKUPS) {
+            let scanned: Vec<InodeId> = self
+                .inodes
+                .iter()
+                .filter(|(_, inode)| inode.is_dirty())
+                .map(|(&id, _)| id)
+                .collect();
+            assert_eq!(dirty, scanned, "the dirty-inode set missed an inode");
+        }
+        dirty
     }
 
     /// One chance, before each call, that the kernel writes something back on its own:
