@@ -390,6 +390,35 @@ fn a_whole_group_restart_knows_its_commit_point_to_within_the_superblock_interva
     }
 }
 
+/// Four rounds of moving every replica's outbox to its receivers at `now`: each frame
+/// sent is shown to `record`, and delivered if it is for a replica and `deliverable`
+/// says so for its (sender, receiver, command).
+fn deliver(
+    replicas: &mut [Replica<Counter, MemoryStore>],
+    now: u64,
+    deliverable: impl Fn(usize, usize, crate::wire::Command) -> bool,
+    mut record: impl FnMut(&[u8]),
+) {
+    for _ in 0..4 {
+        let mut frames = Vec::new();
+        for (index, replica) in replicas.iter_mut().enumerate() {
+            for out in replica.drain_outbox() {
+                frames.push((index, out));
+            }
+        }
+        for (from, out) in frames {
+            let to = out.to.0 as usize;
+            record(&out.frame);
+            let Ok((header, _)) = crate::wire::open(&out.frame) else {
+                continue;
+            };
+            if to < replicas.len() && deliverable(from, to, header.command) {
+                replicas[to].on_frame(crate::seam::ProcessId(from as u32), &out.frame, now);
+            }
+        }
+    }
+}
+
 /// Deliver frames among the `live` replicas (frames to or from any other are lost) and
 /// tick them, for `ticks` ticks of 10 ms.
 pub(super) fn exchange(replicas: &mut [Replica<Counter, MemoryStore>], live: &[usize], ticks: u64, start_tick: u64) {
@@ -521,26 +550,12 @@ fn exchange_cutting(
 ) {
     for tick in ticks {
         let now = tick * 10_000;
-        for _ in 0..4 {
-            let mut frames = Vec::new();
-            for (index, replica) in replicas.iter_mut().enumerate() {
-                for out in replica.drain_outbox() {
-                    frames.push((index, out));
-                }
-            }
-            for (from, out) in frames {
-                let to = out.to.0 as usize;
-                if !(live.contains(&from) && live.contains(&to)) {
-                    continue;
-                }
-                let Ok((header, _)) = crate::wire::open(&out.frame) else {
-                    continue;
-                };
-                if !cut(from, to, header.command) {
-                    replicas[to].on_frame(crate::seam::ProcessId(from as u32), &out.frame, now);
-                }
-            }
-        }
+        deliver(
+            replicas,
+            now,
+            |from, to, command| live.contains(&from) && live.contains(&to) && !cut(from, to, command),
+            |_| {},
+        );
         for &index in live {
             replicas[index].tick(now);
         }
@@ -792,24 +807,12 @@ fn scripted_group_run(skipping: bool) -> (Vec<Vec<u8>>, u64, Vec<(u64, u64)>) {
             2_300..2_900 => from == 2 || to == 2,
             _ => false,
         };
-        for _ in 0..4 {
-            let mut frames = Vec::new();
-            for (index, replica) in replicas.iter_mut().enumerate() {
-                for out in replica.drain_outbox() {
-                    frames.push((index, out));
-                }
-            }
-            for (from, out) in frames {
-                let to = out.to.0 as usize;
-                sent.push(out.frame.to_vec());
-                let Ok((header, _)) = crate::wire::open(&out.frame) else {
-                    continue;
-                };
-                if to < replicas.len() && !cut(from, to, header.command) {
-                    replicas[to].on_frame(crate::seam::ProcessId(from as u32), &out.frame, now);
-                }
-            }
-        }
+        deliver(
+            &mut replicas,
+            now,
+            |from, to, command| !cut(from, to, command),
+            |frame| sent.push(frame.to_vec()),
+        );
         for replica in &mut replicas {
             if !skipping {
                 replica.ticks_quiet_ahead = 0;

@@ -68,20 +68,31 @@ pub(super) struct Lagging {
     pub stuck: Option<String>,
 }
 
-/// Whether this tick's checks skip a group: it was quiet at its last check, its replica
-/// (whose [`Replica::activity`] is `activity`) has taken no input since, and this is not
-/// a full check. Called for every group at every tick, so it reads one counter.
+/// One group's turn in a tick's walk: skipped when it was quiet at its last check, its
+/// replica has taken no input since ([`Replica::activity`]) and this is not a full
+/// check; checked otherwise. Returns whether it was skipped. Called for every group at
+/// every tick, so the skip reads one counter and is inlined into the walk.
 #[inline]
-pub(super) fn skips(watch: &GroupWatch, activity: u64, full: bool) -> bool {
-    !full && watch.quiet.as_ref().is_some_and(|quiet| quiet.activity == activity)
+pub(super) fn walk_group<S: StateMachine>(
+    at: GroupAt,
+    replica: &Replica<S, SimReplicaStore>,
+    watch: &mut GroupWatch,
+    checks: &mut GroupChecks<'_>,
+) -> Result<bool, CheckFailure> {
+    let activity = replica.activity();
+    if !checks.full && watch.quiet.as_ref().is_some_and(|quiet| quiet.activity == activity) {
+        return Ok(true);
+    }
+    check_group(at, replica, watch, checks)?;
+    Ok(false)
 }
 
-/// The per-tick checks for one group on one replica (unless [`skips`] says to skip it).
+/// The per-tick checks for one group on one replica (unless [`walk_group`] skips it).
 ///
 /// On a full check, a group quiet since its last check is checked after verifying that
 /// what the checks read of it is indeed what they last saw.
 #[inline(never)]
-pub(super) fn check_group<S: StateMachine>(
+fn check_group<S: StateMachine>(
     at: GroupAt,
     replica: &Replica<S, SimReplicaStore>,
     watch: &mut GroupWatch,
@@ -104,7 +115,7 @@ pub(super) fn check_group<S: StateMachine>(
     let activity = replica.activity();
     if let Some(quiet) = watch.quiet.take() {
         if quiet.activity == activity {
-            // Only a full check comes here for a group quiet since (see `skips`).
+            // Only a full check comes here for a group quiet since (see `walk_group`).
             debug_assert!(*full);
             let now = GroupSeen::of(replica);
             if now != quiet.seen {

@@ -46,7 +46,7 @@ use catch_up::{CatchUpCounters, CheckpointChecker};
 use client::{ClientDriver, ClientStats, run_client};
 use crash::{CrashAction, CrashConfig, CrashInjector, Moment, ReplicaLife};
 pub use group_check::FULL_CHECK_INTERVAL_TICKS;
-use group_check::{GroupAt, GroupChecks, Lagging, check_group, skips};
+use group_check::{GroupAt, GroupChecks, Lagging, walk_group};
 use schedule::HarnessReplay;
 use state_checker::StateChecker;
 use watches::GroupWatches;
@@ -1171,40 +1171,20 @@ impl Harness {
             slot.watches.begin_walk();
             for shard in node.shards() {
                 let shard = shard.borrow();
+                let at = |group| GroupAt {
+                    index,
+                    group,
+                    incarnation,
+                };
                 if let Some(metadata) = shard.metadata() {
-                    let group = METADATA_GROUP;
-                    let watch = slot.watches.visit(group, tick);
-                    if skips(watch, metadata.activity(), full) {
-                        self.group_checks_skipped += 1;
-                    } else {
-                        check_group(
-                            GroupAt {
-                                index,
-                                group,
-                                incarnation,
-                            },
-                            metadata,
-                            watch,
-                            &mut checks,
-                        )?;
-                    }
+                    let watch = slot.watches.visit(METADATA_GROUP, tick);
+                    let skipped = walk_group(at(METADATA_GROUP), metadata, watch, &mut checks)?;
+                    self.group_checks_skipped += u64::from(skipped);
                 }
                 for (&group, replica) in shard.partitions() {
                     let watch = slot.watches.visit(group, tick);
-                    if skips(watch, replica.activity(), full) {
-                        self.group_checks_skipped += 1;
-                    } else {
-                        check_group(
-                            GroupAt {
-                                index,
-                                group,
-                                incarnation,
-                            },
-                            replica,
-                            watch,
-                            &mut checks,
-                        )?;
-                    }
+                    let skipped = walk_group(at(group), replica, watch, &mut checks)?;
+                    self.group_checks_skipped += u64::from(skipped);
                 }
             }
             slot.watches.end_walk();
