@@ -141,6 +141,21 @@ pub struct Shard<P: StoreProvider> {
     parked: VecDeque<admission::Parked>,
     /// Ticks since this shard opened.
     ticks: u64,
+    /// Ticks delivered to the partition groups, counting the one being walked: a
+    /// group is brought up to this count (its missed ticks handed over as quiet)
+    /// before it takes an input or a tick (see `vsr::idle_ticks`).
+    group_ticks: u64,
+    /// The lowest count of delivered ticks at which a partition group's tick runs
+    /// ([`Replica::next_tick_that_runs`]): until then no group needs its tick, and the
+    /// shard does not walk them. Never later than the truth (an input only ever lowers
+    /// it here; a walk sets it exactly), so a walk may find nothing due, never miss one.
+    partitions_due_at: u64,
+    /// The realtime of the last tick, for the ticks a group is handed in bulk.
+    last_tick_realtime_micros: u64,
+    /// Partition groups with a repair session or a transfer served when last looked
+    /// at, ascending: the rest count for nothing in the catch-up budget, and a group's
+    /// count changes only on its own inputs and ticks, so only these are summed.
+    catching_up: Vec<u64>,
     /// The directory version this shard last reconciled with.
     reconciled: Option<u64>,
     stats: ShardStats,
@@ -199,6 +214,10 @@ impl<P: StoreProvider> Shard<P> {
             storage_failure: shared.storage_failure.clone(),
             parked: VecDeque::new(),
             ticks: 0,
+            group_ticks: 0,
+            partitions_due_at: 0,
+            last_tick_realtime_micros: 0,
+            catching_up: Vec::new(),
             reconciled: None,
             stats,
             budget,
@@ -314,9 +333,12 @@ impl<P: StoreProvider> Shard<P> {
             self.publish_directory();
             self.publish_access();
         } else if let Some(replica) = self.partitions.get_mut(&header.group) {
+            replica.skip_quiet_ticks_to(self.group_ticks, self.last_tick_realtime_micros);
             replica.on_frame(from, &frame, realtime_micros);
             note_storage_failure(&self.storage_failure, header.group, replica);
             replica.move_outbox_into(&mut self.outbox);
+            self.partitions_due_at = self.partitions_due_at.min(replica.next_tick_that_runs());
+            note_catching_up(&mut self.catching_up, header.group, replica);
         } else {
             self.stats.frames_unknown_group += 1;
             if header.command == Command::Request && header.client != 0 {
@@ -360,32 +382,73 @@ impl<P: StoreProvider> Shard<P> {
             return;
         }
         self.reconcile();
-        // Recount what runs, so a group that closed mid-session never keeps a place.
-        let (mut sessions, mut served) = (0u32, 0u32);
-        for replica in self.partitions.values() {
-            sessions += u32::from(replica.repair_session_active());
-            served += replica.transfers_serving() as u32;
-        }
-        if let Some(metadata) = self.metadata.as_ref() {
-            sessions += u32::from(metadata.repair_session_active());
-            served += metadata.transfers_serving() as u32;
-        }
+        let (sessions, served) = self.catch_up_load();
         self.budget.new_tick(sessions, served);
         if let Some(metadata) = self.metadata.as_mut() {
             metadata.tick(realtime_micros);
             note_storage_failure(&self.storage_failure, METADATA_GROUP, metadata);
             self.drain_metadata_outbox();
         }
-        for (&group, replica) in self.partitions.iter_mut() {
-            replica.tick(realtime_micros);
-            note_storage_failure(&self.storage_failure, group, replica);
-            replica.move_outbox_into(&mut self.outbox);
+        let tick = self.group_ticks;
+        if tick >= self.partitions_due_at {
+            // Some group's tick runs now: bring every group up to this tick and deliver
+            // it (the quiet ones only count it), and learn when the next one is due.
+            let mut due = u64::MAX;
+            self.catching_up.clear();
+            for (&group, replica) in self.partitions.iter_mut() {
+                replica.skip_quiet_ticks_to(tick, self.last_tick_realtime_micros);
+                replica.tick(realtime_micros);
+                note_storage_failure(&self.storage_failure, group, replica);
+                replica.move_outbox_into(&mut self.outbox);
+                due = due.min(replica.next_tick_that_runs());
+                if is_catching_up(replica) {
+                    self.catching_up.push(group);
+                }
+            }
+            self.partitions_due_at = due;
         }
+        self.group_ticks = tick + 1;
+        self.last_tick_realtime_micros = realtime_micros;
         self.publish_directory();
         self.publish_access();
         self.reconcile();
         self.ticks += 1;
         self.unpark(realtime_micros);
+    }
+
+    /// Repair sessions and transfers served by this shard's groups now, for the
+    /// catch-up budget. Summed over the groups that had any when last looked at, which
+    /// is all of them: a group's count changes only on its own inputs and ticks, after
+    /// each of which it is looked at. Debug builds recount every group now and then.
+    fn catch_up_load(&self) -> (u32, u32) {
+        let (mut sessions, mut served) = (0u32, 0u32);
+        for group in &self.catching_up {
+            if let Some(replica) = self.partitions.get(group) {
+                sessions += u32::from(replica.repair_session_active());
+                served += replica.transfers_serving() as u32;
+            }
+        }
+        if cfg!(debug_assertions) && self.ticks.is_multiple_of(CATCH_UP_RECOUNT_INTERVAL_TICKS) {
+            let recount = self
+                .partitions
+                .values()
+                .fold((0u32, 0u32), |(sessions, served), replica| {
+                    (
+                        sessions + u32::from(replica.repair_session_active()),
+                        served + replica.transfers_serving() as u32,
+                    )
+                });
+            assert_eq!(
+                (sessions, served),
+                recount,
+                "the groups catching up, summed, are every group's"
+            );
+        }
+        if let Some(metadata) = self.metadata.as_ref() {
+            sessions += u32::from(metadata.repair_session_active());
+            served += metadata.transfers_serving() as u32;
+        }
+        (sessions, served)
     }
 
     /// Shard 0: publish the partition set of the applied metadata if it changed, once
@@ -420,6 +483,7 @@ impl<P: StoreProvider> Shard<P> {
             .collect();
         for group in gone {
             self.partitions.remove(&group);
+            self.catching_up.retain(|&busy| busy != group);
             self.stores.remove(group);
             self.stats.groups_closed += 1;
             tracing::info!(replica = self.config.replica, group, "partition group closed");
@@ -466,6 +530,10 @@ impl<P: StoreProvider> Shard<P> {
             };
             replica.set_catch_up_budget(self.budget.clone());
             note_storage_failure(&self.storage_failure, spec.group, &replica);
+            // It takes ticks from the next one delivered, as every group does.
+            replica.start_tick_count_at(self.group_ticks);
+            self.partitions_due_at = self.partitions_due_at.min(replica.next_tick_that_runs());
+            note_catching_up(&mut self.catching_up, spec.group, &replica);
             tracing::info!(
                 replica = self.config.replica,
                 group = spec.group,
@@ -476,6 +544,33 @@ impl<P: StoreProvider> Shard<P> {
             self.stats.groups_opened += 1;
         }
         self.reconciled = Some(directory.version);
+    }
+}
+
+/// How often, in ticks, a debug build recounts every group's catch-up load against
+/// the sum over the groups catching up: often enough that a group missed by the
+/// bookkeeping is caught within a short run, rarely enough that the recount does not
+/// put back the walk over every group that the bookkeeping saves.
+const CATCH_UP_RECOUNT_INTERVAL_TICKS: u64 = 64;
+
+/// Whether `replica` counts in the catch-up budget now.
+fn is_catching_up<S: crate::vsr::StateMachine, T: crate::vsr::store::ReplicaStore>(replica: &Replica<S, T>) -> bool {
+    replica.repair_session_active() || replica.transfers_serving() > 0
+}
+
+/// Keep `group` in `catching_up` (ascending) exactly when `replica` counts in the
+/// catch-up budget.
+fn note_catching_up<S: crate::vsr::StateMachine, T: crate::vsr::store::ReplicaStore>(
+    catching_up: &mut Vec<u64>,
+    group: u64,
+    replica: &Replica<S, T>,
+) {
+    match (catching_up.binary_search(&group), is_catching_up(replica)) {
+        (Err(at), true) => catching_up.insert(at, group),
+        (Ok(at), false) => {
+            catching_up.remove(at);
+        }
+        _ => {}
     }
 }
 

@@ -11,6 +11,14 @@
 //! stands where tick-by-tick counting would have left it, on the tick it would have, so
 //! a run is the same run (the simulator's outputs and schedule hashes did not move).
 //!
+//! A shard goes one step further: it need not even call `tick` on a quiet group. It
+//! asks each group when its next tick that runs is ([`Replica::next_tick_that_runs`],
+//! on the count of ticks delivered), walks its groups only on a tick when one of them
+//! is due, and before any group takes an input or a tick it hands it the ticks it
+//! missed in one call ([`Replica::skip_quiet_ticks_to`]), which asserts that every
+//! one of them was quiet. So a node's cost per tick follows the groups that have
+//! something to do, not every group it hosts.
+//!
 //! What it does not do: skip a tick on which anything may fire. The skipped count is
 //! bounded by every countdown, and `Timeout::advance` refuses to step past a firing.
 
@@ -20,6 +28,46 @@ use super::replica::{Replica, Status};
 use super::store::ReplicaStore;
 
 impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
+    /// Start counting delivered ticks at `ticks` (a shard's count when it opens this
+    /// group), before any tick is delivered.
+    pub fn start_tick_count_at(&mut self, ticks: u64) {
+        assert_eq!(self.ticks_delivered, 0, "the tick count starts before any tick");
+        self.ticks_delivered = ticks;
+    }
+
+    /// The count of delivered ticks at which [`Replica::tick`] next runs rather than
+    /// being counted: every tick delivered before it is quiet, so a caller may skip
+    /// them and hand them over later with [`Replica::skip_quiet_ticks_to`]. Worked
+    /// out again after every input and every tick that runs, which may bring it
+    /// closer.
+    #[inline]
+    pub fn next_tick_that_runs(&self) -> u64 {
+        self.ticks_delivered.saturating_add(self.ticks_quiet_ahead)
+    }
+
+    /// Deliver, as quiet, the ticks up to the count `ticks` that the caller did not
+    /// deliver one by one: what that many calls of [`Replica::tick`] would have done,
+    /// the last of them at `realtime_micros`. Panics if one of them was not quiet: the
+    /// caller skipped a tick on which something would have fired.
+    #[inline]
+    pub fn skip_quiet_ticks_to(&mut self, ticks: u64, realtime_micros: u64) {
+        assert!(ticks >= self.ticks_delivered, "ticks delivered go forward");
+        let missed = ticks - self.ticks_delivered;
+        if missed == 0 {
+            return;
+        }
+        assert!(
+            missed <= self.ticks_quiet_ahead,
+            "group {:#x}: {missed} ticks skipped, but only {} were quiet",
+            self.config.group,
+            self.ticks_quiet_ahead
+        );
+        self.ticks_quiet_ahead -= missed;
+        self.ticks_skipped += missed;
+        self.ticks_delivered = ticks;
+        self.realtime_micros = realtime_micros;
+    }
+
     /// How many of the coming calls of [`Replica::tick`] are sure to fire nothing,
     /// given the replica as it is now (it changes only on an input or a tick that
     /// runs, after which this is worked out again).

@@ -213,6 +213,10 @@ pub struct Replica<S, T> {
     /// Ticks returned from at once since the last tick that ran, whose counting is
     /// still to apply.
     pub(crate) ticks_skipped: u64,
+    /// Ticks delivered so far, run or counted, one by one through [`Replica::tick`]
+    /// or in bulk through [`Replica::skip_quiet_ticks_to`]; a shard starts the count at
+    /// its own (see `vsr::idle_ticks`).
+    pub(crate) ticks_delivered: u64,
     pub(crate) boot_nonce: u64,
     // Timeouts.
     pub(crate) commit_broadcast: Timeout,
@@ -404,6 +408,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             activity: 0,
             ticks_quiet_ahead: 0,
             ticks_skipped: 0,
+            ticks_delivered: 0,
             boot_nonce,
             commit_broadcast: Timeout::new("commit_broadcast", COMMIT_BROADCAST_TICKS),
             liveness: Timeout::new("liveness", config.buggify.liveness_window_ticks),
@@ -810,6 +815,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// and most of them are quiet on most ticks.
     #[inline]
     pub fn tick(&mut self, realtime_micros: u64) {
+        self.ticks_delivered += 1;
         if self.ticks_quiet_ahead > 0 {
             // Nothing fires on this tick (see `vsr::idle_ticks`): count it for later.
             self.ticks_quiet_ahead -= 1;
