@@ -47,12 +47,35 @@ print(f"nemesis-smoke: 2 runs passed; {sum(kinds.values())} faults over {len(kin
 PY
 
 echo "--- the planted bug (--node-break wal-drop-last-record) must be caught"
-status=0
-target/release/nemesis --nodes 3 --clients 4 --runs 1 --seed 7 --run-seconds 8 --faults kill-all,kill \
-  --node-break wal-drop-last-record --out "$out/break" >"$out/break.log" 2>&1 || status=$?
-tail -5 "$out/break.log"
-if [ "$status" -ne 1 ] || ! grep -q "lost: message" "$out/break.log"; then
-  echo "nemesis-smoke: FAIL: the planted bug was not caught as a lost acknowledged message (exit $status; $out/break.log)" >&2
+# The planted bug drops the last record of every log at every start, on every node at
+# once after a kill-all: more than the fault model allows, so an op can be gone from
+# every disk. It is caught in one of two ways: the checker finds an acknowledged
+# message lost (what this step asserts), or the lost op sits below ops the cluster
+# still holds and the group refuses to commit past a hole no replica can repair (a
+# liveness failure: the protocol choosing safety). Real processes are not scheduled
+# the same way twice, so seed 7 gives the first about 16 times in 17 (seeds 8, 9 and 10
+# wedged in every run tried); a wedge proves nothing about the loss check, so it earns one more run
+# of the same seed, which must report the loss.
+caught=""
+for attempt in 1 2; do
+  status=0
+  log="$out/break-$attempt.log"
+  target/release/nemesis --nodes 3 --clients 4 --runs 1 --seed 7 --run-seconds 8 --faults kill-all,kill \
+    --node-break wal-drop-last-record --out "$out/break-$attempt" >"$log" 2>&1 || status=$?
+  tail -5 "$log"
+  if [ "$status" -eq 1 ] && grep -q "lost: message" "$log"; then
+    caught=$attempt
+    break
+  fi
+  if [ "$attempt" = 1 ] && [ "$status" -eq 1 ] && grep -q "liveness:" "$log"; then
+    echo "nemesis-smoke: the planted bug wedged the cluster (a liveness failure, its other face); once more"
+    continue
+  fi
+  echo "nemesis-smoke: FAIL: the planted bug was not caught as a lost acknowledged message (attempt $attempt, exit $status; $log)" >&2
+  exit 1
+done
+if [ -z "$caught" ]; then
+  echo "nemesis-smoke: FAIL: the planted bug was not caught as a lost acknowledged message in 2 attempts ($out/break-*.log)" >&2
   exit 1
 fi
-echo "nemesis-smoke: the planted bug was caught (exit 1, an acknowledged message lost)"
+echo "nemesis-smoke: the planted bug was caught (attempt $caught: exit 1, an acknowledged message lost)"
