@@ -505,6 +505,12 @@ fn a_group_with_no_input_is_skipped_between_full_checks() {
         "no group was ever quiet in 1,000 ticks ({visited} visited)"
     );
     assert!(skipped < visited, "every group was skipped at every tick ({visited})");
+    // Between full checks, a node's walk visits only the groups it touched.
+    let (partial, whole) = harness.node_walks();
+    assert!(
+        partial > 10 * whole && whole >= 3 * 1_000 / 64,
+        "{partial} partial and {whole} whole walks in 1,000 ticks of 3 nodes, a whole one at least every 64 ticks"
+    );
     harness.check_in_full().expect("the last ticks, checked in full, pass");
 }
 

@@ -156,6 +156,13 @@ pub struct Shard<P: StoreProvider> {
     /// at, ascending: the rest count for nothing in the catch-up budget, and a group's
     /// count changes only on its own inputs and ticks, so only these are summed.
     catching_up: Vec<u64>,
+    /// Groups that took a frame or ran a tick since [`Shard::take_touched_groups`]
+    /// (repeats allowed), kept only once [`Shard::track_touched_groups`] turned it on:
+    /// a simulator's per-tick checks look at these and skip the rest.
+    touched: Option<Vec<u64>>,
+    /// Partition groups opened or closed so far: a change tells whoever walks this
+    /// shard's groups in order that the order moved.
+    group_set_changes: u64,
     /// The directory version this shard last reconciled with.
     reconciled: Option<u64>,
     stats: ShardStats,
@@ -218,6 +225,8 @@ impl<P: StoreProvider> Shard<P> {
             partitions_due_at: 0,
             last_tick_realtime_micros: 0,
             catching_up: Vec::new(),
+            touched: None,
+            group_set_changes: 0,
             reconciled: None,
             stats,
             budget,
@@ -280,6 +289,30 @@ impl<P: StoreProvider> Shard<P> {
         self.stats
     }
 
+    /// From now on, note every group that takes a frame or runs a tick, for
+    /// [`Shard::take_touched_groups`] (off by default: nobody drains it in production).
+    pub fn track_touched_groups(&mut self) {
+        self.touched.get_or_insert_with(Vec::new);
+    }
+
+    /// Move the groups touched since the last call into `into` (ascending, no
+    /// repeats appended), or return false if tracking is off. A group not among them
+    /// took no frame and ran no tick, so its [`Replica::activity`] did not move.
+    pub fn take_touched_groups(&mut self, into: &mut Vec<u64>) -> bool {
+        let Some(touched) = self.touched.as_mut() else {
+            return false;
+        };
+        touched.sort_unstable();
+        touched.dedup();
+        into.append(touched);
+        true
+    }
+
+    /// How many times this shard opened or closed a partition group.
+    pub fn group_set_changes(&self) -> u64 {
+        self.group_set_changes
+    }
+
     /// Take the frames to send and the frames to forward to other shards.
     pub fn drain(&mut self) -> (Vec<Outgoing>, Vec<Forward>) {
         (std::mem::take(&mut self.outbox), std::mem::take(&mut self.forwards))
@@ -329,6 +362,9 @@ impl<P: StoreProvider> Shard<P> {
             };
             metadata.on_frame(from, &frame, realtime_micros);
             note_storage_failure(&self.storage_failure, METADATA_GROUP, metadata);
+            if let Some(touched) = self.touched.as_mut() {
+                touched.push(METADATA_GROUP);
+            }
             self.drain_metadata_outbox();
             self.publish_directory();
             self.publish_access();
@@ -339,6 +375,9 @@ impl<P: StoreProvider> Shard<P> {
             replica.move_outbox_into(&mut self.outbox);
             self.partitions_due_at = self.partitions_due_at.min(replica.next_tick_that_runs());
             note_catching_up(&mut self.catching_up, header.group, replica);
+            if let Some(touched) = self.touched.as_mut() {
+                touched.push(header.group);
+            }
         } else {
             self.stats.frames_unknown_group += 1;
             if header.command == Command::Request && header.client != 0 {
@@ -385,8 +424,14 @@ impl<P: StoreProvider> Shard<P> {
         let (sessions, served) = self.catch_up_load();
         self.budget.new_tick(sessions, served);
         if let Some(metadata) = self.metadata.as_mut() {
+            let activity = metadata.activity();
             metadata.tick(realtime_micros);
             note_storage_failure(&self.storage_failure, METADATA_GROUP, metadata);
+            if let Some(touched) = self.touched.as_mut()
+                && metadata.activity() != activity
+            {
+                touched.push(METADATA_GROUP);
+            }
             self.drain_metadata_outbox();
         }
         let tick = self.group_ticks;
@@ -397,8 +442,14 @@ impl<P: StoreProvider> Shard<P> {
             self.catching_up.clear();
             for (&group, replica) in self.partitions.iter_mut() {
                 replica.skip_quiet_ticks_to(tick, self.last_tick_realtime_micros);
+                let activity = replica.activity();
                 replica.tick(realtime_micros);
                 note_storage_failure(&self.storage_failure, group, replica);
+                if let Some(touched) = self.touched.as_mut()
+                    && replica.activity() != activity
+                {
+                    touched.push(group);
+                }
                 replica.move_outbox_into(&mut self.outbox);
                 due = due.min(replica.next_tick_that_runs());
                 if is_catching_up(replica) {
@@ -484,6 +535,7 @@ impl<P: StoreProvider> Shard<P> {
         for group in gone {
             self.partitions.remove(&group);
             self.catching_up.retain(|&busy| busy != group);
+            self.group_set_changes += 1;
             self.stores.remove(group);
             self.stats.groups_closed += 1;
             tracing::info!(replica = self.config.replica, group, "partition group closed");
@@ -542,6 +594,7 @@ impl<P: StoreProvider> Shard<P> {
             );
             self.partitions.insert(spec.group, replica);
             self.stats.groups_opened += 1;
+            self.group_set_changes += 1;
         }
         self.reconciled = Some(directory.version);
     }

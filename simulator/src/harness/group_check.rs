@@ -10,6 +10,13 @@
 //! running for it) is skipped while its replica's [`Replica::activity`] stays put; one
 //! with a clock running is checked at every tick, since a clock fires on time alone.
 //!
+//! Nor does the harness visit every group to find that out: each shard notes the
+//! groups that took a frame or ran a tick (`Shard::take_touched_groups`), and while a
+//! node's groups stay the same a tick visits only those and the ones with a clock
+//! running ([`walk_hosted_group`]); the others would be skipped anyway. A restart, a
+//! group opened or closed, or any watch changed outside a walk brings back a walk over
+//! every group.
+//!
 //! Nothing is checked less: a skipped group's next input brings its check, on the tick
 //! of the input, and a full check every [`FULL_CHECK_INTERVAL_TICKS`] (and at the end of
 //! a run) checks every group whatever its activity, after verifying that each skipped
@@ -21,11 +28,13 @@
 
 use std::collections::BTreeMap;
 
+use cluster::node::{METADATA_GROUP, Node};
 use cluster::vsr::journal::root_header;
 use cluster::vsr::{Replica, StateMachine, Status};
 
 use super::catch_up::CheckpointChecker;
 use super::state_checker::{CommittedOp, StateChecker};
+use super::stores::SimStores;
 use super::watches::{GroupSeen, GroupWatch, Quiet};
 use super::{COMMIT_STUCK_TICKS_MAX, CheckFailure, SIMULATED_CLUSTER_ID, SimReplicaStore};
 
@@ -85,6 +94,30 @@ pub(super) fn walk_group<S: StateMachine>(
     }
     check_group(at, replica, watch, checks)?;
     Ok(false)
+}
+
+/// [`walk_group`] for `at.group`, found on the node's shards: a walk that visits only
+/// some groups (see the module docs) knows the group, not where it lives.
+pub(super) fn walk_hosted_group(
+    node: &Node<SimStores>,
+    at: GroupAt,
+    watch: &mut GroupWatch,
+    checks: &mut GroupChecks<'_>,
+) -> Result<bool, CheckFailure> {
+    for shard in node.shards() {
+        let shard = shard.borrow();
+        if at.group == METADATA_GROUP {
+            if let Some(metadata) = shard.metadata() {
+                return walk_group(at, metadata, watch, checks);
+            }
+        } else if let Some(replica) = shard.partitions().get(&at.group) {
+            return walk_group(at, replica, watch, checks);
+        }
+    }
+    panic!(
+        "replica {} does not host group {:#x}, which its last whole walk found, and no group opened or closed since",
+        at.index, at.group
+    );
 }
 
 /// The per-tick checks for one group on one replica (unless [`walk_group`] skips it).

@@ -46,7 +46,7 @@ use catch_up::{CatchUpCounters, CheckpointChecker};
 use client::{ClientDriver, ClientStats, run_client};
 use crash::{CrashAction, CrashConfig, CrashInjector, Moment, ReplicaLife};
 pub use group_check::FULL_CHECK_INTERVAL_TICKS;
-use group_check::{GroupAt, GroupChecks, Lagging, walk_group};
+use group_check::{GroupAt, GroupChecks, Lagging, walk_group, walk_hosted_group};
 use schedule::HarnessReplay;
 use state_checker::StateChecker;
 use watches::GroupWatches;
@@ -434,6 +434,13 @@ pub struct Harness {
     group_ticks: u64,
     /// Of those, the ones skipped as quiet (see `group_check`).
     group_checks_skipped: u64,
+    /// Per-tick walks over one node's groups that visited only the groups it touched
+    /// (and those with a clock running), and walks that visited every group.
+    node_walks: (u64, u64),
+    /// Reused by `check_groups`: the groups a node touched since the last check.
+    touched_scratch: Vec<u64>,
+    /// Reused by `check_groups`: the watches a partial walk visits.
+    plan_scratch: Vec<usize>,
     /// The clients' driver, told each tick as it starts (`ClientDriver::on_tick`).
     driver: Rc<RefCell<dyn ClientDriver>>,
     /// The crashes, restarts, disk-error windows and rots made so far (the harness's
@@ -483,6 +490,9 @@ impl Harness {
             lagging_scratch: Vec::new(),
             group_ticks: 0,
             group_checks_skipped: 0,
+            node_walks: (0, 0),
+            touched_scratch: Vec::new(),
+            plan_scratch: Vec::new(),
             storage_faults: config.storage_faults,
             rot_chances: 0,
             partitions_changed_max: 0,
@@ -609,6 +619,10 @@ impl Harness {
             }
         };
         let node = Node::open(&config, stores, slot.incarnation);
+        for shard in node.shards() {
+            // The per-tick checks look only at the groups that did something.
+            shard.borrow_mut().track_touched_groups();
+        }
         if let Some(failure) = node.storage_failure() {
             self.refused_boot(index, &failure.to_string());
             return;
@@ -1165,17 +1179,47 @@ impl Harness {
             lagging: &mut lagging,
         };
         let mut visited = 0;
+        let mut touched = std::mem::take(&mut self.touched_scratch);
+        let mut plan = std::mem::take(&mut self.plan_scratch);
         for (index, slot) in self.slots.iter_mut().enumerate() {
             let Some(node) = &slot.node else { continue };
             let incarnation = slot.incarnation;
+            let at = |group| GroupAt {
+                index,
+                group,
+                incarnation,
+            };
+            // Which groups took an input or ran a tick since the last check: only
+            // those, and the ones not quiet then, can need a check now.
+            touched.clear();
+            let (mut tracked, mut group_set_changes) = (true, 0);
+            for shard in node.shards() {
+                let mut shard = shard.borrow_mut();
+                tracked &= shard.take_touched_groups(&mut touched);
+                group_set_changes += shard.group_set_changes();
+            }
+            touched.sort_unstable();
+            let layout = tracked.then_some((incarnation, group_set_changes));
+            if !full
+                && let Some(layout) = layout
+                && slot.watches.plan_partial_walk(layout, &touched, &mut plan)
+            {
+                for &planned in &plan {
+                    let (group, watch) = slot.watches.planned(planned);
+                    let skipped = walk_hosted_group(node, at(group), watch, &mut checks)?;
+                    self.group_checks_skipped += u64::from(skipped);
+                }
+                // Every other group is quiet and took no input: a whole walk skips it.
+                let hosted = slot.watches.hosted();
+                self.group_checks_skipped += (hosted - plan.len()) as u64;
+                visited += hosted as u64;
+                slot.watches.end_partial_walk(&plan);
+                self.node_walks.0 += 1;
+                continue;
+            }
             slot.watches.begin_walk();
             for shard in node.shards() {
                 let shard = shard.borrow();
-                let at = |group| GroupAt {
-                    index,
-                    group,
-                    incarnation,
-                };
                 if let Some(metadata) = shard.metadata() {
                     let watch = slot.watches.visit(METADATA_GROUP, tick);
                     let skipped = walk_group(at(METADATA_GROUP), metadata, watch, &mut checks)?;
@@ -1188,8 +1232,12 @@ impl Harness {
                 }
             }
             slot.watches.end_walk();
+            slot.watches.end_whole_walk(layout);
+            self.node_walks.1 += 1;
             visited += slot.watches.visited() as u64;
         }
+        self.touched_scratch = touched;
+        self.plan_scratch = plan;
         if lagging.is_empty() {
             self.lagging_scratch = lagging;
             return Ok(visited);
@@ -1357,6 +1405,13 @@ impl Harness {
     /// quiet at its last check and its replica had taken no input since.
     pub fn group_checks_skipped(&self) -> u64 {
         self.group_checks_skipped
+    }
+
+    /// Per-tick walks over one node's groups so far: (those that visited only the
+    /// groups the node touched and those with a clock running, those that visited
+    /// every group).
+    pub fn node_walks(&self) -> (u64, u64) {
+        self.node_walks
     }
 
     /// Test only: make the watch of one quiet group of replica `index` remember its

@@ -105,16 +105,29 @@ pub(super) struct GroupWatches {
     /// visited so far; between walks, in the order of the last walk.
     entries: Vec<(u64, GroupWatch)>,
     cursor: usize,
+    /// The node's layout when the last walk over every group ended (its incarnation,
+    /// and how often its shards opened or closed a group): while it holds, the groups
+    /// and their order are the same, and a walk may visit only some of them. `None`
+    /// after anything but a walk changed a watch: the next walk visits every group.
+    layout: Option<(u64, u64)>,
+    /// (group, index in `entries`) of every group the last whole walk visited,
+    /// ascending by group.
+    by_group: Vec<(u64, usize)>,
+    /// Indices in `entries` of the groups the last walk left not quiet (checked again
+    /// at the next tick whatever their replica did), ascending.
+    unquiet: Vec<usize>,
 }
 
 impl GroupWatches {
     /// Every watch.
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut GroupWatch> {
+        self.layout = None;
         self.entries.iter_mut().map(|(_, watch)| watch)
     }
 
     /// `group`'s watch, if any.
     pub fn get_mut(&mut self, group: u64) -> Option<&mut GroupWatch> {
+        self.layout = None;
         self.entries
             .iter_mut()
             .find(|(held, _)| *held == group)
@@ -123,6 +136,7 @@ impl GroupWatches {
 
     /// Keep the watches `keep` says to.
     pub fn retain(&mut self, mut keep: impl FnMut(u64, &GroupWatch) -> bool) {
+        self.layout = None;
         self.entries.retain(|(group, watch)| keep(*group, watch));
         self.cursor = self.cursor.min(self.entries.len());
     }
@@ -173,9 +187,73 @@ impl GroupWatches {
         }
     }
 
+    /// End a walk over every group of a node with layout `layout` (see
+    /// [`GroupWatches::plan_partial_walk`]), or `None` if the node does not say which
+    /// groups it touched.
+    pub fn end_whole_walk(&mut self, layout: Option<(u64, u64)>) {
+        self.layout = layout;
+        self.by_group.clear();
+        self.by_group.extend(
+            self.entries[..self.cursor]
+                .iter()
+                .enumerate()
+                .map(|(index, (group, _))| (*group, index)),
+        );
+        self.by_group.sort_unstable();
+        self.unquiet.clear();
+        let unquiet = self.entries[..self.cursor]
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, watch))| watch.quiet.is_none());
+        self.unquiet.extend(unquiet.map(|(index, _)| index));
+    }
+
+    /// For a node still in `layout`, whose groups `touched` (ascending) alone took an
+    /// input or ran a tick since the last walk: the indices (ascending, so in the
+    /// order of a whole walk) of the watches to visit, into `plan`: the touched groups
+    /// and the ones the last walk left not quiet. Every other group is quiet, and its
+    /// replica's activity did not move, so a whole walk would skip it. False if a whole
+    /// walk is needed: the layout moved, or a touched group has no watch.
+    pub fn plan_partial_walk(&self, layout: (u64, u64), touched: &[u64], plan: &mut Vec<usize>) -> bool {
+        plan.clear();
+        if self.layout != Some(layout) {
+            return false;
+        }
+        for group in touched {
+            let Ok(at) = self.by_group.binary_search_by_key(group, |(held, _)| *held) else {
+                return false;
+            };
+            plan.push(self.by_group[at].1);
+        }
+        plan.extend_from_slice(&self.unquiet);
+        plan.sort_unstable();
+        plan.dedup();
+        true
+    }
+
+    /// The group and watch at `index` of a plan.
+    pub fn planned(&mut self, index: usize) -> (u64, &mut GroupWatch) {
+        let (group, watch) = &mut self.entries[index];
+        (*group, watch)
+    }
+
+    /// End a walk that visited only `plan`'s watches: those of them it left not
+    /// quiet are the ones to visit at the next tick.
+    pub fn end_partial_walk(&mut self, plan: &[usize]) {
+        self.unquiet.clear();
+        let unquiet = plan.iter().filter(|&&index| self.entries[index].1.quiet.is_none());
+        self.unquiet.extend(unquiet);
+    }
+
+    /// Groups a whole walk visits while the layout holds.
+    pub fn hosted(&self) -> usize {
+        self.by_group.len()
+    }
+
     /// Test only: alter what the watch of the first quiet group remembers (see
     /// `Harness::misremember_a_quiet_group_for_test`).
     pub fn misremember_a_quiet_group(&mut self) -> Option<u64> {
+        self.layout = None;
         let (group, watch) = self.entries.iter_mut().find(|(_, watch)| watch.quiet.is_some())?;
         let quiet = watch.quiet.as_mut()?;
         quiet.seen.view += 1;
