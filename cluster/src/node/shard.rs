@@ -415,7 +415,9 @@ impl<P: StoreProvider> Shard<P> {
             })
     }
 
-    /// One tick for every hosted group.
+    /// One tick for every hosted group. The partition groups are walked only on a
+    /// tick when one of them is due (see `vsr::idle_ticks`): the others would only
+    /// count it, and each is handed the ticks it missed before it next takes one.
     pub fn tick(&mut self, realtime_micros: u64) {
         if self.storage_failure.get().is_some() {
             return;
