@@ -141,9 +141,9 @@ pub struct Shard<P: StoreProvider> {
     parked: VecDeque<admission::Parked>,
     /// Ticks since this shard opened.
     ticks: u64,
-    /// Ticks delivered to the partition groups, counting the one being walked: a
-    /// group is brought up to this count (its missed ticks handed over as quiet)
-    /// before it takes an input or a tick (see `vsr::idle_ticks`).
+    /// Ticks delivered to the partition groups so far, run or counted (the count
+    /// [`Replica::skip_quiet_ticks_to`] brings a group up to before it takes a frame,
+    /// and the index of the tick a walk delivers; see `vsr::idle_ticks`).
     group_ticks: u64,
     /// The lowest count of delivered ticks at which a partition group's tick runs
     /// ([`Replica::next_tick_that_runs`]): until then no group needs its tick, and the

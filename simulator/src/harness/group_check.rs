@@ -1,6 +1,8 @@
-//! The per-tick checks of one group on one replica, and what lets a tick skip them.
+//! The per-tick checks: the walk over the groups of every live replica
+//! (`Harness::check_groups`), the checks of one group on one replica, and what lets a
+//! tick skip them.
 //!
-//! Every tick the harness walks every group of every live replica (see
+//! Every tick the harness checks every group of every live replica (see
 //! `Harness::check`): views never go back, applied ops agree with the group's
 //! canonical chain, checkpoints agree, a transfer or a replica behind its commit point
 //! does not sit still for long. Most groups take no input on most ticks (a node hosts a
@@ -36,7 +38,7 @@ use super::catch_up::CheckpointChecker;
 use super::state_checker::{CommittedOp, StateChecker};
 use super::stores::SimStores;
 use super::watches::{GroupSeen, GroupWatch, Quiet};
-use super::{COMMIT_STUCK_TICKS_MAX, CheckFailure, SIMULATED_CLUSTER_ID, SimReplicaStore};
+use super::{COMMIT_STUCK_TICKS_MAX, CheckFailure, Harness, SIMULATED_CLUSTER_ID, SimReplicaStore};
 
 /// Ticks between full checks, which check every group whatever its activity and verify
 /// that each group skipped since is unchanged: 64 ticks (0.64 s simulated). A change
@@ -75,6 +77,140 @@ pub(super) struct Lagging {
     pub commit_min: u64,
     /// The failure's detail, when it has lagged longer than `COMMIT_STUCK_TICKS_MAX`.
     pub stuck: Option<String>,
+}
+
+impl Harness {
+    /// The checks of `check` (every group, with `full`); returns the groups visited.
+    pub(super) fn check_groups(&mut self, tick: u64, full: bool) -> Result<u64, CheckFailure> {
+        let fail = |check: &'static str, detail: String| CheckFailure { check, detail, tick };
+        if self.simulation.stats().frames_unroutable > 0 {
+            return Err(fail(
+                "unroutable frame",
+                "a frame was sent to a process outside the world".into(),
+            ));
+        }
+        // The replicas that lag behind their commit point: whether a lagging one is
+        // stuck is decided after the loop, which sees every replica (see
+        // `COMMIT_STUCK_TICKS_MAX`).
+        let mut lagging = std::mem::take(&mut self.lagging_scratch);
+        lagging.clear();
+        let mut checks = GroupChecks {
+            checkers: &mut self.checkers,
+            checkpoints: &mut self.checkpoints,
+            tick,
+            break_check: self.break_check,
+            full,
+            lagging: &mut lagging,
+        };
+        let mut visited = 0;
+        let mut touched = std::mem::take(&mut self.touched_scratch);
+        let mut plan = std::mem::take(&mut self.plan_scratch);
+        for (index, slot) in self.slots.iter_mut().enumerate() {
+            let Some(node) = &slot.node else { continue };
+            let incarnation = slot.incarnation;
+            let at = |group| GroupAt {
+                index,
+                group,
+                incarnation,
+            };
+            // Which groups took an input or ran a tick since the last check: only
+            // those, and the ones not quiet then, can need a check now.
+            touched.clear();
+            let (mut tracked, mut group_set_changes) = (true, 0);
+            for shard in node.shards() {
+                let mut shard = shard.borrow_mut();
+                tracked &= shard.take_touched_groups(&mut touched);
+                group_set_changes += shard.group_set_changes();
+            }
+            touched.sort_unstable();
+            let layout = tracked.then_some((incarnation, group_set_changes));
+            if !full
+                && let Some(layout) = layout
+                && slot.watches.plan_partial_walk(layout, &touched, &mut plan)
+            {
+                for &planned in &plan {
+                    let (group, watch) = slot.watches.planned(planned);
+                    let skipped = walk_hosted_group(node, at(group), watch, &mut checks)?;
+                    self.group_checks_skipped += u64::from(skipped);
+                }
+                // Every other group is quiet and took no input: a whole walk skips it.
+                let hosted = slot.watches.hosted();
+                self.group_checks_skipped += (hosted - plan.len()) as u64;
+                visited += hosted as u64;
+                slot.watches.end_partial_walk(&plan);
+                self.node_walks.0 += 1;
+                continue;
+            }
+            slot.watches.begin_walk();
+            for shard in node.shards() {
+                let shard = shard.borrow();
+                if let Some(metadata) = shard.metadata() {
+                    let watch = slot.watches.visit(METADATA_GROUP, tick);
+                    let skipped = walk_group(at(METADATA_GROUP), metadata, watch, &mut checks)?;
+                    self.group_checks_skipped += u64::from(skipped);
+                }
+                for (&group, replica) in shard.partitions() {
+                    let watch = slot.watches.visit(group, tick);
+                    let skipped = walk_group(at(group), replica, watch, &mut checks)?;
+                    self.group_checks_skipped += u64::from(skipped);
+                }
+            }
+            slot.watches.end_walk();
+            slot.watches.end_whole_walk(layout);
+            self.node_walks.1 += 1;
+            visited += slot.watches.visited() as u64;
+        }
+        self.touched_scratch = touched;
+        self.plan_scratch = plan;
+        if lagging.is_empty() {
+            self.lagging_scratch = lagging;
+            return Ok(visited);
+        }
+        // What every replica of every group applied: read only when some replica lags,
+        // which few ticks have.
+        let mut applied = std::mem::take(&mut self.applied_scratch);
+        applied.clear();
+        for (index, slot) in self.slots.iter().enumerate() {
+            let Some(node) = &slot.node else { continue };
+            for shard in node.shards() {
+                let shard = shard.borrow();
+                if let Some(metadata) = shard.metadata() {
+                    applied.push((METADATA_GROUP, index, metadata.commit_min()));
+                }
+                for (&group, replica) in shard.partitions() {
+                    applied.push((group, index, replica.commit_min()));
+                }
+            }
+        }
+        let network = self.simulation.network();
+        for Lagging {
+            index,
+            group,
+            commit_min,
+            stuck,
+        } in lagging.drain(..)
+        {
+            // The only way a lagging replica moves on is a repair from a peer that
+            // applied further, reachable both ways through the standing partition.
+            let can_repair = applied.iter().any(|&(peer_group, peer, peer_applied)| {
+                peer_group == group
+                    && peer != index
+                    && peer_applied > commit_min
+                    && !network.path_cut(index, peer)
+                    && !network.path_cut(peer, index)
+            });
+            if !can_repair {
+                if let Some(watch) = self.slots[index].watches.get_mut(group) {
+                    watch.progress = (commit_min, tick);
+                }
+            } else if let Some(detail) = stuck {
+                return Err(fail("commit stuck", detail));
+            }
+        }
+        self.applied_scratch = applied;
+        self.lagging_scratch = lagging;
+        Ok(visited)
+    }
 }
 
 /// One group's turn in a tick's walk: skipped when it was quiet at its last check, its
