@@ -426,14 +426,13 @@ impl<P: StoreProvider> Shard<P> {
         let (sessions, served) = self.catch_up_load();
         self.budget.new_tick(sessions, served);
         if let Some(metadata) = self.metadata.as_mut() {
-            let activity = metadata.activity();
-            metadata.tick(realtime_micros);
-            note_storage_failure(&self.storage_failure, METADATA_GROUP, metadata);
-            if let Some(touched) = self.touched.as_mut()
-                && metadata.activity() != activity
-            {
-                touched.push(METADATA_GROUP);
-            }
+            tick_group(
+                metadata,
+                METADATA_GROUP,
+                realtime_micros,
+                &self.storage_failure,
+                &mut self.touched,
+            );
             self.drain_metadata_outbox();
         }
         let tick = self.group_ticks;
@@ -444,14 +443,13 @@ impl<P: StoreProvider> Shard<P> {
             self.catching_up.clear();
             for (&group, replica) in self.partitions.iter_mut() {
                 replica.skip_quiet_ticks_to(tick, self.last_tick_realtime_micros);
-                let activity = replica.activity();
-                replica.tick(realtime_micros);
-                note_storage_failure(&self.storage_failure, group, replica);
-                if let Some(touched) = self.touched.as_mut()
-                    && replica.activity() != activity
-                {
-                    touched.push(group);
-                }
+                tick_group(
+                    replica,
+                    group,
+                    realtime_micros,
+                    &self.storage_failure,
+                    &mut self.touched,
+                );
                 replica.move_outbox_into(&mut self.outbox);
                 due = due.min(replica.next_tick_that_runs());
                 if is_catching_up(replica) {
@@ -635,6 +633,26 @@ fn note_catching_up<S: crate::vsr::StateMachine, T: crate::vsr::store::ReplicaSt
 fn refuse_group(flag: &Cell<Option<StorageFailure>>, group: u64, what: &'static str) {
     if flag.get().is_none() {
         flag.set(Some(StorageFailure { group, what }));
+    }
+}
+
+/// Tick `replica` (group `group`), raise the node's fail-stop flag if it stopped, and
+/// note the group in `touched` (if tracked) when the tick ran something.
+#[inline]
+fn tick_group<S: crate::vsr::StateMachine, T: crate::vsr::store::ReplicaStore>(
+    replica: &mut Replica<S, T>,
+    group: u64,
+    realtime_micros: u64,
+    flag: &Cell<Option<StorageFailure>>,
+    touched: &mut Option<Vec<u64>>,
+) {
+    let activity = replica.activity();
+    replica.tick(realtime_micros);
+    note_storage_failure(flag, group, replica);
+    if let Some(touched) = touched.as_mut()
+        && replica.activity() != activity
+    {
+        touched.push(group);
     }
 }
 
