@@ -404,6 +404,19 @@ impl<T: fmt::Debug> fmt::Debug for OpTable<T> {
     }
 }
 
+/// Ops a journal remembers as changed since its last chain walk, at most: past this
+/// many, it forgets them and the next walk visits every entry instead, which then costs
+/// no more than the marks it saves. A backup marks two per prepare it journals, so a
+/// walk after every message keeps a handful; the bound only matters for a journal
+/// changed many times between walks (a replica opening its log).
+const CHAIN_MARKS_MAX: usize = 1_024;
+
+/// Chain walks between two whole checks that the walks left nothing to do (debug builds
+/// only): often enough that a change a walk missed is caught near where it happened,
+/// rare enough that the check, which visits every entry, costs a small share of what
+/// the walks save by visiting only marked ops.
+const CHAIN_CHECK_INTERVAL_WALKS: u32 = 64;
+
 /// Headers and frames by op.
 #[derive(Clone, Debug)]
 pub struct Journal {
@@ -412,6 +425,17 @@ pub struct Journal {
     floor: u64,
     /// Bytes of every frame held.
     frame_bytes: u64,
+    /// Where the next chain walk starts (see [`Journal::walk_chain`]): every op whose
+    /// entry was put or given trust since the last walk, and the op above each put
+    /// (whose parent check the new entry may now pass or fail). Unordered, repeats
+    /// allowed; `None` once more than [`CHAIN_MARKS_MAX`] piled up: walk everything.
+    chain_marks: Option<Vec<u64>>,
+    /// The floor of the last chain walk: a walk drops the marks at or below its floor,
+    /// so one from a lower floor (never seen: the commit point only rises) walks
+    /// everything.
+    chain_walked_floor: u64,
+    /// Walks since the last whole check of the chain (debug builds).
+    walks_since_check: u32,
 }
 
 /// Bytes of the frames of `entries`.
@@ -442,6 +466,20 @@ impl Journal {
             entries,
             floor: 0,
             frame_bytes: 0,
+            chain_marks: Some(Vec::new()),
+            chain_walked_floor: 0,
+            walks_since_check: 0,
+        }
+    }
+
+    /// Remember that the entry at `op` changed: the next chain walk starts there.
+    fn mark_chain(&mut self, op: u64) {
+        if let Some(marks) = &mut self.chain_marks {
+            if marks.len() < CHAIN_MARKS_MAX {
+                marks.push(op);
+            } else {
+                self.chain_marks = None;
+            }
         }
     }
 
@@ -487,6 +525,8 @@ impl Journal {
         self.frame_bytes -= frame_bytes_of(&self.entries.remove_below(op + 1));
         self.entries.insert(op, Entry::new(header, None, true));
         self.floor = op;
+        // The entry above now has a new parent to match.
+        self.mark_chain(op + 1);
         self.debug_check();
     }
 
@@ -500,8 +540,10 @@ impl Journal {
         self.entries.get(op)
     }
 
-    /// The entry at `op`, mutably.
+    /// The entry at `op`, mutably. Its trust is all a caller can change, so the next
+    /// chain walk starts there (trust given propagates down).
     pub fn get_mut(&mut self, op: u64) -> Option<&mut Entry> {
+        self.mark_chain(op);
         self.entries.get_mut(op)
     }
 
@@ -528,6 +570,9 @@ impl Journal {
         if let Some(old) = self.entries.insert(op, entry) {
             self.frame_bytes -= old.frame_len();
         }
+        // The new entry's own parent check, and the one of the entry above it.
+        self.mark_chain(op);
+        self.mark_chain(op + 1);
     }
 
     /// Keep only the header of `op`'s frame in memory: its store holds the frame, and
@@ -580,31 +625,91 @@ impl Journal {
     /// Entries at or below `floor` (applied ops) must match; a mismatch there means
     /// this replica applied an op the canonical chain does not hold: `Err((op,
     /// canonical checksum, applied checksum))`, a divergence the caller treats as fatal.
+    ///
+    /// What a walk leaves behind: every trusted entry above `floor` whose op below is
+    /// held names that entry as its parent, and that entry is trusted. Only a change
+    /// to an entry can break it (a put, trust given), and each change marks its op,
+    /// so a walk starts only at the marked ops and follows trust down from each until
+    /// it reaches an entry already trusted: the work of a repaired prepare is its own
+    /// link, not the whole log above the commit point (a replica refilling thousands
+    /// of ops after a restart walked them all after each one). Debug builds check
+    /// every [`CHAIN_CHECK_INTERVAL_WALKS`] walks that no entry anywhere is left to do.
     pub fn walk_chain(&mut self, floor: u64) -> Result<Vec<u64>, (u64, u128, u128)> {
         let mut removed = Vec::new();
         let head = self.head();
+        let marks = self.chain_marks.replace(Vec::new());
+        let walked_floor = std::mem::replace(&mut self.chain_walked_floor, floor);
         if head <= floor {
             return Ok(removed);
         }
-        let ops: Vec<u64> = self.entries.range(floor + 1, head).rev().map(|(op, _)| op).collect();
-        for op in ops {
-            let Some(entry) = self.entries.get(op) else { continue };
+        let mut starts: Vec<u64> = match marks {
+            Some(mut marks) if floor >= walked_floor => {
+                marks.retain(|&op| op > floor && op <= head);
+                marks.sort_unstable_by(|a, b| b.cmp(a));
+                marks.dedup();
+                marks
+            }
+            Some(_) | None => self.entries.range(floor + 1, head).rev().map(|(op, _)| op).collect(),
+        };
+        // Descending, so stale ops are removed top down, as one walk over every entry
+        // would; a start already covered by a walk from above finds nothing to do.
+        for start in starts.drain(..) {
+            let mut op = start;
+            while let Some(entry) = self.entries.get(op)
+                && entry.trusted
+            {
+                let parent = entry.parent();
+                let below = op - 1;
+                match self.entries.get_mut(below) {
+                    // Already trusted: it was walked from (or marked, and is walked
+                    // from next), so everything under it is in order.
+                    Some(lower) if lower.checksum() == parent && lower.trusted => break,
+                    Some(lower) if lower.checksum() == parent => {
+                        lower.trusted = true;
+                        if below <= floor {
+                            break;
+                        }
+                        op = below;
+                    }
+                    Some(lower) if below <= floor => return Err((below, parent, lower.checksum())),
+                    Some(_) => {
+                        self.remove(below);
+                        removed.push(below);
+                        break;
+                    }
+                    None => break,
+                }
+            }
+        }
+        self.walks_since_check += 1;
+        if cfg!(debug_assertions) && self.walks_since_check >= CHAIN_CHECK_INTERVAL_WALKS {
+            self.walks_since_check = 0;
+            self.check_chain_walked(floor);
+        }
+        Ok(removed)
+    }
+
+    /// Panics unless the chain walk has nothing left to do above `floor` (see
+    /// [`Journal::walk_chain`]): a change that was not marked would show here.
+    fn check_chain_walked(&self, floor: u64) {
+        let head = self.head();
+        if head <= floor {
+            return;
+        }
+        for (op, entry) in self.entries.range(floor + 1, head) {
             if !entry.trusted {
                 continue;
             }
-            let parent = entry.parent();
-            let below = op - 1;
-            match self.entries.get_mut(below) {
-                Some(lower) if lower.checksum() == parent => lower.trusted = true,
-                Some(lower) if below <= floor => return Err((below, parent, lower.checksum())),
-                Some(_) => {
-                    self.remove(below);
-                    removed.push(below);
-                }
-                None => {}
+            if let Some(lower) = self.entries.get(op - 1) {
+                assert!(
+                    lower.checksum() == entry.parent() && lower.trusted,
+                    "after a chain walk, trusted op {op} still has an unwalked op below it: checksum {:#x}, parent {:#x}, trusted {}",
+                    lower.checksum(),
+                    entry.parent(),
+                    lower.trusted
+                );
             }
         }
-        Ok(removed)
     }
 
     /// Entries from `from` to `to` inclusive.
@@ -686,6 +791,101 @@ mod tests {
         journal.put(one);
         journal.put(other_one_child);
         assert!(journal.walk_chain(1).is_err());
+    }
+
+    /// The trust of every op and which ops are held, for comparing two journals.
+    fn trust_map(journal: &Journal) -> Vec<(u64, u128, bool)> {
+        journal
+            .entries
+            .iter()
+            .map(|(op, entry)| (op, entry.checksum(), entry.trusted))
+            .collect()
+    }
+
+    #[test]
+    fn a_walk_from_the_marked_ops_does_what_a_walk_over_every_entry_does() {
+        // Random puts (linked to the op below or not, trusted or not), trust given,
+        // distrust, removals and walks from random floors, on two journals alike: one
+        // walks from its marks, the other is made to walk every entry each time.
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |below: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % below
+        };
+        let (mut walks, mut removals, mut divergences) = (0, 0, 0);
+        for _case in 0..300 {
+            let mut marked = Journal::new(1, 0);
+            let mut floor = 0;
+            for _step in 0..60 {
+                let op = 1 + next(16);
+                match next(10) {
+                    0..=4 => {
+                        let parent = match marked.checksum(op - 1) {
+                            Some(checksum) if next(4) != 0 => checksum,
+                            _ => u128::from(next(1_000)),
+                        };
+                        let new = entry(op, next(4), parent, next(2) == 0);
+                        if op > marked.floor() {
+                            marked.put(new);
+                        }
+                    }
+                    5 => {
+                        if let Some(entry) = marked.get_mut(op) {
+                            entry.trusted = true;
+                        }
+                    }
+                    6 => marked.distrust_above(next(16)),
+                    7 => {
+                        if op > marked.floor() {
+                            marked.remove(op);
+                        }
+                    }
+                    _ => {
+                        if next(4) == 0 {
+                            floor = next(4);
+                        }
+                        let mut whole = marked.clone();
+                        whole.chain_marks = None;
+                        let by_marks = marked.walk_chain(floor);
+                        let by_whole = whole.walk_chain(floor);
+                        assert_eq!(by_marks, by_whole, "the ops removed (or the divergence)");
+                        walks += 1;
+                        match by_marks {
+                            Ok(removed) => removals += removed.len(),
+                            Err(_) => {
+                                divergences += 1;
+                                break;
+                            }
+                        }
+                        assert_eq!(trust_map(&marked), trust_map(&whole), "the entries and their trust");
+                        marked.check_chain_walked(floor);
+                    }
+                }
+            }
+        }
+        // The comparison saw every outcome a walk can have.
+        assert!(
+            walks > 1_000 && removals > 100 && divergences > 10,
+            "{walks} walks, {removals} removals, {divergences} divergences"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "still has an unwalked op below it")]
+    fn the_chain_check_catches_trust_given_behind_the_journals_back() {
+        let mut journal = Journal::new(1, 0);
+        let root = journal.checksum(0).expect("root");
+        let one = entry(1, 0, root, false);
+        let two = entry(2, 0, one.checksum(), false);
+        journal.put(one);
+        journal.put(two);
+        assert_eq!(journal.walk_chain(0), Ok(Vec::new()));
+        journal.check_chain_walked(0);
+        // Trust given without a mark: no walk starts at op 2, and the check says so.
+        journal.entries.get_mut(2).expect("held").trusted = true;
+        journal.check_chain_walked(0);
     }
 
     /// A sealed prepare at `op` whose body is `body_bytes` long, as a replica journals it.
