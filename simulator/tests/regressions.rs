@@ -188,15 +188,16 @@ fn a_fail_stopped_replica_outside_the_liveness_core_stays_down_through_the_phase
     // 6000058 then held it until the WAL stopped reserving room below a durable
     // checkpoint (other file sizes, other draws); seed 6000159 held it until the
     // journal began reading applied ops' frames back from the store to serve repairs
-    // (storage reads are storage calls, so other draws again). Seed 6000071 (found by
-    // scanning 6000000..=6000400 with these flags for a run whose liveness core leaves
-    // out a replica that fail-stopped in the last 100 ticks before the phase, read
-    // from `--trace`) holds the same scenario: replica 4 fail-stops on an injected
-    // prepare write error at tick 9985, so its supervisor would start it at tick
-    // 10085, inside the liveness phase whose core is [0, 2, 3]; it stays down until
-    // the phase ends (tick 10414). The schedule pins that run; whether the harness
-    // before the fix fails on this seed was not checked (only that the scenario
-    // occurs).
+    // (storage reads are storage calls, so other draws again); seed 6000071 held it
+    // until a WAL record that fits its placeholder stopped handing its spare bytes to
+    // the slot below (other write sizes, other draws). Seed 6000157 (found by scanning
+    // 6000000..=6000400 with these flags for a run whose liveness core leaves out a
+    // replica that fail-stopped in the last 100 ticks before the phase, read from
+    // `--trace`) holds the same scenario: replica 4 fail-stops on an injected prepare
+    // write error at tick 9981, so its supervisor would start it at tick 10081,
+    // inside the liveness phase whose core is [0, 1, 3]; it stays down until the phase
+    // ends (tick 10675). The schedule pins that run; whether the harness before the
+    // fix fails on this seed was not checked (only that the scenario occurs).
     let text = replay_command(
         &[
             "--ticks",
@@ -217,10 +218,10 @@ fn a_fail_stopped_replica_outside_the_liveness_core_stays_down_through_the_phase
             "0.3",
             "--crash-primary",
         ],
-        6_000_071,
+        6_000_157,
     );
     assert!(
-        text.contains("schedule_hash=0x910314acdcc40f13"),
+        text.contains("schedule_hash=0x5f8f723200a6d303"),
         "the run with the scenario:\n{text}"
     );
     assert!(
