@@ -285,13 +285,12 @@ impl Inode {
             return;
         }
         let end = (start + PAGE_BYTES).min(len);
-        if self.stable.len() < end {
-            self.stable.resize(end);
-        }
-        // A clean page's buffered bytes are the stable ones, zero-extended as above.
         if let Some(bytes) = bytes {
-            self.stable.write(start, &bytes[..end - start]);
+            self.stable.write_extending(start, &bytes[..end - start]);
             recycle_page(bytes);
+        } else if self.stable.len() < end {
+            // A clean page's buffered bytes are the stable ones, zero-extended.
+            self.stable.resize(end);
         }
         if len <= start + PAGE_BYTES && len < self.stable.len() {
             self.stable.resize(len);
@@ -311,24 +310,26 @@ impl Inode {
         if end <= start {
             return;
         }
-        if self.stable.len() < end {
-            self.stable.resize(end);
-        }
-        self.stable.write(start, &bytes[..end - start]);
+        self.stable.write_extending(start, &bytes[..end - start]);
     }
 
     /// fdatasync: every byte and the length become stable.
     pub fn sync(&mut self) {
         let len = self.len;
-        self.stable.resize(len);
+        if len < self.stable.len() {
+            self.stable.resize(len);
+        }
+        // Ascending, so a growing file's pages are appended, never zeroed first.
         for (page, bytes) in std::mem::take(&mut self.dirty) {
             let start = page * PAGE_BYTES;
             if start < len {
                 let end = (start + PAGE_BYTES).min(len);
-                self.stable.write(start, &bytes[..end - start]);
+                self.stable.write_extending(start, &bytes[..end - start]);
             }
             recycle_page(bytes);
         }
+        // Zeros past the last page written, if the file grew beyond it.
+        self.stable.resize(len);
     }
 
     /// A writeback failure: the dirty pages are dropped (the cache forgets them, so the

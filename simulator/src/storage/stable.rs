@@ -61,23 +61,7 @@ impl StableBytes {
                 }
                 let chunk = &mut self.chunks[index];
                 let want = (len - index * CHUNK_BYTES).min(CHUNK_BYTES);
-                if want > chunk.capacity() {
-                    // A chunk that will be filled gets exactly its size. A partial first
-                    // chunk (a small file: a superblock, a frontier) gets an eighth of
-                    // slack, so it costs little more than its bytes. A partial later
-                    // one belongs to a file already a chunk long, a growing log: it
-                    // doubles, since each growth copies the chunk, and an eighth at a
-                    // time copied each 64 KiB chunk about seven times over (a tenth of
-                    // a partition run's memcpy went to it).
-                    let capacity = if want == CHUNK_BYTES {
-                        CHUNK_BYTES
-                    } else if index == 0 {
-                        chunk_capacity_for(want)
-                    } else {
-                        want.max(2 * chunk.capacity()).clamp(super::PAGE_BYTES, CHUNK_BYTES)
-                    };
-                    chunk.reserve_exact(capacity - chunk.len());
-                }
+                reserve_chunk(chunk, index, want);
                 chunk.resize(want, 0);
                 at = index * CHUNK_BYTES + want;
             }
@@ -85,6 +69,32 @@ impl StableBytes {
         self.len = len;
         debug_assert_eq!(self.chunks.len(), self.len.div_ceil(CHUNK_BYTES));
         debug_assert!(self.chunks.iter().rev().skip(1).all(|chunk| chunk.len() == CHUNK_BYTES));
+    }
+
+    /// Copy `bytes` to `offset` on, growing the file to hold them (zeros between the
+    /// old end and `offset`): what `resize` to the end and then `write` do, without
+    /// first zeroing the bytes about to be written (a page written back past the end
+    /// of a growing log, on every sync).
+    pub fn write_extending(&mut self, offset: usize, bytes: &[u8]) {
+        if offset > self.len {
+            self.resize(offset);
+        }
+        let inside = (self.len - offset).min(bytes.len());
+        self.write(offset, &bytes[..inside]);
+        let mut rest = &bytes[inside..];
+        while !rest.is_empty() {
+            let index = self.len / CHUNK_BYTES;
+            if index == self.chunks.len() {
+                self.chunks.push(Vec::new());
+            }
+            let chunk = &mut self.chunks[index];
+            let n = rest.len().min(CHUNK_BYTES - chunk.len());
+            reserve_chunk(chunk, index, chunk.len() + n);
+            chunk.extend_from_slice(&rest[..n]);
+            self.len += n;
+            rest = &rest[n..];
+        }
+        debug_assert_eq!(self.chunks.len(), self.len.div_ceil(CHUNK_BYTES));
     }
 
     /// Copy `bytes` to `offset` on (the caller keeps `offset + bytes.len()` within
@@ -135,6 +145,25 @@ impl StableBytes {
     }
 }
 
+/// Make room in `chunk` (chunk number `index`) for `want` bytes. A chunk that will be
+/// filled gets exactly its size. A partial first chunk (a small file: a superblock, a
+/// frontier) gets an eighth of slack, so it costs little more than its bytes. A partial
+/// later one belongs to a file already a chunk long, a growing log: it doubles, since
+/// each growth copies the chunk, and an eighth at a time copied each 64 KiB chunk about
+/// seven times over (a tenth of a partition run's memcpy went to it).
+fn reserve_chunk(chunk: &mut Vec<u8>, index: usize, want: usize) {
+    if want > chunk.capacity() {
+        let capacity = if want == CHUNK_BYTES {
+            CHUNK_BYTES
+        } else if index == 0 {
+            chunk_capacity_for(want)
+        } else {
+            want.max(2 * chunk.capacity()).clamp(super::PAGE_BYTES, CHUNK_BYTES)
+        };
+        chunk.reserve_exact(capacity - chunk.len());
+    }
+}
+
 /// Capacity for a partial chunk of `len` bytes: an eighth of slack (at least a page),
 /// never beyond a whole chunk.
 fn chunk_capacity_for(len: usize) -> usize {
@@ -155,11 +184,22 @@ mod tests {
         let mut model: Vec<u8> = Vec::new();
         let size_max = 5 * CHUNK_BYTES + 123;
         for step in 0..2_000 {
-            match rng.index(4) {
+            match rng.index(5) {
                 0 => {
                     let len = rng.index(size_max);
                     chunked.resize(len);
                     model.resize(len, 0);
+                }
+                4 => {
+                    // Anywhere up to a little past the end, growing the file.
+                    let offset = rng.index(model.len() + 2 * super::super::PAGE_BYTES);
+                    let n = rng.index(2 * CHUNK_BYTES + 1).min(size_max.saturating_sub(offset));
+                    let bytes: Vec<u8> = (0..n).map(|_| rng.index(256) as u8).collect();
+                    chunked.write_extending(offset, &bytes);
+                    if model.len() < offset + n {
+                        model.resize(offset + n, 0);
+                    }
+                    model[offset..offset + n].copy_from_slice(&bytes);
                 }
                 1 | 2 if !model.is_empty() => {
                     let offset = rng.index(model.len());
