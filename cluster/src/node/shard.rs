@@ -360,7 +360,7 @@ impl<P: StoreProvider> Shard<P> {
             let Some(metadata) = self.metadata.as_mut() else {
                 unreachable!("group 0 is owned by shard 0, which hosts the metadata replica");
             };
-            metadata.on_frame(from, &frame, realtime_micros);
+            metadata.on_frame_with_header(from, &header, &frame, realtime_micros);
             note_storage_failure(&self.storage_failure, METADATA_GROUP, metadata);
             if let Some(touched) = self.touched.as_mut() {
                 touched.push(METADATA_GROUP);
@@ -370,7 +370,7 @@ impl<P: StoreProvider> Shard<P> {
             self.publish_access();
         } else if let Some(replica) = self.partitions.get_mut(&header.group) {
             replica.skip_quiet_ticks_to(self.group_ticks, self.last_tick_realtime_micros);
-            replica.on_frame(from, &frame, realtime_micros);
+            replica.on_frame_with_header(from, &header, &frame, realtime_micros);
             note_storage_failure(&self.storage_failure, header.group, replica);
             replica.move_outbox_into(&mut self.outbox);
             self.partitions_due_at = self.partitions_due_at.min(replica.next_tick_that_runs());

@@ -750,11 +750,21 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     pub fn on_frame(&mut self, from: ProcessId, frame: &[u8], realtime_micros: u64) {
         self.activity += 1;
         self.settle_skipped_ticks();
-        self.take_frame(from, frame, realtime_micros);
+        self.take_frame(from, None, frame, realtime_micros);
         self.ticks_quiet_ahead = self.quiet_ticks_ahead();
     }
 
-    fn take_frame(&mut self, from: ProcessId, frame: &[u8], realtime_micros: u64) {
+    /// [`Replica::on_frame`] for a caller that already decoded `header` from the
+    /// frame's first bytes and verified its checksum (the shard does, to route it):
+    /// only the frame's size and body are checked here, not the header twice.
+    pub fn on_frame_with_header(&mut self, from: ProcessId, header: &Header, frame: &[u8], realtime_micros: u64) {
+        self.activity += 1;
+        self.settle_skipped_ticks();
+        self.take_frame(from, Some(header), frame, realtime_micros);
+        self.ticks_quiet_ahead = self.quiet_ticks_ahead();
+    }
+
+    fn take_frame(&mut self, from: ProcessId, verified: Option<&Header>, frame: &[u8], realtime_micros: u64) {
         if self.storage_failure.is_some() {
             self.stats.frames_dropped_stopped += 1;
             return;
@@ -771,7 +781,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         } else {
             wire::Checksums::Verify
         };
-        let (header, body) = match wire::open_with(frame, checksums) {
+        let opened = match verified {
+            Some(header) => wire::open_body_with(header, frame, checksums).map(|body| (*header, body)),
+            None => wire::open_with(frame, checksums),
+        };
+        let (header, body) = match opened {
             Ok(opened) => opened,
             Err(_) => {
                 self.stats.frames_rejected += 1;

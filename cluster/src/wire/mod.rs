@@ -146,6 +146,20 @@ pub fn open_with(frame: &[u8], checksums: Checksums) -> Result<(Header, &[u8]), 
         return Err(FrameError::HeaderChecksum);
     }
     let header = Header::decode(&frame[..HEADER_BYTES])?;
+    open_body_with(&header, frame, checksums).map(|body| (header, body))
+}
+
+/// The rest of [`open_with`] for a caller that already decoded `header` from `frame`'s
+/// first [`HEADER_BYTES`] and verified its checksum (a shard routing the frame): the
+/// size it claims and the body's checksum. Returns the body.
+pub fn open_body_with<'a>(header: &Header, frame: &'a [u8], checksums: Checksums) -> Result<&'a [u8], FrameError> {
+    let verify = checksums == Checksums::Verify;
+    // The frame's own header: its checksum field names the header checksum verified
+    // (a different header would name another; comparing 16 bytes is enough).
+    assert!(
+        frame.len() >= HEADER_BYTES && frame[..16] == header.checksum.to_le_bytes(),
+        "the header given is the frame's own"
+    );
     let claimed = header.size as usize;
     if claimed > FRAME_BYTES_MAX {
         return Err(FrameError::TooLarge { size: claimed });
@@ -160,7 +174,7 @@ pub fn open_with(frame: &[u8], checksums: Checksums) -> Result<(Header, &[u8]), 
     if verify && checksum(body) != header.checksum_body {
         return Err(FrameError::BodyChecksum);
     }
-    Ok((header, body))
+    Ok(body)
 }
 
 /// The command byte of a frame without verifying it (for network filters and
@@ -216,6 +230,40 @@ mod tests {
         assert_eq!(opened.command, Command::Prepare);
         assert_eq!(opened.size as usize, frame.len());
         assert_ne!(opened.checksum, 0, "open fills in the header checksum");
+    }
+
+    #[test]
+    fn a_frame_whose_header_was_verified_is_judged_by_its_body_alone() {
+        let frame = seal(Command::Prepare, b"a body of some length");
+        let header = Header::decode_verified(&frame[..HEADER_BYTES]).expect("a sealed header");
+        assert_eq!(
+            open_body_with(&header, &frame, Checksums::Verify),
+            Ok(&frame[HEADER_BYTES..])
+        );
+        let mut damaged = frame.clone();
+        *damaged.last_mut().expect("a body") ^= 1;
+        assert_eq!(
+            open_body_with(&header, &damaged, Checksums::Verify),
+            Err(FrameError::BodyChecksum)
+        );
+        assert_eq!(
+            open_body_with(&header, &damaged, Checksums::Skip),
+            Ok(&damaged[HEADER_BYTES..])
+        );
+        let longer = [&frame[..], &[0u8][..]].concat();
+        assert!(matches!(
+            open_body_with(&header, &longer, Checksums::Verify),
+            Err(FrameError::SizeMismatch { .. })
+        ));
+    }
+
+    #[test]
+    #[should_panic(expected = "the header given is the frame's own")]
+    fn a_header_from_another_frame_is_refused() {
+        let frame = seal(Command::Prepare, b"one");
+        let other = seal(Command::Prepare, b"two");
+        let header = Header::decode_verified(&other[..HEADER_BYTES]).expect("a sealed header");
+        let _ = open_body_with(&header, &frame, Checksums::Verify);
     }
 
     #[test]
