@@ -15,7 +15,10 @@
 #     and memory (cost must grow linearly with the ticks);
 #   metadata --faults heavy --ticks 10000 (faults on the hot paths).
 # It prints, per configuration, the median ticks/s and peak RSS of each build, the
-# ratio NEW/BASE, and whether the two builds printed the same output (a faster run
+# ratio NEW/BASE of the medians, the paired ratio (each NEW run over the BASE run of the
+# same seed just before it: a pair shares the machine's load of the moment, so its
+# median drifts less from sitting to sitting) with the middle half of the pairs'
+# ratios (25th to 75th percentile), and whether the two builds printed the same output (a faster run
 # should still be the same run; a difference is named, not hidden): `same`, `same
 # schedule` (schedule and reply hashes equal, the report's text not), or `DIFFERS`.
 #
@@ -71,6 +74,14 @@ measure() { # BIN TAG ARGS...
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : 0)}'; }
 
+# "median (25th-75th percentile)" of the numbers on stdin, as ratios.
+spread() {
+  sort -n | awk '{a[NR]=$1} END {
+    if (!NR) { print "-"; exit }
+    printf "%.2fx (%.2f-%.2f)", a[int((NR+1)/2)], a[int((NR+3)/4)], a[int((3*NR+3)/4)]
+  }'
+}
+
 configs=(
   "partition sim 10k|--plane partition --faults none --ticks 10000"
   "partition sim 100k|--plane partition --faults none --ticks 100000"
@@ -83,18 +94,19 @@ configs=(
   "metadata heavy 10k|--plane metadata --faults heavy --ticks 10000"
 )
 
-printf '%-22s %14s %14s %7s %10s %10s  %s\n' "configuration" "base ticks/s" "new ticks/s" "ratio" "base MB" "new MB" "output"
+printf '%-22s %14s %14s %7s %20s %10s %10s  %s\n' "configuration" "base ticks/s" "new ticks/s" "ratio" "paired (middle half)" "base MB" "new MB" "output"
 for config in "${configs[@]}"; do
   name=${config%%|*}
   read -r -a args <<<"${config#*|}"
-  : >"$work/base.tps"; : >"$work/new.tps"; : >"$work/base.kb"; : >"$work/new.kb"
+  : >"$work/base.tps"; : >"$work/new.tps"; : >"$work/base.kb"; : >"$work/new.kb"; : >"$work/ratios"
   same=same
   for _ in $(seq "$rounds"); do
     for seed in "${seeds[@]}"; do
-      read -r tps kb < <(measure "$base_bin" base --seed "$seed" "${args[@]}")
-      echo "$tps" >>"$work/base.tps"; echo "$kb" >>"$work/base.kb"
+      read -r base_tps kb < <(measure "$base_bin" base --seed "$seed" "${args[@]}")
+      echo "$base_tps" >>"$work/base.tps"; echo "$kb" >>"$work/base.kb"
       read -r tps kb < <(measure "$new_bin" new --seed "$seed" "${args[@]}")
       echo "$tps" >>"$work/new.tps"; echo "$kb" >>"$work/new.kb"
+      awk -v b="$base_tps" -v n="$tps" 'BEGIN {if (b > 0) print n / b}' >>"$work/ratios"
       if ! cmp -s "$work/out.base" "$work/out.new"; then
         # The schedule and every reply the same, the printed report not (a new line or
         # counter): named apart from a run that took another course.
@@ -109,8 +121,9 @@ for config in "${configs[@]}"; do
   done
   b=$(median <"$work/base.tps"); n=$(median <"$work/new.tps")
   bk=$(median <"$work/base.kb"); nk=$(median <"$work/new.kb")
-  awk -v name="$name" -v b="$b" -v n="$n" -v bk="$bk" -v nk="$nk" -v same="$same" \
-    'BEGIN {printf "%-22s %14.0f %14.0f %6.2fx %10.1f %10.1f  %s\n", name, b, n, (b > 0 ? n / b : 0), bk / 1024, nk / 1024, same}'
+  paired=$(spread <"$work/ratios")
+  awk -v name="$name" -v b="$b" -v n="$n" -v bk="$bk" -v nk="$nk" -v same="$same" -v paired="$paired" \
+    'BEGIN {printf "%-22s %14.0f %14.0f %6.2fx %20s %10.1f %10.1f  %s\n", name, b, n, (b > 0 ? n / b : 0), paired, bk / 1024, nk / 1024, same}'
 done
 echo "(medians over ${#seeds[@]} seeds x $rounds rounds, base and new alternating; base $1, new ${2:-HEAD})"
 
