@@ -642,7 +642,7 @@ impl Journal {
         if head <= floor {
             return Ok(removed);
         }
-        let mut starts: Vec<u64> = match marks {
+        let starts: Vec<u64> = match marks {
             Some(mut marks) if floor >= walked_floor => {
                 marks.retain(|&op| op > floor && op <= head);
                 marks.sort_unstable_by(|a, b| b.cmp(a));
@@ -653,7 +653,7 @@ impl Journal {
         };
         // Descending, so stale ops are removed top down, as one walk over every entry
         // would; a start already covered by a walk from above finds nothing to do.
-        for start in starts.drain(..) {
+        for start in starts {
             let mut op = start;
             while let Some(entry) = self.entries.get(op)
                 && entry.trusted

@@ -748,19 +748,20 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
 
     /// Feed one frame from `from`, with the local realtime clock.
     pub fn on_frame(&mut self, from: ProcessId, frame: &[u8], realtime_micros: u64) {
-        self.activity += 1;
-        self.settle_skipped_ticks();
-        self.take_frame(from, None, frame, realtime_micros);
-        self.ticks_quiet_ahead = self.quiet_ticks_ahead();
+        self.receive(from, None, frame, realtime_micros);
     }
 
     /// [`Replica::on_frame`] for a caller that already decoded `header` from the
     /// frame's first bytes and verified its checksum (the shard does, to route it):
     /// only the frame's size and body are checked here, not the header twice.
     pub fn on_frame_with_header(&mut self, from: ProcessId, header: &Header, frame: &[u8], realtime_micros: u64) {
+        self.receive(from, Some(header), frame, realtime_micros);
+    }
+
+    fn receive(&mut self, from: ProcessId, verified: Option<&Header>, frame: &[u8], realtime_micros: u64) {
         self.activity += 1;
         self.settle_skipped_ticks();
-        self.take_frame(from, Some(header), frame, realtime_micros);
+        self.take_frame(from, verified, frame, realtime_micros);
         self.ticks_quiet_ahead = self.quiet_ticks_ahead();
     }
 
