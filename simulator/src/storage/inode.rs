@@ -343,9 +343,6 @@ impl Inode {
     /// fdatasync: every byte and the length become stable.
     pub fn sync(&mut self) {
         let len = self.len;
-        if len < self.stable.len() {
-            self.stable.resize(len);
-        }
         // Ascending, so a growing file's pages are appended, never zeroed first.
         for (page, bytes) in std::mem::take(&mut self.dirty) {
             let start = page * PAGE_BYTES;
@@ -355,7 +352,8 @@ impl Inode {
             }
             recycle_page(bytes);
         }
-        // Zeros past the last page written, if the file grew beyond it.
+        // The exact length: zeros past the last page written if the file grew beyond
+        // it, cut if it shrank.
         self.stable.resize(len);
     }
 
