@@ -12,7 +12,8 @@
 //! (the message says what to fix), 2 for bad flags, 3 if it stopped because its
 //! storage failed (a write or sync refused, or, while starting, a read that failed
 //! through its retries; restart it on the same data directory, as a supervisor would:
-//! it boots from what the disk holds and its peers fill the rest).
+//! it boots from what the disk holds and its peers fill the rest), 101 if it panicked
+//! on any of its tasks (a broken invariant: the process stops rather than run on).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,7 +21,9 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use cluster::node::TestBreak;
-use cluster::server::{EXIT_STORAGE_FAILED, ServerConfig, StartupError, Stopped, parse_roster, run};
+use cluster::server::{
+    EXIT_STORAGE_FAILED, ServerConfig, StartupError, Stopped, fail_stop_on_panic, parse_roster, run,
+};
 
 /// One replica of the cluster: the metadata group and its share of the partition groups,
 /// over TCP, with its data in one directory.
@@ -115,6 +118,7 @@ async fn signal() {
 }
 
 fn main() -> ExitCode {
+    fail_stop_on_panic();
     let args = Args::parse();
     tracing_subscriber::fmt()
         .with_env_filter(

@@ -60,6 +60,34 @@ pub const STORAGE_FAILURE_POLL_MS: u64 = 10;
 /// failed start (1) and bad flags (2), so a supervisor can restart on it and count it.
 pub const EXIT_STORAGE_FAILED: u8 = 3;
 
+/// The exit status of a `node` that panicked: an invariant of the cluster broke (an
+/// assertion in the consensus core, say), so the process stops at once rather than
+/// keep running with what it asserted false. 101 is what Rust gives a panicking `main`.
+pub const EXIT_PANICKED: u8 = 101;
+
+/// Make any panic on any task stop the whole process with [`EXIT_PANICKED`], after the
+/// usual message and backtrace. The `node` binary calls it first thing.
+///
+/// Why: a shard's pump runs as a tokio task, and tokio catches a panicking task's
+/// unwind and carries on, so without this hook a shard that hit an assertion left a
+/// half-dead node behind: listening, accepting connections, logging its counters, and
+/// never answering a request again (found by the nemesis: a lost committed op tripped
+/// the view change's assertion on two nodes, and the cluster sat wedged with every
+/// process alive). A process that exits is one a supervisor restarts and a harness
+/// sees; every acknowledged write was made durable before it was acknowledged, so
+/// stopping mid-flight loses nothing.
+///
+/// Process-wide and for good: call it only in a process that is a node (never in a
+/// test harness or the simulator, which catch panics to report them).
+pub fn fail_stop_on_panic() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        eprintln!("node: panicked; stopping with exit status {EXIT_PANICKED} (a broken invariant, see above)");
+        std::process::exit(i32::from(EXIT_PANICKED));
+    }));
+}
+
 /// Why a running node stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stopped {
@@ -368,6 +396,56 @@ async fn log_stats<P: crate::node::StoreProvider>(node: &Node<P>, transport: &Tc
 mod tests {
     use super::*;
     use crate::storage::superblock::Identity;
+
+    /// Set in a child copy of this test binary: which side of the panic test it runs.
+    const PANIC_CHILD_ENV: &str = "CLUSTER_SERVER_PANIC_CHILD";
+
+    /// The child's half: panic inside a `spawn_local` task, the way a shard's pump runs,
+    /// with or without the hook; exit 0 if the process outlived the panic.
+    fn panic_child(hooked: bool) -> ! {
+        if hooked {
+            fail_stop_on_panic();
+        }
+        let outlived = crate::runtime::run_local(async {
+            drop(tokio::task::spawn_local(async {
+                panic!("planted panic in a shard task");
+            }));
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        });
+        std::process::exit(if outlived.is_ok() { 0 } else { 90 });
+    }
+
+    /// Run this test binary again with only `test` and `PANIC_CHILD_ENV=mode`.
+    fn run_child(test: &str, mode: &str) -> std::process::Output {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        std::process::Command::new(exe)
+            .args(["--exact", test, "--nocapture", "--test-threads=1"])
+            .env(PANIC_CHILD_ENV, mode)
+            .output()
+            .expect("the test binary runs again")
+    }
+
+    #[test]
+    fn a_panicking_shard_task_stops_the_process_instead_of_leaving_it_half_dead() {
+        const TEST: &str = "server::tests::a_panicking_shard_task_stops_the_process_instead_of_leaving_it_half_dead";
+        match std::env::var(PANIC_CHILD_ENV).as_deref() {
+            Ok("hooked") => panic_child(true),
+            Ok("bare") => panic_child(false),
+            _ => {}
+        }
+        // Without the hook, tokio swallows the task's panic and the process lives on:
+        // the half-dead node the hook exists for.
+        let bare = run_child(TEST, "bare");
+        assert_eq!(bare.status.code(), Some(0), "tokio let the process outlive the panic");
+        let hooked = run_child(TEST, "hooked");
+        let stderr = String::from_utf8_lossy(&hooked.stderr);
+        assert_eq!(hooked.status.code(), Some(i32::from(EXIT_PANICKED)), "stderr: {stderr}");
+        assert!(
+            stderr.contains("planted panic in a shard task"),
+            "the panic's message is kept: {stderr}"
+        );
+        assert!(stderr.contains("stopping with exit status 101"), "stderr: {stderr}");
+    }
 
     fn config() -> ServerConfig {
         ServerConfig {

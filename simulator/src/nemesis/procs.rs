@@ -290,6 +290,11 @@ impl Nodes {
             };
             let exit = if status.code() == Some(i32::from(cluster::server::EXIT_STORAGE_FAILED)) {
                 Exit::StorageFailure
+            } else if let Some(panic) = fs::read(&running.log).ok().and_then(|log| panic_of_log(&log)) {
+                Exit::Unexpected(format!(
+                    "crash: node {node} {panic} ({status}); its log: {}",
+                    running.log.display()
+                ))
             } else {
                 Exit::Unexpected(format!(
                     "crash: node {node} exited on its own ({status}); its log: {}",
@@ -362,9 +367,56 @@ impl Drop for Nodes {
     }
 }
 
+/// How much of a node's log [`panic_of_log`] reads back from the end, in bytes: a
+/// panic's message and backtrace are the last few KiB a node writes before it exits.
+pub const PANIC_LOG_TAIL_BYTES: usize = 64 * 1024;
+
+/// The last panic a node's log reports, as `panicked at <where>: <message>` (the
+/// message's first line), so a crash names the broken invariant without opening the
+/// log; `None` if the log's tail holds no panic.
+pub fn panic_of_log(log: &[u8]) -> Option<String> {
+    let tail = &log[log.len().saturating_sub(PANIC_LOG_TAIL_BYTES)..];
+    let text = String::from_utf8_lossy(tail);
+    let mut lines = text.lines();
+    let mut found = None;
+    while let Some(line) = lines.next() {
+        if let Some(at) = line.find("panicked at ") {
+            let location = line[at..].trim_end_matches(':').trim_end();
+            let message = lines.next().map(str::trim).unwrap_or("");
+            found = Some(if message.is_empty() {
+                location.to_owned()
+            } else {
+                format!("{location}: {message}")
+            });
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_crash_names_the_last_panic_in_the_node_s_log() {
+        let log = b"2026-12-04T12:28:24Z  INFO cluster::vsr::view_change: start view change\n\n\
+thread 'main' (32670) panicked at cluster/src/vsr/view_change.rs:538:9:\n\
+replica 1 group 0xc00: view 1 would start with head 95 below the commit point 96\n\
+stack backtrace:\n   0: __rustc::rust_begin_unwind\n\
+node: panicked; stopping with exit status 101 (a broken invariant, see above)\n";
+        assert_eq!(
+            panic_of_log(log).as_deref(),
+            Some(
+                "panicked at cluster/src/vsr/view_change.rs:538:9: replica 1 group 0xc00: view 1 would start \
+                 with head 95 below the commit point 96"
+            )
+        );
+        assert_eq!(panic_of_log(b"INFO node ready\nINFO counters\n"), None);
+        // Only the tail is read: a panic far back is not this exit's.
+        let mut long = b"thread 'main' panicked at old.rs:1:1:\nold\n".to_vec();
+        long.extend(std::iter::repeat_n(b'x', PANIC_LOG_TAIL_BYTES));
+        assert_eq!(panic_of_log(&long), None);
+    }
 
     #[test]
     fn clock_faults_spell_libfaketime_s_faketime_values() {
