@@ -103,15 +103,35 @@ impl fmt::Display for DecodeError {
 
 impl std::error::Error for DecodeError {}
 
+/// The buffer a [`Writer::new`] starts with, in bytes: most encodings (replies,
+/// requests, small ops) fit, so they are written with one allocation instead of the
+/// four a buffer grown from empty takes to reach 64 bytes (8, 16, 32, 64: a partition
+/// run spent about 2% of its instructions in those regrowths).
+pub(crate) const WRITER_INITIAL_BYTES: usize = 64;
+
 /// Appends encoded values to a growing buffer. Encoding cannot fail.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Writer {
     bytes: Vec<u8>,
 }
 
 impl Writer {
     pub(crate) fn new() -> Self {
-        Self::default()
+        Self::with_capacity(WRITER_INITIAL_BYTES)
+    }
+
+    /// A writer whose buffer holds `bytes` before it grows: for an encoding whose size
+    /// is known up front (a poll reply, a batch of messages).
+    pub(crate) fn with_capacity(bytes: usize) -> Self {
+        Self {
+            bytes: Vec::with_capacity(bytes),
+        }
+    }
+
+    /// Bytes a [`Writer::len`] of `len` takes (its varint).
+    pub(crate) fn len_bytes(len: usize) -> usize {
+        let bits = usize::BITS - len.leading_zeros();
+        (bits as usize).div_ceil(7).max(1)
     }
 
     pub(crate) fn u8(&mut self, value: u8) {
@@ -372,6 +392,27 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn len_bytes_is_the_size_of_the_varint_len_writes() {
+        for len in [
+            0,
+            1,
+            127,
+            128,
+            300,
+            16_383,
+            16_384,
+            2_097_151,
+            2_097_152,
+            usize::MAX >> 1,
+            usize::MAX,
+        ] {
+            let mut w = Writer::with_capacity(0);
+            w.len(len);
+            assert_eq!(Writer::len_bytes(len), w.finish().len(), "len {len}");
+        }
+    }
 
     #[test]
     fn varints_round_trip_and_reject_overlong_forms() {

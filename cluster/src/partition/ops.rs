@@ -197,7 +197,17 @@ impl PartitionOp {
 
     /// `[operation code][fields]`.
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer::new();
+        let mut w = match self {
+            // `[code][count][id, payload]...`: sized up front, a batch can be large.
+            PartitionOp::SendMessages { messages } => Writer::with_capacity(
+                1 + Writer::len_bytes(messages.len())
+                    + messages
+                        .iter()
+                        .map(|message| 16 + Writer::len_bytes(message.payload.len()) + message.payload.len())
+                        .sum::<usize>(),
+            ),
+            _ => Writer::new(),
+        };
         w.u8(self.operation_code());
         match self {
             PartitionOp::SendMessages { messages } => {
@@ -224,7 +234,12 @@ impl PartitionOp {
             PartitionOp::Purge => {}
             PartitionOp::DeleteSegments { count } => w.u32(*count),
         }
-        w.finish()
+        let bytes = w.finish();
+        debug_assert!(
+            !matches!(self, PartitionOp::SendMessages { .. }) || bytes.len() == bytes.capacity(),
+            "a batch's size was computed exactly"
+        );
+        bytes
     }
 
     /// The inverse of [`PartitionOp::encode`]; every byte must be used.

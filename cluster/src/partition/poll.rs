@@ -132,6 +132,16 @@ impl From<MessageRef<'_>> for PolledMessage {
 /// One polled message's encoding, `[offset][timestamp][id][payload]`: a
 /// [`PolledMessage`]'s, and a stored message's when a reply is encoded straight from
 /// the log.
+/// Bytes [`encode_message`] writes for a message with `payload_len` bytes of payload.
+fn encoded_message_bytes(payload_len: usize) -> usize {
+    8 + 8 + 16 + Writer::len_bytes(payload_len) + payload_len
+}
+
+/// Bytes a poll reply of these payload lengths takes: `[next offset][count][messages]`.
+fn encoded_reply_bytes(payload_lens: impl Iterator<Item = usize>, count: usize) -> usize {
+    8 + Writer::len_bytes(count) + payload_lens.map(encoded_message_bytes).sum::<usize>()
+}
+
 fn encode_message(w: &mut Writer, offset: u64, timestamp_micros: u64, id: u128, payload: &[u8]) {
     w.u64(offset);
     w.u64(timestamp_micros);
@@ -216,7 +226,10 @@ impl PollReply {
     /// once into the reply and again into its encoding.
     pub fn encode_from_log(log: &PartitionLog, request: &PollRequest) -> Vec<u8> {
         let messages = Self::selected(log, request);
-        let mut w = Writer::new();
+        let mut w = Writer::with_capacity(encoded_reply_bytes(
+            messages.iter().map(|message| message.payload.len()),
+            messages.len(),
+        ));
         w.u64(log.next_offset());
         w.len(messages.len());
         for message in messages {
@@ -228,12 +241,17 @@ impl PollReply {
                 message.payload,
             );
         }
-        w.finish()
+        let bytes = w.finish();
+        debug_assert_eq!(bytes.len(), bytes.capacity(), "the reply's size was computed exactly");
+        bytes
     }
 
     /// `[next offset][message count][messages]`.
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer::new();
+        let mut w = Writer::with_capacity(encoded_reply_bytes(
+            self.messages.iter().map(|message| message.payload.len()),
+            self.messages.len(),
+        ));
         w.u64(self.next_offset);
         w.len(self.messages.len());
         for message in &self.messages {
