@@ -273,42 +273,44 @@ impl DurableStorage for SimStorage {
 
     async fn open(&self, path: &str, mode: OpenMode) -> io::Result<SimFile> {
         let mut state = self.state.borrow_mut();
-        let call = state.begin(TraceOp::Open, path.to_owned(), None)?;
-        let opened = state.open(path, mode);
+        // One copy of the path, shared by the handle and every call it makes.
+        let path: Rc<str> = Rc::from(path);
+        let call = state.begin(TraceOp::Open, Rc::clone(&path), None)?;
+        let opened = state.open(&path, mode);
         let inode = call.finish(opened)?;
         let errors_seen = state.add_handle(inode);
         Ok(SimFile {
             state: self.state.clone(),
             inode,
             epoch: state.crashes,
-            path: path.to_owned(),
+            path,
             errors_seen: Cell::new(errors_seen),
         })
     }
 
     async fn rename(&self, from: &str, to: &str) -> io::Result<()> {
         let mut state = self.state.borrow_mut();
-        let call = state.begin(TraceOp::Rename, format!("{from} -> {to}"), None)?;
+        let call = state.begin(TraceOp::Rename, Rc::from(format!("{from} -> {to}")), None)?;
         let renamed = state.rename(from, to);
         call.finish(renamed)
     }
 
     async fn remove(&self, path: &str) -> io::Result<()> {
         let mut state = self.state.borrow_mut();
-        let call = state.begin(TraceOp::Remove, path.to_owned(), None)?;
+        let call = state.begin(TraceOp::Remove, Rc::from(path), None)?;
         let removed = state.remove(path);
         call.finish(removed)
     }
 
     async fn list(&self, dir: &str) -> io::Result<Vec<String>> {
         let mut state = self.state.borrow_mut();
-        let call = state.begin(TraceOp::List, dir.to_owned(), None)?;
+        let call = state.begin(TraceOp::List, Rc::from(dir), None)?;
         call.finish(state.list(dir))
     }
 
     async fn sync_dir(&self, dir: &str) -> io::Result<()> {
         let mut state = self.state.borrow_mut();
-        let call = state.begin(TraceOp::SyncDir, dir.to_owned(), None)?;
+        let call = state.begin(TraceOp::SyncDir, Rc::from(dir), None)?;
         let synced = state.sync_dir(dir);
         call.finish(synced)
     }
@@ -322,7 +324,8 @@ pub struct SimFile {
     inode: InodeId,
     /// The crash count when it was opened.
     epoch: u64,
-    path: String,
+    /// Shared with each call's [`super::state::Call`]: a file call clones no string.
+    path: Rc<str>,
     /// The inode's writeback-error count this handle last reported (Linux errseq).
     errors_seen: Cell<u64>,
 }
@@ -346,7 +349,7 @@ impl Drop for SimFile {
 impl DurableFile for SimFile {
     async fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         let mut state = self.state.borrow_mut();
-        let call = state.begin(TraceOp::ReadAt, self.path.clone(), Some(self.epoch))?;
+        let call = state.begin(TraceOp::ReadAt, Rc::clone(&self.path), Some(self.epoch))?;
         state.maybe_fail_read(&call)?;
         let read = state.read_at(self.inode, &self.path, offset, buf);
         call.finish(read)
@@ -354,32 +357,32 @@ impl DurableFile for SimFile {
 
     async fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
         let mut state = self.state.borrow_mut();
-        let call = state.begin(TraceOp::WriteAt, self.path.clone(), Some(self.epoch))?;
+        let call = state.begin(TraceOp::WriteAt, Rc::clone(&self.path), Some(self.epoch))?;
         state.write(&call, self.inode, Some(offset), data).map(drop)
     }
 
     async fn append(&self, data: &[u8]) -> io::Result<u64> {
         let mut state = self.state.borrow_mut();
-        let call = state.begin(TraceOp::Append, self.path.clone(), Some(self.epoch))?;
+        let call = state.begin(TraceOp::Append, Rc::clone(&self.path), Some(self.epoch))?;
         state.write(&call, self.inode, None, data)
     }
 
     async fn len(&self) -> io::Result<u64> {
         let mut state = self.state.borrow_mut();
-        let call = state.begin(TraceOp::Len, self.path.clone(), Some(self.epoch))?;
+        let call = state.begin(TraceOp::Len, Rc::clone(&self.path), Some(self.epoch))?;
         let len = state.len(self.inode, &self.path);
         call.finish(len)
     }
 
     async fn sync(&self) -> io::Result<()> {
         let mut state = self.state.borrow_mut();
-        let call = state.begin(TraceOp::Sync, self.path.clone(), Some(self.epoch))?;
+        let call = state.begin(TraceOp::Sync, Rc::clone(&self.path), Some(self.epoch))?;
         state.sync(&call, self.inode, &self.errors_seen)
     }
 
     async fn truncate(&self, len: u64) -> io::Result<()> {
         let mut state = self.state.borrow_mut();
-        let call = state.begin(TraceOp::Truncate, self.path.clone(), Some(self.epoch))?;
+        let call = state.begin(TraceOp::Truncate, Rc::clone(&self.path), Some(self.epoch))?;
         let truncated = state.truncate(self.inode, &self.path, len);
         call.finish(truncated)
     }

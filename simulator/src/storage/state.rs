@@ -65,7 +65,7 @@ fn file_too_large(path: &str, end: u64) -> io::Error {
 pub(super) struct Call {
     position: u64,
     op: TraceOp,
-    path: String,
+    path: Rc<str>,
     fault: Option<FaultKind>,
 }
 
@@ -263,14 +263,14 @@ impl State {
     /// Number and trace a call, give background writeback its chance, then refuse it
     /// if the process is past its halt, the handle is stale, or the call is planned to
     /// fail before taking effect.
-    pub fn begin(&mut self, op: TraceOp, path: String, opened_in: Option<u64>) -> io::Result<Call> {
+    pub fn begin(&mut self, op: TraceOp, path: Rc<str>, opened_in: Option<u64>) -> io::Result<Call> {
         let position = self.operations;
         self.operations += 1;
         if self.options.record_trace {
             self.trace.push(TraceEntry {
                 position,
                 op,
-                path: path.clone(),
+                path: path.to_string(),
             });
         }
         if self.options.writeback {
