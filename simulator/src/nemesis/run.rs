@@ -3,6 +3,7 @@
 //! last stretch on a healed cluster, the settle, then the checks (`check.rs`).
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -380,6 +381,11 @@ async fn phases(run: &Rc<Run>) -> (Verdict, check::RunStats) {
     check::settle_and_check(run, &groups, window, recovered_ms).await
 }
 
+/// How much of each client's last failure a liveness failure quotes, in characters:
+/// enough for the error and the node it names, short enough that four clients' fit
+/// on a report line.
+const LIVENESS_FAILURE_TEXT_CHARS_MAX: usize = 200;
+
 /// Wait until every client has had a send acknowledged since `healed_ms` (and at least
 /// [`RECOVERY_MS`] passed), or fail after [`check::LIVENESS_GAP_MS_MAX`].
 async fn recover(run: &Run, healed_ms: u64) -> Result<u64, String> {
@@ -405,13 +411,34 @@ async fn recover(run: &Run, healed_ms: u64) -> Result<u64, String> {
             return Ok(now - healed_ms);
         }
         if now >= healed_ms + check::LIVENESS_GAP_MS_MAX {
-            return Err(format!(
-                "liveness: every fault was healed but clients {waiting:?} had no send acknowledged within {} ms",
-                check::LIVENESS_GAP_MS_MAX
-            ));
+            let recorded = run.workload.recorded.borrow();
+            return Err(liveness_failure(&waiting, &recorded.last_send_failure));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The liveness failure for clients `waiting` that had no send acknowledged, quoting
+/// why each one's last failed send failed (`last_send_failure`), if it had one.
+fn liveness_failure(waiting: &[usize], last_send_failure: &BTreeMap<usize, String>) -> String {
+    let told: Vec<String> = waiting
+        .iter()
+        .filter_map(|client| {
+            let failure = last_send_failure.get(client)?;
+            let cut: String = failure.chars().take(LIVENESS_FAILURE_TEXT_CHARS_MAX).collect();
+            Some(format!("client {client}: {cut}"))
+        })
+        .collect();
+    let told = if told.is_empty() {
+        String::new()
+    } else {
+        // After a `;`, so the failure's signature (its first clause) stays the same.
+        format!("; their last failed sends: {}", told.join(" / "))
+    };
+    format!(
+        "liveness: every fault was healed but clients {waiting:?} had no send acknowledged within {} ms{told}",
+        check::LIVENESS_GAP_MS_MAX
+    )
 }
 
 /// Log in as root and make the stream and topic; the partitions' groups.
@@ -473,5 +500,33 @@ async fn supervise(run: Rc<Run>, finished: Rc<RefCell<bool>>) {
             }
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::campaign::signature::signature;
+
+    #[test]
+    fn a_liveness_failure_quotes_what_the_waiting_clients_were_told_without_changing_its_signature() {
+        let mut told = BTreeMap::new();
+        told.insert(0, "request 9 to group 3072 was not accepted by node 1".to_owned());
+        told.insert(2, "x".repeat(LIVENESS_FAILURE_TEXT_CHARS_MAX + 50));
+        told.insert(3, "a client that is not waiting".to_owned());
+        let failure = liveness_failure(&[0, 1, 2], &told);
+        assert!(failure.starts_with("liveness: every fault was healed but clients [0, 1, 2] had no send acknowledged"));
+        assert!(failure.contains(
+            "; their last failed sends: client 0: request 9 to group 3072 was not accepted by node 1 / client 2: x"
+        ));
+        assert!(!failure.contains("client 1:"), "client 1 was told nothing: {failure}");
+        assert!(!failure.contains("not waiting"), "{failure}");
+        assert!(
+            !failure.contains(&"x".repeat(LIVENESS_FAILURE_TEXT_CHARS_MAX + 1)),
+            "quotes are cut"
+        );
+        let bare = liveness_failure(&[0, 1, 2], &BTreeMap::new());
+        assert!(!bare.contains(';'), "{bare}");
+        assert_eq!(signature(&failure), signature(&bare));
     }
 }

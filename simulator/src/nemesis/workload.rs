@@ -87,6 +87,9 @@ pub struct Recorded {
     pub writes_ms: Vec<u64>,
     /// Per client: when its last send was acknowledged, milliseconds.
     pub last_write_ms: BTreeMap<usize, u64>,
+    /// Per client: why its last send that was not acknowledged failed, for a liveness
+    /// failure to say what the clients were told.
+    pub last_send_failure: BTreeMap<usize, String>,
     /// Requests sent, answered or not.
     pub requests: u64,
     /// Polls whose answers were checked against an exact shadow.
@@ -214,11 +217,13 @@ pub async fn client_task(
                         last_offset,
                     })
                 }
-                Err(Error::NotAccepted { .. }) => {
+                Err(error @ Error::NotAccepted { .. }) => {
+                    recorded.last_send_failure.insert(index, error.to_string());
                     recorded.not_accepted.extend(&ids);
                     continue;
                 }
-                Err(Error::NotCommitted { .. }) => {
+                Err(error @ Error::NotCommitted { .. }) => {
+                    recorded.last_send_failure.insert(index, error.to_string());
                     recorded.unknown.extend(&ids);
                     shadow.unknown_messages += ids.len() as u64;
                     None
