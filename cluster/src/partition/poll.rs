@@ -129,9 +129,6 @@ impl From<MessageRef<'_>> for PolledMessage {
     }
 }
 
-/// One polled message's encoding, `[offset][timestamp][id][payload]`: a
-/// [`PolledMessage`]'s, and a stored message's when a reply is encoded straight from
-/// the log.
 /// Bytes [`encode_message`] writes for a message with `payload_len` bytes of payload.
 fn encoded_message_bytes(payload_len: usize) -> usize {
     8 + 8 + 16 + Writer::len_bytes(payload_len) + payload_len
@@ -142,6 +139,9 @@ fn encoded_reply_bytes(payload_lens: impl Iterator<Item = usize>, count: usize) 
     8 + Writer::len_bytes(count) + payload_lens.map(encoded_message_bytes).sum::<usize>()
 }
 
+/// One polled message's encoding, `[offset][timestamp][id][payload]`: a
+/// [`PolledMessage`]'s, and a stored message's when a reply is encoded straight from
+/// the log.
 fn encode_message(w: &mut Writer, offset: u64, timestamp_micros: u64, id: u128, payload: &[u8]) {
     w.u64(offset);
     w.u64(timestamp_micros);
