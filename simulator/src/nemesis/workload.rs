@@ -87,8 +87,9 @@ pub struct Recorded {
     pub writes_ms: Vec<u64>,
     /// Per client: when its last send was acknowledged, milliseconds.
     pub last_write_ms: BTreeMap<usize, u64>,
-    /// Per client: why its last send that was not acknowledged failed, for a liveness
-    /// failure to say what the clients were told.
+    /// Per client: why its sends have failed since its last acknowledged one (the
+    /// latest failure; none if its last send was acknowledged), for a liveness failure
+    /// to say what the clients were told.
     pub last_send_failure: BTreeMap<usize, String>,
     /// Requests sent, answered or not.
     pub requests: u64,
@@ -182,6 +183,8 @@ pub async fn client_task(
                     recorded.successes_ms.push(complete);
                     recorded.writes_ms.push(complete);
                     recorded.last_write_ms.insert(index, complete);
+                    // A failure before this success is not what the client is told now.
+                    recorded.last_send_failure.remove(&index);
                     if last_offset + 1 - base_offset != ids.len() as u64 {
                         recorded.violations.push(format!(
                             "client {index}: a batch of {} messages was acknowledged at offsets {base_offset}..={last_offset}",
