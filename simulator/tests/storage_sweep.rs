@@ -59,6 +59,7 @@ fn every_sweep_passes_at_seed_0_comparing_acknowledged_items_over_at_least_4000_
         "segment-append-roll",
         "snapshot-write",
         "state-transfer-install",
+        "tombstone-log-append",
     ] {
         assert!(names.contains(&expected), "{expected} is not registered: {names:?}");
     }

@@ -5,7 +5,9 @@
 //! ```text
 //! node/superblock           the node's identity (cluster, replica, replica count):
 //!                           a node started on another cluster's data refuses to boot
-//! node/deleted              deleted partition groups (tombstones), one snapshot file
+//! node/tombstones           deleted partition groups, one record appended per delete
+//!                           (`storage::tombstone_log`; `node/deleted`, the older
+//!                           snapshot of them all, is still read)
 //! groups/<group:016x>/superblock   the group's view state
 //! groups/<group:016x>/checkpoint   the group's newest durable checkpoint (one snapshot
 //!                           file, key = its op; `.tmp` while a write is in flight)
@@ -50,7 +52,7 @@
 //! acknowledged there.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::rc::Rc;
 
@@ -64,15 +66,13 @@ use crate::storage::partition_wal::{Durability, PartitionWal};
 use crate::storage::read_retry::{ReadErrors, RetryReads};
 use crate::storage::snapshot_file::{SnapshotFileError, read_snapshot, remove_leftover_tmp, write_snapshot};
 use crate::storage::superblock::{Identity, SuperblockError, SuperblockFile, SuperblockState};
+use crate::storage::tombstone_log::{TombstoneError, TombstoneLog};
 use crate::storage::wal::{Wal, WalError, join_path};
 use crate::vsr::store::{Checkpoint, ReplicaStore, StorageBreak, StoreError, StoredRecord, Superblock};
 use crate::wire::HEADER_BYTES;
 
 /// Directory of the node's own files.
 const NODE_DIR: &str = "node";
-
-/// The tombstone file.
-const DELETED_PATH: &str = "node/deleted";
 
 /// File name of a group's checkpoint inside its directory.
 pub const CHECKPOINT_FILE: &str = "checkpoint";
@@ -147,8 +147,8 @@ impl NodeIdentity {
 pub enum StoresOpenError {
     /// The node superblock refused (another cluster's data, another replica's, damage).
     Superblock(SuperblockError),
-    /// The tombstone file could not be read.
-    Tombstones(String),
+    /// The tombstones could not be read.
+    Tombstones(TombstoneError),
     /// A storage call did not complete on its first poll (the synchronous stores need
     /// storage that completes at once, as `SimStorage` and `DiskStorage` do).
     Pending(&'static str),
@@ -158,7 +158,7 @@ impl fmt::Display for StoresOpenError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Superblock(error) => write!(f, "node superblock: {error}"),
-            Self::Tombstones(error) => write!(f, "deleted-groups file {DELETED_PATH}: {error}"),
+            Self::Tombstones(error) => write!(f, "deleted groups: {error}"),
             Self::Pending(what) => write!(f, "{what}: the storage call did not complete on its first poll"),
         }
     }
@@ -179,7 +179,7 @@ pub struct DurableStores<S: DurableStorage> {
     identity: NodeIdentity,
     storage_break: StorageBreak,
     test_break: Option<TestBreak>,
-    deleted: Rc<RefCell<BTreeSet<u64>>>,
+    tombstones: Rc<RefCell<TombstoneLog<S>>>,
     durability: Rc<RefCell<BTreeMap<u64, Rc<Cell<Durability>>>>>,
 }
 
@@ -187,7 +187,7 @@ impl<S: DurableStorage> fmt::Debug for DurableStores<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DurableStores")
             .field("identity", &self.identity)
-            .field("deleted", &self.deleted.borrow().len())
+            .field("deleted", &self.tombstones.borrow().len())
             .finish()
     }
 }
@@ -209,13 +209,13 @@ impl<S: DurableStorage> DurableStores<S> {
             }
             Err(error) => return Err(StoresOpenError::Superblock(error)),
         }
-        let deleted = read_tombstones(&reads)?;
+        let tombstones = TombstoneLog::open(storage.clone(), &reads).map_err(StoresOpenError::Tombstones)?;
         Ok(Self {
             storage,
             identity,
             storage_break: StorageBreak::None,
             test_break: None,
-            deleted: Rc::new(RefCell::new(deleted)),
+            tombstones: Rc::new(RefCell::new(tombstones)),
             durability: Rc::default(),
         })
     }
@@ -257,34 +257,6 @@ fn pending_superblock() -> StoresOpenError {
     StoresOpenError::Pending("node superblock")
 }
 
-fn read_tombstones<S: DurableStorage>(storage: &S) -> Result<BTreeSet<u64>, StoresOpenError> {
-    let pending = || StoresOpenError::Pending("deleted-groups file");
-    now(remove_leftover_tmp(storage, DELETED_PATH))
-        .ok_or_else(pending)?
-        .map_err(|error| StoresOpenError::Tombstones(error.to_string()))?;
-    let snapshot = now(read_snapshot(storage, DELETED_PATH))
-        .ok_or_else(pending)?
-        .map_err(|error| StoresOpenError::Tombstones(error.to_string()))?;
-    let Some(snapshot) = snapshot else {
-        return Ok(BTreeSet::new());
-    };
-    if snapshot.bytes.len() % 8 != 0 {
-        return Err(StoresOpenError::Tombstones(format!(
-            "{} bytes is not a whole number of 8-byte group ids",
-            snapshot.bytes.len()
-        )));
-    }
-    Ok(snapshot
-        .bytes
-        .chunks_exact(8)
-        .map(|chunk| {
-            let mut raw = [0; 8];
-            raw.copy_from_slice(chunk);
-            u64::from_le_bytes(raw)
-        })
-        .collect())
-}
-
 impl<S: DurableStorage> StoreProvider for DurableStores<S> {
     type Store = DurableReplicaStore<S>;
 
@@ -305,16 +277,25 @@ impl<S: DurableStorage> StoreProvider for DurableStores<S> {
 
     fn remove(&self, group: u64) {
         // The tombstone is made durable first: a crash after it and before the files
-        // are gone leaves files nobody opens, never a deleted group reopened.
-        self.deleted.borrow_mut().insert(group);
-        let bytes: Vec<u8> = self.deleted.borrow().iter().flat_map(|id| id.to_le_bytes()).collect();
-        let key = self.deleted.borrow().len() as u64;
-        match now(write_snapshot(&self.storage, DELETED_PATH, key, &bytes)) {
-            Some(Ok(())) => {}
-            Some(Err(error)) => tracing::error!(group, %error, "tombstone write failed"),
-            None => tracing::error!(group, "tombstone write did not complete on its first poll"),
-        }
+        // are gone leaves files nobody opens, never a deleted group reopened. Without a
+        // durable tombstone the files stay: a group a later boot does open again then
+        // still holds its data, rather than nothing.
+        let appended = now(self.tombstones.borrow_mut().append(group));
         self.durability.borrow_mut().remove(&group);
+        match appended {
+            Some(Ok(())) => {}
+            Some(Err(error)) => {
+                tracing::error!(group, %error, "tombstone write failed; the group's files are kept");
+                return;
+            }
+            None => {
+                tracing::error!(
+                    group,
+                    "tombstone write did not complete on its first poll; the group's files are kept"
+                );
+                return;
+            }
+        }
         let dir = Self::group_dir(group);
         // Best effort: the tombstone already makes the group dead; files a crash leaves
         // behind are never opened again.
@@ -327,7 +308,7 @@ impl<S: DurableStorage> StoreProvider for DurableStores<S> {
     }
 
     fn is_deleted(&self, group: u64) -> bool {
-        self.deleted.borrow().contains(&group)
+        self.tombstones.borrow().contains(group)
     }
 
     fn set_durability(&self, group: u64, durability: TopicDurability) {

@@ -13,6 +13,7 @@
 //! - [`partition_wal`]: a partition's log of prepares and its durable publish frontier.
 //! - [`segment`]: message segments and their 24-byte-entry indexes.
 //! - [`snapshot_file`]: a metadata snapshot written atomically.
+//! - [`tombstone_log`]: the node's deleted groups, one appended record each.
 //! - [`install`]: the state-transfer install protocol (staging, backup, retire).
 
 pub mod install;
@@ -22,4 +23,5 @@ pub mod record;
 pub mod segment;
 pub mod snapshot_file;
 pub mod superblock;
+pub mod tombstone_log;
 pub mod wal;

@@ -9,6 +9,7 @@ pub mod segment_append_roll;
 pub mod snapshot_write;
 pub mod state_transfer_install;
 mod superblock_write;
+mod tombstone_log_append;
 
 use super::Sweep;
 
@@ -23,5 +24,6 @@ pub fn all() -> Vec<Box<dyn Sweep>> {
         Box::new(segment_append_roll::SegmentAppendRoll),
         Box::new(snapshot_write::SnapshotWrite),
         Box::new(state_transfer_install::StateTransferInstall),
+        Box::new(tombstone_log_append::TombstoneLogAppend),
     ]
 }

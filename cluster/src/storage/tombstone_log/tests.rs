@@ -1,0 +1,241 @@
+//! The tombstone log on real files: what survives a reopen, a torn tail, damage in the
+//! middle, a failed append, and a data directory in the older format.
+
+use std::cell::Cell;
+use std::io;
+use std::rc::Rc;
+
+use futures::FutureExt;
+
+use super::*;
+use crate::runtime::DiskStorage;
+use crate::storage::snapshot_file::write_snapshot;
+
+/// DiskStorage calls block and complete at once: their futures are always ready.
+fn ready<T>(future: impl std::future::Future<Output = T>) -> T {
+    future.now_or_never().expect("DiskStorage futures are always ready")
+}
+
+fn temp_storage(name: &str) -> (DiskStorage, std::path::PathBuf) {
+    let root = std::env::temp_dir().join(format!("cluster-tombstones-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    (DiskStorage::new(&root).expect("temp dir"), root)
+}
+
+fn open<S: DurableStorage>(storage: &S) -> Result<TombstoneLog<S>, TombstoneError> {
+    TombstoneLog::open(storage.clone(), storage)
+}
+
+fn log_len(root: &std::path::Path) -> u64 {
+    std::fs::metadata(root.join(TOMBSTONE_LOG_PATH))
+        .expect("the log exists")
+        .len()
+}
+
+#[test]
+fn every_deleted_group_survives_a_reopen_at_one_record_per_delete() {
+    let (storage, root) = temp_storage("reopen");
+    let mut log = open(&storage).expect("an empty data dir has no tombstones");
+    assert!(log.is_empty());
+    assert!(!root.join(TOMBSTONE_LOG_PATH).exists(), "boot writes nothing");
+    for group in 0..100u64 {
+        ready(log.append(0xc00 + group)).expect("append");
+        assert_eq!(
+            log_len(&root),
+            (group + 1) * TOMBSTONE_RECORD_BYTES as u64,
+            "one record per delete"
+        );
+    }
+    let log = open(&storage).expect("reopen");
+    assert_eq!(log.len(), 100);
+    assert!((0..100).all(|group| log.contains(0xc00 + group)));
+    assert!(!log.contains(0xc00 + 100), "only what was deleted");
+    let _ = std::fs::remove_dir_all(root);
+}
+
+#[test]
+fn a_torn_last_record_is_ignored_and_cut_by_the_next_append() {
+    for (case, tail) in [
+        ("half", vec![0x5A; TOMBSTONE_RECORD_BYTES / 2]),
+        ("zeros", vec![0; 3 * TOMBSTONE_RECORD_BYTES]),
+        ("garbage", vec![0x5A; 2 * TOMBSTONE_RECORD_BYTES + 7]),
+    ] {
+        let (storage, root) = temp_storage(&format!("torn-{case}"));
+        let mut log = open(&storage).expect("open");
+        for group in [1, 2, 3] {
+            ready(log.append(group)).expect("append");
+        }
+        let mut bytes = std::fs::read(root.join(TOMBSTONE_LOG_PATH)).expect("read");
+        bytes.extend_from_slice(&tail);
+        std::fs::write(root.join(TOMBSTONE_LOG_PATH), &bytes).expect("write");
+
+        let mut log = open(&storage).unwrap_or_else(|error| panic!("{case}: a torn tail boots: {error}"));
+        assert_eq!(log.len(), 3, "{case}");
+        ready(log.append(4)).expect("append after the torn tail");
+        assert_eq!(
+            log_len(&root),
+            4 * TOMBSTONE_RECORD_BYTES as u64,
+            "{case}: the tail was cut"
+        );
+        let log = open(&storage).expect("reopen");
+        assert!([1, 2, 3, 4].iter().all(|&group| log.contains(group)), "{case}: {log:?}");
+        let _ = std::fs::remove_dir_all(root);
+    }
+}
+
+#[test]
+fn damage_in_the_middle_refuses_the_boot_and_names_its_offset() {
+    let (storage, root) = temp_storage("middle");
+    let mut log = open(&storage).expect("open");
+    for group in [1, 2, 3] {
+        ready(log.append(group)).expect("append");
+    }
+    let mut bytes = std::fs::read(root.join(TOMBSTONE_LOG_PATH)).expect("read");
+    bytes[TOMBSTONE_RECORD_BYTES + 33] ^= 0x01; // the second record's key
+    std::fs::write(root.join(TOMBSTONE_LOG_PATH), &bytes).expect("write");
+
+    let error = open(&storage).expect_err("a lost tombstone must not boot");
+    match &error {
+        TombstoneError::Damaged { offset, reason } => {
+            assert_eq!(*offset, TOMBSTONE_RECORD_BYTES as u64);
+            assert!(reason.contains("checksum"), "{reason}");
+        }
+        other => panic!("not damage: {other:?}"),
+    }
+    let text = error.to_string();
+    assert!(
+        text.contains(TOMBSTONE_LOG_PATH) && text.contains("offset 40"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(root);
+}
+
+#[test]
+fn a_record_of_another_kind_is_damage_not_a_tombstone() {
+    let (storage, root) = temp_storage("kind");
+    let mut log = open(&storage).expect("open");
+    ready(log.append(7)).expect("append");
+    let mut bytes = record::encode(TOMBSTONE_MAGIC, TOMBSTONE_KIND + 1, 8, &[]);
+    bytes.extend(record::encode(TOMBSTONE_MAGIC, TOMBSTONE_KIND, 9, &[]));
+    let mut file = std::fs::read(root.join(TOMBSTONE_LOG_PATH)).expect("read");
+    file.extend(bytes);
+    std::fs::write(root.join(TOMBSTONE_LOG_PATH), &file).expect("write");
+    let error = open(&storage).expect_err("an unknown record between tombstones");
+    assert!(error.to_string().contains("kind 2"), "{error}");
+    let _ = std::fs::remove_dir_all(root);
+}
+
+#[test]
+fn a_data_dir_in_the_older_format_keeps_its_tombstones() {
+    let (storage, root) = temp_storage("legacy");
+    let ids: Vec<u8> = [0xc00u64, 0xc01, 0x3000]
+        .iter()
+        .flat_map(|id| id.to_le_bytes())
+        .collect();
+    ready(write_snapshot(&storage, LEGACY_DELETED_PATH, 3, &ids)).expect("older file");
+
+    let mut log = open(&storage).expect("open");
+    assert!(
+        [0xc00, 0xc01, 0x3000].iter().all(|&group| log.contains(group)),
+        "{log:?}"
+    );
+    ready(log.append(0x3001)).expect("append");
+    let log = open(&storage).expect("reopen");
+    assert_eq!(log.len(), 4, "both files count: {log:?}");
+    assert!(log.contains(0x3001) && log.contains(0xc00));
+
+    std::fs::write(root.join(LEGACY_DELETED_PATH), b"not a snapshot").expect("write");
+    let error = open(&storage).expect_err("a damaged older file");
+    assert!(error.to_string().starts_with(LEGACY_DELETED_PATH), "{error}");
+    let _ = std::fs::remove_dir_all(root);
+}
+
+/// DiskStorage whose file syncs fail while `fail_syncs` is above zero (one per sync).
+#[derive(Clone)]
+struct FailingSyncs {
+    inner: DiskStorage,
+    fail_syncs: Rc<Cell<u32>>,
+}
+
+struct FailingSyncsFile {
+    inner: <DiskStorage as DurableStorage>::File,
+    fail_syncs: Rc<Cell<u32>>,
+}
+
+impl DurableStorage for FailingSyncs {
+    type File = FailingSyncsFile;
+    async fn open(&self, path: &str, mode: OpenMode) -> io::Result<FailingSyncsFile> {
+        Ok(FailingSyncsFile {
+            inner: self.inner.open(path, mode).await?,
+            fail_syncs: self.fail_syncs.clone(),
+        })
+    }
+    async fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        self.inner.rename(from, to).await
+    }
+    async fn remove(&self, path: &str) -> io::Result<()> {
+        self.inner.remove(path).await
+    }
+    async fn list(&self, dir: &str) -> io::Result<Vec<String>> {
+        self.inner.list(dir).await
+    }
+    async fn sync_dir(&self, dir: &str) -> io::Result<()> {
+        self.inner.sync_dir(dir).await
+    }
+}
+
+impl DurableFile for FailingSyncsFile {
+    async fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read_at(offset, buf).await
+    }
+    async fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        self.inner.write_at(offset, data).await
+    }
+    async fn append(&self, data: &[u8]) -> io::Result<u64> {
+        self.inner.append(data).await
+    }
+    async fn len(&self) -> io::Result<u64> {
+        self.inner.len().await
+    }
+    async fn sync(&self) -> io::Result<()> {
+        if self.fail_syncs.get() > 0 {
+            self.fail_syncs.set(self.fail_syncs.get() - 1);
+            return Err(io::Error::other("injected sync failure"));
+        }
+        self.inner.sync().await
+    }
+    async fn truncate(&self, len: u64) -> io::Result<()> {
+        self.inner.truncate(len).await
+    }
+}
+
+#[test]
+fn a_failed_append_is_written_over_by_the_next_never_left_in_the_middle() {
+    let (inner, root) = temp_storage("failed-append");
+    let storage = FailingSyncs {
+        inner,
+        fail_syncs: Rc::new(Cell::new(0)),
+    };
+    let mut log = open(&storage).expect("open");
+    ready(log.append(1)).expect("append");
+    storage.fail_syncs.set(1);
+    let error = ready(log.append(2)).expect_err("the sync fails");
+    assert!(error.to_string().contains("syncing"), "{error}");
+    assert!(
+        log.contains(2),
+        "this process treats the group as deleted whatever the disk did"
+    );
+    // The failed record's bytes are in the file: a later record must not land after them.
+    assert_eq!(log_len(&root), 2 * TOMBSTONE_RECORD_BYTES as u64);
+    ready(log.append(3)).expect("append after the failure");
+    assert_eq!(
+        log_len(&root),
+        2 * TOMBSTONE_RECORD_BYTES as u64,
+        "written over the failed record"
+    );
+
+    let log = open(&storage).expect("no damage in the middle after a failed append");
+    assert!(log.contains(1) && log.contains(3), "{log:?}");
+    assert!(!log.contains(2), "the failed delete's record was replaced, not kept");
+    let _ = std::fs::remove_dir_all(root);
+}
