@@ -237,3 +237,63 @@ fn a_fail_stopped_replica_outside_the_liveness_core_stays_down_through_the_phase
         .unwrap_or_else(|| panic!("no liveness line:\n{text}"));
     assert!(core.contains("settled"), "{core}");
 }
+
+#[test]
+fn a_transferred_reply_with_a_corrupted_header_is_caught_at_install_not_as_a_wedge() {
+    // Found by CI's planted break `install-unverified-transfer` (issue #21, after the
+    // tombstone change moved seed 57 onto it): a state transfer whose chunk the network
+    // corrupted was installed unverified; the flipped byte (offset 498 of 793) lay in
+    // the header of a reply cached in the client table. The table's digest leaves reply
+    // headers out (each replica seals its own), and the sender's state at that op was
+    // never sampled (it applied past it in the same tick), so no check compared
+    // anything: the new primary answered the client's resend with a frame the client
+    // dropped, and the run surfaced 10,000 ticks later as a liveness failure. The
+    // checkpoint check now compares what each replica encodes (taken or shipped) and
+    // verifies every cached reply of a replica at its checkpoint.
+    let flags = [
+        "--ticks",
+        "15000",
+        "--clients",
+        "1",
+        "--shards",
+        "2",
+        "--plane",
+        "uniform",
+        "--faults",
+        "light",
+        "--crash-prob",
+        "0.02",
+        "--restart-prob",
+        "0.02",
+        "--power-loss-prob",
+        "0.3",
+        "--crash-primary",
+        "--journal-slots",
+        "80",
+        "--ring-entries",
+        "80",
+        "--packet-corruption",
+        "0.05",
+    ];
+    // The same run with verified transfers passes: the break is what the check sees.
+    replay_command(&flags, 57);
+    let broken: Vec<&str> = flags
+        .iter()
+        .copied()
+        .chain(["--break-storage", "install-unverified-transfer"])
+        .collect();
+    let args = FuzzArgs::parse_from(std::iter::once("workload-fuzz").chain(broken.iter().copied()));
+    let mut out = Vec::new();
+    let report = fuzz::run(&args, 57, &mut out).expect("writing to a Vec never fails");
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let Verdict::Failed(failure) = &report.verdict else {
+        panic!("the broken run must fail:\n{text}");
+    };
+    assert!(failure.starts_with("checkpoint diverged"), "{failure}");
+    assert!(
+        text.contains("check failed: checkpoint diverged")
+            && text.contains("holds a reply for client")
+            && text.contains("not a frame that verifies"),
+        "caught by the checkpoint check, naming the reply:\n{text}"
+    );
+}

@@ -41,7 +41,7 @@ use std::rc::Rc;
 use super::StateMachine;
 use super::client_table::ClientTable;
 use super::constants::{CHECKPOINT_BYTES_MAX, CHECKPOINT_RETRY_TICKS, PIPELINE_PREPARES_MAX};
-use super::replica::Replica;
+use super::replica::{CheckpointDigests, Replica};
 use super::store::{ReplicaStore, StorageBreak};
 use crate::codec::{DecodeError, Reader, Writer};
 use crate::wire::{Command, HEADER_BYTES, Header};
@@ -177,10 +177,16 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             .get(self.commit_min)
             .map(|entry| entry.header())
             .expect("the applied head stays in the journal");
+        let digests = CheckpointDigests {
+            op: self.commit_min,
+            state: self.state_machine.digest(),
+            client_table: self.clients.digest(),
+        };
+        self.last_encoded_checkpoint.set(Some(digests));
         encode_checkpoint(
             self.config.group,
             &header,
-            self.state_machine.digest(),
+            digests.state,
             &self.clients.encode(),
             &self.state_machine.snapshot(),
         )

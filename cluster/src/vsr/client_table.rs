@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use super::constants::CLIENT_TABLE_CLIENTS_MAX;
 use crate::codec::{DecodeError, Reader, Writer};
 use crate::seam::ProcessId;
-use crate::wire::FRAME_BYTES_MAX;
+use crate::wire::{FRAME_BYTES_MAX, FrameError};
 
 /// One client's entry.
 #[derive(Clone, Debug)]
@@ -149,6 +149,20 @@ impl ClientTable {
         Ok(ClientTable { clients })
     }
 
+    /// The first client (in id order) whose cached reply is not a frame that verifies
+    /// (header and body checksums), with its newest request and why. A replica replays
+    /// that reply to a resend, and a client drops a frame that does not verify, so such
+    /// a reply leaves the client waiting for good. [`ClientTable::digest`] leaves reply
+    /// headers out (each replica seals its own), so a checker that compares digests
+    /// needs this too.
+    pub fn first_unverifiable_reply(&self) -> Option<(u128, u64, FrameError)> {
+        self.clients.iter().find_map(|(client, entry)| {
+            crate::wire::open(&entry.reply)
+                .err()
+                .map(|why| (*client, entry.request, why))
+        })
+    }
+
     /// A checksum of the table's replicated part, for comparing replicas: per client
     /// in id order, its id, newest committed request, the op it committed at, and the
     /// reply's body (what the state machine answered). The reply's header is left out:
@@ -173,6 +187,39 @@ mod tests {
         table.record(7, 2, 11, b"reply-2".to_vec(), Some(ProcessId(3)));
         assert_eq!(table.check(7, 1), Dedup::Stale);
         assert_eq!(table.address(7), Some(ProcessId(3)));
+    }
+
+    #[test]
+    fn a_cached_reply_that_does_not_verify_is_named_and_a_sealed_one_is_not() {
+        let reply = crate::wire::seal(crate::wire::Command::Reply, b"answer");
+        let mut header_damaged = reply.clone();
+        header_damaged[40] ^= 0x01;
+        let mut body_damaged = reply.clone();
+        *body_damaged.last_mut().expect("a body") ^= 0x01;
+
+        let table = |replies: [&Vec<u8>; 2]| {
+            let mut table = ClientTable::default();
+            table.record(7, 3, 10, replies[0].clone(), None);
+            table.record(9, 1, 11, replies[1].clone(), None);
+            table
+        };
+        let sealed = table([&reply, &reply]);
+        assert_eq!(sealed.first_unverifiable_reply(), None, "sealed replies verify");
+
+        // A flipped bit in client 9's reply header: the digest (bodies only) cannot see it.
+        let header = table([&reply, &header_damaged]);
+        assert_eq!(header.digest(), sealed.digest(), "the digest leaves reply headers out");
+        let named = header
+            .first_unverifiable_reply()
+            .map(|(client, request, _)| (client, request));
+        assert_eq!(named, Some((9, 1)), "a damaged header is named");
+
+        // A flipped bit in client 7's body fails the body's checksum.
+        let body = table([&body_damaged, &reply]);
+        let named = body
+            .first_unverifiable_reply()
+            .map(|(client, request, _)| (client, request));
+        assert_eq!(named, Some((7, 3)), "a damaged body is named");
     }
 
     #[test]

@@ -40,7 +40,7 @@ mod tests;
 
 pub use buggify::Buggify;
 pub use normal::{ClientError, seal_refusal};
-pub use replica::{Replica, ReplicaConfig, ReplicaStats, Status};
+pub use replica::{CheckpointDigests, Replica, ReplicaConfig, ReplicaStats, Status};
 pub use store::{MemoryStore, ReplicaStore, StorageBreak, StoreError, StoredRecord, Superblock};
 
 use crate::wire::Header;

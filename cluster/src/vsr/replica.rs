@@ -1,6 +1,7 @@
 //! The replica: its state, message dispatch, and normal operation (request, prepare,
 //! prepare-ok, commit, reply, commit heartbeat).
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 
@@ -181,6 +182,17 @@ pub(crate) struct PipelineEntry {
     pub attempts: u32,
 }
 
+/// A checkpoint's contents as digests: what [`Replica::last_encoded_checkpoint`] says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckpointDigests {
+    /// The checkpoint's op (the encoding replica's applied head).
+    pub op: u64,
+    /// The state machine's digest at `op`.
+    pub state: u128,
+    /// The client table's digest at `op` ([`Replica::client_table_digest`]).
+    pub client_table: u128,
+}
+
 /// A VSR replica of one group.
 pub struct Replica<S, T> {
     pub(crate) config: ReplicaConfig,
@@ -266,6 +278,11 @@ pub struct Replica<S, T> {
     /// Ticks before a checkpoint is tried again after one failed (see
     /// `CHECKPOINT_RETRY_TICKS`); 0 when none failed or the wait is over.
     pub(crate) checkpoint_retry_wait_ticks: u64,
+    /// What the last checkpoint this replica encoded (to take it, or to ship it in a
+    /// state transfer) held, for a checker to compare with what others hold at that op
+    /// (see [`Replica::last_encoded_checkpoint`]). One slot, so it costs nothing when
+    /// nobody looks. A `Cell`: encoding reads the replica and must not need `&mut`.
+    pub(crate) last_encoded_checkpoint: Cell<Option<CheckpointDigests>>,
     /// The state transfer this replica is receiving.
     pub(crate) transfer: Option<Transfer>,
     /// The state transfers this replica is serving (at most `TRANSFERS_SERVED_MAX`).
@@ -434,6 +451,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             repair_buffer: BTreeMap::new(),
             checkpoint_op: 0,
             checkpoint_retry_wait_ticks: 0,
+            last_encoded_checkpoint: Cell::new(None),
             transfer: None,
             served: Vec::new(),
             installed_awaiting_connect: None,
@@ -496,6 +514,24 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// equal on replicas that applied the same ops.
     pub fn client_table_digest(&self) -> u128 {
         self.clients.digest()
+    }
+
+    /// The first client whose cached reply in this replica's client table is not a frame
+    /// that verifies, with its newest request and why
+    /// (`ClientTable::first_unverifiable_reply`): for a checker, since the table's digest
+    /// leaves reply headers out.
+    pub fn unverifiable_client_reply(&self) -> Option<(u128, u64, crate::wire::FrameError)> {
+        self.clients.first_unverifiable_reply()
+    }
+
+    /// What the last checkpoint this replica encoded held: the op, the state machine's
+    /// digest and the client table's, taken as it encoded them (to take a checkpoint,
+    /// or to ship one to a peer in a state transfer, at its applied head either way).
+    /// Every replica that applies or installs that op must hold the same two digests;
+    /// a checker that looks after every input sees every encoding, including those of
+    /// states the replica applied past before its next check.
+    pub fn last_encoded_checkpoint(&self) -> Option<CheckpointDigests> {
+        self.last_encoded_checkpoint.get()
     }
     /// Highest op in the journal.
     pub fn head(&self) -> u64 {

@@ -7,8 +7,10 @@
 //!
 //! The checkpoint check: whenever a replica's applied head is its checkpoint (it just
 //! took one, installed one from a peer, or booted from one), the digest of its state
-//! machine is compared with every other digest seen for that group at that op. A
-//! transferred state that differs from what its peer applied fails the run there.
+//! machine is compared with every other digest seen for that group at that op; so is
+//! every checkpoint a replica encodes (to take it, or to ship it in a state transfer),
+//! with the digests it encoded (`Replica::last_encoded_checkpoint`). A transferred
+//! state that differs from what its peer applied fails the run there.
 
 use std::collections::BTreeMap;
 
@@ -181,8 +183,15 @@ impl CheckpointChecker {
         self.compared
     }
 
-    /// Check `replica` (index `index`) of `group` if its applied head is its
-    /// checkpoint and `last_seen` (updated) says it was not checked at that op yet.
+    /// Check `replica` (index `index`) of `group`: the checkpoint it last encoded (to
+    /// take it, or to ship it to a peer), if `encoded_seen` (updated) says that op was
+    /// not compared yet; then its state, if its applied head is its checkpoint and
+    /// `last_seen` (updated) says it was not checked at that op yet.
+    ///
+    /// Comparing what a replica encoded matters because a sampled check sees only the
+    /// checkpoints a replica still sits on at a tick's end: a replica that takes one, or
+    /// serves a transfer, and applies further ops in the same tick would otherwise leave
+    /// nothing for a receiver's installed state to be compared with.
     ///
     /// Called for every group on every replica at every tick, so the common case (no new
     /// checkpoint applied) is inlined into the walk and the comparison is not.
@@ -193,31 +202,51 @@ impl CheckpointChecker {
         group: u64,
         replica: &Replica<S, T>,
         last_seen: &mut u64,
+        encoded_seen: &mut u64,
     ) -> Result<(), String> {
         let (entries, bytes) = replica.journal_size();
         self.journal_peak = (self.journal_peak.0.max(entries), self.journal_peak.1.max(bytes));
+        if let Some(encoded) = replica.last_encoded_checkpoint()
+            && encoded.op != *encoded_seen
+        {
+            *encoded_seen = encoded.op;
+            let digests = CheckpointDigests {
+                state: encoded.state,
+                client_table: encoded.client_table,
+            };
+            self.compare(index, group, encoded.op, digests, "encoded a checkpoint holding")?;
+        }
         let op = replica.checkpoint_op();
         if op == 0 || op == *last_seen || replica.commit_min() != op {
             return Ok(());
         }
         *last_seen = op;
-        self.compare_at_checkpoint(index, group, replica, op)
-    }
-
-    /// Compare `replica`'s state and client table at checkpoint `op` with the first
-    /// replica's seen there (or record them, if it is the first).
-    #[inline(never)]
-    fn compare_at_checkpoint<S: StateMachine, T: ReplicaStore>(
-        &mut self,
-        index: usize,
-        group: u64,
-        replica: &Replica<S, T>,
-        op: u64,
-    ) -> Result<(), String> {
+        if let Some((client, request, why)) = replica.unverifiable_client_reply() {
+            return Err(format!(
+                "group {group:#x} at checkpoint op {op}: replica {index} holds a reply for client {client:#x} \
+                 (request {request}) that is not a frame that verifies ({why}): it would answer that \
+                 client's resend with bytes the client must drop"
+            ));
+        }
         let digests = CheckpointDigests {
             state: replica.state_machine().digest(),
             client_table: replica.client_table_digest(),
         };
+        self.compare(index, group, op, digests, "holds")
+    }
+
+    /// Compare `digests`, what replica `index` held at checkpoint `op` of `group`, with
+    /// the first replica's seen there (or record them, if it is the first). `how` says
+    /// where they came from, for the failure's text.
+    #[inline(never)]
+    fn compare(
+        &mut self,
+        index: usize,
+        group: u64,
+        op: u64,
+        digests: CheckpointDigests,
+        how: &str,
+    ) -> Result<(), String> {
         match self.digests.get(&(group, op)) {
             None => {
                 self.digests.insert((group, op), (digests, index));
@@ -228,12 +257,12 @@ impl CheckpointChecker {
                 Ok(())
             }
             Some(&(seen, by)) if seen.state != digests.state => Err(format!(
-                "group {group:#x} at checkpoint op {op}: replica {index} holds state {:#x}, \
+                "group {group:#x} at checkpoint op {op}: replica {index} {how} state {:#x}, \
                  replica {by} held {:#x}",
                 digests.state, seen.state
             )),
             Some(&(seen, by)) => Err(format!(
-                "group {group:#x} at checkpoint op {op}: replica {index} holds client table {:#x} \
+                "group {group:#x} at checkpoint op {op}: replica {index} {how} client table {:#x} \
                  (deduplication entries and replies), replica {by} held {:#x}; their states agree",
                 digests.client_table, seen.client_table
             )),

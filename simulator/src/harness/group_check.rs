@@ -378,7 +378,13 @@ fn check_group<S: StateMachine>(
         watch.checked = commit_min;
     }
     checkpoints
-        .check(index, group, replica, &mut watch.checkpoint_seen)
+        .check(
+            index,
+            group,
+            replica,
+            &mut watch.checkpoint_seen,
+            &mut watch.encoded_seen,
+        )
         .map_err(|detail| fail("checkpoint diverged", detail))?;
     // A transfer ends within its retry budget when its peer is silent, so one still
     // running after this long is making no progress it will ever finish.

@@ -638,6 +638,7 @@ impl Harness {
         for watch in slot.watches.values_mut() {
             watch.checked = 0;
             watch.checkpoint_seen = 0;
+            watch.encoded_seen = 0;
             watch.transfer_since = None;
             watch.progress = (0, tick);
             watch.hosted = false;

@@ -29,6 +29,9 @@ pub(super) struct GroupWatch {
     pub hosted: bool,
     /// The checkpoint op whose state was last compared, this incarnation.
     pub checkpoint_seen: u64,
+    /// The op of the encoded checkpoint last compared, this incarnation
+    /// (`Replica::last_encoded_checkpoint`).
+    pub encoded_seen: u64,
     /// The tick the state transfer in progress was first seen, this incarnation.
     pub transfer_since: Option<u64>,
     /// (log view, held head) when this incarnation crashed: the most it may have
