@@ -28,6 +28,10 @@
 //! refuses the boot with the offset and the reason. Records of another kind are damage
 //! too.
 //!
+//! Size: the log is never compacted. At 40 bytes a delete it stays small for any node's
+//! life (a million deletes are 40 MB), and boot reads it whole, within
+//! [`super::record::READ_TO_END_BYTES_MAX`] (1 GiB, about 26 million deletes).
+//!
 //! The older format, `node/deleted` (one snapshot file of little-endian u64 group ids),
 //! is still read at boot and never written: a data directory written before the log
 //! keeps its tombstones.
