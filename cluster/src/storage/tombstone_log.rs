@@ -40,6 +40,8 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::io;
 
+use futures::FutureExt;
+
 use super::record::{self, RECORD_HEADER_BYTES, RecordError};
 use super::snapshot_file::read_snapshot;
 use super::wal::sync_ancestors;
@@ -107,11 +109,6 @@ impl fmt::Display for TombstoneError {
 
 impl std::error::Error for TombstoneError {}
 
-/// Drive a storage future that completes on its first poll (both storages do).
-fn now<F: std::future::Future>(future: F) -> Option<F::Output> {
-    futures::FutureExt::now_or_never(future)
-}
-
 /// The deleted groups of one node, and the log that keeps them.
 pub struct TombstoneLog<S: DurableStorage> {
     storage: S,
@@ -145,7 +142,9 @@ impl<S: DurableStorage> TombstoneLog<S> {
     /// nothing is written.
     pub fn open<R: DurableStorage>(storage: S, reads: &R) -> Result<Self, TombstoneError> {
         let mut deleted = read_legacy(reads)?;
-        let opened = now(reads.open(TOMBSTONE_LOG_PATH, OpenMode::Existing))
+        let opened = reads
+            .open(TOMBSTONE_LOG_PATH, OpenMode::Existing)
+            .now_or_never()
             .ok_or(TombstoneError::Pending(TOMBSTONE_LOG_PATH))?;
         let (durable_bytes, tail_unclean) = match opened {
             Err(error) if error.kind() == io::ErrorKind::NotFound => (0, false),
@@ -157,7 +156,8 @@ impl<S: DurableStorage> TombstoneLog<S> {
                 });
             }
             Ok(file) => {
-                let bytes = now(record::read_to_end(&file))
+                let bytes = record::read_to_end(&file)
+                    .now_or_never()
                     .ok_or(TombstoneError::Pending(TOMBSTONE_LOG_PATH))?
                     .map_err(|source| TombstoneError::Io {
                         path: TOMBSTONE_LOG_PATH,
@@ -262,7 +262,8 @@ fn read_legacy<R: DurableStorage>(reads: &R) -> Result<BTreeSet<u64>, TombstoneE
     let pending = || TombstoneError::Pending(LEGACY_DELETED_PATH);
     // Its `.tmp` (an older build's write cut short) is left alone: nothing reads it, and
     // not looking keeps boot's storage calls as they were (one per file).
-    let snapshot = now(read_snapshot(reads, LEGACY_DELETED_PATH))
+    let snapshot = read_snapshot(reads, LEGACY_DELETED_PATH)
+        .now_or_never()
         .ok_or_else(pending)?
         .map_err(|error| TombstoneError::Legacy(error.to_string()))?;
     let Some(snapshot) = snapshot else {
