@@ -72,12 +72,17 @@ fn counter(text: &str, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("no `{key}=N` in the output:\n{text}"))
 }
 
-fn replay_command(flags: &[&str], seed: u64) -> String {
+/// Run `workload-fuzz FLAGS` on `seed`: its verdict and its output.
+fn run_command(flags: &[&str], seed: u64) -> (Verdict, String) {
     let args = FuzzArgs::parse_from(std::iter::once("workload-fuzz").chain(flags.iter().copied()));
     let mut out = Vec::new();
     let report = fuzz::run(&args, seed, &mut out).expect("writing to a Vec never fails");
-    let text = String::from_utf8_lossy(&out).into_owned();
-    assert_eq!(report.verdict, Verdict::Pass, "seed {seed}:\n{text}");
+    (report.verdict, String::from_utf8_lossy(&out).into_owned())
+}
+
+fn replay_command(flags: &[&str], seed: u64) -> String {
+    let (verdict, text) = run_command(flags, seed);
+    assert_eq!(verdict, Verdict::Pass, "seed {seed}:\n{text}");
     text
 }
 
@@ -247,7 +252,7 @@ fn a_transferred_reply_with_a_corrupted_header_is_caught_at_install_not_as_a_wed
     // headers out (each replica seals its own), and the sender's state at that op was
     // never sampled (it applied past it in the same tick), so no check compared
     // anything: the new primary answered the client's resend with a frame the client
-    // dropped, and the run surfaced 10,000 ticks later as a liveness failure. The
+    // dropped, and the run failed only at tick 25,000, as a liveness failure. The
     // checkpoint check now compares what each replica encodes (taken or shipped) and
     // verifies every cached reply of a replica at its checkpoint.
     let flags = [
@@ -282,11 +287,8 @@ fn a_transferred_reply_with_a_corrupted_header_is_caught_at_install_not_as_a_wed
         .copied()
         .chain(["--break-storage", "install-unverified-transfer"])
         .collect();
-    let args = FuzzArgs::parse_from(std::iter::once("workload-fuzz").chain(broken.iter().copied()));
-    let mut out = Vec::new();
-    let report = fuzz::run(&args, 57, &mut out).expect("writing to a Vec never fails");
-    let text = String::from_utf8_lossy(&out).into_owned();
-    let Verdict::Failed(failure) = &report.verdict else {
+    let (verdict, text) = run_command(&broken, 57);
+    let Verdict::Failed(failure) = &verdict else {
         panic!("the broken run must fail:\n{text}");
     };
     assert!(failure.starts_with("checkpoint diverged"), "{failure}");
