@@ -95,13 +95,20 @@ impl Partition {
         if from_a { self.cut_a_to_b } else { self.cut_b_to_a }
     }
 
+    /// Whether [`Self::step`] can never draw under `config`, whatever is switched on or
+    /// off later: the mode is `None` or there are fewer than two replicas (both fixed
+    /// for a run).
+    pub(crate) fn never_draws(&self, config: &NetworkConfig) -> bool {
+        config.partition_mode == PartitionMode::None || self.replicas < 2
+    }
+
     /// One tick of the state machine. Draws nothing when automatic partitions are
     /// off, the mode is `None`, or there are fewer than two replicas; otherwise one
     /// coin when a stability window has passed, plus the shape (and, if asymmetric,
     /// direction) draws when a partition starts.
     pub(crate) fn step(&mut self, config: &NetworkConfig, rng: &mut SimRng) -> Step {
         self.ticks_in_state = self.ticks_in_state.saturating_add(1);
-        if !self.automatic || config.partition_mode == PartitionMode::None || self.replicas < 2 {
+        if !self.automatic || self.never_draws(config) {
             return Step::Unchanged;
         }
         if self.partitioned {

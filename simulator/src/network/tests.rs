@@ -381,6 +381,34 @@ fn no_partitions_with_mode_none_or_a_single_replica() {
 }
 
 #[test]
+fn zero_probability_clog_coins_are_skipped_only_when_no_partition_draw_follows() {
+    // No partition can ever start: the fault stream has no reader, so nothing is drawn.
+    let mut quiet = PacketSimulator::<Vec<u8>>::new(NetworkConfig::perfect(), 3, 2, 4);
+    let untouched = quiet.fault_rng.clone();
+    for _ in 0..1_000 {
+        quiet.advance();
+    }
+    assert_eq!(quiet.fault_rng.next_u64(), untouched.clone().next_u64());
+
+    // Partitions on (never landing here, probability 0): the zero clog coins are still
+    // drawn, so the partition coins that follow them sit where they always did. One
+    // tick draws one partition coin (its stability window is 0) and one clog coin per
+    // directed path between the 5 processes.
+    let config = NetworkConfig {
+        partition_mode: PartitionMode::IsolateSingle,
+        ..NetworkConfig::perfect()
+    };
+    let mut drawing = PacketSimulator::<Vec<u8>>::new(config, 3, 2, 4);
+    let mut expected = drawing.fault_rng.clone();
+    drawing.advance();
+    for _ in 0..1 + 5 * 4 {
+        expected.next_u64();
+    }
+    assert_eq!(drawing.fault_rng.next_u64(), expected.next_u64());
+    assert_eq!(drawing.stats().clogs_started + drawing.stats().partitions_started, 0);
+}
+
+#[test]
 fn link_filter_drops_blocked_commands_and_passes_others() {
     let mut sim = PacketSimulator::new(NetworkConfig::perfect(), 2, 1, 8);
     sim.set_link_filter(0, 1, CommandFilter::allow_all().block(7));
