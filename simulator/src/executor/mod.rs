@@ -15,14 +15,14 @@
 
 mod schedule_hash;
 mod timer;
+mod wake_queue;
 
 use std::cell::RefCell;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
 use cluster::seam::ProcessId;
@@ -30,6 +30,7 @@ use cluster::seam::ProcessId;
 pub use schedule_hash::Fnv1a64;
 pub use timer::SimSleep;
 use timer::Timers;
+use wake_queue::{LocalEntry, WakeQueue};
 
 use crate::rng::SimRng;
 
@@ -105,12 +106,12 @@ pub struct RoundStats {
     pub completed: u64,
 }
 
-/// Wakes go through this queue because `Waker` must be `Send + Sync`; on one thread
-/// the mutex is never contended. `notified` keeps a task queued at most once.
+/// A task's waker: every wake goes into its executor's [`WakeQueue`]. A task already
+/// ready is not queued twice: the collect skips it (see `Slot::queued`), so a wake costs
+/// no atomic operation.
 struct TaskWaker {
     id: TaskId,
-    notified: AtomicBool,
-    queue: Arc<Mutex<Vec<TaskId>>>,
+    queue: Arc<WakeQueue>,
 }
 
 impl Wake for TaskWaker {
@@ -119,9 +120,7 @@ impl Wake for TaskWaker {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        if !self.notified.swap(true, Ordering::AcqRel) {
-            self.queue.lock().unwrap_or_else(PoisonError::into_inner).push(self.id);
-        }
+        self.queue.push(self.id);
     }
 }
 
@@ -132,9 +131,10 @@ struct Slot {
     /// `None` while free, and while the task is being polled.
     task: Option<BoxedTask>,
     owner: Option<ProcessId>,
-    /// The task's wake state, for clearing `notified` before each poll.
-    notify: Option<Arc<TaskWaker>>,
-    /// `notify` as a `Waker`, made once at spawn and lent to each poll (`None` while the
+    /// Whether the task is in `ready` or `parked`, so further wakes before its poll add
+    /// nothing. Cleared when it is picked: a wake during its poll queues it again.
+    queued: bool,
+    /// The task's `Waker`, made once at spawn and lent to each poll (`None` while the
     /// task is being polled): a clone and a drop per poll were two atomic
     /// reference-count updates.
     poll_waker: Option<Waker>,
@@ -163,7 +163,7 @@ struct State {
 struct Shared {
     state: RefCell<State>,
     timers: Rc<RefCell<Timers>>,
-    woken: Arc<Mutex<Vec<TaskId>>>,
+    woken: Arc<WakeQueue>,
 }
 
 /// The deterministic executor. Cloning an [`ExecutorHandle`] from it lets tasks spawn
@@ -173,6 +173,8 @@ pub struct DetExecutor {
     /// Reused buffers, so a round allocates nothing in the steady state.
     woken_scratch: Vec<TaskId>,
     fired_scratch: Vec<Waker>,
+    /// Keeps the wake queue's local part on this thread while the executor lives.
+    _local_wakes: LocalEntry,
 }
 
 /// A cheap handle for spawning tasks and creating sleeps on a [`DetExecutor`].
@@ -184,6 +186,7 @@ pub struct ExecutorHandle {
 impl DetExecutor {
     /// A new executor whose task picks are drawn from `seed`. Its clock starts at 0.
     pub fn new(seed: u64) -> Self {
+        let (woken, local_wakes) = WakeQueue::new();
         let shared = Rc::new(Shared {
             state: RefCell::new(State {
                 seed,
@@ -199,12 +202,13 @@ impl DetExecutor {
                 spawns_total: 0,
             }),
             timers: Rc::new(RefCell::new(Timers::default())),
-            woken: Arc::new(Mutex::new(Vec::new())),
+            woken: Arc::new(woken),
         });
         Self {
             shared,
             woken_scratch: Vec::new(),
             fired_scratch: Vec::new(),
+            _local_wakes: local_wakes,
         }
     }
 
@@ -295,7 +299,7 @@ impl DetExecutor {
                     assert!(!slot.polling, "abort_owner called from inside a poll of {owner}");
                     doomed.extend(slot.task.take());
                     slot.owner = None;
-                    slot.notify = None;
+                    slot.queued = false;
                     slot.poll_waker = None;
                     slot.generation = slot.generation.wrapping_add(1);
                     // Slab indices are u32 by construction (see Shared::spawn).
@@ -417,22 +421,23 @@ impl DetExecutor {
     }
 
     fn collect_woken(&mut self) {
-        {
-            let mut woken = self.shared.woken.lock().unwrap_or_else(PoisonError::into_inner);
-            if woken.is_empty() {
-                return;
-            }
-            std::mem::swap(&mut *woken, &mut self.woken_scratch);
+        debug_assert!(self.woken_scratch.is_empty());
+        self.shared.woken.collect(&mut self.woken_scratch);
+        if self.woken_scratch.is_empty() {
+            return;
         }
         let mut state = self.shared.state.borrow_mut();
+        let state = &mut *state;
         for id in self.woken_scratch.drain(..) {
-            let Some(slot) = state.slots.get(id.index as usize) else {
+            let Some(slot) = state.slots.get_mut(id.index as usize) else {
                 continue;
             };
-            // A stale wake (task finished or aborted, slot maybe reused) is ignored.
-            if slot.generation != id.generation || (slot.task.is_none() && !slot.polling) {
+            // A stale wake (task finished or aborted, slot maybe reused) is ignored, and
+            // so is a wake of a task already ready.
+            if slot.generation != id.generation || (slot.task.is_none() && !slot.polling) || slot.queued {
                 continue;
             }
+            slot.queued = true;
             if slot.owner.is_some_and(|owner| state.paused.contains(&owner)) {
                 state.parked.push(id);
             } else {
@@ -449,14 +454,13 @@ impl DetExecutor {
             state.polls_total += 1;
             let slot = &mut state.slots[id.index as usize];
             debug_assert_eq!(slot.generation, id.generation, "ready list held a stale task");
-            let (Some(task), Some(notify), Some(waker)) =
-                (slot.task.take(), slot.notify.as_ref(), slot.poll_waker.take())
-            else {
+            let (Some(task), Some(waker)) = (slot.task.take(), slot.poll_waker.take()) else {
                 unreachable!("a ready task has no future or waker");
             };
+            debug_assert!(slot.queued, "a ready task is marked queued");
             slot.polling = true;
             // Clear before polling: a wake during the poll must queue the task again.
-            notify.notified.store(false, Ordering::Release);
+            slot.queued = false;
             (task, waker)
         };
         let mut cx = Context::from_waker(&waker);
@@ -468,7 +472,6 @@ impl DetExecutor {
             match outcome {
                 Poll::Ready(()) => {
                     slot.owner = None;
-                    slot.notify = None;
                     slot.generation = slot.generation.wrapping_add(1);
                     state.free.push(id.index);
                     state.live -= 1;
@@ -523,7 +526,7 @@ impl Shared {
                     generation: 0,
                     task: None,
                     owner: None,
-                    notify: None,
+                    queued: false,
                     poll_waker: None,
                     polling: false,
                 });
@@ -537,15 +540,13 @@ impl Shared {
         };
         slot.task = Some(task);
         slot.owner = owner;
-        // A new task starts ready, so `notified` starts true: wakes before its first
-        // poll must not queue it twice.
-        let notify = Arc::new(TaskWaker {
+        // A new task starts ready, so it starts queued: wakes before its first poll
+        // must not queue it twice.
+        slot.queued = true;
+        slot.poll_waker = Some(Waker::from(Arc::new(TaskWaker {
             id,
-            notified: AtomicBool::new(true),
             queue: self.woken.clone(),
-        });
-        slot.poll_waker = Some(Waker::from(notify.clone()));
-        slot.notify = Some(notify);
+        })));
         if owner.is_some_and(|owner| state.paused.contains(&owner)) {
             state.parked.push(id);
         } else {

@@ -226,8 +226,8 @@ fn timers_due_at_the_same_instant_fire_in_creation_order() {
         // one task picked per draw, the firing order must show in the hash input order.
         // Assert it directly on the executor's wake queue order via a one-at-a-time run:
         executor.advance_time(10_000);
-        let queued = executor.shared.woken.lock().expect("lock").clone();
-        let indices: Vec<u32> = queued.iter().map(|id| id.index).collect();
+        executor.collect_woken();
+        let indices: Vec<u32> = executor.shared.state.borrow().ready.iter().map(|id| id.index).collect();
         assert_eq!(indices, (0..8).collect::<Vec<u32>>(), "seed {seed}");
         executor.run_until_idle().expect("idle");
         assert_eq!(log.borrow().len(), 8);
@@ -377,4 +377,85 @@ fn aborting_a_paused_owner_drops_its_tasks_and_ends_the_pause() {
     executor.spawn(Some(ProcessId(0)), async move { flag.set(true) });
     executor.run_until_idle().expect("no spin");
     assert!(ran.get(), "a restarted process runs at once");
+}
+
+/// A future that hands its waker out (once) and completes when `done` is set.
+struct HandsOutWaker {
+    waker: Rc<RefCell<Option<Waker>>>,
+    done: Rc<Cell<bool>>,
+}
+
+impl Future for HandsOutWaker {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.done.get() {
+            return Poll::Ready(());
+        }
+        self.waker.borrow_mut().get_or_insert_with(|| cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+/// A task parked on a [`HandsOutWaker`], with its waker and completion flag.
+fn parked_task(executor: &mut DetExecutor, polls: Rc<Cell<u32>>) -> (Waker, Rc<Cell<bool>>) {
+    let waker = Rc::new(RefCell::new(None));
+    let done = Rc::new(Cell::new(false));
+    let future = HandsOutWaker {
+        waker: waker.clone(),
+        done: done.clone(),
+    };
+    executor.spawn(None, async move {
+        polls.set(polls.get() + 1);
+        future.await;
+    });
+    executor.run_until_idle().expect("idle");
+    let waker = waker.borrow_mut().take().expect("the task registered its waker");
+    (waker, done)
+}
+
+#[test]
+fn many_wakes_before_a_poll_queue_the_task_once() {
+    let mut executor = DetExecutor::new(9);
+    let (waker, done) = parked_task(&mut executor, Rc::new(Cell::new(0)));
+    for _ in 0..5 {
+        waker.wake_by_ref();
+    }
+    let round = executor.run_until_idle().expect("idle");
+    assert_eq!(round.polls, 1, "five wakes, one poll");
+    done.set(true);
+    waker.wake();
+    let round = executor.run_until_idle().expect("idle");
+    assert_eq!((round.polls, round.completed), (1, 1));
+}
+
+#[test]
+#[allow(clippy::disallowed_methods, reason = "the test wakes a task from a second thread on purpose")]
+fn a_wake_from_another_thread_is_delivered() {
+    let mut executor = DetExecutor::new(4);
+    let (waker, done) = parked_task(&mut executor, Rc::new(Cell::new(0)));
+    done.set(true);
+    // The other thread finds no local queue of this executor: the wake goes through the
+    // queue's remote part, which the next round collects.
+    std::thread::spawn(move || waker.wake())
+        .join()
+        .expect("the waking thread ran");
+    let round = executor.run_until_idle().expect("idle");
+    assert_eq!((round.polls, round.completed), (1, 1));
+    assert_eq!(executor.live_tasks(), 0);
+}
+
+#[test]
+fn a_wake_after_its_executor_is_gone_reaches_no_other_executor() {
+    let mut first = DetExecutor::new(1);
+    let (stale, _done) = parked_task(&mut first, Rc::new(Cell::new(0)));
+    drop(first);
+    // A new executor on the same thread, whose first task has the same slot and
+    // generation as the dropped one's: the stale waker must not poll it.
+    let mut second = DetExecutor::new(1);
+    let polls = Rc::new(Cell::new(0));
+    let (_waker, _done) = parked_task(&mut second, polls.clone());
+    assert_eq!(polls.get(), 1);
+    stale.wake();
+    let round = second.run_until_idle().expect("idle");
+    assert_eq!(round.polls, 0, "a stale waker woke a task of another executor");
 }
