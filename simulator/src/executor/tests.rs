@@ -429,7 +429,10 @@ fn many_wakes_before_a_poll_queue_the_task_once() {
 }
 
 #[test]
-#[allow(clippy::disallowed_methods, reason = "the test wakes a task from a second thread on purpose")]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the test wakes a task from a second thread on purpose"
+)]
 fn a_wake_from_another_thread_is_delivered() {
     let mut executor = DetExecutor::new(4);
     let (waker, done) = parked_task(&mut executor, Rc::new(Cell::new(0)));
@@ -458,4 +461,52 @@ fn a_wake_after_its_executor_is_gone_reaches_no_other_executor() {
     stale.wake();
     let round = second.run_until_idle().expect("idle");
     assert_eq!(round.polls, 0, "a stale waker woke a task of another executor");
+}
+
+#[test]
+fn timers_fire_by_deadline_then_creation_whatever_order_they_were_made_in() {
+    let mut executor = DetExecutor::new(3);
+    let handle = executor.handle();
+    let log = Rc::new(RefCell::new(Vec::new()));
+    // (label, deadline in ms), made in this order; the one labelled 9 is cancelled. The
+    // others are awaited by tasks spawned in label order, so a task's slot index is its
+    // label.
+    let made = [(0, 30), (1, 10), (2, 30), (3, 20), (9, 20), (4, 10), (5, 40)];
+    let mut cancelled = None;
+    for (label, deadline_ms) in made {
+        let sleep = handle.sleep_micros(deadline_ms * 1_000);
+        if label == 9 {
+            cancelled = Some(sleep);
+            continue;
+        }
+        let log = log.clone();
+        executor.spawn(None, async move {
+            sleep.await;
+            log.borrow_mut().push(label);
+        });
+    }
+    executor.run_until_idle().expect("idle");
+    assert_eq!(executor.pending_timers(), 7);
+    drop(cancelled);
+    assert_eq!(
+        executor.pending_timers(),
+        6,
+        "a dropped sleep leaves the middle of the order"
+    );
+    assert_eq!(executor.next_deadline_micros(), Some(10_000));
+    // Per instant, the tasks its timers wake, in wake order: deadline, then creation.
+    for (now_ms, woken) in [(10, vec![1, 4]), (20, vec![3]), (30, vec![0, 2]), (40, vec![5])] {
+        executor.advance_time(now_ms * 1_000);
+        executor.collect_woken();
+        let ready: Vec<u32> = executor.shared.state.borrow().ready.iter().map(|id| id.index).collect();
+        assert_eq!(ready, woken, "woken at {now_ms} ms");
+        executor.run_until_idle().expect("idle");
+        let mut fired: Vec<u32> = log.borrow_mut().drain(..).collect();
+        fired.sort_unstable();
+        let mut expected = woken.clone();
+        expected.sort_unstable();
+        assert_eq!(fired, expected, "completed at {now_ms} ms");
+    }
+    assert_eq!(executor.pending_timers(), 0);
+    assert_eq!(executor.next_deadline_micros(), None);
 }
