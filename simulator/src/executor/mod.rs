@@ -421,7 +421,6 @@ impl DetExecutor {
     }
 
     fn collect_woken(&mut self) {
-        debug_assert!(self.woken_scratch.is_empty());
         self.shared.woken.collect(&mut self.woken_scratch);
         if self.woken_scratch.is_empty() {
             return;

@@ -113,21 +113,18 @@ impl WakeQueue {
         }
     }
 
-    /// Move every queued wake into `into` (local ones first, in wake order). Runs on the
-    /// queue's own thread.
+    /// Move every queued wake into `into`, which must be empty (local ones first, in wake
+    /// order). Runs on the queue's own thread.
     pub(super) fn collect(&self, into: &mut Vec<TaskId>) {
+        debug_assert!(into.is_empty(), "a collect starts from an empty buffer");
         LOCAL.with(|table| {
             let mut table = table.borrow_mut();
             let local = table
                 .iter_mut()
                 .find(|local| local.queue_id == self.id)
                 .expect("a wake queue is collected on the thread that made it, while its entry lives");
-            if into.is_empty() {
-                // Swap buffers: both keep their capacity, nothing is copied.
-                std::mem::swap(&mut local.woken, into);
-            } else {
-                into.append(&mut local.woken);
-            }
+            // Swap buffers: both keep their capacity, nothing is copied.
+            std::mem::swap(&mut local.woken, into);
         });
         if self.remote_pending.load(Ordering::Acquire) {
             self.remote_pending.store(false, Ordering::Relaxed);
