@@ -9,6 +9,7 @@ mod cluster_run;
 mod echo_run;
 mod liveness;
 pub mod outage;
+mod settle;
 pub mod shrink;
 
 use std::io::{self, Write};
@@ -205,9 +206,12 @@ pub(super) fn print_world(simulation: &Simulation, out: &mut dyn Write) -> io::R
 
 /// Print the network's packet counters (part of every report).
 pub(super) fn print_packets(simulation: &Simulation, out: &mut dyn Write) -> io::Result<()> {
-    let net = simulation.network().stats();
-    writeln!(
-        out,
+    writeln!(out, "{}", packets_line(simulation.network().stats()))
+}
+
+/// The `packets:` line: the network's counters.
+pub(super) fn packets_line(net: &crate::network::NetworkStats) -> String {
+    format!(
         "packets: submitted={} delivered={} lost={} replayed={} corrupted={} evicted={} dropped_crashed={} \
          dropped_partitioned={} dropped_filtered={} partitions={} clogs={}",
         net.submitted,

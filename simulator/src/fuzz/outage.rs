@@ -29,7 +29,7 @@ use std::cell::RefCell;
 use std::fmt;
 use std::rc::Rc;
 
-use super::cluster_run::settled;
+use super::settle::settled;
 use crate::fault_schedule::Replay;
 use crate::harness::{CheckFailure, Harness};
 use crate::rng::SimRng;
@@ -47,7 +47,7 @@ pub const OUTAGE_QUIET_TICKS_MAX: u64 = 2_000;
 pub const OUTAGE_DARK_TICKS: u64 = 100;
 
 /// Ticks the cluster may take to settle after an outage: the drain's bound
-/// (`QUIESCE_TICKS_MAX`), for the same reason (a wedge fails, it does not hang).
+/// (`cluster_run::drain::QUIESCE_TICKS_MAX`), for the same reason (a wedge fails, it does not hang).
 pub const OUTAGE_RECOVERY_TICKS_MAX: u64 = 20_000;
 
 /// Salts the storage seed into the outage coin's stream (derived without drawing, so
