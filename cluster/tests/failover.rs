@@ -236,6 +236,36 @@ fn wait_for(
     }
 }
 
+/// Poll until the two nodes other than `lost` host every group in a normal view that
+/// `lost` does not lead; returns when they did.
+fn wait_for_survivors_to_lead(cluster: &LoopbackCluster, groups: &[u64], lost: usize) -> Instant {
+    wait_for(cluster, groups, "the survivors lead every group", |seen| {
+        groups.iter().all(|group| {
+            seen.iter()
+                .filter(|((_, g), _)| g == group)
+                .filter_map(|(_, status)| status.hosted)
+                .all(|h| h.status == Status::Normal && usize::from(h.primary) != lost)
+                && seen.keys().filter(|(_, g)| g == group).count() == 2
+        })
+    })
+}
+
+/// Poll until every producer has an acknowledgement after `since` (`what` happened
+/// then); returns each producer's first.
+fn wait_for_writes_after(load: &Load, since: Instant, what: &str) -> Vec<Instant> {
+    let started = Instant::now();
+    loop {
+        if let Some(times) = load.each_acked_after(since) {
+            return times;
+        }
+        assert!(
+            started.elapsed() < PHASE_TIMEOUT,
+            "a producer never wrote again after {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Every running node hosts every group in a normal view, and each group's replicas
 /// agree on view, commit, digest and next offset.
 fn converged(cluster: &LoopbackCluster, groups: &[u64]) -> impl Fn(&BTreeMap<(usize, u64), GroupStatus>) -> bool {
@@ -359,26 +389,8 @@ fn kill_mid_load_then_restart(test: &str, victim: usize) {
     let acked_at_kill = load.acks();
     let killed_at = Instant::now();
     cluster.kill(victim);
-    let elected_at = wait_for(&cluster, &groups, "the survivors lead every group", |seen| {
-        groups.iter().all(|group| {
-            seen.iter()
-                .filter(|((_, g), _)| g == group)
-                .filter_map(|(_, status)| status.hosted)
-                .all(|h| h.status == Status::Normal && usize::from(h.primary) != victim)
-                && seen.keys().filter(|(_, g)| g == group).count() == 2
-        })
-    });
-    let started = Instant::now();
-    let writes_again = loop {
-        if let Some(times) = load.each_acked_after(killed_at) {
-            break times;
-        }
-        assert!(
-            started.elapsed() < PHASE_TIMEOUT,
-            "a producer never wrote again after the kill"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let elected_at = wait_for_survivors_to_lead(&cluster, &groups, victim);
+    let writes_again = wait_for_writes_after(&load, killed_at, "the kill");
     std::thread::sleep(Duration::from_millis(500));
     let restarted_at = Instant::now();
     cluster.spawn(victim);
@@ -538,26 +550,8 @@ fn a_primary_whose_fdatasync_fails_stops_and_writes_resume_on_a_new_primary() {
     let acked_at_failure = load.acks();
     assert!(acked_at_failure > 0, "the load never got going before the disk failed");
 
-    let elected_at = wait_for(&cluster, &groups, "the survivors lead every group", |seen| {
-        groups.iter().all(|group| {
-            seen.iter()
-                .filter(|((_, g), _)| g == group)
-                .filter_map(|(_, status)| status.hosted)
-                .all(|h| h.status == Status::Normal && h.primary != 0)
-                && seen.keys().filter(|(_, g)| g == group).count() == 2
-        })
-    });
-    let started = Instant::now();
-    let writes_again = loop {
-        if let Some(times) = load.each_acked_after(failed_at) {
-            break times;
-        }
-        assert!(
-            started.elapsed() < PHASE_TIMEOUT,
-            "a producer never wrote again after the primary's disk failed"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let elected_at = wait_for_survivors_to_lead(&cluster, &groups, 0);
+    let writes_again = wait_for_writes_after(&load, failed_at, "the primary's disk failed");
     // The supervisor starts the node again, on a disk that works again.
     let restarted_at = Instant::now();
     cluster.spawn(0);
