@@ -93,6 +93,14 @@ pub(super) fn tick_label(value: f64) -> String {
     }
 }
 
+/// What a chart draws: the runs, each one's value (positive and finite, else 0) and
+/// the values' unit.
+struct Series<'a> {
+    runs: &'a [RunRecord],
+    values: Vec<f64>,
+    unit: &'a str,
+}
+
 /// Where a chart's values land: the plot area's size, the y scale (a round step, four
 /// gridlines at least) and the x position of each of its `n` runs.
 struct Frame {
@@ -148,7 +156,12 @@ fn write_chart(
 ) -> fmt::Result {
     let runs = &report.runs;
     let n = runs.len();
-    let max = runs.iter().map(|run| finite(value(run))).fold(0.0, f64::max);
+    let series = Series {
+        runs,
+        values: runs.iter().map(|run| finite(value(run))).collect(),
+        unit,
+    };
+    let max = series.values.iter().copied().fold(0.0, f64::max);
     let frame = Frame::new(n, max);
 
     writeln!(out, "<figure>")?;
@@ -161,9 +174,9 @@ fn write_chart(
     write_bands(out, runs, &frame)?;
     write_grid(out, &frame)?;
     if n <= MAX_CHART_MARKS {
-        write_marks(out, runs, &frame, unit, &value)?;
+        write_marks(out, &series, &frame)?;
     } else {
-        write_ranges(out, runs, &frame, unit, &value)?;
+        write_ranges(out, &series, &frame)?;
     }
     write_axes(out, &frame, label)?;
     writeln!(out, "</svg>")?;
@@ -231,13 +244,8 @@ fn write_grid(out: &mut String, frame: &Frame) -> fmt::Result {
 }
 
 /// One mark per run, smaller as runs get many, coloured by verdict.
-fn write_marks(
-    out: &mut String,
-    runs: &[RunRecord],
-    frame: &Frame,
-    unit: &str,
-    value: &impl Fn(&RunRecord) -> f64,
-) -> fmt::Result {
+fn write_marks(out: &mut String, series: &Series, frame: &Frame) -> fmt::Result {
+    let Series { runs, values, unit } = series;
     let n = runs.len();
     let radius = if n <= 200 {
         3.5
@@ -246,8 +254,7 @@ fn write_marks(
     } else {
         1.6
     };
-    for (index, run) in runs.iter().enumerate() {
-        let v = finite(value(run));
+    for (index, (run, &v)) in runs.iter().zip(values).enumerate() {
         writeln!(
             out,
             "<circle class=\"mark {}\" cx=\"{:.2}\" cy=\"{:.2}\" r=\"{radius}\"><title>{}/{} seed {}: {} {unit} \
@@ -267,22 +274,15 @@ fn write_marks(
 
 /// [`CHART_BUCKETS`] min-max ranges of consecutive runs, each coloured by its worst
 /// verdict.
-fn write_ranges(
-    out: &mut String,
-    runs: &[RunRecord],
-    frame: &Frame,
-    unit: &str,
-    value: &impl Fn(&RunRecord) -> f64,
-) -> fmt::Result {
+fn write_ranges(out: &mut String, series: &Series, frame: &Frame) -> fmt::Result {
+    let Series { runs, values, unit } = series;
     let n = runs.len();
     for bucket in 0..CHART_BUCKETS {
         let first = bucket * n / CHART_BUCKETS;
         let last = ((bucket + 1) * n / CHART_BUCKETS).max(first + 1).min(n);
-        let slice = &runs[first..last];
         let (mut low, mut high) = (f64::INFINITY, 0.0f64);
         let mut worst = RunVerdict::Pass;
-        for run in slice {
-            let v = finite(value(run));
+        for (run, &v) in runs[first..last].iter().zip(&values[first..last]) {
             low = low.min(v);
             high = high.max(v);
             if severity(run.verdict) > severity(worst) {

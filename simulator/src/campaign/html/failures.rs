@@ -31,13 +31,10 @@ fn cell_breakdown(runs: &[RunRecord]) -> String {
 fn write_run_list(out: &mut String, runs: &[RunRecord]) -> fmt::Result {
     let shown = runs.len().min(MAX_LISTED_PER_GROUP);
     let seeds: Vec<String> = runs[..shown].iter().map(|run| run.seed.to_string()).collect();
+    let more = (runs.len() > shown).then(|| thousands((runs.len() - shown) as u64));
     write!(out, "<p>seeds: <span class=\"seeds\">{}</span>", seeds.join(", "))?;
-    if runs.len() > shown {
-        write!(
-            out,
-            " <span class=\"more\">+{} more</span>",
-            thousands((runs.len() - shown) as u64)
-        )?;
+    if let Some(more) = &more {
+        write!(out, " <span class=\"more\">+{more} more</span>")?;
     }
     writeln!(out, "</p>")?;
     writeln!(out, "<h4>Repro</h4>")?;
@@ -49,11 +46,10 @@ fn write_run_list(out: &mut String, runs: &[RunRecord]) -> fmt::Result {
         out.push_str(&escape(&run.command));
     }
     writeln!(out, "</pre>")?;
-    if runs.len() > shown {
+    if let Some(more) = &more {
         writeln!(
             out,
-            "<p class=\"more\">+{} more (every command is in report.json)</p>",
-            thousands((runs.len() - shown) as u64)
+            "<p class=\"more\">+{more} more (every command is in report.json)</p>"
         )?;
     }
     Ok(())
