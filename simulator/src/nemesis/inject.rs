@@ -182,6 +182,14 @@ fn hold_node(run: &Run, id: u64, kind: FaultKind, node: usize, detail: String) {
     hold(run, id, kind, vec![node], vec![node], detail);
 }
 
+/// Hold every node for fault `id`, impairing them all at once if `impaired` (a
+/// rolling restart impairs each in its turn instead).
+fn hold_all(run: &Run, id: u64, kind: FaultKind, impaired: bool, detail: String) {
+    let all: Vec<usize> = (0..run.spec.nodes).collect();
+    let impaired = if impaired { all.clone() } else { Vec::new() };
+    hold(run, id, kind, all, impaired, detail);
+}
+
 /// Start `node` again on the clock it had, and wait until it is ready.
 async fn restart(run: &Run, node: usize) -> Result<(), String> {
     let clock = run.nodes.borrow().clock(node);
@@ -218,15 +226,8 @@ async fn stop_one(run: &Run, id: u64, planned: &PlannedFault) -> Injected {
 /// wait for each.
 async fn kill_all(run: &Run, id: u64, planned: &PlannedFault) -> Injected {
     let nodes_total = run.spec.nodes;
-    let all: Vec<usize> = (0..nodes_total).collect();
-    hold(
-        run,
-        id,
-        planned.kind,
-        all.clone(),
-        all.clone(),
-        format!("SIGKILL every node, down {} ms", planned.duration_ms),
-    );
+    let detail = format!("SIGKILL every node, down {} ms", planned.duration_ms);
+    hold_all(run, id, planned.kind, true, detail);
     for node in 0..nodes_total {
         run.nodes.borrow_mut().kill(node)?;
     }
@@ -277,18 +278,11 @@ async fn pause_primary(run: &Run, id: u64, planned: &PlannedFault) -> Injected {
 /// it is down.
 async fn rolling_restart(run: &Run, id: u64, planned: &PlannedFault) -> Injected {
     let nodes_total = run.spec.nodes;
-    let all: Vec<usize> = (0..nodes_total).collect();
-    hold(
-        run,
-        id,
-        planned.kind,
-        all,
-        Vec::new(),
-        format!(
-            "SIGTERM and restart each node in turn, {} ms apart",
-            planned.duration_ms
-        ),
+    let detail = format!(
+        "SIGTERM and restart each node in turn, {} ms apart",
+        planned.duration_ms
     );
+    hold_all(run, id, planned.kind, false, detail);
     for node in 0..nodes_total {
         impair(run, node, true);
         run.terminate(node).await?;
