@@ -15,11 +15,17 @@ pub const MAX_CHART_MARKS: usize = 3000;
 /// Number of ranges a chart of more than [`MAX_CHART_MARKS`] runs draws.
 pub const CHART_BUCKETS: usize = 600;
 
+/// A chart's width in SVG pixels: the page's content width.
 const CHART_WIDTH: f64 = 1100.0;
+/// A chart's height in SVG pixels.
 const CHART_HEIGHT: f64 = 230.0;
+/// Room left of the plot for the value axis's tick labels and title.
 const MARGIN_LEFT: f64 = 72.0;
+/// Room right of the plot, so the last run's mark is not cut.
 const MARGIN_RIGHT: f64 = 16.0;
+/// Room above the plot for the bands' labels.
 const MARGIN_TOP: f64 = 22.0;
+/// Room below the plot for the run axis's labels and title.
 const MARGIN_BOTTOM: f64 = 42.0;
 
 /// Write the charts section.

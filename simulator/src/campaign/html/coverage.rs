@@ -4,7 +4,7 @@
 
 use std::fmt::{self, Write};
 
-use crate::campaign::report::CampaignReport;
+use crate::campaign::report::{CampaignReport, RunVerdict};
 use crate::html::{close_table_section, escape, open_section};
 
 /// Write the coverage section.
@@ -104,10 +104,7 @@ pub(super) fn write_sub_campaigns(out: &mut String, report: &CampaignReport) -> 
     writeln!(out, "<tbody>")?;
     for sub in &report.sub_campaigns {
         let runs: Vec<_> = report.runs.iter().filter(|run| run.campaign == sub.sub.name).collect();
-        let passed = runs
-            .iter()
-            .filter(|run| run.verdict == crate::campaign::report::RunVerdict::Pass)
-            .count();
+        let passed = runs.iter().filter(|run| run.verdict == RunVerdict::Pass).count();
         // (`sum` of no f64 is -0.0, which prints as "-0")
         let ms: f64 = runs.iter().map(|run| run.wall_ms).sum::<f64>() + 0.0;
         let mut marks: Vec<&String> = runs.iter().flat_map(|run| &run.coverage).collect();

@@ -19,7 +19,7 @@ pub(super) fn plural(count: u64) -> &'static str {
     if count == 1 { "" } else { "s" }
 }
 
-/// Seconds as `42.0 s`, `12 min 03 s` or `2 h 05 min`.
+/// Seconds as `42.0 s`, `12 min 03 s` or `2 h 05 min 03 s` (`n/a` if not a time).
 pub(super) fn duration(seconds: f64) -> String {
     if !seconds.is_finite() || seconds < 0.0 {
         return "n/a".to_owned();
