@@ -10,11 +10,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use simulator::campaign::report::{CampaignReport, RunVerdict};
-use simulator::campaign::runner::{install_quiet_panic_hook, run_campaign};
+use simulator::campaign::runner::run_campaign;
 use simulator::campaign::shrink::{SHRINK_GROUPS_MAX, SHRUNK_DIR, ShrinkOptions, shrink_failure_groups};
 use simulator::campaign::spec::{CampaignFlags, SubCampaign, parse_required_marks};
 use simulator::campaign::spec_file::SpecFile;
 use simulator::campaign::{check_writable, default_out, write_report};
+use simulator::panic_report::install_quiet_panic_hook;
 
 /// Run a seed campaign: every profile x plane x seed, in parallel, into one report.
 ///

@@ -190,7 +190,7 @@ fn attempt(args: &FuzzArgs, seed: u64) -> Attempt {
             report: None,
         },
         Err(payload) => {
-            let (signature, failure) = crate::campaign::runner::describe_panic(payload.as_ref());
+            let (signature, failure) = crate::panic_report::describe_panic(payload.as_ref());
             Attempt {
                 signature: Some(signature),
                 failure,

@@ -158,6 +158,20 @@ impl NemesisConfig {
     }
 }
 
+/// What every run of a campaign shares: what this machine can do, found once.
+struct Setup {
+    /// The fault kinds dealt (those asked for that this machine can inject).
+    kinds: Vec<FaultKind>,
+    /// The nodes get network namespaces.
+    namespaces: bool,
+    /// libfaketime's library, if found.
+    faketime: Option<PathBuf>,
+    /// Start nodes under libfiu (it is there and a disk fault is dealt).
+    fiu: bool,
+    /// Namespace name prefix, unique to this process.
+    prefix: String,
+}
+
 /// Run the campaign; the report (also written to `out/report.json` and
 /// `out/report.html` after every run, so an interrupted campaign leaves one).
 pub async fn run_campaign(config: &NemesisConfig, command: &str) -> Result<CampaignReport, String> {
@@ -165,28 +179,8 @@ pub async fn run_campaign(config: &NemesisConfig, command: &str) -> Result<Campa
     let started = Instant::now();
     let prefix = format!("nemesis-{}", std::process::id());
     let tools = tools::Tools::find(&format!("{prefix}-probe"));
-    let namespaces = match (config.network, &tools.namespaces) {
-        (NetworkChoice::Loopback, _) => false,
-        (_, Ok(())) => true,
-        (NetworkChoice::Namespaces, Err(why)) => return Err(format!("--network namespaces: {why}")),
-        (NetworkChoice::Auto, Err(why)) => {
-            println!("nemesis: no network namespaces ({why}); running with process, disk and clock faults only");
-            false
-        }
-    };
-    let mut missing = Vec::new();
-    let mut kinds = Vec::new();
-    for &kind in &config.faults {
-        let why = if kind.category() == faults::Category::Network && !namespaces {
-            Some("no network namespaces".to_owned())
-        } else {
-            tools.missing_for(kind)
-        };
-        match why {
-            Some(why) => missing.push(format!("{kind} left out: {why}")),
-            None => kinds.push(kind),
-        }
-    }
+    let namespaces = use_namespaces(config.network, &tools)?;
+    let (kinds, missing) = usable_kinds(&config.faults, &tools, namespaces);
     for line in &missing {
         println!("nemesis: {line}");
     }
@@ -206,7 +200,77 @@ pub async fn run_campaign(config: &NemesisConfig, command: &str) -> Result<Campa
         liveness_gap_ms_max: report::liveness_bound(),
         ..NemesisSummary::default()
     };
-    let mut report = CampaignReport {
+    let mut report = empty_report(config, command);
+    let budget_seconds = config.minutes * 60.0;
+    let setup = Setup {
+        fiu: tools.fiu.is_ok() && kinds.iter().any(|kind| kind.category() == faults::Category::Disk),
+        faketime: tools.faketime.clone().ok(),
+        kinds,
+        namespaces,
+        prefix,
+    };
+    let mut overhead_seconds = RUN_OVERHEAD_SECONDS as f64;
+    for index in 0..config.runs {
+        let budget_left = budget_seconds - started.elapsed().as_secs_f64();
+        if config.run_seconds.is_none() && index > 0 && budget_left <= 0.0 {
+            report.not_started = config.runs - index;
+            report.sub_campaigns[0].not_started = report.not_started;
+            break;
+        }
+        let phase_seconds = config.phase_seconds(budget_left, config.runs - index, overhead_seconds);
+        let (record, schedule) = one_run(config, &setup, index, phase_seconds).await?;
+        // What a run costs beyond its planned fault phase (the phase itself runs on
+        // until the deck is dealt): the mean so far sizes the next phases.
+        let overhead = (record.wall_ms / 1000.0 - phase_seconds as f64).max(0.0);
+        overhead_seconds = (overhead_seconds * index as f64 + overhead) / (index + 1) as f64;
+        report.runs.push(record);
+        summary.add(schedule);
+        report.wall_seconds = started.elapsed().as_secs_f64();
+        report.nemesis = Some(summary.clone());
+        write_report(&config.out, &report)?;
+    }
+    report.wall_seconds = started.elapsed().as_secs_f64();
+    report.nemesis = Some(summary);
+    write_report(&config.out, &report)?;
+    Ok(report)
+}
+
+/// Whether the nodes get network namespaces: never on loopback, else if this machine
+/// can make them (`--network namespaces` refuses to run without; `auto` says so).
+fn use_namespaces(network: NetworkChoice, tools: &tools::Tools) -> Result<bool, String> {
+    Ok(match (network, &tools.namespaces) {
+        (NetworkChoice::Loopback, _) => false,
+        (_, Ok(())) => true,
+        (NetworkChoice::Namespaces, Err(why)) => return Err(format!("--network namespaces: {why}")),
+        (NetworkChoice::Auto, Err(why)) => {
+            println!("nemesis: no network namespaces ({why}); running with process, disk and clock faults only");
+            false
+        }
+    })
+}
+
+/// The fault kinds asked for that this machine can inject, and a line for each one left
+/// out saying why.
+fn usable_kinds(asked: &[FaultKind], tools: &tools::Tools, namespaces: bool) -> (Vec<FaultKind>, Vec<String>) {
+    let mut missing = Vec::new();
+    let mut kinds = Vec::new();
+    for &kind in asked {
+        let why = if kind.category() == faults::Category::Network && !namespaces {
+            Some("no network namespaces".to_owned())
+        } else {
+            tools.missing_for(kind)
+        };
+        match why {
+            Some(why) => missing.push(format!("{kind} left out: {why}")),
+            None => kinds.push(kind),
+        }
+    }
+    (kinds, missing)
+}
+
+/// The campaign's report before any run: one sub-campaign of every planned run.
+fn empty_report(config: &NemesisConfig, command: &str) -> CampaignReport {
+    CampaignReport {
         format: REPORT_FORMAT_VERSION,
         campaign_id: format!("nemesis-{}", config.seed),
         command: command.to_owned(),
@@ -228,135 +292,129 @@ pub async fn run_campaign(config: &NemesisConfig, command: &str) -> Result<Campa
         required_marks: Vec::new(),
         shrunk: Vec::new(),
         nemesis: None,
-    };
-    let budget_seconds = config.minutes * 60.0;
-    let fiu = tools.fiu.is_ok() && kinds.iter().any(|kind| kind.category() == faults::Category::Disk);
-    let faketime = tools.faketime.clone().ok();
-    let mut overhead_seconds = RUN_OVERHEAD_SECONDS as f64;
-    for index in 0..config.runs {
-        let budget_left = budget_seconds - started.elapsed().as_secs_f64();
-        if config.run_seconds.is_none() && index > 0 && budget_left <= 0.0 {
-            report.not_started = config.runs - index;
-            report.sub_campaigns[0].not_started = report.not_started;
-            break;
-        }
-        let seed = config.seed.wrapping_add(index);
-        let mode = config.mode_of(seed);
-        let phase_seconds = config.phase_seconds(budget_left, config.runs - index, overhead_seconds);
-        let dir = config.out.join(format!("run-{seed}"));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(|error| format!("{}: {error}", dir.display()))?;
-        println!(
-            "run {}/{} seed {seed} ({} nodes, {} clients, {} mode, fault phase {} s):",
-            index + 1,
-            config.runs,
-            config.nodes,
-            config.clients,
-            mode.name(),
-            phase_seconds
-        );
-        let spec = run::RunSpec {
-            seed,
-            nodes: config.nodes,
-            clients: config.clients,
-            mode,
-            kinds: kinds.clone(),
-            phase_ms: phase_seconds * 1000,
-            requests_max: config.requests_max,
-            dir: dir.clone(),
-            node_binary: config.node_binary.clone(),
-            node_flags: config
-                .node_break
-                .iter()
-                .flat_map(|name| ["--test-break".to_owned(), name.clone()])
-                .collect(),
-            namespaces,
-            faketime: faketime.clone(),
-            fiu,
-            namespace_prefix: prefix.clone(),
-        };
-        let outcome = run::run(spec).await;
-        let schedule: String = outcome
-            .faults
-            .iter()
-            .filter_map(|fault| serde_json::to_string(fault).ok())
-            .map(|line| line + "\n")
-            .collect();
-        let _ = std::fs::write(dir.join("schedule.jsonl"), &schedule);
-        let repro = config.repro_command(seed, mode, phase_seconds);
-        // What a run costs beyond its planned fault phase (the phase itself runs on
-        // until the deck is dealt): the mean so far sizes the next phases.
-        let overhead = (outcome.wall_ms as f64 / 1000.0 - phase_seconds as f64).max(0.0);
-        overhead_seconds = (overhead_seconds * index as f64 + overhead) / (index + 1) as f64;
-        let (verdict, detail) = match &outcome.verdict {
-            check::Verdict::Pass => (RunVerdict::Pass, None),
-            check::Verdict::Fail(why) => (RunVerdict::Fail, Some(why.clone())),
-            check::Verdict::Vacuous(why) => (RunVerdict::Vacuous, Some(why.clone())),
-            check::Verdict::Invalid(why) => (RunVerdict::Invalid, Some(why.clone())),
-        };
-        let s = &outcome.stats;
-        println!(
-            "  {verdict}: {} faults, {} requests, {} messages acknowledged and found, {} unknown, {} linearized \
-             operations, {} polls checked, longest gap {} ms ({} ms with a healthy majority), recovered {} ms after the heal, \
-             settled in {} ms, {} supervisor restarts, {:.1} s",
-            outcome.faults.len(),
-            s.requests,
-            s.acked_messages,
-            s.unknown_messages,
-            s.linearized_operations,
-            s.polls_checked,
-            s.longest_gap_ms,
-            s.longest_healthy_gap_ms,
-            s.recovered_ms,
-            s.settle_ms,
-            s.supervisor_restarts,
-            outcome.wall_ms as f64 / 1000.0
-        );
-        println!("  successes per second: {:?}", s.successes_by_second);
-        if let Some(detail) = &detail {
-            println!("  {detail}");
-            println!("  schedule and node logs: {}", dir.display());
-            println!("  repro: {repro}");
-        }
-        if verdict == RunVerdict::Pass && !config.keep_data {
-            remove_data_dirs(&dir, config.nodes);
-        }
-        report.runs.push(RunRecord {
-            campaign: String::new(),
-            profile: format!("nemesis-{}-nodes", config.nodes),
-            plane: mode.name().to_owned(),
-            seed,
-            command: repro,
-            verdict,
-            signature: detail
-                .as_ref()
-                .filter(|_| matches!(verdict, RunVerdict::Fail | RunVerdict::Invalid))
-                .map(|why| signature(why)),
-            detail,
-            ticks: outcome.wall_ms,
-            commits: s.acked_messages,
-            ops_compared: s.acked_messages + s.linearized_operations,
-            checkpoints: 0,
-            transfers_installed: 0,
-            wall_ms: outcome.wall_ms as f64,
-            schedule_hash: format!("{:016x}", fnv1a(schedule.as_bytes())),
-            coverage: Vec::new(),
-        });
-        summary.add(NemesisRun {
-            seed,
-            mode: mode.name().to_owned(),
-            dir: dir.display().to_string(),
-            faults: outcome.faults,
-            stats: outcome.stats,
-        });
-        report.wall_seconds = started.elapsed().as_secs_f64();
-        report.nemesis = Some(summary.clone());
-        write_report(&config.out, &report)?;
     }
-    report.wall_seconds = started.elapsed().as_secs_f64();
-    report.nemesis = Some(summary);
-    write_report(&config.out, &report)?;
-    Ok(report)
+}
+
+/// Make run `index` (seed `config.seed + index`) with a fault phase of `phase_seconds`
+/// in a fresh `run-<seed>` directory, write its schedule there, say how it went; its
+/// campaign record and its schedule and figures for the nemesis section.
+async fn one_run(
+    config: &NemesisConfig,
+    setup: &Setup,
+    index: u64,
+    phase_seconds: u64,
+) -> Result<(RunRecord, NemesisRun), String> {
+    let seed = config.seed.wrapping_add(index);
+    let mode = config.mode_of(seed);
+    let dir = config.out.join(format!("run-{seed}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|error| format!("{}: {error}", dir.display()))?;
+    println!(
+        "run {}/{} seed {seed} ({} nodes, {} clients, {} mode, fault phase {} s):",
+        index + 1,
+        config.runs,
+        config.nodes,
+        config.clients,
+        mode.name(),
+        phase_seconds
+    );
+    let spec = run::RunSpec {
+        seed,
+        nodes: config.nodes,
+        clients: config.clients,
+        mode,
+        kinds: setup.kinds.clone(),
+        phase_ms: phase_seconds * 1000,
+        requests_max: config.requests_max,
+        dir: dir.clone(),
+        node_binary: config.node_binary.clone(),
+        node_flags: config
+            .node_break
+            .iter()
+            .flat_map(|name| ["--test-break".to_owned(), name.clone()])
+            .collect(),
+        namespaces: setup.namespaces,
+        faketime: setup.faketime.clone(),
+        fiu: setup.fiu,
+        namespace_prefix: setup.prefix.clone(),
+    };
+    let outcome = run::run(spec).await;
+    let schedule: String = outcome
+        .faults
+        .iter()
+        .filter_map(|fault| serde_json::to_string(fault).ok())
+        .map(|line| line + "\n")
+        .collect();
+    let _ = std::fs::write(dir.join("schedule.jsonl"), &schedule);
+    let repro = config.repro_command(seed, mode, phase_seconds);
+    let (verdict, detail) = match &outcome.verdict {
+        check::Verdict::Pass => (RunVerdict::Pass, None),
+        check::Verdict::Fail(why) => (RunVerdict::Fail, Some(why.clone())),
+        check::Verdict::Vacuous(why) => (RunVerdict::Vacuous, Some(why.clone())),
+        check::Verdict::Invalid(why) => (RunVerdict::Invalid, Some(why.clone())),
+    };
+    print_outcome(&outcome, verdict);
+    if let Some(detail) = &detail {
+        println!("  {detail}");
+        println!("  schedule and node logs: {}", dir.display());
+        println!("  repro: {repro}");
+    }
+    if verdict == RunVerdict::Pass && !config.keep_data {
+        remove_data_dirs(&dir, config.nodes);
+    }
+    let s = &outcome.stats;
+    let record = RunRecord {
+        campaign: String::new(),
+        profile: format!("nemesis-{}-nodes", config.nodes),
+        plane: mode.name().to_owned(),
+        seed,
+        command: repro,
+        verdict,
+        signature: detail
+            .as_ref()
+            .filter(|_| matches!(verdict, RunVerdict::Fail | RunVerdict::Invalid))
+            .map(|why| signature(why)),
+        detail,
+        ticks: outcome.wall_ms,
+        commits: s.acked_messages,
+        ops_compared: s.acked_messages + s.linearized_operations,
+        checkpoints: 0,
+        transfers_installed: 0,
+        wall_ms: outcome.wall_ms as f64,
+        schedule_hash: format!("{:016x}", fnv1a(schedule.as_bytes())),
+        coverage: Vec::new(),
+    };
+    let figures = NemesisRun {
+        seed,
+        mode: mode.name().to_owned(),
+        dir: dir.display().to_string(),
+        faults: outcome.faults,
+        stats: outcome.stats,
+    };
+    Ok((record, figures))
+}
+
+/// Print a run's verdict and figures on two lines.
+fn print_outcome(outcome: &run::RunOutcome, verdict: RunVerdict) {
+    let s = &outcome.stats;
+    println!(
+        "  {verdict}: {} faults, {} requests, {} messages acknowledged and found, {} unknown, {} linearized \
+         operations, {} polls checked, longest gap {} ms ({} ms with a healthy majority), recovered {} ms after the heal, \
+         settled in {} ms, {} supervisor restarts, {:.1} s",
+        outcome.faults.len(),
+        s.requests,
+        s.acked_messages,
+        s.unknown_messages,
+        s.linearized_operations,
+        s.polls_checked,
+        s.longest_gap_ms,
+        s.longest_healthy_gap_ms,
+        s.recovered_ms,
+        s.settle_ms,
+        s.supervisor_restarts,
+        outcome.wall_ms as f64 / 1000.0
+    );
+    println!("  successes per second: {:?}", s.successes_by_second);
 }
 
 fn remove_data_dirs(dir: &Path, nodes: usize) {

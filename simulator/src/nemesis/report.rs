@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::check::{LIVENESS_GAP_MS_MAX, RunStats};
 use super::faults::FaultRecord;
-use crate::campaign::html::escape;
+use crate::html::{escape, open_section};
 
 /// What a nemesis campaign adds to its report.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -79,8 +79,7 @@ impl NemesisSummary {
 
 /// The HTML section of a nemesis campaign.
 pub fn write_html(out: &mut String, summary: &NemesisSummary) -> fmt::Result {
-    writeln!(out, "<section id=\"nemesis\">")?;
-    writeln!(out, "<h2>Real cluster (nemesis)</h2>")?;
+    open_section(out, "nemesis", "Real cluster (nemesis)")?;
     writeln!(out, "<p class=\"warn\">{}</p>", escape(&summary.replay_note))?;
     if !summary.namespaces {
         writeln!(

@@ -21,7 +21,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use cluster::client::{Client, Error};
-use cluster::partition::{Message, POLL_MESSAGES_MAX};
+use cluster::partition::{Message, POLL_MESSAGES_MAX, PollReply};
 
 use crate::linearizability::{Operation, PartitionInput, PartitionOutput};
 use crate::rng::SimRng;
@@ -133,6 +133,21 @@ struct ExactShadow {
     known: BTreeMap<u64, u128>,
 }
 
+/// One client's own view of the run: who it is, how many messages it sent, where its
+/// partitions end as far as it has seen.
+struct ClientView {
+    /// The client's number (the high half of its message ids, less one).
+    index: usize,
+    /// The workload mode.
+    mode: Mode,
+    /// Messages sent so far (the low half of the last id).
+    sequence: u64,
+    /// Exact mode: where its own partition's next message must land.
+    shadow: ExactShadow,
+    /// The highest next offset seen per group (where a poll aims).
+    seen_next: BTreeMap<u64, u64>,
+}
+
 /// Run client `index` of a run until told to stop: `groups` are the partitions it
 /// writes (exact: its own, first; contended: all shared).
 pub async fn client_task(
@@ -144,14 +159,17 @@ pub async fn client_task(
     seed: u64,
 ) {
     let mut rng = SimRng::new(seed ^ ((index as u64 + 1) << 40));
-    let mut sequence: u64 = 0;
-    let mut shadow = ExactShadow {
-        next: 0,
-        unknown_messages: 0,
-        known: BTreeMap::new(),
+    let mut view = ClientView {
+        index,
+        mode,
+        sequence: 0,
+        shadow: ExactShadow {
+            next: 0,
+            unknown_messages: 0,
+            known: BTreeMap::new(),
+        },
+        seen_next: BTreeMap::new(),
     };
-    // The highest next offset seen per group (where a poll aims).
-    let mut seen_next: BTreeMap<u64, u64> = BTreeMap::new();
     while workload.go_on() {
         tokio::time::sleep(Duration::from_millis(rng.below(CLIENT_THINK_MS_MAX + 1))).await;
         let group = match mode {
@@ -160,149 +178,190 @@ pub async fn client_task(
         };
         workload.recorded.borrow_mut().requests += 1;
         if rng.below(100) < 75 {
-            let count = rng.range_inclusive(1, BATCH_MESSAGES_MAX);
-            let ids: Vec<u128> = (0..count)
-                .map(|_| {
-                    sequence += 1;
-                    (((index as u128) + 1) << 64) | u128::from(sequence)
-                })
-                .collect();
-            let messages = ids
-                .iter()
-                .map(|&id| Message {
-                    id,
-                    payload: id.to_le_bytes().to_vec(),
-                })
-                .collect();
-            let invoke = workload.now_ms();
-            let result = client.send_messages(group, messages).await;
-            let complete = workload.now_ms();
-            let mut recorded = workload.recorded.borrow_mut();
-            let output = match result {
-                Ok((base_offset, last_offset)) => {
-                    recorded.successes_ms.push(complete);
-                    recorded.writes_ms.push(complete);
-                    recorded.last_write_ms.insert(index, complete);
-                    // A failure before this success is not what the client is told now.
-                    recorded.last_send_failure.remove(&index);
-                    if last_offset + 1 - base_offset != ids.len() as u64 {
-                        recorded.violations.push(format!(
-                            "client {index}: a batch of {} messages was acknowledged at offsets {base_offset}..={last_offset}",
-                            ids.len()
-                        ));
-                    }
-                    if mode == Mode::Exact {
-                        let low = shadow.next;
-                        let high = shadow.next + shadow.unknown_messages;
-                        if base_offset < low || base_offset > high {
-                            recorded.violations.push(format!(
-                                "client {index} (alone on group {group:#x}): a batch was acknowledged at offset \
-                                 {base_offset}, but its partition's next offset had to be in {low}..={high} \
-                                 ({} sends of unknown outcome before it)",
-                                shadow.unknown_messages
-                            ));
-                        }
-                        for (i, id) in ids.iter().enumerate() {
-                            shadow.known.insert(base_offset + i as u64, *id);
-                        }
-                        shadow.next = last_offset + 1;
-                        shadow.unknown_messages = 0;
-                    }
-                    seen_next.insert(group, last_offset + 1);
-                    recorded.acked.push(Acked {
-                        group,
-                        client: index,
-                        ids: ids.clone(),
-                        base_offset,
-                    });
-                    Some(PartitionOutput::Appended {
-                        base_offset,
-                        last_offset,
-                    })
-                }
-                Err(error @ Error::NotAccepted { .. }) => {
-                    recorded.last_send_failure.insert(index, error.to_string());
-                    recorded.not_accepted.extend(&ids);
-                    continue;
-                }
-                Err(error @ Error::NotCommitted { .. }) => {
-                    recorded.last_send_failure.insert(index, error.to_string());
-                    recorded.unknown.extend(&ids);
-                    shadow.unknown_messages += ids.len() as u64;
-                    None
-                }
-                Err(other) => {
-                    recorded
-                        .violations
-                        .push(format!("client {index}: a send to group {group:#x} failed: {other}"));
-                    recorded.unknown.extend(&ids);
-                    shadow.unknown_messages += ids.len() as u64;
-                    None
-                }
-            };
-            if mode == Mode::Contended {
+            send(&workload, &mut client, &mut rng, &mut view, group).await;
+        } else {
+            poll(&workload, &mut client, &mut rng, &mut view, group).await;
+        }
+    }
+}
+
+/// Send a batch of up to [`BATCH_MESSAGES_MAX`] fresh ids to `group` and record the
+/// outcome: acknowledged (checked against the exact shadow), not accepted, or unknown;
+/// in contended mode, the send joins the partition's history unless it certainly had
+/// no effect.
+async fn send(workload: &Workload, client: &mut Client, rng: &mut SimRng, view: &mut ClientView, group: u64) {
+    let index = view.index;
+    let count = rng.range_inclusive(1, BATCH_MESSAGES_MAX);
+    let ids: Vec<u128> = (0..count)
+        .map(|_| {
+            view.sequence += 1;
+            (((index as u128) + 1) << 64) | u128::from(view.sequence)
+        })
+        .collect();
+    let messages = ids
+        .iter()
+        .map(|&id| Message {
+            id,
+            payload: id.to_le_bytes().to_vec(),
+        })
+        .collect();
+    let invoke = workload.now_ms();
+    let result = client.send_messages(group, messages).await;
+    let complete = workload.now_ms();
+    let mut recorded = workload.recorded.borrow_mut();
+    let output = match result {
+        Ok((base_offset, last_offset)) => {
+            record_ack(&mut recorded, view, group, &ids, (base_offset, last_offset), complete);
+            Some(PartitionOutput::Appended {
+                base_offset,
+                last_offset,
+            })
+        }
+        Err(error @ Error::NotAccepted { .. }) => {
+            recorded.last_send_failure.insert(index, error.to_string());
+            recorded.not_accepted.extend(&ids);
+            return;
+        }
+        Err(error @ Error::NotCommitted { .. }) => {
+            recorded.last_send_failure.insert(index, error.to_string());
+            recorded.unknown.extend(&ids);
+            view.shadow.unknown_messages += ids.len() as u64;
+            None
+        }
+        Err(other) => {
+            recorded
+                .violations
+                .push(format!("client {index}: a send to group {group:#x} failed: {other}"));
+            recorded.unknown.extend(&ids);
+            view.shadow.unknown_messages += ids.len() as u64;
+            None
+        }
+    };
+    if view.mode == Mode::Contended {
+        recorded.histories.entry(group).or_default().push(Operation {
+            client: index,
+            invoke_tick: invoke,
+            complete_tick: output.as_ref().map(|_| complete),
+            input: PartitionInput::Send { ids },
+            output,
+        });
+    }
+}
+
+/// Record an acknowledged send of `ids` at `offsets` (base, last), answered at
+/// `complete`: the batch must fill exactly its offsets and, in exact mode, start where
+/// the shadow says the partition's next message may land.
+fn record_ack(
+    recorded: &mut Recorded,
+    view: &mut ClientView,
+    group: u64,
+    ids: &[u128],
+    (base_offset, last_offset): (u64, u64),
+    complete: u64,
+) {
+    let index = view.index;
+    recorded.successes_ms.push(complete);
+    recorded.writes_ms.push(complete);
+    recorded.last_write_ms.insert(index, complete);
+    // A failure before this success is not what the client is told now.
+    recorded.last_send_failure.remove(&index);
+    if last_offset + 1 - base_offset != ids.len() as u64 {
+        recorded.violations.push(format!(
+            "client {index}: a batch of {} messages was acknowledged at offsets {base_offset}..={last_offset}",
+            ids.len()
+        ));
+    }
+    if view.mode == Mode::Exact {
+        let shadow = &mut view.shadow;
+        let low = shadow.next;
+        let high = shadow.next + shadow.unknown_messages;
+        if base_offset < low || base_offset > high {
+            recorded.violations.push(format!(
+                "client {index} (alone on group {group:#x}): a batch was acknowledged at offset \
+                 {base_offset}, but its partition's next offset had to be in {low}..={high} \
+                 ({} sends of unknown outcome before it)",
+                shadow.unknown_messages
+            ));
+        }
+        for (i, id) in ids.iter().enumerate() {
+            shadow.known.insert(base_offset + i as u64, *id);
+        }
+        shadow.next = last_offset + 1;
+        shadow.unknown_messages = 0;
+    }
+    view.seen_next.insert(group, last_offset + 1);
+    recorded.acked.push(Acked {
+        group,
+        client: index,
+        ids: ids.to_vec(),
+        base_offset,
+    });
+}
+
+/// Poll `group` from an offset drawn up to the highest next offset seen, and check or
+/// record the answer: in exact mode against the shadow, in contended mode as a history
+/// operation. A poll that got no answer constrains nothing.
+async fn poll(workload: &Workload, client: &mut Client, rng: &mut SimRng, view: &mut ClientView, group: u64) {
+    let index = view.index;
+    let top = view.seen_next.get(&group).copied().unwrap_or(0);
+    let offset = rng.below(top + 1);
+    let count = rng.range_inclusive(1, POLL_MESSAGES_MAX as u64) as u32;
+    let invoke = workload.now_ms();
+    let result = client.poll(group, offset, count).await;
+    let complete = workload.now_ms();
+    let mut recorded = workload.recorded.borrow_mut();
+    match result {
+        Ok(reply) => {
+            recorded.successes_ms.push(complete);
+            let next = view.seen_next.entry(group).or_default();
+            *next = (*next).max(reply.next_offset);
+            if view.mode == Mode::Exact {
+                check_poll(&mut recorded, view, group, &reply);
+            }
+            if view.mode == Mode::Contended {
+                let output = PartitionOutput::Polled {
+                    next_offset: reply.next_offset,
+                    messages: reply.messages.iter().map(|m| (m.offset, m.id)).collect(),
+                };
                 recorded.histories.entry(group).or_default().push(Operation {
                     client: index,
                     invoke_tick: invoke,
-                    complete_tick: output.as_ref().map(|_| complete),
-                    input: PartitionInput::Send { ids },
-                    output,
+                    complete_tick: Some(complete),
+                    input: PartitionInput::Poll { offset, count },
+                    output: Some(output),
                 });
             }
-        } else {
-            let top = seen_next.get(&group).copied().unwrap_or(0);
-            let offset = rng.below(top + 1);
-            let count = rng.range_inclusive(1, POLL_MESSAGES_MAX as u64) as u32;
-            let invoke = workload.now_ms();
-            let result = client.poll(group, offset, count).await;
-            let complete = workload.now_ms();
-            let mut recorded = workload.recorded.borrow_mut();
-            match result {
-                Ok(reply) => {
-                    recorded.successes_ms.push(complete);
-                    let next = seen_next.entry(group).or_default();
-                    *next = (*next).max(reply.next_offset);
-                    if mode == Mode::Exact {
-                        recorded.polls_checked += 1;
-                        if reply.next_offset < shadow.next {
-                            recorded.violations.push(format!(
-                                "client {index}: a poll of group {group:#x} answered next offset {}, below {} \
-                                 where its own acknowledged messages end",
-                                reply.next_offset, shadow.next
-                            ));
-                        }
-                        for message in &reply.messages {
-                            if let Some(id) = shadow.known.get(&message.offset)
-                                && *id != message.id
-                            {
-                                recorded.violations.push(format!(
-                                    "client {index}: a poll of group {group:#x} found id {:#x} at offset {}, where \
-                                     its acknowledged message {id:#x} is",
-                                    message.id, message.offset
-                                ));
-                            }
-                        }
-                    }
-                    if mode == Mode::Contended {
-                        let output = PartitionOutput::Polled {
-                            next_offset: reply.next_offset,
-                            messages: reply.messages.iter().map(|m| (m.offset, m.id)).collect(),
-                        };
-                        recorded.histories.entry(group).or_default().push(Operation {
-                            client: index,
-                            invoke_tick: invoke,
-                            complete_tick: Some(complete),
-                            input: PartitionInput::Poll { offset, count },
-                            output: Some(output),
-                        });
-                    }
-                }
-                // A poll that got no answer constrains nothing.
-                Err(Error::NotAccepted { .. } | Error::NotCommitted { .. }) => {}
-                Err(other) => recorded
-                    .violations
-                    .push(format!("client {index}: a poll of group {group:#x} failed: {other}")),
-            }
+        }
+        // A poll that got no answer constrains nothing.
+        Err(Error::NotAccepted { .. } | Error::NotCommitted { .. }) => {}
+        Err(other) => recorded
+            .violations
+            .push(format!("client {index}: a poll of group {group:#x} failed: {other}")),
+    }
+}
+
+/// Exact mode: a poll's answer must reach past the client's own acknowledged messages
+/// and show each of them at its offset.
+fn check_poll(recorded: &mut Recorded, view: &ClientView, group: u64, reply: &PollReply) {
+    let index = view.index;
+    let shadow = &view.shadow;
+    recorded.polls_checked += 1;
+    if reply.next_offset < shadow.next {
+        recorded.violations.push(format!(
+            "client {index}: a poll of group {group:#x} answered next offset {}, below {} \
+             where its own acknowledged messages end",
+            reply.next_offset, shadow.next
+        ));
+    }
+    for message in &reply.messages {
+        if let Some(id) = shadow.known.get(&message.offset)
+            && *id != message.id
+        {
+            recorded.violations.push(format!(
+                "client {index}: a poll of group {group:#x} found id {:#x} at offset {}, where \
+                 its acknowledged message {id:#x} is",
+                message.id, message.offset
+            ));
         }
     }
 }

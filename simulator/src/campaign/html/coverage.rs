@@ -4,8 +4,8 @@
 
 use std::fmt::{self, Write};
 
-use super::escape;
-use crate::campaign::report::CampaignReport;
+use crate::campaign::report::{CampaignReport, RunVerdict};
+use crate::html::{close_table_section, escape, open_section};
 
 /// Write the coverage section.
 pub(super) fn write_coverage(out: &mut String, report: &CampaignReport) -> fmt::Result {
@@ -18,8 +18,7 @@ pub(super) fn write_coverage(out: &mut String, report: &CampaignReport) -> fmt::
     };
     let marks = cluster::coverage::Mark::ALL;
     let never = report.marks_never_reached().len();
-    writeln!(out, "<section id=\"coverage\">")?;
-    writeln!(out, "<h2>Coverage</h2>")?;
+    open_section(out, "coverage", "Coverage")?;
     writeln!(
         out,
         "<p>{} of {} coverage marks reached; {never} never reached{}</p>",
@@ -84,10 +83,7 @@ pub(super) fn write_coverage(out: &mut String, report: &CampaignReport) -> fmt::
         }
         writeln!(out, "</tr>")?;
     }
-    writeln!(out, "</tbody>")?;
-    writeln!(out, "</table>")?;
-    writeln!(out, "</section>")?;
-    Ok(())
+    close_table_section(out)
 }
 
 /// Write the sub-campaigns section (only for a campaign that has more than one): each
@@ -98,8 +94,7 @@ pub(super) fn write_sub_campaigns(out: &mut String, report: &CampaignReport) -> 
     }
     let total_ms: f64 = report.runs.iter().map(|run| run.wall_ms).sum::<f64>().max(1e-9);
     let total_weight: f64 = report.sub_campaigns.iter().map(|sub| sub.sub.weight).sum();
-    writeln!(out, "<section id=\"sub-campaigns\">")?;
-    writeln!(out, "<h2>Sub-campaigns</h2>")?;
+    open_section(out, "sub-campaigns", "Sub-campaigns")?;
     writeln!(out, "<table>")?;
     writeln!(
         out,
@@ -109,10 +104,7 @@ pub(super) fn write_sub_campaigns(out: &mut String, report: &CampaignReport) -> 
     writeln!(out, "<tbody>")?;
     for sub in &report.sub_campaigns {
         let runs: Vec<_> = report.runs.iter().filter(|run| run.campaign == sub.sub.name).collect();
-        let passed = runs
-            .iter()
-            .filter(|run| run.verdict == crate::campaign::report::RunVerdict::Pass)
-            .count();
+        let passed = runs.iter().filter(|run| run.verdict == RunVerdict::Pass).count();
         // (`sum` of no f64 is -0.0, which prints as "-0")
         let ms: f64 = runs.iter().map(|run| run.wall_ms).sum::<f64>() + 0.0;
         let mut marks: Vec<&String> = runs.iter().flat_map(|run| &run.coverage).collect();
@@ -134,8 +126,5 @@ pub(super) fn write_sub_campaigns(out: &mut String, report: &CampaignReport) -> 
             marks.len()
         )?;
     }
-    writeln!(out, "</tbody>")?;
-    writeln!(out, "</table>")?;
-    writeln!(out, "</section>")?;
-    Ok(())
+    close_table_section(out)
 }

@@ -5,8 +5,9 @@
 
 use std::fmt::{self, Write};
 
-use super::{escape, timeline_svg};
+use super::timeline_svg;
 use crate::campaign::shrink::ShrunkRepro;
+use crate::html::escape;
 
 /// Write the "Shrunk" block of one failure group.
 pub(super) fn write_shrunk(out: &mut String, repro: &ShrunkRepro) -> fmt::Result {

@@ -1,6 +1,7 @@
 //! The report page: well-formed, escaped, complete, deterministic, and rendered by Chromium when present.
+use super::chart::{nice_step, tick_label};
 use super::*;
-use crate::campaign::report::REPORT_FORMAT_VERSION;
+use crate::campaign::report::{REPORT_FORMAT_VERSION, RunRecord, RunVerdict};
 
 const VOID: [&str; 8] = ["meta", "br", "link", "img", "hr", "input", "col", "wbr"];
 

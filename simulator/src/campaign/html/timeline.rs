@@ -11,7 +11,9 @@
 
 use std::fmt::{self, Write};
 
-use super::{escape, nice_step, thousands};
+use super::chart::nice_step;
+use super::text::thousands;
+use crate::html::escape;
 use crate::trace::{Timeline, TimelineLane, TimelineMark};
 
 /// The drawing's width: the page's charts are 1,100 px wide too.
