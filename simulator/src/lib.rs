@@ -21,6 +21,7 @@ pub mod panic_report;
 pub mod profile;
 pub mod rng;
 pub mod seeds;
+pub mod signature;
 pub mod simulation;
 pub mod storage;
 pub mod storage_sweep;

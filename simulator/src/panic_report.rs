@@ -7,7 +7,7 @@
 
 use std::cell::RefCell;
 
-use crate::campaign::signature::signature;
+use crate::signature::signature;
 
 thread_local! {
     /// Where the panic hook leaves the location of a panic in a run on this thread.

@@ -2,10 +2,10 @@
 //! failing run, and the trace of a run.
 
 use clap::Parser;
-use simulator::campaign::signature::signature;
 use simulator::fault_schedule::{Fault, FaultSchedule};
 use simulator::fuzz::shrink::{ShrinkBounds, shrink};
 use simulator::fuzz::{self, FuzzArgs, Verdict};
+use simulator::signature::signature;
 
 fn args(flags: &[&str]) -> FuzzArgs {
     FuzzArgs::parse_from(std::iter::once("workload-fuzz").chain(flags.iter().copied()))

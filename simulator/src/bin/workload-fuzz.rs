@@ -106,7 +106,7 @@ fn main() -> ExitCode {
 /// `--shrink`: search for the smallest run failing the same way, write its schedule,
 /// print its repro. The exit code stays 1 (the run failed).
 fn shrink(args: &FuzzArgs, seed: u64) -> Result<i32, String> {
-    simulator::campaign::runner::install_quiet_panic_hook();
+    simulator::panic_report::install_quiet_panic_hook();
     let started = now();
     let bound = Duration::from_secs(args.shrink_seconds);
     let mut time_used = || started.elapsed().as_secs_f64() / bound.as_secs_f64().max(f64::MIN_POSITIVE);

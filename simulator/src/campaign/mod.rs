@@ -2,14 +2,13 @@
 //!
 //! [`spec_file`] reads a campaign kept in a file (sub-campaigns with weights), [`spec`]
 //! turns flags into planned runs (and a shard of them), [`runner`] runs them
-//! isolated and in parallel, [`signature`] groups failures, [`report`] is the JSON
+//! isolated and in parallel (failures grouped by `crate::signature`), [`report`] is the JSON
 //! model (and merging shards), [`html`] the page a person reads.
 
 pub mod html;
 pub mod report;
 pub mod runner;
 pub mod shrink;
-pub mod signature;
 pub mod spec;
 pub mod spec_file;
 

@@ -20,14 +20,13 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::report::{CampaignReport, REPORT_FORMAT_VERSION, RunRecord, RunVerdict, SubCampaignRecord};
-use super::signature::signature;
 use super::spec::{CampaignSpec, PlannedRun};
 use crate::fuzz::{self, Verdict};
 use crate::panic_report::describe_panic;
+use crate::signature::signature;
 
 /// Kept here for the binaries that install it through the runner (`workload-fuzz`);
 /// it lives in [`crate::panic_report`] with the panic description it feeds.
-pub use crate::panic_report::install_quiet_panic_hook;
 
 /// Make one run and describe it; `campaign` names its sub-campaign.
 pub fn execute(run: &PlannedRun, campaign: &str) -> RunRecord {

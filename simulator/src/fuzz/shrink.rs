@@ -1,7 +1,7 @@
 //! `--shrink`: from a failing run to a smaller one that fails the same way.
 //!
 //! A candidate is the failing command with one thing taken away; it is kept when it
-//! still fails with the same failure signature (`campaign::signature`: the check and
+//! still fails with the same failure signature (`crate::signature`: the check and
 //! the words of its message, numbers aside). The passes, in order, each on the best
 //! run so far:
 //!
@@ -33,8 +33,8 @@ use std::io::{self, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use super::{FuzzArgs, RunReport, Verdict};
-use crate::campaign::signature::signature;
 use crate::fault_schedule::{FaultClass, FaultSchedule};
+use crate::signature::signature;
 
 /// Candidate runs the passes after delta debugging keep for themselves: the failing
 /// tick (one run, or three fractions) and the request budget (about a dozen). Delta

@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::campaign::report::{CampaignReport, REPORT_FORMAT_VERSION, RunRecord, RunVerdict, SubCampaignRecord};
-use crate::campaign::signature::signature;
+use crate::signature::signature;
 use faults::FaultKind;
 use report::{NemesisRun, NemesisSummary};
 use workload::Mode;

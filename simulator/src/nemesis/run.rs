@@ -506,7 +506,7 @@ async fn supervise(run: Rc<Run>, finished: Rc<RefCell<bool>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::campaign::signature::signature;
+    use crate::signature::signature;
 
     #[test]
     fn a_liveness_failure_quotes_what_the_waiting_clients_were_told_without_changing_its_signature() {
