@@ -13,6 +13,10 @@
 
 use std::fmt;
 
+mod table;
+
+pub(crate) use table::{Redacted, WireField, WireTable, wire_table};
+
 /// Longest string a decoder accepts, in bytes. Four times the longest valid name or
 /// password, so a slightly over-long name still decodes and is answered with
 /// `InvalidName` (something a client can act on) rather than dropped as garbage, while a

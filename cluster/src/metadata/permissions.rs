@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::limits::PERMISSION_STREAMS_MAX;
-use crate::codec::{DecodeError, Reader, Writer};
+use crate::codec::{DecodeError, Reader, WireField, Writer};
 
 /// Permissions that apply to every stream and to user administration.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -132,6 +132,17 @@ impl Permissions {
             );
         }
         Ok(Self { global, streams })
+    }
+}
+
+/// Permissions name their own parts in a [`DecodeError`], so the field label is unused.
+impl WireField for Permissions {
+    fn encode_field(&self, w: &mut Writer) {
+        self.encode_into(w);
+    }
+
+    fn decode_field(r: &mut Reader<'_>, _field: &'static str) -> Result<Self, DecodeError> {
+        Self::decode_from(r)
     }
 }
 
