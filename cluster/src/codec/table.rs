@@ -22,67 +22,32 @@ pub(crate) trait WireField: Sized {
     fn decode_field(r: &mut Reader<'_>, field: &'static str) -> Result<Self, DecodeError>;
 }
 
-impl WireField for u32 {
-    fn encode_field(&self, w: &mut Writer) {
-        w.u32(*self);
-    }
-    fn decode_field(r: &mut Reader<'_>, field: &'static str) -> Result<Self, DecodeError> {
-        r.u32(field)
-    }
+/// `WireField` for the types the [`Writer`] and [`Reader`] have methods for: how the
+/// value `$v` is written to `$w`, and which reader method reads it back.
+macro_rules! wire_field_by_methods {
+    ($($ty:ty: |$w:ident, $v:ident| $write:expr, $read:ident;)*) => {
+        $(
+            impl WireField for $ty {
+                fn encode_field(&self, $w: &mut Writer) {
+                    let $v = self;
+                    $write;
+                }
+                fn decode_field(r: &mut Reader<'_>, field: &'static str) -> Result<Self, DecodeError> {
+                    r.$read(field)
+                }
+            }
+        )*
+    };
 }
 
-impl WireField for u64 {
-    fn encode_field(&self, w: &mut Writer) {
-        w.u64(*self);
-    }
-    fn decode_field(r: &mut Reader<'_>, field: &'static str) -> Result<Self, DecodeError> {
-        r.u64(field)
-    }
-}
-
-impl WireField for u128 {
-    fn encode_field(&self, w: &mut Writer) {
-        w.u128(*self);
-    }
-    fn decode_field(r: &mut Reader<'_>, field: &'static str) -> Result<Self, DecodeError> {
-        r.u128(field)
-    }
-}
-
-impl WireField for bool {
-    fn encode_field(&self, w: &mut Writer) {
-        w.bool(*self);
-    }
-    fn decode_field(r: &mut Reader<'_>, field: &'static str) -> Result<Self, DecodeError> {
-        r.bool(field)
-    }
-}
-
-impl WireField for String {
-    fn encode_field(&self, w: &mut Writer) {
-        w.str(self);
-    }
-    fn decode_field(r: &mut Reader<'_>, field: &'static str) -> Result<Self, DecodeError> {
-        r.string(field)
-    }
-}
-
-impl WireField for Option<String> {
-    fn encode_field(&self, w: &mut Writer) {
-        w.opt_str(self.as_deref());
-    }
-    fn decode_field(r: &mut Reader<'_>, field: &'static str) -> Result<Self, DecodeError> {
-        r.opt_string(field)
-    }
-}
-
-impl WireField for Option<bool> {
-    fn encode_field(&self, w: &mut Writer) {
-        w.opt_bool(*self);
-    }
-    fn decode_field(r: &mut Reader<'_>, field: &'static str) -> Result<Self, DecodeError> {
-        r.opt_bool(field)
-    }
+wire_field_by_methods! {
+    u32: |w, v| w.u32(*v), u32;
+    u64: |w, v| w.u64(*v), u64;
+    u128: |w, v| w.u128(*v), u128;
+    bool: |w, v| w.bool(*v), bool;
+    String: |w, v| w.str(v), string;
+    Option<String>: |w, v| w.opt_str(v.as_deref()), opt_string;
+    Option<bool>: |w, v| w.opt_bool(*v), opt_bool;
 }
 
 /// An enum [`wire_table!`] declared: `[code][fields]`, decoded back exactly.

@@ -167,27 +167,12 @@ pub(crate) fn metadata_op() -> impl Strategy<Value = MetadataOp> {
 /// Every metadata reply, every field arbitrary.
 pub(crate) fn metadata_reply() -> impl Strategy<Value = MetadataReply> {
     let id = any::<u32>;
-    let fieldless = prop::sample::select(vec![
-        MetadataReply::Ok,
-        MetadataReply::NameAlreadyExists,
-        MetadataReply::StreamNotFound,
-        MetadataReply::TopicNotFound,
-        MetadataReply::UserNotFound,
-        MetadataReply::GroupNotFound,
-        MetadataReply::TokenNotFound,
-        MetadataReply::TokenExpired,
-        MetadataReply::InvalidName,
-        MetadataReply::InvalidPassword,
-        MetadataReply::InvalidPartitionCount,
-        MetadataReply::InvalidCredentials,
-        MetadataReply::UserInactive,
-        MetadataReply::CannotModifyRoot,
-        MetadataReply::AlreadyMember,
-        MetadataReply::MemberNotFound,
-        MetadataReply::Unauthenticated,
-        MetadataReply::PermissionDenied,
-        MetadataReply::SessionRefused,
-    ]);
+    // The fieldless replies are those whose code byte alone decodes, in code order.
+    let fieldless = prop::sample::select(
+        (0..=u8::MAX)
+            .filter_map(|code| MetadataReply::decode(&[code]).ok())
+            .collect::<Vec<_>>(),
+    );
     prop_oneof![
         fieldless.boxed(),
         id().prop_map(|stream_id| MetadataReply::StreamCreated { stream_id })
@@ -370,20 +355,35 @@ pub(crate) fn metadata_state() -> impl Strategy<Value = MetadataState> {
         })
 }
 
+/// The metadata op codec.
+const METADATA_OPS: Codec<MetadataOp, DecodeError> = Codec {
+    encode: MetadataOp::encode,
+    decode: MetadataOp::decode,
+};
+
+/// The metadata state's snapshot codec.
+const METADATA_STATES: Codec<MetadataState, DecodeError> = Codec {
+    encode: MetadataState::encode_state,
+    decode: MetadataState::decode_state,
+};
+
+/// The metadata reply codec.
+const METADATA_REPLIES: Codec<MetadataReply, DecodeError> = Codec {
+    encode: MetadataReply::encode,
+    decode: MetadataReply::decode,
+};
+
 proptest! {
     #![proptest_config(config())]
 
     #[test]
     fn metadata_ops_round_trip_through_their_encoding(op in metadata_op()) {
-        prop_assert_eq!(MetadataOp::decode(&op.encode()), Ok(op));
+        METADATA_OPS.round_trips(&op)?;
     }
 
     #[test]
     fn random_bytes_never_panic_the_metadata_op_decoder(input in bytes(512), code in 0u8..24) {
-        check_canonical(&input, &MetadataOp::decode(&input), MetadataOp::encode)?;
-        // The same bytes behind a real operation code reach every field decoder.
-        let led = [&[code][..], &input].concat();
-        check_canonical(&led, &MetadataOp::decode(&led), MetadataOp::encode)?;
+        METADATA_OPS.canonical_alone_and_led(&input, code)?;
     }
 
     #[test]
@@ -392,8 +392,7 @@ proptest! {
         donor in metadata_op(),
         damage in damage(),
     ) {
-        let damaged = damage.apply(&op.encode(), &donor.encode());
-        check_canonical(&damaged, &MetadataOp::decode(&damaged), MetadataOp::encode)?;
+        let damaged = METADATA_OPS.damaged(&op, &donor.encode(), &damage)?;
         if damage.cut_to(op.encode().len()).is_some() {
             // Every op has a fixed shape after its code: a strict prefix never decodes.
             prop_assert!(MetadataOp::decode(&damaged).is_err());
@@ -418,14 +417,12 @@ proptest! {
 
     #[test]
     fn metadata_replies_round_trip_through_their_encoding(reply in metadata_reply()) {
-        prop_assert_eq!(MetadataReply::decode(&reply.encode()), Ok(reply));
+        METADATA_REPLIES.round_trips(&reply)?;
     }
 
     #[test]
     fn random_bytes_never_panic_the_metadata_reply_decoder(input in bytes(64), code in 0u8..90) {
-        check_canonical(&input, &MetadataReply::decode(&input), MetadataReply::encode)?;
-        let led = [&[code][..], &input].concat();
-        check_canonical(&led, &MetadataReply::decode(&led), MetadataReply::encode)?;
+        METADATA_REPLIES.canonical_alone_and_led(&input, code)?;
     }
 
     #[test]
@@ -434,8 +431,7 @@ proptest! {
         donor in metadata_reply(),
         damage in damage(),
     ) {
-        let damaged = damage.apply(&reply.encode(), &donor.encode());
-        check_canonical(&damaged, &MetadataReply::decode(&damaged), MetadataReply::encode)?;
+        METADATA_REPLIES.damaged(&reply, &donor.encode(), &damage)?;
     }
 
     #[test]
@@ -462,7 +458,7 @@ proptest! {
 
     #[test]
     fn random_bytes_never_panic_the_metadata_snapshot_decoder(input in bytes(4096)) {
-        check_canonical(&input, &MetadataState::decode_state(&input), MetadataState::encode_state)?;
+        METADATA_STATES.canonical(&input)?;
     }
 
     #[test]
@@ -474,12 +470,9 @@ proptest! {
         // The snapshot has no checksum of its own (the store and the transfer carry
         // one): every state it decodes to must still encode to the damaged bytes, and
         // so pass every invariant `decode_state` checks.
-        let bytes = state.encode_state();
-        let damaged = damage.apply(&bytes, &donor.encode_state());
-        let decoded = MetadataState::decode_state(&damaged);
-        check_canonical(&damaged, &decoded, MetadataState::encode_state)?;
-        if damage.cut_to(bytes.len()).is_some() {
-            prop_assert!(decoded.is_err(), "a cut snapshot decoded");
+        let damaged = METADATA_STATES.damaged(&state, &donor.encode_state(), &damage)?;
+        if damage.cut_to(state.encode_state().len()).is_some() {
+            prop_assert!(MetadataState::decode_state(&damaged).is_err(), "a cut snapshot decoded");
         }
     }
 

@@ -161,19 +161,29 @@ pub(crate) fn decode_partition_state(bytes: &[u8]) -> Result<PartitionState, Dec
     PartitionState::decode_state(bytes, OwnerFence::Enforced)
 }
 
+/// The partition op codec.
+const PARTITION_OPS: Codec<PartitionOp, DecodeError> = Codec {
+    encode: PartitionOp::encode,
+    decode: PartitionOp::decode,
+};
+
+/// The partition state's snapshot codec.
+const PARTITION_STATES: Codec<PartitionState, DecodeError> = Codec {
+    encode: PartitionState::encode_state,
+    decode: decode_partition_state,
+};
+
 proptest! {
     #![proptest_config(config())]
 
     #[test]
     fn partition_ops_round_trip_through_their_encoding(op in partition_op()) {
-        prop_assert_eq!(PartitionOp::decode(&op.encode()), Ok(op));
+        PARTITION_OPS.round_trips(&op)?;
     }
 
     #[test]
     fn random_bytes_never_panic_the_partition_op_decoder(input in bytes(512), code in 60u8..72) {
-        check_canonical(&input, &PartitionOp::decode(&input), PartitionOp::encode)?;
-        let led = [&[code][..], &input].concat();
-        check_canonical(&led, &PartitionOp::decode(&led), PartitionOp::encode)?;
+        PARTITION_OPS.canonical_alone_and_led(&input, code)?;
     }
 
     #[test]
@@ -182,8 +192,7 @@ proptest! {
         donor in partition_op(),
         damage in damage(),
     ) {
-        let damaged = damage.apply(&op.encode(), &donor.encode());
-        check_canonical(&damaged, &PartitionOp::decode(&damaged), PartitionOp::encode)?;
+        PARTITION_OPS.damaged(&op, &donor.encode(), &damage)?;
     }
 
     #[test]
@@ -218,10 +227,10 @@ proptest! {
         damage in damage(),
         input in bytes(32),
     ) {
-        prop_assert_eq!(PartitionReply::decode(&reply.encode()), Ok(reply));
-        let damaged = damage.apply(&reply.encode(), &donor.encode());
-        check_canonical(&damaged, &PartitionReply::decode(&damaged), PartitionReply::encode)?;
-        check_canonical(&input, &PartitionReply::decode(&input), PartitionReply::encode)?;
+        let codec = Codec { encode: PartitionReply::encode, decode: PartitionReply::decode };
+        codec.round_trips(&reply)?;
+        codec.damaged(&reply, &donor.encode(), &damage)?;
+        codec.canonical(&input)?;
     }
 
     #[test]
@@ -232,10 +241,10 @@ proptest! {
         input in bytes(32),
     ) {
         let request = PollRequest { offset, count };
-        prop_assert_eq!(PollRequest::decode(&request.encode()), Ok(request));
-        let damaged = damage.apply(&request.encode(), &[POLL_MESSAGES_CODE]);
-        check_canonical(&damaged, &PollRequest::decode(&damaged), PollRequest::encode)?;
-        check_canonical(&input, &PollRequest::decode(&input), PollRequest::encode)?;
+        let codec = Codec { encode: PollRequest::encode, decode: PollRequest::decode };
+        codec.round_trips(&request)?;
+        codec.damaged(&request, &[POLL_MESSAGES_CODE], &damage)?;
+        codec.canonical(&input)?;
     }
 
     #[test]
@@ -245,10 +254,10 @@ proptest! {
         damage in damage(),
         input in bytes(128),
     ) {
-        prop_assert_eq!(PolledMessage::decode(&message.encode()), Ok(message.clone()));
-        let damaged = damage.apply(&message.encode(), &donor.encode());
-        check_canonical(&damaged, &PolledMessage::decode(&damaged), PolledMessage::encode)?;
-        check_canonical(&input, &PolledMessage::decode(&input), PolledMessage::encode)?;
+        let codec = Codec { encode: PolledMessage::encode, decode: PolledMessage::decode };
+        codec.round_trips(&message)?;
+        codec.damaged(&message, &donor.encode(), &damage)?;
+        codec.canonical(&input)?;
     }
 
     #[test]
@@ -258,10 +267,10 @@ proptest! {
         damage in damage(),
         input in bytes(512),
     ) {
-        prop_assert_eq!(PollReply::decode(&reply.encode()), Ok(reply.clone()));
-        let damaged = damage.apply(&reply.encode(), &donor.encode());
-        check_canonical(&damaged, &PollReply::decode(&damaged), PollReply::encode)?;
-        check_canonical(&input, &PollReply::decode(&input), PollReply::encode)?;
+        let codec = Codec { encode: PollReply::encode, decode: PollReply::decode };
+        codec.round_trips(&reply)?;
+        codec.damaged(&reply, &donor.encode(), &damage)?;
+        codec.canonical(&input)?;
     }
 
     #[test]
@@ -289,7 +298,7 @@ proptest! {
 
     #[test]
     fn random_bytes_never_panic_the_partition_snapshot_decoder(input in bytes(4096)) {
-        check_canonical(&input, &decode_partition_state(&input), PartitionState::encode_state)?;
+        PARTITION_STATES.canonical(&input)?;
     }
 
     #[test]
@@ -298,8 +307,7 @@ proptest! {
         donor in partition_state(),
         damage in damage(),
     ) {
-        let damaged = damage.apply(&state.encode_state(), &donor.encode_state());
-        check_canonical(&damaged, &decode_partition_state(&damaged), PartitionState::encode_state)?;
+        PARTITION_STATES.damaged(&state, &donor.encode_state(), &damage)?;
     }
 
     #[test]
@@ -329,11 +337,6 @@ pub(crate) fn a_damaged_multi_segment_snapshot_decodes_to_an_error_or_to_exactly
         let decoded = decode_partition_state(&bytes);
         prop_assert_eq!(decoded.as_ref(), Ok(&state));
         let donor = multi_segment_partition_state(payload.wrapping_add(1)).encode_state();
-        let damaged = damage.apply(&bytes, &donor);
-        check_canonical(
-            &damaged,
-            &decode_partition_state(&damaged),
-            PartitionState::encode_state,
-        )
+        PARTITION_STATES.damaged(&state, &donor, &damage).map(|_| ())
     });
 }

@@ -236,6 +236,40 @@ pub(crate) fn check_canonical<T: Debug, E: Debug>(
     Ok(())
 }
 
+/// A canonical codec under test: how a value encodes and how bytes decode.
+pub(crate) struct Codec<T, E> {
+    pub(crate) encode: fn(&T) -> Vec<u8>,
+    pub(crate) decode: fn(&[u8]) -> Result<T, E>,
+}
+
+impl<T: Clone + Debug + PartialEq, E: Debug + PartialEq> Codec<T, E> {
+    /// `value`'s encoding decodes back to it.
+    pub(crate) fn round_trips(&self, value: &T) -> Result<(), TestCaseError> {
+        prop_assert_eq!((self.decode)(&(self.encode)(value)), Ok(value.clone()));
+        Ok(())
+    }
+
+    /// `bytes` decode to an error or to a value that re-encodes to exactly them.
+    pub(crate) fn canonical(&self, bytes: &[u8]) -> Result<(), TestCaseError> {
+        check_canonical(bytes, &(self.decode)(bytes), self.encode)
+    }
+
+    /// `input` is canonical alone and behind the code byte `code`, so the same bytes
+    /// reach the field decoders of a real variant.
+    pub(crate) fn canonical_alone_and_led(&self, input: &[u8], code: u8) -> Result<(), TestCaseError> {
+        self.canonical(input)?;
+        self.canonical(&[&[code][..], input].concat())
+    }
+
+    /// `value`'s encoding with `damage` (splicing from `donor`) is canonical; returns the
+    /// damaged bytes.
+    pub(crate) fn damaged(&self, value: &T, donor: &[u8], damage: &Damage) -> Result<Vec<u8>, TestCaseError> {
+        let damaged = damage.apply(&(self.encode)(value), donor);
+        self.canonical(&damaged)?;
+        Ok(damaged)
+    }
+}
+
 /// A length-prefixed field whose claim exceeds its bound must be refused by name
 /// with `TooLong` (the claim itself, not the missing bytes, is what is refused).
 pub(crate) fn check_too_long<T: Debug>(decoded: Result<T, DecodeError>, field: &str) -> Result<(), TestCaseError> {
