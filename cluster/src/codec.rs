@@ -393,6 +393,27 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Test support: `decode` refuses every strict prefix of `bytes` and, given a `pad`
+/// byte, `bytes` followed by it with exactly one trailing byte.
+#[cfg(test)]
+pub(crate) fn assert_cuts_and_padding_refused<T: fmt::Debug>(
+    bytes: &[u8],
+    pad: Option<u8>,
+    decode: impl Fn(&[u8]) -> Result<T, DecodeError>,
+) {
+    for len in 0..bytes.len() {
+        let decoded = decode(&bytes[..len]);
+        assert!(
+            decoded.is_err(),
+            "the {len}-byte prefix of {bytes:?} decoded: {decoded:?}"
+        );
+    }
+    if let Some(pad) = pad {
+        let padded = [bytes, &[pad]].concat();
+        assert_eq!(decode(&padded).err(), Some(DecodeError::TrailingBytes { count: 1 }));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

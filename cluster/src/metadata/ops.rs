@@ -310,7 +310,7 @@ mod tests {
 
     use super::super::permissions::StreamPermissions;
     use super::*;
-    use crate::codec::STRING_DECODE_BYTES_MAX;
+    use crate::codec::{STRING_DECODE_BYTES_MAX, assert_cuts_and_padding_refused};
 
     /// One op of every variant, with non-trivial field values.
     fn every_variant() -> Vec<MetadataOp> {
@@ -475,19 +475,7 @@ mod tests {
     #[test]
     fn every_truncation_of_every_op_is_rejected() {
         for op in every_variant() {
-            let bytes = op.encode();
-            for len in 0..bytes.len() {
-                assert!(
-                    MetadataOp::decode(&bytes[..len]).is_err(),
-                    "{op:?} cut at {len} decoded"
-                );
-            }
-            let mut longer = bytes.clone();
-            longer.push(0);
-            assert_eq!(
-                MetadataOp::decode(&longer),
-                Err(DecodeError::TrailingBytes { count: 1 })
-            );
+            assert_cuts_and_padding_refused(&op.encode(), Some(0), MetadataOp::decode);
         }
     }
 

@@ -305,6 +305,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
+    use crate::codec::assert_cuts_and_padding_refused;
 
     fn every_variant() -> Vec<MetadataReply> {
         let mut replies = vec![
@@ -394,16 +395,7 @@ mod tests {
     #[test]
     fn truncated_and_garbage_replies_are_rejected() {
         for reply in every_variant() {
-            let bytes = reply.encode();
-            for len in 0..bytes.len() {
-                assert!(MetadataReply::decode(&bytes[..len]).is_err(), "{reply:?} cut at {len}");
-            }
-            let mut longer = bytes;
-            longer.push(0xaa);
-            assert_eq!(
-                MetadataReply::decode(&longer),
-                Err(DecodeError::TrailingBytes { count: 1 })
-            );
+            assert_cuts_and_padding_refused(&reply.encode(), Some(0xaa), MetadataReply::decode);
         }
         assert_eq!(
             MetadataReply::decode(&[11]),

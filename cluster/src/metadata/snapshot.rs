@@ -116,58 +116,56 @@ impl MetadataState {
         let next_stream_id = r.u32("next stream id")?;
         let next_user_id = r.u32("next user id")?;
 
-        let mut streams = BTreeMap::new();
-        let mut stream_names = BTreeSet::new();
         let mut partitions_total: u64 = 0;
         let mut group_ids = BTreeSet::new();
-        for _ in 0..r.len("stream count", STREAMS_MAX)? {
-            let stream = decode_stream(&mut r, op_number_applied)?;
-            check_id(
-                streams.last_key_value().map(|(id, _)| *id),
-                stream.id,
-                next_stream_id,
-                "stream ids",
-            )?;
-            check_unique_name(&mut stream_names, &stream.name)?;
-            for partition in stream.topics.values().flat_map(|t| &t.partitions) {
-                partitions_total += 1;
-                if group_created_at_op(partition.group_id) > partitions_changed_at {
-                    return Err(DecodeError::InvalidState {
-                        what: "a partition was created after partitions last changed",
-                    });
-                }
-                if !group_ids.insert(partition.group_id) {
-                    return Err(DecodeError::InvalidState {
-                        what: "two partitions share a group id",
-                    });
-                }
-            }
-            streams.insert(stream.id, stream);
+        let streams = Scope {
+            count: ("stream count", STREAMS_MAX),
+            ids: ("stream ids", next_stream_id),
         }
+        .decode(
+            &mut r,
+            |r| decode_stream(r, op_number_applied),
+            |stream| (stream.id, &stream.name),
+            |stream| {
+                for partition in stream.topics.values().flat_map(|t| &t.partitions) {
+                    partitions_total += 1;
+                    if group_created_at_op(partition.group_id) > partitions_changed_at {
+                        return Err(DecodeError::InvalidState {
+                            what: "a partition was created after partitions last changed",
+                        });
+                    }
+                    if !group_ids.insert(partition.group_id) {
+                        return Err(DecodeError::InvalidState {
+                            what: "two partitions share a group id",
+                        });
+                    }
+                }
+                Ok(())
+            },
+        )?;
         if partitions_total > PARTITIONS_TOTAL_MAX {
             return Err(DecodeError::InvalidState {
                 what: "more partitions than PARTITIONS_TOTAL_MAX",
             });
         }
 
-        let mut users: BTreeMap<u32, User> = BTreeMap::new();
-        let mut usernames = BTreeSet::new();
-        for _ in 0..r.len("user count", USERS_MAX)? {
-            let user = decode_user(&mut r)?;
-            check_id(
-                users.last_key_value().map(|(id, _)| *id),
-                user.id,
-                next_user_id,
-                "user ids",
-            )?;
-            check_unique_name(&mut usernames, &user.username)?;
-            if user.permissions.streams.keys().any(|id| !streams.contains_key(id)) {
-                return Err(DecodeError::InvalidState {
-                    what: "a permission names a missing stream",
-                });
-            }
-            users.insert(user.id, user);
+        let users = Scope {
+            count: ("user count", USERS_MAX),
+            ids: ("user ids", next_user_id),
         }
+        .decode(
+            &mut r,
+            decode_user,
+            |user| (user.id, &user.username),
+            |user| {
+                if user.permissions.streams.keys().any(|id| !streams.contains_key(id)) {
+                    return Err(DecodeError::InvalidState {
+                        what: "a permission names a missing stream",
+                    });
+                }
+                Ok(())
+            },
+        )?;
         match users.get(&ROOT_USER_ID) {
             Some(root) if root.active && root.permissions == Permissions::full() => {}
             _ => {
@@ -196,19 +194,16 @@ fn decode_stream(r: &mut Reader<'_>, op_number_applied: u64) -> Result<Stream, D
     let name = r.string("stream name")?;
     let created_at_micros = r.u64("stream created at")?;
     let next_topic_id = r.u32("next topic id")?;
-    let mut topics = BTreeMap::new();
-    let mut names = BTreeSet::new();
-    for _ in 0..r.len("topic count", TOPICS_PER_STREAM_MAX)? {
-        let topic = decode_topic(r, op_number_applied)?;
-        check_id(
-            topics.last_key_value().map(|(id, _)| *id),
-            topic.id,
-            next_topic_id,
-            "topic ids",
-        )?;
-        check_unique_name(&mut names, &topic.name)?;
-        topics.insert(topic.id, topic);
+    let topics = Scope {
+        count: ("topic count", TOPICS_PER_STREAM_MAX),
+        ids: ("topic ids", next_topic_id),
     }
+    .decode(
+        r,
+        |r| decode_topic(r, op_number_applied),
+        |topic| (topic.id, &topic.name),
+        |_| Ok(()),
+    )?;
     Ok(Stream {
         id,
         name,
@@ -267,19 +262,16 @@ fn decode_topic(r: &mut Reader<'_>, op_number_applied: u64) -> Result<Topic, Dec
     let durability = Durability::decode_from(r)?;
     let message_expiry_micros = r.u64("message expiry")?;
     let next_group_id = r.u32("next consumer group id")?;
-    let mut consumer_groups = BTreeMap::new();
-    let mut names = BTreeSet::new();
-    for _ in 0..r.len("consumer group count", CONSUMER_GROUPS_PER_TOPIC_MAX)? {
-        let group = decode_group(r, op_number_applied)?;
-        check_id(
-            consumer_groups.last_key_value().map(|(id, _)| *id),
-            group.id,
-            next_group_id,
-            "consumer group ids",
-        )?;
-        check_unique_name(&mut names, &group.name)?;
-        consumer_groups.insert(group.id, group);
+    let consumer_groups = Scope {
+        count: ("consumer group count", CONSUMER_GROUPS_PER_TOPIC_MAX),
+        ids: ("consumer group ids", next_group_id),
     }
+    .decode(
+        r,
+        |r| decode_group(r, op_number_applied),
+        |group| (group.id, &group.name),
+        |_| Ok(()),
+    )?;
     Ok(Topic {
         id,
         name,
@@ -358,6 +350,41 @@ fn decode_user(r: &mut Reader<'_>) -> Result<User, DecodeError> {
         permissions,
         tokens,
     })
+}
+
+/// One scope of named entities in a snapshot (the streams, a stream's topics, a topic's
+/// groups, the users): how many it may hold and the counter its ids are below.
+struct Scope {
+    /// The count's field label and its bound.
+    count: (&'static str, usize),
+    /// The ids' field label and the scope's next-id counter.
+    ids: (&'static str, u32),
+}
+
+impl Scope {
+    /// `[count][entity]...`, each entity read by `decode_one`, its `(id, name)` checked
+    /// ([`check_id`], [`check_unique_name`]) and then by `check`, keyed by id.
+    fn decode<T>(
+        &self,
+        r: &mut Reader<'_>,
+        mut decode_one: impl FnMut(&mut Reader<'_>) -> Result<T, DecodeError>,
+        id_and_name: impl Fn(&T) -> (u32, &String),
+        mut check: impl FnMut(&T) -> Result<(), DecodeError>,
+    ) -> Result<BTreeMap<u32, T>, DecodeError> {
+        let (count_field, max) = self.count;
+        let (ids_field, next_id) = self.ids;
+        let mut entities = BTreeMap::new();
+        let mut names = BTreeSet::new();
+        for _ in 0..r.len(count_field, max)? {
+            let entity = decode_one(r)?;
+            let (id, name) = id_and_name(&entity);
+            check_id(entities.last_key_value().map(|(id, _)| *id), id, next_id, ids_field)?;
+            check_unique_name(&mut names, name)?;
+            check(&entity)?;
+            entities.insert(id, entity);
+        }
+        Ok(entities)
+    }
 }
 
 /// Ids must be strictly ascending (canonical order) and below the scope's counter

@@ -1,6 +1,7 @@
 //! Examples of the partition plane: codecs, the log, the rules, and the VSR machine.
 
 use super::*;
+use crate::codec::assert_cuts_and_padding_refused;
 use crate::vsr::StateMachine;
 use crate::wire::{Command, Header};
 
@@ -166,22 +167,10 @@ fn every_reply_round_trips_and_classifies() {
 #[test]
 fn truncated_or_padded_bodies_are_refused() {
     for op in every_op() {
-        let bytes = op.encode();
-        for cut in 0..bytes.len() {
-            assert!(PartitionOp::decode(&bytes[..cut]).is_err(), "{op:?} cut at {cut}");
-        }
-        let mut padded = bytes.clone();
-        padded.push(0);
-        assert_eq!(
-            PartitionOp::decode(&padded),
-            Err(DecodeError::TrailingBytes { count: 1 })
-        );
+        assert_cuts_and_padding_refused(&op.encode(), Some(0), PartitionOp::decode);
     }
     for reply in every_reply() {
-        let bytes = reply.encode();
-        for cut in 0..bytes.len() {
-            assert!(PartitionReply::decode(&bytes[..cut]).is_err(), "{reply:?} cut at {cut}");
-        }
+        assert_cuts_and_padding_refused(&reply.encode(), None, PartitionReply::decode);
     }
 }
 
@@ -835,15 +824,7 @@ fn poll_codecs_round_trip_and_refuse_trailing_bytes() {
     assert_eq!(bytes[0], POLL_MESSAGES_CODE);
     assert_eq!(POLL_MESSAGES_CODE, 70);
     assert_eq!(PollRequest::decode(&bytes), Ok(request));
-    for cut in 0..bytes.len() {
-        assert!(PollRequest::decode(&bytes[..cut]).is_err(), "cut at {cut}");
-    }
-    let mut padded = bytes.clone();
-    padded.push(0);
-    assert_eq!(
-        PollRequest::decode(&padded),
-        Err(DecodeError::TrailingBytes { count: 1 })
-    );
+    assert_cuts_and_padding_refused(&bytes, Some(0), PollRequest::decode);
     // A poll is not a committed op, and a committed op is not a poll.
     assert_eq!(
         PartitionOp::decode(&bytes),
@@ -863,12 +844,7 @@ fn poll_codecs_round_trip_and_refuse_trailing_bytes() {
     for reply in replies {
         let bytes = reply.encode();
         assert_eq!(PollReply::decode(&bytes), Ok(reply.clone()));
-        for cut in 0..bytes.len() {
-            assert!(PollReply::decode(&bytes[..cut]).is_err(), "cut at {cut}");
-        }
-        let mut padded = bytes.clone();
-        padded.push(0);
-        assert_eq!(PollReply::decode(&padded), Err(DecodeError::TrailingBytes { count: 1 }));
+        assert_cuts_and_padding_refused(&bytes, Some(0), PollReply::decode);
     }
     let message = PolledMessage {
         offset: 1,
