@@ -118,14 +118,9 @@ impl MetadataState {
 
         let mut partitions_total: u64 = 0;
         let mut group_ids = BTreeSet::new();
-        let streams = Scope {
-            count: ("stream count", STREAMS_MAX),
-            ids: ("stream ids", next_stream_id),
-        }
-        .decode(
+        let streams = Scope::new("stream count", STREAMS_MAX, "stream ids", next_stream_id).decode_checked(
             &mut r,
             |r| decode_stream(r, op_number_applied),
-            |stream| (stream.id, &stream.name),
             |stream| {
                 for partition in stream.topics.values().flat_map(|t| &t.partitions) {
                     partitions_total += 1;
@@ -149,14 +144,9 @@ impl MetadataState {
             });
         }
 
-        let users = Scope {
-            count: ("user count", USERS_MAX),
-            ids: ("user ids", next_user_id),
-        }
-        .decode(
+        let users = Scope::new("user count", USERS_MAX, "user ids", next_user_id).decode_checked(
             &mut r,
             decode_user,
-            |user| (user.id, &user.username),
             |user| {
                 if user.permissions.streams.keys().any(|id| !streams.contains_key(id)) {
                     return Err(DecodeError::InvalidState {
@@ -194,16 +184,8 @@ fn decode_stream(r: &mut Reader<'_>, op_number_applied: u64) -> Result<Stream, D
     let name = r.string("stream name")?;
     let created_at_micros = r.u64("stream created at")?;
     let next_topic_id = r.u32("next topic id")?;
-    let topics = Scope {
-        count: ("topic count", TOPICS_PER_STREAM_MAX),
-        ids: ("topic ids", next_topic_id),
-    }
-    .decode(
-        r,
-        |r| decode_topic(r, op_number_applied),
-        |topic| (topic.id, &topic.name),
-        |_| Ok(()),
-    )?;
+    let topics = Scope::new("topic count", TOPICS_PER_STREAM_MAX, "topic ids", next_topic_id)
+        .decode(r, |r| decode_topic(r, op_number_applied))?;
     Ok(Stream {
         id,
         name,
@@ -262,16 +244,13 @@ fn decode_topic(r: &mut Reader<'_>, op_number_applied: u64) -> Result<Topic, Dec
     let durability = Durability::decode_from(r)?;
     let message_expiry_micros = r.u64("message expiry")?;
     let next_group_id = r.u32("next consumer group id")?;
-    let consumer_groups = Scope {
-        count: ("consumer group count", CONSUMER_GROUPS_PER_TOPIC_MAX),
-        ids: ("consumer group ids", next_group_id),
-    }
-    .decode(
-        r,
-        |r| decode_group(r, op_number_applied),
-        |group| (group.id, &group.name),
-        |_| Ok(()),
-    )?;
+    let consumer_groups = Scope::new(
+        "consumer group count",
+        CONSUMER_GROUPS_PER_TOPIC_MAX,
+        "consumer group ids",
+        next_group_id,
+    )
+    .decode(r, |r| decode_group(r, op_number_applied))?;
     Ok(Topic {
         id,
         name,
@@ -352,36 +331,77 @@ fn decode_user(r: &mut Reader<'_>) -> Result<User, DecodeError> {
     })
 }
 
+/// An entity a snapshot keys by id within its scope, whose name is unique there.
+trait Named {
+    fn id(&self) -> u32;
+    fn name(&self) -> &str;
+}
+
+/// `Named` for entities whose name field is `$name`.
+macro_rules! named {
+    ($($entity:ty => $name:ident),* $(,)?) => {
+        $(
+            impl Named for $entity {
+                fn id(&self) -> u32 {
+                    self.id
+                }
+                fn name(&self) -> &str {
+                    &self.$name
+                }
+            }
+        )*
+    };
+}
+
+named!(Stream => name, Topic => name, ConsumerGroup => name, User => username);
+
 /// One scope of named entities in a snapshot (the streams, a stream's topics, a topic's
-/// groups, the users): how many it may hold and the counter its ids are below.
+/// groups, the users): the label and bound of its count, and the label of its ids and
+/// the next-id counter they are below.
 struct Scope {
-    /// The count's field label and its bound.
-    count: (&'static str, usize),
-    /// The ids' field label and the scope's next-id counter.
-    ids: (&'static str, u32),
+    count_field: &'static str,
+    max: usize,
+    ids_field: &'static str,
+    next_id: u32,
 }
 
 impl Scope {
-    /// `[count][entity]...`, each entity read by `decode_one`, its `(id, name)` checked
-    /// ([`check_id`], [`check_unique_name`]) and then by `check`, keyed by id.
-    fn decode<T>(
+    fn new(count_field: &'static str, max: usize, ids_field: &'static str, next_id: u32) -> Self {
+        Self {
+            count_field,
+            max,
+            ids_field,
+            next_id,
+        }
+    }
+
+    /// `[count][entity]...`, each entity read by `decode_one` and its id and name
+    /// checked ([`check_id`], [`check_unique_name`]), keyed by id.
+    fn decode<T: Named>(
+        &self,
+        r: &mut Reader<'_>,
+        decode_one: impl FnMut(&mut Reader<'_>) -> Result<T, DecodeError>,
+    ) -> Result<BTreeMap<u32, T>, DecodeError> {
+        self.decode_checked(r, decode_one, |_| Ok(()))
+    }
+
+    /// As [`Scope::decode`], each entity then checked by `check` (an invariant of its
+    /// scope) before it is kept.
+    fn decode_checked<T: Named>(
         &self,
         r: &mut Reader<'_>,
         mut decode_one: impl FnMut(&mut Reader<'_>) -> Result<T, DecodeError>,
-        id_and_name: impl Fn(&T) -> (u32, &String),
         mut check: impl FnMut(&T) -> Result<(), DecodeError>,
     ) -> Result<BTreeMap<u32, T>, DecodeError> {
-        let (count_field, max) = self.count;
-        let (ids_field, next_id) = self.ids;
         let mut entities = BTreeMap::new();
         let mut names = BTreeSet::new();
-        for _ in 0..r.len(count_field, max)? {
+        for _ in 0..r.len(self.count_field, self.max)? {
             let entity = decode_one(r)?;
-            let (id, name) = id_and_name(&entity);
-            check_id(entities.last_key_value().map(|(id, _)| *id), id, next_id, ids_field)?;
-            check_unique_name(&mut names, name)?;
+            let previous = entities.last_key_value().map(|(id, _)| *id);
+            check_id(previous, entity.id(), self.next_id, self.ids_field)?;
+            check_unique_name(&mut names, entity.name())?;
             check(&entity)?;
-            entities.insert(id, entity);
+            entities.insert(entity.id(), entity);
         }
         Ok(entities)
     }
