@@ -11,6 +11,7 @@
 //! semantic validation (a decoded name may still be an invalid name; the state
 //! machine answers that with a reply a client can act on).
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 mod table;
@@ -380,6 +381,29 @@ impl<'a> Reader<'a> {
         } else {
             Ok(None)
         }
+    }
+
+    /// A count-prefixed map (at most `max` entries), each entry read by `entry` and
+    /// then checked: its key must be above the previous one (the canonical order; else
+    /// [`DecodeError::NonCanonical`] naming `keys_field`), then `check` must accept it.
+    pub(crate) fn ascending_map<K: Ord, V>(
+        &mut self,
+        count_field: &'static str,
+        max: usize,
+        keys_field: &'static str,
+        mut entry: impl FnMut(&mut Self) -> Result<(K, V), DecodeError>,
+        mut check: impl FnMut(&V) -> Result<(), DecodeError>,
+    ) -> Result<BTreeMap<K, V>, DecodeError> {
+        let mut map = BTreeMap::new();
+        for _ in 0..self.len(count_field, max)? {
+            let (key, value) = entry(self)?;
+            if map.last_key_value().is_some_and(|(last, _)| *last >= key) {
+                return Err(DecodeError::NonCanonical { field: keys_field });
+            }
+            check(&value)?;
+            map.insert(key, value);
+        }
+        Ok(map)
     }
 
     /// Succeeds only if every byte was consumed.
