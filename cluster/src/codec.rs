@@ -10,6 +10,9 @@
 //! are the contract), checksums (the frame envelope in `wire` carries those), or
 //! semantic validation (a decoded name may still be an invalid name; the state
 //! machine answers that with a reply a client can act on).
+//!
+//! The ops and replies are tagged enums declared once each with [`wire_table!`]
+//! (`codec/table.rs`), whose fields encode through [`WireField`].
 
 use std::collections::BTreeMap;
 use std::fmt;
