@@ -10,8 +10,16 @@
 //! are the contract), checksums (the frame envelope in `wire` carries those), or
 //! semantic validation (a decoded name may still be an invalid name; the state
 //! machine answers that with a reply a client can act on).
+//!
+//! The ops and replies are tagged enums declared once each with [`wire_table!`]
+//! (`codec/table.rs`), whose fields encode through [`WireField`].
 
+use std::collections::BTreeMap;
 use std::fmt;
+
+mod table;
+
+pub(crate) use table::{Redacted, WireField, WireTable, wire_table};
 
 /// Longest string a decoder accepts, in bytes. Four times the longest valid name or
 /// password, so a slightly over-long name still decodes and is answered with
@@ -378,6 +386,29 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// A count-prefixed map (at most `max` entries), each entry read by `entry` and
+    /// then checked: its key must be above the previous one (the canonical order; else
+    /// [`DecodeError::NonCanonical`] naming `keys_field`), then `check` must accept it.
+    pub(crate) fn ascending_map<K: Ord, V>(
+        &mut self,
+        count_field: &'static str,
+        max: usize,
+        keys_field: &'static str,
+        mut entry: impl FnMut(&mut Self) -> Result<(K, V), DecodeError>,
+        mut check: impl FnMut(&V) -> Result<(), DecodeError>,
+    ) -> Result<BTreeMap<K, V>, DecodeError> {
+        let mut map = BTreeMap::new();
+        for _ in 0..self.len(count_field, max)? {
+            let (key, value) = entry(self)?;
+            if map.last_key_value().is_some_and(|(last, _)| *last >= key) {
+                return Err(DecodeError::NonCanonical { field: keys_field });
+            }
+            check(&value)?;
+            map.insert(key, value);
+        }
+        Ok(map)
+    }
+
     /// Succeeds only if every byte was consumed.
     pub(crate) fn finish(self) -> Result<(), DecodeError> {
         let count = self.bytes.len() - self.offset;
@@ -386,6 +417,27 @@ impl<'a> Reader<'a> {
         } else {
             Err(DecodeError::TrailingBytes { count })
         }
+    }
+}
+
+/// Test support: `decode` refuses every strict prefix of `bytes` and, given a `pad`
+/// byte, `bytes` followed by it with exactly one trailing byte.
+#[cfg(test)]
+pub(crate) fn assert_cuts_and_padding_refused<T: fmt::Debug>(
+    bytes: &[u8],
+    pad: Option<u8>,
+    decode: impl Fn(&[u8]) -> Result<T, DecodeError>,
+) {
+    for len in 0..bytes.len() {
+        let decoded = decode(&bytes[..len]);
+        assert!(
+            decoded.is_err(),
+            "the {len}-byte prefix of {bytes:?} decoded: {decoded:?}"
+        );
+    }
+    if let Some(pad) = pad {
+        let padded = [bytes, &[pad]].concat();
+        assert_eq!(decode(&padded).err(), Some(DecodeError::TrailingBytes { count: 1 }));
     }
 }
 

@@ -129,7 +129,10 @@ mod tests {
         Need::SelfOrManageUsers(2),
     ];
 
-    fn only_stream(id: u32, stream: StreamPermissions) -> Permissions {
+    /// Permissions on stream `id` alone: the default ones with `grant` applied.
+    fn only_stream(id: u32, grant: fn(&mut StreamPermissions)) -> Permissions {
+        let mut stream = StreamPermissions::default();
+        grant(&mut stream);
         Permissions {
             global: GlobalPermissions::default(),
             streams: [(id, stream)].into(),
@@ -147,23 +150,11 @@ mod tests {
 
     #[test]
     fn stream_permissions_cover_their_stream_only() {
-        let read = only_stream(
-            3,
-            StreamPermissions {
-                read: true,
-                ..Default::default()
-            },
-        );
+        let read = only_stream(3, |stream| stream.read = true);
         assert!(read.allows(1, Need::Read(3)));
         assert!(!read.allows(1, Need::Read(4)));
         assert!(!read.allows(1, Need::Write(3)));
-        let write = only_stream(
-            3,
-            StreamPermissions {
-                write: true,
-                ..Default::default()
-            },
-        );
+        let write = only_stream(3, |stream| stream.write = true);
         assert!(write.allows(1, Need::Write(3)));
         assert!(!write.allows(1, Need::Read(3)));
         assert!(!write.allows(1, Need::ManageTopics(3)));

@@ -6,6 +6,8 @@
 //! Does not model: per-user quotas or rate limits, or bounds on message data (those
 //! belong to the partition plane).
 
+use crate::codec::{DecodeError, Reader, WireField, Writer};
+
 /// Most streams in a cluster. Each stream holds topics and each topic at least one
 /// partition (a VSR group of its own), so streams are few in practice; the bound keeps
 /// the linear name checks and the snapshot small.
@@ -130,6 +132,17 @@ impl Limit {
             Limit::Ids => u64::from(u32::MAX),
             Limit::MembersPerGroup => MEMBERS_PER_GROUP_MAX as u64,
         }
+    }
+}
+
+impl WireField for Limit {
+    fn encode_field(&self, w: &mut Writer) {
+        w.u8(self.code());
+    }
+
+    fn decode_field(r: &mut Reader<'_>, field: &'static str) -> Result<Self, DecodeError> {
+        let code = r.u8(field)?;
+        Limit::from_code(code).ok_or(DecodeError::UnknownCode { field, code })
     }
 }
 

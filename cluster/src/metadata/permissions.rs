@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::limits::PERMISSION_STREAMS_MAX;
-use crate::codec::{DecodeError, Reader, Writer};
+use crate::codec::{DecodeError, Reader, WireField, Writer};
 
 /// Permissions that apply to every stream and to user administration.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -26,23 +26,21 @@ pub struct GlobalPermissions {
 
 impl GlobalPermissions {
     fn bits(self) -> u8 {
-        u8::from(self.manage_streams)
-            | u8::from(self.read_streams) << 1
-            | u8::from(self.manage_users) << 2
-            | u8::from(self.read_users) << 3
+        pack_flags([
+            self.manage_streams,
+            self.read_streams,
+            self.manage_users,
+            self.read_users,
+        ])
     }
 
     fn from_bits(bits: u8) -> Result<Self, DecodeError> {
-        if bits & !0b1111 != 0 {
-            return Err(DecodeError::NonCanonical {
-                field: "global permission bits",
-            });
-        }
+        let [manage_streams, read_streams, manage_users, read_users] = unpack_flags(bits, "global permission bits")?;
         Ok(Self {
-            manage_streams: bits & 1 != 0,
-            read_streams: bits & 1 << 1 != 0,
-            manage_users: bits & 1 << 2 != 0,
-            read_users: bits & 1 << 3 != 0,
+            manage_streams,
+            read_streams,
+            manage_users,
+            read_users,
         })
     }
 }
@@ -60,21 +58,33 @@ pub struct StreamPermissions {
 
 impl StreamPermissions {
     fn bits(self) -> u8 {
-        u8::from(self.manage_topics) | u8::from(self.read) << 1 | u8::from(self.write) << 2
+        pack_flags([self.manage_topics, self.read, self.write])
     }
 
     fn from_bits(bits: u8) -> Result<Self, DecodeError> {
-        if bits & !0b111 != 0 {
-            return Err(DecodeError::NonCanonical {
-                field: "stream permission bits",
-            });
-        }
+        let [manage_topics, read, write] = unpack_flags(bits, "stream permission bits")?;
         Ok(Self {
-            manage_topics: bits & 1 != 0,
-            read: bits & 1 << 1 != 0,
-            write: bits & 1 << 2 != 0,
+            manage_topics,
+            read,
+            write,
         })
     }
+}
+
+/// Flags as bits, the first flag in the lowest bit.
+fn pack_flags<const N: usize>(flags: [bool; N]) -> u8 {
+    flags
+        .iter()
+        .enumerate()
+        .fold(0, |bits, (bit, &set)| bits | u8::from(set) << bit)
+}
+
+/// The inverse of [`pack_flags`]; a bit above the `N` flags is not canonical.
+fn unpack_flags<const N: usize>(bits: u8, field: &'static str) -> Result<[bool; N], DecodeError> {
+    if u32::from(bits) >> N != 0 {
+        return Err(DecodeError::NonCanonical { field });
+    }
+    Ok(std::array::from_fn(|bit| bits & 1 << bit != 0))
 }
 
 /// A user's permissions. [`Permissions::default`] grants nothing.
@@ -132,6 +142,17 @@ impl Permissions {
             );
         }
         Ok(Self { global, streams })
+    }
+}
+
+/// Permissions name their own parts in a [`DecodeError`], so the field label is unused.
+impl WireField for Permissions {
+    fn encode_field(&self, w: &mut Writer) {
+        self.encode_into(w);
+    }
+
+    fn decode_field(r: &mut Reader<'_>, _field: &'static str) -> Result<Self, DecodeError> {
+        Self::decode_from(r)
     }
 }
 

@@ -12,121 +12,129 @@
 //! `TransientNotCommitted`, redirects to the primary) which the request path produces
 //! without ever applying an op, or malformed requests, which never become ops.
 
-use std::fmt;
-
 use super::limits::Limit;
-use crate::codec::{DecodeError, Reader, Writer};
+use crate::codec::{DecodeError, Redacted, WireTable, wire_table};
 
-/// The answer to one applied op. Success variants come first.
-#[derive(Clone, PartialEq, Eq)]
-pub enum MetadataReply {
-    /// Done; nothing to report.
-    Ok,
-    /// `CreateStream` succeeded.
-    StreamCreated {
-        /// The new stream's id.
-        stream_id: u32,
-    },
-    /// `CreateTopic` succeeded.
-    TopicCreated {
-        /// The new topic's id within its stream.
-        topic_id: u32,
-    },
-    /// `CreateUser` succeeded.
-    UserCreated {
-        /// The new user's id.
-        user_id: u32,
-    },
-    /// `CreatePersonalAccessToken` succeeded. The only place the token appears: the
-    /// state keeps its hash. (A duplicate request is answered from the client table
-    /// with these same bytes, so the token is replayed, not regenerated.)
-    TokenCreated {
-        /// The token to present to `LoginWithPersonalAccessToken`.
-        token: String,
-    },
-    /// A login succeeded and opened a session for the client that sent it.
-    LoggedIn {
-        /// Who the session acts as.
-        user_id: u32,
-        /// The session's id (the login's op number).
-        session: u64,
-        /// What the client presents to bind the session on another node (a credential:
-        /// never logged).
-        secret: u128,
-    },
-    /// `CreateConsumerGroup` succeeded.
-    GroupCreated {
-        /// The new group's id within its topic.
-        group_id: u32,
-    },
-    /// `CreatePartitions` succeeded: the new partitions are `first_partition_id..` up to
-    /// the count asked for, each replicated by group
-    /// `partition_group_id(reply header op, id)`.
-    PartitionsCreated {
-        /// The id of the first new partition (the topic's partition count before).
-        first_partition_id: u32,
-    },
-    /// `JoinConsumerGroup` succeeded.
-    Joined {
-        /// The group's generation after the join.
-        generation: u64,
-    },
-    /// `LeaveConsumerGroup` succeeded.
-    Left {
-        /// The group's generation after the leave.
-        generation: u64,
-    },
-    /// The name is already used in its scope.
-    NameAlreadyExists,
-    /// No stream has that id.
-    StreamNotFound,
-    /// The stream has no topic with that id.
-    TopicNotFound,
-    /// No user has that id.
-    UserNotFound,
-    /// The topic has no consumer group with that id.
-    GroupNotFound,
-    /// The user has no token with that name.
-    TokenNotFound,
-    /// The token exists but its expiry has passed (at the op's timestamp).
-    TokenExpired,
-    /// The name is empty, too long or has control characters.
-    InvalidName,
-    /// The password is empty or too long.
-    InvalidPassword,
-    /// A topic needs 1 to `PARTITIONS_PER_TOPIC_MAX` partitions: `CreateTopic` asked for
-    /// 0 or too many, `CreatePartitions` for 0 or past the maximum, or
-    /// `DeletePartitions` for 0 or all of them.
-    InvalidPartitionCount,
-    /// Username, password or token did not match.
-    InvalidCredentials,
-    /// The credentials matched but the user is deactivated.
-    UserInactive,
-    /// The root user cannot be deleted, deactivated or have its permissions changed.
-    CannotModifyRoot,
-    /// A bound was reached; nothing changed.
-    LimitReached {
-        /// Which bound.
-        what: Limit,
-    },
-    /// `JoinConsumerGroup` named a member the group already has.
-    AlreadyMember,
-    /// `LeaveConsumerGroup` named a member the group does not have.
-    MemberNotFound,
-    /// A `BindSession` succeeded: the node now knows its sender as the session's client.
-    /// Answered by a node from its applied metadata, never an applied op.
-    SessionBound {
-        /// Who the session acts as.
-        user_id: u32,
-    },
-    /// The client has no session (never logged in, or it closed), or its user was
-    /// deleted or deactivated since: log in.
-    Unauthenticated,
-    /// The session's user lacks the permission the op needs.
-    PermissionDenied,
-    /// A `BindSession` named a session the node's applied metadata does not hold for
-    /// that client, or with another secret: log in again.
-    SessionRefused,
+wire_table! {
+    /// The answer to one applied op. Success variants come first.
+    #[derive(Clone, PartialEq, Eq)]
+    pub enum MetadataReply {
+        code_label: "reply code",
+        redacted: Redacted,
+        // Replies always printed on one line, `{:#?}` too.
+        debug: one_line,
+        /// The stable byte identifying this variant (see the `code` table; append-only).
+        fn reply_code;
+        variants: {
+            /// Done; nothing to report.
+            Ok = code::OK,
+            /// `CreateStream` succeeded.
+            StreamCreated = code::STREAM_CREATED {
+                /// The new stream's id.
+                stream_id: u32 = "stream id",
+            },
+            /// `CreateTopic` succeeded.
+            TopicCreated = code::TOPIC_CREATED {
+                /// The new topic's id within its stream.
+                topic_id: u32 = "topic id",
+            },
+            /// `CreateUser` succeeded.
+            UserCreated = code::USER_CREATED {
+                /// The new user's id.
+                user_id: u32 = "user id",
+            },
+            /// `CreatePersonalAccessToken` succeeded. The only place the token appears: the
+            /// state keeps its hash. (A duplicate request is answered from the client table
+            /// with these same bytes, so the token is replayed, not regenerated.)
+            TokenCreated = code::TOKEN_CREATED {
+                /// The token to present to `LoginWithPersonalAccessToken`.
+                token: String = "token" [redacted],
+            },
+            /// A login succeeded and opened a session for the client that sent it.
+            LoggedIn = code::LOGGED_IN {
+                /// Who the session acts as.
+                user_id: u32 = "user id",
+                /// The session's id (the login's op number).
+                session: u64 = "session id",
+                /// What the client presents to bind the session on another node (a credential:
+                /// never logged).
+                secret: u128 = "session secret" [redacted],
+            },
+            /// `CreateConsumerGroup` succeeded.
+            GroupCreated = code::GROUP_CREATED {
+                /// The new group's id within its topic.
+                group_id: u32 = "consumer group id",
+            },
+            /// `CreatePartitions` succeeded: the new partitions are `first_partition_id..` up to
+            /// the count asked for, each replicated by group
+            /// `partition_group_id(reply header op, id)`.
+            PartitionsCreated = code::PARTITIONS_CREATED {
+                /// The id of the first new partition (the topic's partition count before).
+                first_partition_id: u32 = "first partition id",
+            },
+            /// `JoinConsumerGroup` succeeded.
+            Joined = code::JOINED {
+                /// The group's generation after the join.
+                generation: u64 = "generation",
+            },
+            /// `LeaveConsumerGroup` succeeded.
+            Left = code::LEFT {
+                /// The group's generation after the leave.
+                generation: u64 = "generation",
+            },
+            /// The name is already used in its scope.
+            NameAlreadyExists = code::NAME_ALREADY_EXISTS,
+            /// No stream has that id.
+            StreamNotFound = code::STREAM_NOT_FOUND,
+            /// The stream has no topic with that id.
+            TopicNotFound = code::TOPIC_NOT_FOUND,
+            /// No user has that id.
+            UserNotFound = code::USER_NOT_FOUND,
+            /// The topic has no consumer group with that id.
+            GroupNotFound = code::GROUP_NOT_FOUND,
+            /// The user has no token with that name.
+            TokenNotFound = code::TOKEN_NOT_FOUND,
+            /// The token exists but its expiry has passed (at the op's timestamp).
+            TokenExpired = code::TOKEN_EXPIRED,
+            /// The name is empty, too long or has control characters.
+            InvalidName = code::INVALID_NAME,
+            /// The password is empty or too long.
+            InvalidPassword = code::INVALID_PASSWORD,
+            /// A topic needs 1 to `PARTITIONS_PER_TOPIC_MAX` partitions: `CreateTopic` asked for
+            /// 0 or too many, `CreatePartitions` for 0 or past the maximum, or
+            /// `DeletePartitions` for 0 or all of them.
+            InvalidPartitionCount = code::INVALID_PARTITION_COUNT,
+            /// Username, password or token did not match.
+            InvalidCredentials = code::INVALID_CREDENTIALS,
+            /// The credentials matched but the user is deactivated.
+            UserInactive = code::USER_INACTIVE,
+            /// The root user cannot be deleted, deactivated or have its permissions changed.
+            CannotModifyRoot = code::CANNOT_MODIFY_ROOT,
+            /// A bound was reached; nothing changed.
+            LimitReached = code::LIMIT_REACHED {
+                /// Which bound.
+                what: Limit = "limit",
+            },
+            /// `JoinConsumerGroup` named a member the group already has.
+            AlreadyMember = code::ALREADY_MEMBER,
+            /// `LeaveConsumerGroup` named a member the group does not have.
+            MemberNotFound = code::MEMBER_NOT_FOUND,
+            /// A `BindSession` succeeded: the node now knows its sender as the session's client.
+            /// Answered by a node from its applied metadata, never an applied op.
+            SessionBound = code::SESSION_BOUND {
+                /// Who the session acts as.
+                user_id: u32 = "user id",
+            },
+            /// The client has no session (never logged in, or it closed), or its user was
+            /// deleted or deactivated since: log in.
+            Unauthenticated = code::UNAUTHENTICATED,
+            /// The session's user lacks the permission the op needs.
+            PermissionDenied = code::PERMISSION_DENIED,
+            /// A `BindSession` named a session the node's applied metadata does not hold for
+            /// that client, or with another secret: log in again.
+            SessionRefused = code::SESSION_REFUSED,
+        }
+    }
 }
 
 /// A reply's class without its fields, for workloads and metrics to count by.
@@ -281,185 +289,14 @@ impl MetadataReply {
         self.outcome() == Outcome::Ok
     }
 
-    /// The stable byte identifying this variant (see the `code` table; append-only).
-    pub fn reply_code(&self) -> u8 {
-        match self {
-            MetadataReply::Ok => code::OK,
-            MetadataReply::StreamCreated { .. } => code::STREAM_CREATED,
-            MetadataReply::TopicCreated { .. } => code::TOPIC_CREATED,
-            MetadataReply::UserCreated { .. } => code::USER_CREATED,
-            MetadataReply::TokenCreated { .. } => code::TOKEN_CREATED,
-            MetadataReply::LoggedIn { .. } => code::LOGGED_IN,
-            MetadataReply::GroupCreated { .. } => code::GROUP_CREATED,
-            MetadataReply::PartitionsCreated { .. } => code::PARTITIONS_CREATED,
-            MetadataReply::Joined { .. } => code::JOINED,
-            MetadataReply::Left { .. } => code::LEFT,
-            MetadataReply::NameAlreadyExists => code::NAME_ALREADY_EXISTS,
-            MetadataReply::StreamNotFound => code::STREAM_NOT_FOUND,
-            MetadataReply::TopicNotFound => code::TOPIC_NOT_FOUND,
-            MetadataReply::UserNotFound => code::USER_NOT_FOUND,
-            MetadataReply::GroupNotFound => code::GROUP_NOT_FOUND,
-            MetadataReply::TokenNotFound => code::TOKEN_NOT_FOUND,
-            MetadataReply::TokenExpired => code::TOKEN_EXPIRED,
-            MetadataReply::InvalidName => code::INVALID_NAME,
-            MetadataReply::InvalidPassword => code::INVALID_PASSWORD,
-            MetadataReply::InvalidPartitionCount => code::INVALID_PARTITION_COUNT,
-            MetadataReply::InvalidCredentials => code::INVALID_CREDENTIALS,
-            MetadataReply::UserInactive => code::USER_INACTIVE,
-            MetadataReply::CannotModifyRoot => code::CANNOT_MODIFY_ROOT,
-            MetadataReply::LimitReached { .. } => code::LIMIT_REACHED,
-            MetadataReply::AlreadyMember => code::ALREADY_MEMBER,
-            MetadataReply::MemberNotFound => code::MEMBER_NOT_FOUND,
-            MetadataReply::SessionBound { .. } => code::SESSION_BOUND,
-            MetadataReply::Unauthenticated => code::UNAUTHENTICATED,
-            MetadataReply::PermissionDenied => code::PERMISSION_DENIED,
-            MetadataReply::SessionRefused => code::SESSION_REFUSED,
-        }
-    }
-
     /// The reply's bytes: `[reply code][fields]`.
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer::new();
-        w.u8(self.reply_code());
-        match self {
-            MetadataReply::StreamCreated { stream_id } => w.u32(*stream_id),
-            MetadataReply::TopicCreated { topic_id } => w.u32(*topic_id),
-            MetadataReply::UserCreated { user_id } | MetadataReply::SessionBound { user_id } => w.u32(*user_id),
-            MetadataReply::LoggedIn {
-                user_id,
-                session,
-                secret,
-            } => {
-                w.u32(*user_id);
-                w.u64(*session);
-                w.u128(*secret);
-            }
-            MetadataReply::TokenCreated { token } => w.str(token),
-            MetadataReply::GroupCreated { group_id } => w.u32(*group_id),
-            MetadataReply::PartitionsCreated { first_partition_id } => w.u32(*first_partition_id),
-            MetadataReply::Joined { generation } | MetadataReply::Left { generation } => w.u64(*generation),
-            MetadataReply::LimitReached { what } => w.u8(what.code()),
-            MetadataReply::Ok
-            | MetadataReply::NameAlreadyExists
-            | MetadataReply::StreamNotFound
-            | MetadataReply::TopicNotFound
-            | MetadataReply::UserNotFound
-            | MetadataReply::GroupNotFound
-            | MetadataReply::TokenNotFound
-            | MetadataReply::TokenExpired
-            | MetadataReply::InvalidName
-            | MetadataReply::InvalidPassword
-            | MetadataReply::InvalidPartitionCount
-            | MetadataReply::InvalidCredentials
-            | MetadataReply::UserInactive
-            | MetadataReply::CannotModifyRoot
-            | MetadataReply::AlreadyMember
-            | MetadataReply::MemberNotFound
-            | MetadataReply::Unauthenticated
-            | MetadataReply::PermissionDenied
-            | MetadataReply::SessionRefused => {}
-        }
-        w.finish()
+        self.encode_tagged()
     }
 
     /// Parse one reply occupying all of `bytes`. Never panics.
     pub fn decode(bytes: &[u8]) -> Result<MetadataReply, DecodeError> {
-        let mut r = Reader::new(bytes);
-        let reply = match r.u8("reply code")? {
-            code::OK => MetadataReply::Ok,
-            code::STREAM_CREATED => MetadataReply::StreamCreated {
-                stream_id: r.u32("stream id")?,
-            },
-            code::TOPIC_CREATED => MetadataReply::TopicCreated {
-                topic_id: r.u32("topic id")?,
-            },
-            code::USER_CREATED => MetadataReply::UserCreated {
-                user_id: r.u32("user id")?,
-            },
-            code::TOKEN_CREATED => MetadataReply::TokenCreated {
-                token: r.string("token")?,
-            },
-            code::LOGGED_IN => MetadataReply::LoggedIn {
-                user_id: r.u32("user id")?,
-                session: r.u64("session id")?,
-                secret: r.u128("session secret")?,
-            },
-            code::SESSION_BOUND => MetadataReply::SessionBound {
-                user_id: r.u32("user id")?,
-            },
-            code::GROUP_CREATED => MetadataReply::GroupCreated {
-                group_id: r.u32("consumer group id")?,
-            },
-            code::PARTITIONS_CREATED => MetadataReply::PartitionsCreated {
-                first_partition_id: r.u32("first partition id")?,
-            },
-            code::JOINED => MetadataReply::Joined {
-                generation: r.u64("generation")?,
-            },
-            code::LEFT => MetadataReply::Left {
-                generation: r.u64("generation")?,
-            },
-            code::NAME_ALREADY_EXISTS => MetadataReply::NameAlreadyExists,
-            code::STREAM_NOT_FOUND => MetadataReply::StreamNotFound,
-            code::TOPIC_NOT_FOUND => MetadataReply::TopicNotFound,
-            code::USER_NOT_FOUND => MetadataReply::UserNotFound,
-            code::GROUP_NOT_FOUND => MetadataReply::GroupNotFound,
-            code::TOKEN_NOT_FOUND => MetadataReply::TokenNotFound,
-            code::TOKEN_EXPIRED => MetadataReply::TokenExpired,
-            code::INVALID_NAME => MetadataReply::InvalidName,
-            code::INVALID_PASSWORD => MetadataReply::InvalidPassword,
-            code::INVALID_PARTITION_COUNT => MetadataReply::InvalidPartitionCount,
-            code::INVALID_CREDENTIALS => MetadataReply::InvalidCredentials,
-            code::USER_INACTIVE => MetadataReply::UserInactive,
-            code::CANNOT_MODIFY_ROOT => MetadataReply::CannotModifyRoot,
-            code::LIMIT_REACHED => {
-                let code = r.u8("limit")?;
-                let what = Limit::from_code(code).ok_or(DecodeError::UnknownCode { field: "limit", code })?;
-                MetadataReply::LimitReached { what }
-            }
-            code::ALREADY_MEMBER => MetadataReply::AlreadyMember,
-            code::MEMBER_NOT_FOUND => MetadataReply::MemberNotFound,
-            code::UNAUTHENTICATED => MetadataReply::Unauthenticated,
-            code::PERMISSION_DENIED => MetadataReply::PermissionDenied,
-            code::SESSION_REFUSED => MetadataReply::SessionRefused,
-            code => {
-                return Err(DecodeError::UnknownCode {
-                    field: "reply code",
-                    code,
-                });
-            }
-        };
-        r.finish()?;
-        Ok(reply)
-    }
-}
-
-impl fmt::Debug for MetadataReply {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            MetadataReply::StreamCreated { stream_id } => write!(f, "StreamCreated {{ stream_id: {stream_id} }}"),
-            MetadataReply::TopicCreated { topic_id } => write!(f, "TopicCreated {{ topic_id: {topic_id} }}"),
-            MetadataReply::UserCreated { user_id } => write!(f, "UserCreated {{ user_id: {user_id} }}"),
-            // The token is a credential: keep it out of logs.
-            MetadataReply::TokenCreated { .. } => write!(f, "TokenCreated {{ token: <redacted> }}"),
-            // The secret is a credential: keep it out of logs.
-            MetadataReply::LoggedIn { user_id, session, .. } => {
-                write!(
-                    f,
-                    "LoggedIn {{ user_id: {user_id}, session: {session}, secret: <redacted> }}"
-                )
-            }
-            MetadataReply::SessionBound { user_id } => write!(f, "SessionBound {{ user_id: {user_id} }}"),
-            MetadataReply::GroupCreated { group_id } => write!(f, "GroupCreated {{ group_id: {group_id} }}"),
-            MetadataReply::PartitionsCreated { first_partition_id } => {
-                write!(f, "PartitionsCreated {{ first_partition_id: {first_partition_id} }}")
-            }
-            MetadataReply::Joined { generation } => write!(f, "Joined {{ generation: {generation} }}"),
-            MetadataReply::Left { generation } => write!(f, "Left {{ generation: {generation} }}"),
-            MetadataReply::LimitReached { what } => write!(f, "LimitReached {{ what: {what:?} }}"),
-            // Every other variant is fieldless and prints as its outcome.
-            other => write!(f, "{:?}", other.outcome()),
-        }
+        Self::decode_tagged(bytes)
     }
 }
 
@@ -468,6 +305,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
+    use crate::codec::assert_cuts_and_padding_refused;
 
     fn every_variant() -> Vec<MetadataReply> {
         let mut replies = vec![
@@ -557,16 +395,7 @@ mod tests {
     #[test]
     fn truncated_and_garbage_replies_are_rejected() {
         for reply in every_variant() {
-            let bytes = reply.encode();
-            for len in 0..bytes.len() {
-                assert!(MetadataReply::decode(&bytes[..len]).is_err(), "{reply:?} cut at {len}");
-            }
-            let mut longer = bytes;
-            longer.push(0xaa);
-            assert_eq!(
-                MetadataReply::decode(&longer),
-                Err(DecodeError::TrailingBytes { count: 1 })
-            );
+            assert_cuts_and_padding_refused(&reply.encode(), Some(0xaa), MetadataReply::decode);
         }
         assert_eq!(
             MetadataReply::decode(&[11]),
@@ -601,5 +430,15 @@ mod tests {
             "Joined { generation: 3 }"
         );
         assert_eq!(format!("{:?}", MetadataReply::MemberNotFound), "MemberNotFound");
+        // Pinned, `{:#?}` included: a reply prints on one line.
+        let logged_in = MetadataReply::LoggedIn {
+            user_id: 1,
+            session: 2,
+            secret: 3,
+        };
+        assert_eq!(
+            format!("{logged_in:#?}"),
+            "LoggedIn { user_id: 1, session: 2, secret: <redacted> }"
+        );
     }
 }

@@ -116,58 +116,46 @@ impl MetadataState {
         let next_stream_id = r.u32("next stream id")?;
         let next_user_id = r.u32("next user id")?;
 
-        let mut streams = BTreeMap::new();
-        let mut stream_names = BTreeSet::new();
         let mut partitions_total: u64 = 0;
         let mut group_ids = BTreeSet::new();
-        for _ in 0..r.len("stream count", STREAMS_MAX)? {
-            let stream = decode_stream(&mut r, op_number_applied)?;
-            check_id(
-                streams.last_key_value().map(|(id, _)| *id),
-                stream.id,
-                next_stream_id,
-                "stream ids",
-            )?;
-            check_unique_name(&mut stream_names, &stream.name)?;
-            for partition in stream.topics.values().flat_map(|t| &t.partitions) {
-                partitions_total += 1;
-                if group_created_at_op(partition.group_id) > partitions_changed_at {
-                    return Err(DecodeError::InvalidState {
-                        what: "a partition was created after partitions last changed",
-                    });
+        let streams = Scope::new("stream count", STREAMS_MAX, "stream ids", next_stream_id).decode_checked(
+            &mut r,
+            |r| decode_stream(r, op_number_applied),
+            |stream| {
+                for partition in stream.topics.values().flat_map(|t| &t.partitions) {
+                    partitions_total += 1;
+                    if group_created_at_op(partition.group_id) > partitions_changed_at {
+                        return Err(DecodeError::InvalidState {
+                            what: "a partition was created after partitions last changed",
+                        });
+                    }
+                    if !group_ids.insert(partition.group_id) {
+                        return Err(DecodeError::InvalidState {
+                            what: "two partitions share a group id",
+                        });
+                    }
                 }
-                if !group_ids.insert(partition.group_id) {
-                    return Err(DecodeError::InvalidState {
-                        what: "two partitions share a group id",
-                    });
-                }
-            }
-            streams.insert(stream.id, stream);
-        }
+                Ok(())
+            },
+        )?;
         if partitions_total > PARTITIONS_TOTAL_MAX {
             return Err(DecodeError::InvalidState {
                 what: "more partitions than PARTITIONS_TOTAL_MAX",
             });
         }
 
-        let mut users: BTreeMap<u32, User> = BTreeMap::new();
-        let mut usernames = BTreeSet::new();
-        for _ in 0..r.len("user count", USERS_MAX)? {
-            let user = decode_user(&mut r)?;
-            check_id(
-                users.last_key_value().map(|(id, _)| *id),
-                user.id,
-                next_user_id,
-                "user ids",
-            )?;
-            check_unique_name(&mut usernames, &user.username)?;
-            if user.permissions.streams.keys().any(|id| !streams.contains_key(id)) {
-                return Err(DecodeError::InvalidState {
-                    what: "a permission names a missing stream",
-                });
-            }
-            users.insert(user.id, user);
-        }
+        let users = Scope::new("user count", USERS_MAX, "user ids", next_user_id).decode_checked(
+            &mut r,
+            decode_user,
+            |user| {
+                if user.permissions.streams.keys().any(|id| !streams.contains_key(id)) {
+                    return Err(DecodeError::InvalidState {
+                        what: "a permission names a missing stream",
+                    });
+                }
+                Ok(())
+            },
+        )?;
         match users.get(&ROOT_USER_ID) {
             Some(root) if root.active && root.permissions == Permissions::full() => {}
             _ => {
@@ -196,19 +184,8 @@ fn decode_stream(r: &mut Reader<'_>, op_number_applied: u64) -> Result<Stream, D
     let name = r.string("stream name")?;
     let created_at_micros = r.u64("stream created at")?;
     let next_topic_id = r.u32("next topic id")?;
-    let mut topics = BTreeMap::new();
-    let mut names = BTreeSet::new();
-    for _ in 0..r.len("topic count", TOPICS_PER_STREAM_MAX)? {
-        let topic = decode_topic(r, op_number_applied)?;
-        check_id(
-            topics.last_key_value().map(|(id, _)| *id),
-            topic.id,
-            next_topic_id,
-            "topic ids",
-        )?;
-        check_unique_name(&mut names, &topic.name)?;
-        topics.insert(topic.id, topic);
-    }
+    let topics = Scope::new("topic count", TOPICS_PER_STREAM_MAX, "topic ids", next_topic_id)
+        .decode(r, |r| decode_topic(r, op_number_applied))?;
     Ok(Stream {
         id,
         name,
@@ -267,19 +244,13 @@ fn decode_topic(r: &mut Reader<'_>, op_number_applied: u64) -> Result<Topic, Dec
     let durability = Durability::decode_from(r)?;
     let message_expiry_micros = r.u64("message expiry")?;
     let next_group_id = r.u32("next consumer group id")?;
-    let mut consumer_groups = BTreeMap::new();
-    let mut names = BTreeSet::new();
-    for _ in 0..r.len("consumer group count", CONSUMER_GROUPS_PER_TOPIC_MAX)? {
-        let group = decode_group(r, op_number_applied)?;
-        check_id(
-            consumer_groups.last_key_value().map(|(id, _)| *id),
-            group.id,
-            next_group_id,
-            "consumer group ids",
-        )?;
-        check_unique_name(&mut names, &group.name)?;
-        consumer_groups.insert(group.id, group);
-    }
+    let consumer_groups = Scope::new(
+        "consumer group count",
+        CONSUMER_GROUPS_PER_TOPIC_MAX,
+        "consumer group ids",
+        next_group_id,
+    )
+    .decode(r, |r| decode_group(r, op_number_applied))?;
     Ok(Topic {
         id,
         name,
@@ -358,6 +329,82 @@ fn decode_user(r: &mut Reader<'_>) -> Result<User, DecodeError> {
         permissions,
         tokens,
     })
+}
+
+/// An entity a snapshot keys by id within its scope, whose name is unique there.
+trait Named {
+    fn id(&self) -> u32;
+    fn name(&self) -> &str;
+}
+
+/// `Named` for entities whose name field is `$name`.
+macro_rules! named {
+    ($($entity:ty => $name:ident),* $(,)?) => {
+        $(
+            impl Named for $entity {
+                fn id(&self) -> u32 {
+                    self.id
+                }
+                fn name(&self) -> &str {
+                    &self.$name
+                }
+            }
+        )*
+    };
+}
+
+named!(Stream => name, Topic => name, ConsumerGroup => name, User => username);
+
+/// One scope of named entities in a snapshot (the streams, a stream's topics, a topic's
+/// groups, the users): the label and bound of its count, and the label of its ids and
+/// the next-id counter they are below.
+struct Scope {
+    count_field: &'static str,
+    max: usize,
+    ids_field: &'static str,
+    next_id: u32,
+}
+
+impl Scope {
+    fn new(count_field: &'static str, max: usize, ids_field: &'static str, next_id: u32) -> Self {
+        Self {
+            count_field,
+            max,
+            ids_field,
+            next_id,
+        }
+    }
+
+    /// `[count][entity]...`, each entity read by `decode_one` and its id and name
+    /// checked ([`check_id`], [`check_unique_name`]), keyed by id.
+    fn decode<T: Named>(
+        &self,
+        r: &mut Reader<'_>,
+        decode_one: impl FnMut(&mut Reader<'_>) -> Result<T, DecodeError>,
+    ) -> Result<BTreeMap<u32, T>, DecodeError> {
+        self.decode_checked(r, decode_one, |_| Ok(()))
+    }
+
+    /// As [`Scope::decode`], each entity then checked by `check` (an invariant of its
+    /// scope) before it is kept.
+    fn decode_checked<T: Named>(
+        &self,
+        r: &mut Reader<'_>,
+        mut decode_one: impl FnMut(&mut Reader<'_>) -> Result<T, DecodeError>,
+        mut check: impl FnMut(&T) -> Result<(), DecodeError>,
+    ) -> Result<BTreeMap<u32, T>, DecodeError> {
+        let mut entities = BTreeMap::new();
+        let mut names = BTreeSet::new();
+        for _ in 0..r.len(self.count_field, self.max)? {
+            let entity = decode_one(r)?;
+            let previous = entities.last_key_value().map(|(id, _)| *id);
+            check_id(previous, entity.id(), self.next_id, self.ids_field)?;
+            check_unique_name(&mut names, entity.name())?;
+            check(&entity)?;
+            entities.insert(entity.id(), entity);
+        }
+        Ok(entities)
+    }
 }
 
 /// Ids must be strictly ascending (canonical order) and below the scope's counter

@@ -650,28 +650,47 @@ fn consumer_groups_are_named_per_topic_and_deleted_by_id() {
 
 // ---- consumer group membership ----
 
+/// Joins member `member_id` to group 0 of topic 0 of `stream_id`.
+fn join_group_0(stream_id: u32, member_id: u32) -> MetadataOp {
+    MetadataOp::JoinConsumerGroup {
+        stream_id,
+        topic_id: 0,
+        group_id: 0,
+        member_id,
+    }
+}
+
+/// Removes member `member_id` from group 0 of topic 0 of `stream_id`.
+fn leave_group_0(stream_id: u32, member_id: u32) -> MetadataOp {
+    MetadataOp::LeaveConsumerGroup {
+        stream_id,
+        topic_id: 0,
+        group_id: 0,
+        member_id,
+    }
+}
+
+impl Replica {
+    /// Stream "s" with topic "t" of `partitions` partitions and its group "g" (id 0);
+    /// the stream's id.
+    fn stream_with_group(&mut self, partitions: u32) -> u32 {
+        let stream_id = self.create_stream("s");
+        self.create_topic(stream_id, "t", partitions);
+        self.apply(MetadataOp::CreateConsumerGroup {
+            stream_id,
+            topic_id: 0,
+            name: "g".into(),
+        });
+        stream_id
+    }
+}
+
 #[test]
 fn join_and_leave_bump_the_generation_and_refuse_duplicates_and_strangers() {
     let mut replica = Replica::new();
-    let stream_id = replica.create_stream("s");
-    replica.create_topic(stream_id, "t", 2);
-    replica.apply(MetadataOp::CreateConsumerGroup {
-        stream_id,
-        topic_id: 0,
-        name: "g".into(),
-    });
-    let join = |member_id: u32| MetadataOp::JoinConsumerGroup {
-        stream_id,
-        topic_id: 0,
-        group_id: 0,
-        member_id,
-    };
-    let leave = |member_id: u32| MetadataOp::LeaveConsumerGroup {
-        stream_id,
-        topic_id: 0,
-        group_id: 0,
-        member_id,
-    };
+    let stream_id = replica.stream_with_group(2);
+    let join = |member_id: u32| join_group_0(stream_id, member_id);
+    let leave = |member_id: u32| leave_group_0(stream_id, member_id);
     let group = |replica: &Replica| replica.state.topic(stream_id, 0).expect("topic").consumer_groups[&0].clone();
     assert_eq!(group(&replica).generation, 0);
     assert!(group(&replica).members.is_empty());
@@ -720,19 +739,8 @@ fn membership_ops_check_stream_topic_then_group() {
 #[test]
 fn a_full_group_is_limit_reached_but_a_member_can_still_leave() {
     let mut replica = Replica::new();
-    let stream_id = replica.create_stream("s");
-    replica.create_topic(stream_id, "t", 1);
-    replica.apply(MetadataOp::CreateConsumerGroup {
-        stream_id,
-        topic_id: 0,
-        name: "g".into(),
-    });
-    let join = |member_id: u32| MetadataOp::JoinConsumerGroup {
-        stream_id,
-        topic_id: 0,
-        group_id: 0,
-        member_id,
-    };
+    let stream_id = replica.stream_with_group(1);
+    let join = |member_id: u32| join_group_0(stream_id, member_id);
     let members = u32::try_from(MEMBERS_PER_GROUP_MAX).expect("a small bound");
     for member_id in 0..members {
         assert!(replica.apply(join(member_id)).is_ok());
@@ -749,12 +757,7 @@ fn a_full_group_is_limit_reached_but_a_member_can_still_leave() {
         "checked before the limit"
     );
     assert_eq!(
-        replica.apply(MetadataOp::LeaveConsumerGroup {
-            stream_id,
-            topic_id: 0,
-            group_id: 0,
-            member_id: 0,
-        }),
+        replica.apply(leave_group_0(stream_id, 0)),
         MetadataReply::Left {
             generation: u64::from(members) + 1
         }

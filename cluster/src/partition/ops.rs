@@ -15,9 +15,7 @@
 //! live in the request header), or polls, which are queries served from the primary's
 //! applied state without consensus (`poll.rs`).
 
-use crate::codec::DecodeError;
-
-use crate::codec::{Reader, Writer};
+use crate::codec::{DecodeError, Reader, WireField, WireTable, Writer, wire_table};
 
 /// The first operation code of the partition plane. Codes below it are the metadata
 /// plane's; codes are append-only and never renumbered.
@@ -93,8 +91,11 @@ impl Consumer {
             Consumer::Group { group_id, .. } => ConsumerKey::Group(group_id),
         }
     }
+}
 
-    fn encode_into(&self, w: &mut Writer) {
+/// A consumer names its own parts in a [`DecodeError`], so the field label is unused.
+impl WireField for Consumer {
+    fn encode_field(&self, w: &mut Writer) {
         match *self {
             Consumer::Single { consumer_id } => {
                 w.u8(KIND_SINGLE);
@@ -113,7 +114,7 @@ impl Consumer {
         }
     }
 
-    fn decode_from(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+    fn decode_field(r: &mut Reader<'_>, _field: &'static str) -> Result<Self, DecodeError> {
         match r.u8("consumer kind")? {
             KIND_SINGLE => Ok(Consumer::Single {
                 consumer_id: r.u32("consumer id")?,
@@ -141,60 +142,56 @@ pub struct OpShape {
     pub batch: Option<(usize, usize)>,
 }
 
-/// One partition operation, as proposed by the primary and applied by every replica.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PartitionOp {
-    /// Append a batch; replies `Appended` with the offsets it was given.
-    SendMessages {
-        /// 1 to [`MESSAGES_PER_BATCH_MAX`] messages.
-        messages: Vec<Message>,
-    },
-    /// Record where a consumer will read next (at most the log's next offset).
-    StoreConsumerOffset {
-        /// Whose offset.
-        consumer: Consumer,
-        /// The offset.
-        offset: u64,
-    },
-    /// Forget a consumer's offset; a missing one is fine.
-    DeleteConsumerOffset {
-        /// Whose offset.
-        consumer: Consumer,
-    },
-    /// Hand a group's ownership of this partition to a member at a newer generation.
-    SetGroupOwner {
-        /// The group.
-        group_id: u32,
-        /// The new owner.
-        member_id: u32,
-        /// Must be above the current generation (0 when the group has no owner yet).
-        generation: u64,
-    },
-    /// Drop every retained message (every segment's contents). The next offset, the
-    /// consumer offsets and the group owners are kept, so offsets are never reused and
-    /// a consumer's stored position stays meaningful. Replies `Ok`.
-    Purge,
-    /// Drop up to `count` of the oldest sealed segments, never the active (last) one.
-    /// Replies `SegmentsDeleted` with how many were dropped (0 for `count` 0).
-    DeleteSegments {
-        /// The most segments to drop.
-        count: u32,
-    },
+wire_table! {
+    /// One partition operation, as proposed by the primary and applied by every replica.
+    #[derive(Clone, PartialEq, Eq)]
+    pub enum PartitionOp {
+        code_label: "operation code",
+        redacted: crate::codec::Redacted,
+        /// The stable operation code (the header's `operation` byte).
+        fn operation_code;
+        variants: {
+            /// Append a batch; replies `Appended` with the offsets it was given.
+            SendMessages = CODE_SEND_MESSAGES => by_hand(encode_batch, decode_batch) {
+                /// 1 to [`MESSAGES_PER_BATCH_MAX`] messages.
+                messages: Vec<Message> = "message count",
+            },
+            /// Record where a consumer will read next (at most the log's next offset).
+            StoreConsumerOffset = CODE_STORE_CONSUMER_OFFSET {
+                /// Whose offset.
+                consumer: Consumer = "consumer",
+                /// The offset.
+                offset: u64 = "offset",
+            },
+            /// Forget a consumer's offset; a missing one is fine.
+            DeleteConsumerOffset = CODE_DELETE_CONSUMER_OFFSET {
+                /// Whose offset.
+                consumer: Consumer = "consumer",
+            },
+            /// Hand a group's ownership of this partition to a member at a newer generation.
+            SetGroupOwner = CODE_SET_GROUP_OWNER {
+                /// The group.
+                group_id: u32 = "group id",
+                /// The new owner.
+                member_id: u32 = "member id",
+                /// Must be above the current generation (0 when the group has no owner yet).
+                generation: u64 = "generation",
+            },
+            /// Drop every retained message (every segment's contents). The next offset, the
+            /// consumer offsets and the group owners are kept, so offsets are never reused and
+            /// a consumer's stored position stays meaningful. Replies `Ok`.
+            Purge = CODE_PURGE,
+            /// Drop up to `count` of the oldest sealed segments, never the active (last) one.
+            /// Replies `SegmentsDeleted` with how many were dropped (0 for `count` 0).
+            DeleteSegments = CODE_DELETE_SEGMENTS {
+                /// The most segments to drop.
+                count: u32 = "segment count",
+            },
+        }
+    }
 }
 
 impl PartitionOp {
-    /// The stable operation code (the header's `operation` byte).
-    pub fn operation_code(&self) -> u8 {
-        match self {
-            PartitionOp::SendMessages { .. } => CODE_SEND_MESSAGES,
-            PartitionOp::StoreConsumerOffset { .. } => CODE_STORE_CONSUMER_OFFSET,
-            PartitionOp::DeleteConsumerOffset { .. } => CODE_DELETE_CONSUMER_OFFSET,
-            PartitionOp::SetGroupOwner { .. } => CODE_SET_GROUP_OWNER,
-            PartitionOp::Purge => CODE_PURGE,
-            PartitionOp::DeleteSegments { .. } => CODE_DELETE_SEGMENTS,
-        }
-    }
-
     /// `[operation code][fields]`.
     pub fn encode(&self) -> Vec<u8> {
         let mut w = match self {
@@ -209,31 +206,7 @@ impl PartitionOp {
             _ => Writer::new(),
         };
         w.u8(self.operation_code());
-        match self {
-            PartitionOp::SendMessages { messages } => {
-                w.len(messages.len());
-                for message in messages {
-                    w.u128(message.id);
-                    w.bytes(&message.payload);
-                }
-            }
-            PartitionOp::StoreConsumerOffset { consumer, offset } => {
-                consumer.encode_into(&mut w);
-                w.u64(*offset);
-            }
-            PartitionOp::DeleteConsumerOffset { consumer } => consumer.encode_into(&mut w),
-            PartitionOp::SetGroupOwner {
-                group_id,
-                member_id,
-                generation,
-            } => {
-                w.u32(*group_id);
-                w.u32(*member_id);
-                w.u64(*generation);
-            }
-            PartitionOp::Purge => {}
-            PartitionOp::DeleteSegments { count } => w.u32(*count),
-        }
+        self.encode_fields(&mut w);
         let bytes = w.finish();
         debug_assert!(
             !matches!(self, PartitionOp::SendMessages { .. }) || bytes.len() == bytes.capacity(),
@@ -244,17 +217,7 @@ impl PartitionOp {
 
     /// The inverse of [`PartitionOp::encode`]; every byte must be used.
     pub fn decode(bytes: &[u8]) -> Result<PartitionOp, DecodeError> {
-        let mut messages = Vec::new();
-        let mut op = Self::decode_visiting(bytes, |id, payload| {
-            messages.push(Message {
-                id,
-                payload: payload.to_vec(),
-            });
-        })?;
-        if let PartitionOp::SendMessages { messages: decoded } = &mut op {
-            *decoded = messages;
-        }
-        Ok(op)
+        Self::decode_tagged(bytes)
     }
 
     /// What [`PartitionOp::decode`] would give, without copying a batch's payloads: the
@@ -283,45 +246,52 @@ impl PartitionOp {
 
     /// Decode `bytes`, handing each message of a batch to `on_message` (in order, the
     /// payload borrowed from `bytes`) instead of keeping it: a batch comes back with no
-    /// messages.
-    fn decode_visiting(bytes: &[u8], mut on_message: impl FnMut(u128, &[u8])) -> Result<PartitionOp, DecodeError> {
+    /// messages. Every other op is the table's.
+    fn decode_visiting(bytes: &[u8], on_message: impl FnMut(u128, &[u8])) -> Result<PartitionOp, DecodeError> {
         let mut r = Reader::new(bytes);
-        let op = match r.u8("operation code")? {
+        let op = match r.u8(Self::CODE_LABEL)? {
             CODE_SEND_MESSAGES => {
-                let count = r.len("message count", MESSAGES_PER_BATCH_MAX)?;
-                for _ in 0..count {
-                    let id = r.u128("message id")?;
-                    let payload = r.bytes_borrowed("message payload", PAYLOAD_BYTES_MAX)?;
-                    on_message(id, payload);
-                }
+                visit_messages(&mut r, on_message)?;
                 PartitionOp::SendMessages { messages: Vec::new() }
             }
-            CODE_STORE_CONSUMER_OFFSET => PartitionOp::StoreConsumerOffset {
-                consumer: Consumer::decode_from(&mut r)?,
-                offset: r.u64("offset")?,
-            },
-            CODE_DELETE_CONSUMER_OFFSET => PartitionOp::DeleteConsumerOffset {
-                consumer: Consumer::decode_from(&mut r)?,
-            },
-            CODE_SET_GROUP_OWNER => PartitionOp::SetGroupOwner {
-                group_id: r.u32("group id")?,
-                member_id: r.u32("member id")?,
-                generation: r.u64("generation")?,
-            },
-            CODE_PURGE => PartitionOp::Purge,
-            CODE_DELETE_SEGMENTS => PartitionOp::DeleteSegments {
-                count: r.u32("segment count")?,
-            },
-            code => {
-                return Err(DecodeError::UnknownCode {
-                    field: "operation code",
-                    code,
-                });
-            }
+            code => Self::decode_fields(code, &mut r)?,
         };
         r.finish()?;
         Ok(op)
     }
+
+    /// A batch's fields: `[count][id, payload]...`.
+    fn encode_batch(w: &mut Writer, messages: &[Message]) {
+        w.len(messages.len());
+        for message in messages {
+            w.u128(message.id);
+            w.bytes(&message.payload);
+        }
+    }
+
+    /// The inverse of [`PartitionOp::encode_batch`], copying the payloads.
+    fn decode_batch(r: &mut Reader<'_>) -> Result<PartitionOp, DecodeError> {
+        let mut messages = Vec::new();
+        visit_messages(r, |id, payload| {
+            messages.push(Message {
+                id,
+                payload: payload.to_vec(),
+            });
+        })?;
+        Ok(PartitionOp::SendMessages { messages })
+    }
+}
+
+/// Read a batch's `[count][id, payload]...`, handing each message to `on_message` with
+/// its payload borrowed from the input; the count is bounded before anything is read.
+fn visit_messages<'a>(r: &mut Reader<'a>, mut on_message: impl FnMut(u128, &'a [u8])) -> Result<(), DecodeError> {
+    let count = r.len("message count", MESSAGES_PER_BATCH_MAX)?;
+    for _ in 0..count {
+        let id = r.u128("message id")?;
+        let payload = r.bytes_borrowed("message payload", PAYLOAD_BYTES_MAX)?;
+        on_message(id, payload);
+    }
+    Ok(())
 }
 
 /// What a partition request with header `operation` needs on its stream `stream_id`

@@ -368,72 +368,47 @@ impl PartitionState {
         let mut r = Reader::new(bytes);
         let message_expiry_micros = r.u64("message expiry")?;
         let next_offset = r.u64("next offset")?;
-        // Segments are read into a layout and rebuilt by the log's own rules; the vector
-        // grows as segments are read, never from the claimed count.
-        let mut layout = Vec::new();
-        for _ in 0..r.len("segment count", SNAPSHOT_SEGMENTS_MAX)? {
-            let base_offset = r.u64("segment base offset")?;
-            let count = r.len("segment message count", SEGMENT_MESSAGES_MAX)?;
-            let mut messages = Vec::with_capacity(count);
-            for _ in 0..count {
-                messages.push(StoredMessage {
-                    offset: r.u64("message offset")?,
-                    timestamp_micros: r.u64("message timestamp")?,
-                    id: r.u128("message id")?,
-                    payload: r.bytes("message payload", BATCH_BYTES_MAX)?,
-                });
-            }
-            layout.push((base_offset, messages));
-        }
+        // Segments are read into a layout and rebuilt by the log's own rules.
+        let layout = decode_layout(&mut r)?;
         let log = PartitionLog::from_layout(layout, next_offset)?;
 
-        let mut consumer_offsets = BTreeMap::new();
-        for _ in 0..r.len("consumer offset count", SNAPSHOT_CONSUMER_OFFSETS_MAX)? {
-            let key = match r.u8("consumer key tag")? {
-                CONSUMER_KEY_SINGLE => ConsumerKey::Single(r.u32("consumer id")?),
-                CONSUMER_KEY_GROUP => ConsumerKey::Group(r.u32("consumer group id")?),
-                code => {
-                    return Err(DecodeError::UnknownCode {
-                        field: "consumer key tag",
-                        code,
+        let consumer_offsets = r.ascending_map(
+            "consumer offset count",
+            SNAPSHOT_CONSUMER_OFFSETS_MAX,
+            "consumer offset key",
+            |r| Ok((decode_consumer_key(r)?, r.u64("consumer offset")?)),
+            |&offset| {
+                // apply refuses an offset beyond the log, and the next offset never moves back.
+                if offset > next_offset {
+                    return Err(DecodeError::InvalidState {
+                        what: "a consumer offset beyond the next offset",
                     });
                 }
-            };
-            let offset = r.u64("consumer offset")?;
-            if consumer_offsets.last_key_value().is_some_and(|(last, _)| *last >= key) {
-                return Err(DecodeError::NonCanonical {
-                    field: "consumer offset key",
-                });
-            }
-            // apply refuses an offset beyond the log, and the next offset never moves back.
-            if offset > next_offset {
-                return Err(DecodeError::InvalidState {
-                    what: "a consumer offset beyond the next offset",
-                });
-            }
-            consumer_offsets.insert(key, offset);
-        }
-
-        let mut group_owners = BTreeMap::new();
-        for _ in 0..r.len("group owner count", SNAPSHOT_GROUP_OWNERS_MAX)? {
-            let group_id = r.u32("group owner id")?;
-            let owner = GroupOwner {
-                member_id: r.u32("group owner member")?,
-                generation: r.u64("group owner generation")?,
-            };
-            if group_owners.last_key_value().is_some_and(|(last, _)| *last >= group_id) {
-                return Err(DecodeError::NonCanonical {
-                    field: "group owner id",
-                });
-            }
-            // SetGroupOwner treats a group without owner as generation 0 and needs more.
-            if owner.generation == 0 {
-                return Err(DecodeError::InvalidState {
-                    what: "a group owner at generation 0",
-                });
-            }
-            group_owners.insert(group_id, owner);
-        }
+                Ok(())
+            },
+        )?;
+        let group_owners = r.ascending_map(
+            "group owner count",
+            SNAPSHOT_GROUP_OWNERS_MAX,
+            "group owner id",
+            |r| {
+                let group_id = r.u32("group owner id")?;
+                let owner = GroupOwner {
+                    member_id: r.u32("group owner member")?,
+                    generation: r.u64("group owner generation")?,
+                };
+                Ok((group_id, owner))
+            },
+            |owner| {
+                // SetGroupOwner treats a group without owner as generation 0 and needs more.
+                if owner.generation == 0 {
+                    return Err(DecodeError::InvalidState {
+                        what: "a group owner at generation 0",
+                    });
+                }
+                Ok(())
+            },
+        )?;
         r.finish()?;
 
         let state = PartitionState {
@@ -454,5 +429,38 @@ impl PartitionState {
     /// A checksum of the whole state, for comparing replicas.
     pub fn digest(&self) -> u128 {
         crate::wire::checksum(&self.encode_state())
+    }
+}
+
+/// The segments of a snapshot, `(base offset, messages)` each. The vector grows as
+/// segments are read, never from the claimed count.
+fn decode_layout(r: &mut Reader<'_>) -> Result<Vec<(u64, Vec<StoredMessage>)>, DecodeError> {
+    let mut layout = Vec::new();
+    for _ in 0..r.len("segment count", SNAPSHOT_SEGMENTS_MAX)? {
+        let base_offset = r.u64("segment base offset")?;
+        let count = r.len("segment message count", SEGMENT_MESSAGES_MAX)?;
+        let mut messages = Vec::with_capacity(count);
+        for _ in 0..count {
+            messages.push(StoredMessage {
+                offset: r.u64("message offset")?,
+                timestamp_micros: r.u64("message timestamp")?,
+                id: r.u128("message id")?,
+                payload: r.bytes("message payload", BATCH_BYTES_MAX)?,
+            });
+        }
+        layout.push((base_offset, messages));
+    }
+    Ok(layout)
+}
+
+/// A consumer offset's key: its tag, then the consumer's or the group's id.
+fn decode_consumer_key(r: &mut Reader<'_>) -> Result<ConsumerKey, DecodeError> {
+    match r.u8("consumer key tag")? {
+        CONSUMER_KEY_SINGLE => Ok(ConsumerKey::Single(r.u32("consumer id")?)),
+        CONSUMER_KEY_GROUP => Ok(ConsumerKey::Group(r.u32("consumer group id")?)),
+        code => Err(DecodeError::UnknownCode {
+            field: "consumer key tag",
+            code,
+        }),
     }
 }

@@ -1,6 +1,7 @@
 //! Examples of the partition plane: codecs, the log, the rules, and the VSR machine.
 
 use super::*;
+use crate::codec::assert_cuts_and_padding_refused;
 use crate::vsr::StateMachine;
 use crate::wire::{Command, Header};
 
@@ -166,22 +167,10 @@ fn every_reply_round_trips_and_classifies() {
 #[test]
 fn truncated_or_padded_bodies_are_refused() {
     for op in every_op() {
-        let bytes = op.encode();
-        for cut in 0..bytes.len() {
-            assert!(PartitionOp::decode(&bytes[..cut]).is_err(), "{op:?} cut at {cut}");
-        }
-        let mut padded = bytes.clone();
-        padded.push(0);
-        assert_eq!(
-            PartitionOp::decode(&padded),
-            Err(DecodeError::TrailingBytes { count: 1 })
-        );
+        assert_cuts_and_padding_refused(&op.encode(), Some(0), PartitionOp::decode);
     }
     for reply in every_reply() {
-        let bytes = reply.encode();
-        for cut in 0..bytes.len() {
-            assert!(PartitionReply::decode(&bytes[..cut]).is_err(), "{reply:?} cut at {cut}");
-        }
+        assert_cuts_and_padding_refused(&reply.encode(), None, PartitionReply::decode);
     }
 }
 
@@ -835,15 +824,7 @@ fn poll_codecs_round_trip_and_refuse_trailing_bytes() {
     assert_eq!(bytes[0], POLL_MESSAGES_CODE);
     assert_eq!(POLL_MESSAGES_CODE, 70);
     assert_eq!(PollRequest::decode(&bytes), Ok(request));
-    for cut in 0..bytes.len() {
-        assert!(PollRequest::decode(&bytes[..cut]).is_err(), "cut at {cut}");
-    }
-    let mut padded = bytes.clone();
-    padded.push(0);
-    assert_eq!(
-        PollRequest::decode(&padded),
-        Err(DecodeError::TrailingBytes { count: 1 })
-    );
+    assert_cuts_and_padding_refused(&bytes, Some(0), PollRequest::decode);
     // A poll is not a committed op, and a committed op is not a poll.
     assert_eq!(
         PartitionOp::decode(&bytes),
@@ -863,12 +844,7 @@ fn poll_codecs_round_trip_and_refuse_trailing_bytes() {
     for reply in replies {
         let bytes = reply.encode();
         assert_eq!(PollReply::decode(&bytes), Ok(reply.clone()));
-        for cut in 0..bytes.len() {
-            assert!(PollReply::decode(&bytes[..cut]).is_err(), "cut at {cut}");
-        }
-        let mut padded = bytes.clone();
-        padded.push(0);
-        assert_eq!(PollReply::decode(&padded), Err(DecodeError::TrailingBytes { count: 1 }));
+        assert_cuts_and_padding_refused(&bytes, Some(0), PollReply::decode);
     }
     let message = PolledMessage {
         offset: 1,
@@ -1261,6 +1237,22 @@ impl Snapshot {
         }
     }
 
+    /// [`Snapshot::two_messages`] with these consumer offsets.
+    fn with_offsets(consumer_offsets: Vec<(u8, u32, u64)>) -> Self {
+        Self {
+            consumer_offsets,
+            ..Self::two_messages()
+        }
+    }
+
+    /// [`Snapshot::two_messages`] with these group owners.
+    fn with_owners(owners: Vec<(u32, u32, u64)>) -> Self {
+        Self {
+            owners,
+            ..Self::two_messages()
+        }
+    }
+
     fn encode(&self) -> Vec<u8> {
         let mut w = crate::codec::Writer::new();
         w.u64(DAY_MICROS);
@@ -1479,25 +1471,13 @@ fn consumer_offset_keys_must_ascend_strictly_and_have_known_tags() {
         field: "consumer offset key",
     });
     // Single consumers sort before groups, whatever the ids.
-    let group_before_single = Snapshot {
-        consumer_offsets: vec![(2, 1, 0), (1, 5, 0)],
-        ..Snapshot::two_messages()
-    };
+    let group_before_single = Snapshot::with_offsets(vec![(2, 1, 0), (1, 5, 0)]);
     assert_eq!(group_before_single.decode(), non_canonical);
-    let repeated = Snapshot {
-        consumer_offsets: vec![(1, 3, 0), (1, 3, 1)],
-        ..Snapshot::two_messages()
-    };
+    let repeated = Snapshot::with_offsets(vec![(1, 3, 0), (1, 3, 1)]);
     assert_eq!(repeated.decode(), non_canonical);
-    let descending = Snapshot {
-        consumer_offsets: vec![(1, 4, 0), (1, 3, 0)],
-        ..Snapshot::two_messages()
-    };
+    let descending = Snapshot::with_offsets(vec![(1, 4, 0), (1, 3, 0)]);
     assert_eq!(descending.decode(), non_canonical);
-    let unknown_tag = Snapshot {
-        consumer_offsets: vec![(3, 1, 0)],
-        ..Snapshot::two_messages()
-    };
+    let unknown_tag = Snapshot::with_offsets(vec![(3, 1, 0)]);
     assert_eq!(
         unknown_tag.decode(),
         Err(DecodeError::UnknownCode {
@@ -1505,18 +1485,12 @@ fn consumer_offset_keys_must_ascend_strictly_and_have_known_tags() {
             code: 3
         })
     );
-    let beyond_the_log = Snapshot {
-        consumer_offsets: vec![(1, 1, 3)],
-        ..Snapshot::two_messages()
-    };
+    let beyond_the_log = Snapshot::with_offsets(vec![(1, 1, 3)]);
     assert_eq!(
         beyond_the_log.decode(),
         invalid("a consumer offset beyond the next offset")
     );
-    let ascending = Snapshot {
-        consumer_offsets: vec![(1, 3, 0), (1, 4, 2), (2, 1, 1)],
-        ..Snapshot::two_messages()
-    };
+    let ascending = Snapshot::with_offsets(vec![(1, 3, 0), (1, 4, 2), (2, 1, 1)]);
     assert!(ascending.decode().is_ok());
 }
 
@@ -1525,20 +1499,11 @@ fn group_owners_must_ascend_strictly_and_hold_a_generation() {
     let non_canonical = Err(DecodeError::NonCanonical {
         field: "group owner id",
     });
-    let descending = Snapshot {
-        owners: vec![(4, 1, 1), (2, 1, 1)],
-        ..Snapshot::two_messages()
-    };
+    let descending = Snapshot::with_owners(vec![(4, 1, 1), (2, 1, 1)]);
     assert_eq!(descending.decode(), non_canonical);
-    let repeated = Snapshot {
-        owners: vec![(4, 1, 1), (4, 2, 2)],
-        ..Snapshot::two_messages()
-    };
+    let repeated = Snapshot::with_owners(vec![(4, 1, 1), (4, 2, 2)]);
     assert_eq!(repeated.decode(), non_canonical);
-    let generation_zero = Snapshot {
-        owners: vec![(4, 1, 0)],
-        ..Snapshot::two_messages()
-    };
+    let generation_zero = Snapshot::with_owners(vec![(4, 1, 0)]);
     assert_eq!(generation_zero.decode(), invalid("a group owner at generation 0"));
 }
 

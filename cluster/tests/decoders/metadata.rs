@@ -40,184 +40,64 @@ pub(crate) fn permissions() -> impl Strategy<Value = Permissions> {
 /// Every metadata op, every field arbitrary.
 pub(crate) fn metadata_op() -> impl Strategy<Value = MetadataOp> {
     let id = any::<u32>;
-    prop_oneof![
-        text().prop_map(|name| MetadataOp::CreateStream { name }).boxed(),
-        (id(), text())
-            .prop_map(|(stream_id, name)| MetadataOp::UpdateStream { stream_id, name })
-            .boxed(),
-        id().prop_map(|stream_id| MetadataOp::DeleteStream { stream_id })
-            .boxed(),
-        (id(), text(), id(), durability(), any::<u64>())
-            .prop_map(
-                |(stream_id, name, partitions, durability, message_expiry_micros)| MetadataOp::CreateTopic {
-                    stream_id,
-                    name,
-                    partitions,
-                    durability,
-                    message_expiry_micros,
-                }
-            )
-            .boxed(),
-        (id(), id(), text(), durability(), any::<u64>())
-            .prop_map(
-                |(stream_id, topic_id, name, durability, message_expiry_micros)| MetadataOp::UpdateTopic {
-                    stream_id,
-                    topic_id,
-                    name,
-                    durability,
-                    message_expiry_micros,
-                }
-            )
-            .boxed(),
-        (id(), id())
-            .prop_map(|(stream_id, topic_id)| MetadataOp::DeleteTopic { stream_id, topic_id })
-            .boxed(),
-        (text(), text(), any::<bool>())
-            .prop_map(|(username, password, active)| MetadataOp::CreateUser {
-                username,
-                password,
-                active
-            })
-            .boxed(),
-        (id(), prop::option::of(text()), prop::option::of(any::<bool>()))
-            .prop_map(|(user_id, username, active)| MetadataOp::UpdateUser {
-                user_id,
-                username,
-                active
-            })
-            .boxed(),
-        id().prop_map(|user_id| MetadataOp::DeleteUser { user_id }).boxed(),
-        (id(), text(), text())
-            .prop_map(|(user_id, current_password, new_password)| MetadataOp::ChangePassword {
-                user_id,
-                current_password,
-                new_password,
-            })
-            .boxed(),
-        (id(), permissions())
-            .prop_map(|(user_id, permissions)| MetadataOp::UpdatePermissions { user_id, permissions })
-            .boxed(),
-        (id(), text(), any::<u64>())
-            .prop_map(|(user_id, name, expiry_micros)| MetadataOp::CreatePersonalAccessToken {
-                user_id,
-                name,
-                expiry_micros,
-            })
-            .boxed(),
-        (id(), text())
-            .prop_map(|(user_id, name)| MetadataOp::DeletePersonalAccessToken { user_id, name })
-            .boxed(),
-        (id(), id(), text())
-            .prop_map(|(stream_id, topic_id, name)| MetadataOp::CreateConsumerGroup {
-                stream_id,
-                topic_id,
-                name
-            })
-            .boxed(),
-        (id(), id(), id())
-            .prop_map(|(stream_id, topic_id, group_id)| MetadataOp::DeleteConsumerGroup {
-                stream_id,
-                topic_id,
-                group_id,
-            })
-            .boxed(),
-        (text(), text())
-            .prop_map(|(username, password)| MetadataOp::LoginUser { username, password })
-            .boxed(),
-        text()
-            .prop_map(|token| MetadataOp::LoginWithPersonalAccessToken { token })
-            .boxed(),
-        (id(), id(), id())
-            .prop_map(|(stream_id, topic_id, count)| MetadataOp::CreatePartitions {
-                stream_id,
-                topic_id,
-                count
-            })
-            .boxed(),
-        (id(), id(), id())
-            .prop_map(|(stream_id, topic_id, count)| MetadataOp::DeletePartitions {
-                stream_id,
-                topic_id,
-                count
-            })
-            .boxed(),
-        (id(), id(), id(), id())
-            .prop_map(
-                |(stream_id, topic_id, group_id, member_id)| MetadataOp::JoinConsumerGroup {
-                    stream_id,
-                    topic_id,
-                    group_id,
-                    member_id,
-                }
-            )
-            .boxed(),
-        (id(), id(), id(), id())
-            .prop_map(
-                |(stream_id, topic_id, group_id, member_id)| MetadataOp::LeaveConsumerGroup {
-                    stream_id,
-                    topic_id,
-                    group_id,
-                    member_id,
-                }
-            )
-            .boxed(),
-    ]
+    #[rustfmt::skip]
+    let ops = prop_oneof![
+        arbitrary! { MetadataOp::CreateStream { name: text() } },
+        arbitrary! { MetadataOp::UpdateStream { stream_id: id(), name: text() } },
+        arbitrary! { MetadataOp::DeleteStream { stream_id: id() } },
+        arbitrary! { MetadataOp::CreateTopic {
+            stream_id: id(), name: text(), partitions: id(), durability: durability(), message_expiry_micros: any::<u64>()
+        } },
+        arbitrary! { MetadataOp::UpdateTopic {
+            stream_id: id(), topic_id: id(), name: text(), durability: durability(), message_expiry_micros: any::<u64>()
+        } },
+        arbitrary! { MetadataOp::DeleteTopic { stream_id: id(), topic_id: id() } },
+        arbitrary! { MetadataOp::CreateUser { username: text(), password: text(), active: any::<bool>() } },
+        arbitrary! { MetadataOp::UpdateUser {
+            user_id: id(), username: prop::option::of(text()), active: prop::option::of(any::<bool>())
+        } },
+        arbitrary! { MetadataOp::DeleteUser { user_id: id() } },
+        arbitrary! { MetadataOp::ChangePassword { user_id: id(), current_password: text(), new_password: text() } },
+        arbitrary! { MetadataOp::UpdatePermissions { user_id: id(), permissions: permissions() } },
+        arbitrary! { MetadataOp::CreatePersonalAccessToken { user_id: id(), name: text(), expiry_micros: any::<u64>() } },
+        arbitrary! { MetadataOp::DeletePersonalAccessToken { user_id: id(), name: text() } },
+        arbitrary! { MetadataOp::CreateConsumerGroup { stream_id: id(), topic_id: id(), name: text() } },
+        arbitrary! { MetadataOp::DeleteConsumerGroup { stream_id: id(), topic_id: id(), group_id: id() } },
+        arbitrary! { MetadataOp::LoginUser { username: text(), password: text() } },
+        arbitrary! { MetadataOp::LoginWithPersonalAccessToken { token: text() } },
+        arbitrary! { MetadataOp::CreatePartitions { stream_id: id(), topic_id: id(), count: id() } },
+        arbitrary! { MetadataOp::DeletePartitions { stream_id: id(), topic_id: id(), count: id() } },
+        arbitrary! { MetadataOp::JoinConsumerGroup { stream_id: id(), topic_id: id(), group_id: id(), member_id: id() } },
+        arbitrary! { MetadataOp::LeaveConsumerGroup { stream_id: id(), topic_id: id(), group_id: id(), member_id: id() } },
+    ];
+    ops
 }
 
 /// Every metadata reply, every field arbitrary.
 pub(crate) fn metadata_reply() -> impl Strategy<Value = MetadataReply> {
     let id = any::<u32>;
-    let fieldless = prop::sample::select(vec![
-        MetadataReply::Ok,
-        MetadataReply::NameAlreadyExists,
-        MetadataReply::StreamNotFound,
-        MetadataReply::TopicNotFound,
-        MetadataReply::UserNotFound,
-        MetadataReply::GroupNotFound,
-        MetadataReply::TokenNotFound,
-        MetadataReply::TokenExpired,
-        MetadataReply::InvalidName,
-        MetadataReply::InvalidPassword,
-        MetadataReply::InvalidPartitionCount,
-        MetadataReply::InvalidCredentials,
-        MetadataReply::UserInactive,
-        MetadataReply::CannotModifyRoot,
-        MetadataReply::AlreadyMember,
-        MetadataReply::MemberNotFound,
-        MetadataReply::Unauthenticated,
-        MetadataReply::PermissionDenied,
-        MetadataReply::SessionRefused,
-    ]);
-    prop_oneof![
+    // The fieldless replies are those whose code byte alone decodes, in code order.
+    let fieldless = prop::sample::select(
+        (0..=u8::MAX)
+            .filter_map(|code| MetadataReply::decode(&[code]).ok())
+            .collect::<Vec<_>>(),
+    );
+    #[rustfmt::skip]
+    let replies = prop_oneof![
         fieldless.boxed(),
-        id().prop_map(|stream_id| MetadataReply::StreamCreated { stream_id })
-            .boxed(),
-        id().prop_map(|topic_id| MetadataReply::TopicCreated { topic_id })
-            .boxed(),
-        id().prop_map(|user_id| MetadataReply::UserCreated { user_id }).boxed(),
-        text().prop_map(|token| MetadataReply::TokenCreated { token }).boxed(),
-        (id(), any::<u64>(), any::<u128>())
-            .prop_map(|(user_id, session, secret)| MetadataReply::LoggedIn {
-                user_id,
-                session,
-                secret
-            })
-            .boxed(),
-        id().prop_map(|group_id| MetadataReply::GroupCreated { group_id })
-            .boxed(),
-        id().prop_map(|first_partition_id| MetadataReply::PartitionsCreated { first_partition_id })
-            .boxed(),
-        any::<u64>()
-            .prop_map(|generation| MetadataReply::Joined { generation })
-            .boxed(),
-        any::<u64>()
-            .prop_map(|generation| MetadataReply::Left { generation })
-            .boxed(),
-        prop::sample::select(Limit::ALL.to_vec())
-            .prop_map(|what| MetadataReply::LimitReached { what })
-            .boxed(),
-        id().prop_map(|user_id| MetadataReply::SessionBound { user_id }).boxed(),
-    ]
+        arbitrary! { MetadataReply::StreamCreated { stream_id: id() } },
+        arbitrary! { MetadataReply::TopicCreated { topic_id: id() } },
+        arbitrary! { MetadataReply::UserCreated { user_id: id() } },
+        arbitrary! { MetadataReply::TokenCreated { token: text() } },
+        arbitrary! { MetadataReply::LoggedIn { user_id: id(), session: any::<u64>(), secret: any::<u128>() } },
+        arbitrary! { MetadataReply::GroupCreated { group_id: id() } },
+        arbitrary! { MetadataReply::PartitionsCreated { first_partition_id: id() } },
+        arbitrary! { MetadataReply::Joined { generation: any::<u64>() } },
+        arbitrary! { MetadataReply::Left { generation: any::<u64>() } },
+        arbitrary! { MetadataReply::LimitReached { what: prop::sample::select(Limit::ALL.to_vec()) } },
+        arbitrary! { MetadataReply::SessionBound { user_id: id() } },
+    ];
+    replies
 }
 
 /// Applies ops to a metadata state the way committed ops reach it.
@@ -370,35 +250,47 @@ pub(crate) fn metadata_state() -> impl Strategy<Value = MetadataState> {
         })
 }
 
+/// The metadata op codec.
+const METADATA_OPS: Codec<MetadataOp, DecodeError> = Codec {
+    encode: MetadataOp::encode,
+    decode: MetadataOp::decode,
+};
+
+/// The metadata state's snapshot codec.
+const METADATA_STATES: Codec<MetadataState, DecodeError> = Codec {
+    encode: MetadataState::encode_state,
+    decode: MetadataState::decode_state,
+};
+
+/// The metadata reply codec.
+const METADATA_REPLIES: Codec<MetadataReply, DecodeError> = Codec {
+    encode: MetadataReply::encode,
+    decode: MetadataReply::decode,
+};
+
+tagged_codec_properties! {
+    METADATA_OPS, metadata_op(), garbage: 512, codes: 0u8..24;
+    metadata_ops_round_trip_through_their_encoding,
+    random_bytes_never_panic_the_metadata_op_decoder,
+    a_damaged_metadata_op_decodes_to_an_error_or_to_exactly_its_bytes,
+}
+
+snapshot_properties! {
+    METADATA_STATES, metadata_state();
+    metadata_states_round_trip_through_their_snapshot,
+    random_bytes_never_panic_the_metadata_snapshot_decoder,
+    a_damaged_metadata_snapshot_decodes_to_an_error_or_to_exactly_its_bytes,
+}
+
+tagged_codec_properties! {
+    METADATA_REPLIES, metadata_reply(), garbage: 64, codes: 0u8..90;
+    metadata_replies_round_trip_through_their_encoding,
+    random_bytes_never_panic_the_metadata_reply_decoder,
+    a_damaged_metadata_reply_decodes_to_an_error_or_to_exactly_its_bytes,
+}
+
 proptest! {
     #![proptest_config(config())]
-
-    #[test]
-    fn metadata_ops_round_trip_through_their_encoding(op in metadata_op()) {
-        prop_assert_eq!(MetadataOp::decode(&op.encode()), Ok(op));
-    }
-
-    #[test]
-    fn random_bytes_never_panic_the_metadata_op_decoder(input in bytes(512), code in 0u8..24) {
-        check_canonical(&input, &MetadataOp::decode(&input), MetadataOp::encode)?;
-        // The same bytes behind a real operation code reach every field decoder.
-        let led = [&[code][..], &input].concat();
-        check_canonical(&led, &MetadataOp::decode(&led), MetadataOp::encode)?;
-    }
-
-    #[test]
-    fn a_damaged_metadata_op_decodes_to_an_error_or_to_exactly_its_bytes(
-        op in metadata_op(),
-        donor in metadata_op(),
-        damage in damage(),
-    ) {
-        let damaged = damage.apply(&op.encode(), &donor.encode());
-        check_canonical(&damaged, &MetadataOp::decode(&damaged), MetadataOp::encode)?;
-        if damage.cut_to(op.encode().len()).is_some() {
-            // Every op has a fixed shape after its code: a strict prefix never decodes.
-            prop_assert!(MetadataOp::decode(&damaged).is_err());
-        }
-    }
 
     #[test]
     fn metadata_length_prefixes_beyond_their_bounds_are_refused_before_allocating(
@@ -417,28 +309,6 @@ proptest! {
     }
 
     #[test]
-    fn metadata_replies_round_trip_through_their_encoding(reply in metadata_reply()) {
-        prop_assert_eq!(MetadataReply::decode(&reply.encode()), Ok(reply));
-    }
-
-    #[test]
-    fn random_bytes_never_panic_the_metadata_reply_decoder(input in bytes(64), code in 0u8..90) {
-        check_canonical(&input, &MetadataReply::decode(&input), MetadataReply::encode)?;
-        let led = [&[code][..], &input].concat();
-        check_canonical(&led, &MetadataReply::decode(&led), MetadataReply::encode)?;
-    }
-
-    #[test]
-    fn a_damaged_metadata_reply_decodes_to_an_error_or_to_exactly_its_bytes(
-        reply in metadata_reply(),
-        donor in metadata_reply(),
-        damage in damage(),
-    ) {
-        let damaged = damage.apply(&reply.encode(), &donor.encode());
-        check_canonical(&damaged, &MetadataReply::decode(&damaged), MetadataReply::encode)?;
-    }
-
-    #[test]
     fn session_binds_round_trip_and_any_other_length_is_refused(
         session in any::<u64>(),
         secret in any::<u128>(),
@@ -449,37 +319,6 @@ proptest! {
         match BindSession::decode(&input) {
             Ok(decoded) => prop_assert_eq!(decoded.encode(), input),
             Err(_) => prop_assert_ne!(input.len(), 24),
-        }
-    }
-
-    #[test]
-    fn metadata_states_round_trip_through_their_snapshot(state in metadata_state()) {
-        let bytes = state.encode_state();
-        let decoded = MetadataState::decode_state(&bytes).expect("a state's own snapshot decodes");
-        prop_assert_eq!(decoded.digest(), state.digest());
-        prop_assert_eq!(decoded, state);
-    }
-
-    #[test]
-    fn random_bytes_never_panic_the_metadata_snapshot_decoder(input in bytes(4096)) {
-        check_canonical(&input, &MetadataState::decode_state(&input), MetadataState::encode_state)?;
-    }
-
-    #[test]
-    fn a_damaged_metadata_snapshot_decodes_to_an_error_or_to_exactly_its_bytes(
-        state in metadata_state(),
-        donor in metadata_state(),
-        damage in damage(),
-    ) {
-        // The snapshot has no checksum of its own (the store and the transfer carry
-        // one): every state it decodes to must still encode to the damaged bytes, and
-        // so pass every invariant `decode_state` checks.
-        let bytes = state.encode_state();
-        let damaged = damage.apply(&bytes, &donor.encode_state());
-        let decoded = MetadataState::decode_state(&damaged);
-        check_canonical(&damaged, &decoded, MetadataState::encode_state)?;
-        if damage.cut_to(bytes.len()).is_some() {
-            prop_assert!(decoded.is_err(), "a cut snapshot decoded");
         }
     }
 

@@ -8,38 +8,29 @@ use crate::{memory::*, metadata::*, storage_boot::*, storage_logs::*, support::*
 // ---------------------------------------------------------------------------------------
 
 pub(crate) fn consumer() -> impl Strategy<Value = Consumer> {
-    prop_oneof![
-        any::<u32>().prop_map(|consumer_id| Consumer::Single { consumer_id }),
-        (any::<u32>(), any::<u32>(), any::<u64>()).prop_map(|(group_id, member_id, generation)| Consumer::Group {
-            group_id,
-            member_id,
-            generation
-        }),
-    ]
+    #[rustfmt::skip]
+    let consumers = prop_oneof![
+        arbitrary! { Consumer::Single { consumer_id: any::<u32>() } },
+        arbitrary! { Consumer::Group { group_id: any::<u32>(), member_id: any::<u32>(), generation: any::<u64>() } },
+    ];
+    consumers
 }
 
 pub(crate) fn messages(max: usize) -> impl Strategy<Value = Vec<Message>> {
-    prop::collection::vec(
-        (any::<u128>(), bytes(48)).prop_map(|(id, payload)| Message { id, payload }),
-        0..max,
-    )
+    prop::collection::vec(arbitrary! { Message { id: any::<u128>(), payload: bytes(48) } }, 0..max)
 }
 
 pub(crate) fn partition_op() -> impl Strategy<Value = PartitionOp> {
-    prop_oneof![
-        messages(6).prop_map(|messages| PartitionOp::SendMessages { messages }),
-        (consumer(), any::<u64>()).prop_map(|(consumer, offset)| PartitionOp::StoreConsumerOffset { consumer, offset }),
-        consumer().prop_map(|consumer| PartitionOp::DeleteConsumerOffset { consumer }),
-        (any::<u32>(), any::<u32>(), any::<u64>()).prop_map(|(group_id, member_id, generation)| {
-            PartitionOp::SetGroupOwner {
-                group_id,
-                member_id,
-                generation,
-            }
-        }),
-        Just(PartitionOp::Purge),
-        any::<u32>().prop_map(|count| PartitionOp::DeleteSegments { count }),
-    ]
+    #[rustfmt::skip]
+    let ops = prop_oneof![
+        arbitrary! { PartitionOp::SendMessages { messages: messages(6) } },
+        arbitrary! { PartitionOp::StoreConsumerOffset { consumer: consumer(), offset: any::<u64>() } },
+        arbitrary! { PartitionOp::DeleteConsumerOffset { consumer: consumer() } },
+        arbitrary! { PartitionOp::SetGroupOwner { group_id: any::<u32>(), member_id: any::<u32>(), generation: any::<u64>() } },
+        Just(PartitionOp::Purge).boxed(),
+        arbitrary! { PartitionOp::DeleteSegments { count: any::<u32>() } },
+    ];
+    ops
 }
 
 pub(crate) fn partition_reply() -> impl Strategy<Value = PartitionReply> {
@@ -59,14 +50,7 @@ pub(crate) fn partition_reply() -> impl Strategy<Value = PartitionReply> {
 }
 
 pub(crate) fn polled_message() -> impl Strategy<Value = PolledMessage> {
-    (any::<u64>(), any::<u64>(), any::<u128>(), bytes(64)).prop_map(|(offset, timestamp_micros, id, payload)| {
-        PolledMessage {
-            offset,
-            timestamp_micros,
-            id,
-            payload,
-        }
-    })
+    arbitrary! { PolledMessage { offset: any::<u64>(), timestamp_micros: any::<u64>(), id: any::<u128>(), payload: bytes(64) } }
 }
 
 /// A poll answer as a primary gives one: consecutive offsets below the next offset.
@@ -161,30 +145,49 @@ pub(crate) fn decode_partition_state(bytes: &[u8]) -> Result<PartitionState, Dec
     PartitionState::decode_state(bytes, OwnerFence::Enforced)
 }
 
+/// The partition op codec.
+const PARTITION_OPS: Codec<PartitionOp, DecodeError> = Codec {
+    encode: PartitionOp::encode,
+    decode: PartitionOp::decode,
+};
+
+/// The partition state's snapshot codec.
+const PARTITION_STATES: Codec<PartitionState, DecodeError> = Codec {
+    encode: PartitionState::encode_state,
+    decode: decode_partition_state,
+};
+
+snapshot_properties! {
+    PARTITION_STATES, partition_state();
+    partition_states_round_trip_through_their_snapshot,
+    random_bytes_never_panic_the_partition_snapshot_decoder,
+    a_damaged_partition_snapshot_decodes_to_an_error_or_to_exactly_its_bytes,
+}
+
+codec_properties! {
+    Codec { encode: PartitionReply::encode, decode: PartitionReply::decode }, partition_reply(), garbage: 32;
+    partition_replies_round_trip_and_decode_canonically
+}
+
+codec_properties! {
+    Codec { encode: PolledMessage::encode, decode: PolledMessage::decode }, polled_message(), garbage: 128;
+    polled_messages_round_trip_and_decode_canonically
+}
+
+codec_properties! {
+    Codec { encode: PollReply::encode, decode: PollReply::decode }, poll_reply(), garbage: 512;
+    poll_replies_round_trip_and_decode_canonically
+}
+
+tagged_codec_properties! {
+    PARTITION_OPS, partition_op(), garbage: 512, codes: 60u8..72;
+    partition_ops_round_trip_through_their_encoding,
+    random_bytes_never_panic_the_partition_op_decoder,
+    a_damaged_partition_op_decodes_to_an_error_or_to_exactly_its_bytes,
+}
+
 proptest! {
     #![proptest_config(config())]
-
-    #[test]
-    fn partition_ops_round_trip_through_their_encoding(op in partition_op()) {
-        prop_assert_eq!(PartitionOp::decode(&op.encode()), Ok(op));
-    }
-
-    #[test]
-    fn random_bytes_never_panic_the_partition_op_decoder(input in bytes(512), code in 60u8..72) {
-        check_canonical(&input, &PartitionOp::decode(&input), PartitionOp::encode)?;
-        let led = [&[code][..], &input].concat();
-        check_canonical(&led, &PartitionOp::decode(&led), PartitionOp::encode)?;
-    }
-
-    #[test]
-    fn a_damaged_partition_op_decodes_to_an_error_or_to_exactly_its_bytes(
-        op in partition_op(),
-        donor in partition_op(),
-        damage in damage(),
-    ) {
-        let damaged = damage.apply(&op.encode(), &donor.encode());
-        check_canonical(&damaged, &PartitionOp::decode(&damaged), PartitionOp::encode)?;
-    }
 
     #[test]
     fn partition_length_prefixes_beyond_their_bounds_are_refused_before_allocating(
@@ -212,19 +215,6 @@ proptest! {
     }
 
     #[test]
-    fn partition_replies_round_trip_and_decode_canonically(
-        reply in partition_reply(),
-        donor in partition_reply(),
-        damage in damage(),
-        input in bytes(32),
-    ) {
-        prop_assert_eq!(PartitionReply::decode(&reply.encode()), Ok(reply));
-        let damaged = damage.apply(&reply.encode(), &donor.encode());
-        check_canonical(&damaged, &PartitionReply::decode(&damaged), PartitionReply::encode)?;
-        check_canonical(&input, &PartitionReply::decode(&input), PartitionReply::encode)?;
-    }
-
-    #[test]
     fn poll_requests_round_trip_and_decode_canonically(
         offset in any::<u64>(),
         count in any::<u32>(),
@@ -232,36 +222,10 @@ proptest! {
         input in bytes(32),
     ) {
         let request = PollRequest { offset, count };
-        prop_assert_eq!(PollRequest::decode(&request.encode()), Ok(request));
-        let damaged = damage.apply(&request.encode(), &[POLL_MESSAGES_CODE]);
-        check_canonical(&damaged, &PollRequest::decode(&damaged), PollRequest::encode)?;
-        check_canonical(&input, &PollRequest::decode(&input), PollRequest::encode)?;
-    }
-
-    #[test]
-    fn polled_messages_round_trip_and_decode_canonically(
-        message in polled_message(),
-        donor in polled_message(),
-        damage in damage(),
-        input in bytes(128),
-    ) {
-        prop_assert_eq!(PolledMessage::decode(&message.encode()), Ok(message.clone()));
-        let damaged = damage.apply(&message.encode(), &donor.encode());
-        check_canonical(&damaged, &PolledMessage::decode(&damaged), PolledMessage::encode)?;
-        check_canonical(&input, &PolledMessage::decode(&input), PolledMessage::encode)?;
-    }
-
-    #[test]
-    fn poll_replies_round_trip_and_decode_canonically(
-        reply in poll_reply(),
-        donor in poll_reply(),
-        damage in damage(),
-        input in bytes(512),
-    ) {
-        prop_assert_eq!(PollReply::decode(&reply.encode()), Ok(reply.clone()));
-        let damaged = damage.apply(&reply.encode(), &donor.encode());
-        check_canonical(&damaged, &PollReply::decode(&damaged), PollReply::encode)?;
-        check_canonical(&input, &PollReply::decode(&input), PollReply::encode)?;
+        let codec = Codec { encode: PollRequest::encode, decode: PollRequest::decode };
+        codec.round_trips(&request)?;
+        codec.damaged(&request, &[POLL_MESSAGES_CODE], &damage)?;
+        codec.canonical(&input)?;
     }
 
     #[test]
@@ -277,29 +241,6 @@ proptest! {
             Ok(decoded) => prop_assert_eq!(&encode_index_entry(&decoded)[..], &input[..]),
             Err(_) => prop_assert_ne!(input.len(), INDEX_ENTRY_BYTES),
         }
-    }
-
-    #[test]
-    fn partition_states_round_trip_through_their_snapshot(state in partition_state()) {
-        let bytes = state.encode_state();
-        let decoded = decode_partition_state(&bytes).expect("a state's own snapshot decodes");
-        prop_assert_eq!(decoded.digest(), state.digest());
-        prop_assert_eq!(decoded, state);
-    }
-
-    #[test]
-    fn random_bytes_never_panic_the_partition_snapshot_decoder(input in bytes(4096)) {
-        check_canonical(&input, &decode_partition_state(&input), PartitionState::encode_state)?;
-    }
-
-    #[test]
-    fn a_damaged_partition_snapshot_decodes_to_an_error_or_to_exactly_its_bytes(
-        state in partition_state(),
-        donor in partition_state(),
-        damage in damage(),
-    ) {
-        let damaged = damage.apply(&state.encode_state(), &donor.encode_state());
-        check_canonical(&damaged, &decode_partition_state(&damaged), PartitionState::encode_state)?;
     }
 
     #[test]
@@ -329,11 +270,6 @@ pub(crate) fn a_damaged_multi_segment_snapshot_decodes_to_an_error_or_to_exactly
         let decoded = decode_partition_state(&bytes);
         prop_assert_eq!(decoded.as_ref(), Ok(&state));
         let donor = multi_segment_partition_state(payload.wrapping_add(1)).encode_state();
-        let damaged = damage.apply(&bytes, &donor);
-        check_canonical(
-            &damaged,
-            &decode_partition_state(&damaged),
-            PartitionState::encode_state,
-        )
+        PARTITION_STATES.damaged(&state, &donor, &damage).map(|_| ())
     });
 }

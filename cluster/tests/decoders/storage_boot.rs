@@ -19,14 +19,7 @@ pub(crate) fn identity() -> Identity {
 }
 
 pub(crate) fn superblock_state() -> impl Strategy<Value = SuperblockState> {
-    (any::<u64>(), any::<u64>(), any::<u64>(), bytes(200)).prop_map(|(view, log_view, commit_max, extension)| {
-        SuperblockState {
-            view,
-            log_view,
-            commit_max,
-            extension,
-        }
-    })
+    arbitrary! { SuperblockState { view: any::<u64>(), log_view: any::<u64>(), commit_max: any::<u64>(), extension: bytes(200) } }
 }
 
 /// A formatted superblock file after writing each of `states` in turn.

@@ -293,15 +293,23 @@ pub(crate) fn segment_messages(start: u64, payloads: &[Vec<u8>]) -> Vec<StoredMe
         .collect()
 }
 
+/// A segment's start offset and payloads, a donor segment's payloads at the same start,
+/// and the damage to apply.
+pub(crate) fn damaged_segment() -> impl Strategy<Value = (u64, Vec<Vec<u8>>, Vec<Vec<u8>>, Damage)> {
+    (
+        0u64..1 << 40,
+        prop::collection::vec(bytes(100), 1..6),
+        prop::collection::vec(bytes(100), 1..6),
+        damage(),
+    )
+}
+
 proptest! {
     #![proptest_config(config())]
 
     #[test]
     fn a_damaged_segment_log_recovers_only_its_whole_leading_records(
-        start in 0u64..1 << 40,
-        payloads in prop::collection::vec(bytes(100), 1..6),
-        donor_payloads in prop::collection::vec(bytes(100), 1..6),
-        damage in damage(),
+        (start, payloads, donor_payloads, damage) in damaged_segment(),
     ) {
         let (log, ends) = segment_log(start, &payloads);
         let index = segment_index(start, &ends);
@@ -334,10 +342,7 @@ proptest! {
 
     #[test]
     fn a_damaged_segment_index_is_rebuilt_from_its_log(
-        start in 0u64..1 << 40,
-        payloads in prop::collection::vec(bytes(100), 1..6),
-        donor_payloads in prop::collection::vec(bytes(100), 1..6),
-        damage in damage(),
+        (start, payloads, donor_payloads, damage) in damaged_segment(),
     ) {
         let (log, ends) = segment_log(start, &payloads);
         let index = segment_index(start, &ends);

@@ -236,6 +236,146 @@ pub(crate) fn check_canonical<T: Debug, E: Debug>(
     Ok(())
 }
 
+/// A canonical codec under test: how a value encodes and how bytes decode.
+pub(crate) struct Codec<T, E> {
+    pub(crate) encode: fn(&T) -> Vec<u8>,
+    pub(crate) decode: fn(&[u8]) -> Result<T, E>,
+}
+
+impl<T: Clone + Debug + PartialEq, E: Debug + PartialEq> Codec<T, E> {
+    /// `value`'s encoding decodes back to it.
+    pub(crate) fn round_trips(&self, value: &T) -> Result<(), TestCaseError> {
+        prop_assert_eq!((self.decode)(&(self.encode)(value)), Ok(value.clone()));
+        Ok(())
+    }
+
+    /// `bytes` decode to an error or to a value that re-encodes to exactly them.
+    pub(crate) fn canonical(&self, bytes: &[u8]) -> Result<(), TestCaseError> {
+        check_canonical(bytes, &(self.decode)(bytes), self.encode)
+    }
+
+    /// `input` is canonical alone and behind the code byte `code`, so the same bytes
+    /// reach the field decoders of a real variant.
+    pub(crate) fn canonical_alone_and_led(&self, input: &[u8], code: u8) -> Result<(), TestCaseError> {
+        self.canonical(input)?;
+        self.canonical(&[&[code][..], input].concat())
+    }
+
+    /// `value`'s encoding with `damage` (splicing from `donor`) is canonical; returns the
+    /// damaged bytes.
+    pub(crate) fn damaged(&self, value: &T, donor: &[u8], damage: &Damage) -> Result<Vec<u8>, TestCaseError> {
+        let damaged = damage.apply(&(self.encode)(value), donor);
+        self.canonical(&damaged)?;
+        Ok(damaged)
+    }
+}
+
+/// A boxed strategy for one struct or enum variant, each field drawn from its own
+/// strategy: `arbitrary! { MetadataOp::DeleteTopic { stream_id: id(), topic_id: id() } }`.
+macro_rules! arbitrary {
+    ($($path:ident)::+ { $($field:ident: $strategy:expr),* $(,)? }) => {
+        ($($strategy,)*)
+            .prop_map(|($($field,)*)| $($path)::+ { $($field),* })
+            .boxed()
+    };
+}
+
+pub(crate) use arbitrary;
+
+/// The properties every `[code][fields]` codec has, as three property tests with the
+/// names given: a value's encoding decodes back to it; random bytes, alone and behind a
+/// code from `codes`, decode to an error or to exactly themselves; and a damaged
+/// encoding decodes the same way, a strict prefix never (every variant has a fixed
+/// shape after its code).
+macro_rules! tagged_codec_properties {
+    (
+        $codec:expr, $strategy:expr, garbage: $garbage:expr, codes: $codes:expr;
+        $round_trip:ident, $random:ident, $damaged:ident $(,)?
+    ) => {
+        proptest! {
+            #![proptest_config(config())]
+
+            #[test]
+            fn $round_trip(value in $strategy) {
+                $codec.round_trips(&value)?;
+            }
+
+            #[test]
+            fn $random(input in bytes($garbage), code in $codes) {
+                $codec.canonical_alone_and_led(&input, code)?;
+            }
+
+            #[test]
+            fn $damaged(value in $strategy, donor in $strategy, damage in damage()) {
+                let encoded = ($codec.encode)(&value);
+                let damaged = $codec.damaged(&value, &(($codec.encode)(&donor)), &damage)?;
+                if damage.cut_to(encoded.len()).is_some() {
+                    prop_assert!(($codec.decode)(&damaged).is_err());
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use tagged_codec_properties;
+
+/// The properties of a state's snapshot codec, as three property tests with the names
+/// given: a state's snapshot decodes back to it, digest and all; random bytes decode to
+/// an error or to exactly themselves; and so does a damaged snapshot, a strict prefix
+/// never. (A snapshot has no checksum of its own, the store and the transfer carry
+/// one: every state it decodes to must still encode to the damaged bytes, and so pass
+/// every invariant its decoder checks.)
+macro_rules! snapshot_properties {
+    ($codec:expr, $strategy:expr; $round_trip:ident, $random:ident, $damaged:ident $(,)?) => {
+        proptest! {
+            #![proptest_config(config())]
+
+            #[test]
+            fn $round_trip(state in $strategy) {
+                let decoded = ($codec.decode)(&($codec.encode)(&state)).expect("a state's own snapshot decodes");
+                prop_assert_eq!(decoded.digest(), state.digest());
+                prop_assert_eq!(decoded, state);
+            }
+
+            #[test]
+            fn $random(input in bytes(4096)) {
+                $codec.canonical(&input)?;
+            }
+
+            #[test]
+            fn $damaged(state in $strategy, donor in $strategy, damage in damage()) {
+                let encoded = ($codec.encode)(&state);
+                let damaged = $codec.damaged(&state, &(($codec.encode)(&donor)), &damage)?;
+                if damage.cut_to(encoded.len()).is_some() {
+                    prop_assert!(($codec.decode)(&damaged).is_err(), "a cut snapshot decoded");
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use snapshot_properties;
+
+/// One property test with the name given: a value from `$strategy` round trips, its
+/// encoding damaged (splicing from another's) and `$garbage` random bytes decode to an
+/// error or to exactly themselves.
+macro_rules! codec_properties {
+    ($codec:expr, $strategy:expr, garbage: $garbage:expr; $name:ident) => {
+        proptest! {
+            #![proptest_config(config())]
+
+            #[test]
+            fn $name(value in $strategy, donor in $strategy, damage in damage(), input in bytes($garbage)) {
+                $codec.round_trips(&value)?;
+                $codec.damaged(&value, &($codec.encode)(&donor), &damage)?;
+                $codec.canonical(&input)?;
+            }
+        }
+    };
+}
+
+pub(crate) use codec_properties;
+
 /// A length-prefixed field whose claim exceeds its bound must be refused by name
 /// with `TooLong` (the claim itself, not the missing bytes, is what is refused).
 pub(crate) fn check_too_long<T: Debug>(decoded: Result<T, DecodeError>, field: &str) -> Result<(), TestCaseError> {
