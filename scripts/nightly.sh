@@ -19,7 +19,7 @@
 #            release plus whole-program optimisation, 12-14% more runs per CPU-second
 #            for a longer build; `release` builds faster and replays the same seeds)
 #   NEMESIS_MINUTES  the nemesis stage after the campaign: real node processes under
-#            real faults (`nemesis`, README "Testing a real cluster"), two runs a
+#            real faults (`nemesis`, simulator/README.md "Testing a real cluster"), two runs a
 #            minute, seeds from today's date; 0 skips it (default 20; never with
 #            SHARD: the workflow runs it as a job of its own)
 #
