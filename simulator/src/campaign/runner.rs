@@ -25,9 +25,6 @@ use crate::fuzz::{self, Verdict};
 use crate::panic_report::describe_panic;
 use crate::signature::signature;
 
-/// Kept here for the binaries that install it through the runner (`workload-fuzz`);
-/// it lives in [`crate::panic_report`] with the panic description it feeds.
-
 /// Make one run and describe it; `campaign` names its sub-campaign.
 pub fn execute(run: &PlannedRun, campaign: &str) -> RunRecord {
     let started = Instant::now();

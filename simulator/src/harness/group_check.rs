@@ -267,11 +267,7 @@ fn check_group<S: StateMachine>(
     watch: &mut GroupWatch,
     checks: &mut GroupChecks<'_>,
 ) -> Result<(), CheckFailure> {
-    let GroupAt {
-        index,
-        group,
-        incarnation,
-    } = at;
+    let GroupAt { index, group, .. } = at;
     let GroupChecks {
         checkers,
         checkpoints,
@@ -282,10 +278,40 @@ fn check_group<S: StateMachine>(
     } = checks;
     let (tick, break_check) = (*tick, *break_check);
     let activity = replica.activity();
+    check_quiet_unchanged(at, replica, watch, activity, *full, tick)?;
+    let fail = |check: &'static str, detail: String| CheckFailure { check, detail, tick };
+    check_never_back(at, replica, watch, tick)?;
+    let commit_min = replica.commit_min();
+    check_new_commits(at, replica, watch, checkers, break_check, tick)?;
+    checkpoints
+        .check(
+            index,
+            group,
+            replica,
+            &mut watch.checkpoint_seen,
+            &mut watch.encoded_seen,
+        )
+        .map_err(|detail| fail("checkpoint diverged", detail))?;
+    check_transfer(at, replica, watch, tick)?;
+    track_progress(at, replica, watch, activity, commit_min, tick, lagging);
+    Ok(())
+}
+
+/// A group quiet since its last check (only a full check reaches one) must read as it
+/// did then: every change must follow a frame or a fired timeout.
+fn check_quiet_unchanged<S: StateMachine>(
+    at: GroupAt,
+    replica: &Replica<S, SimReplicaStore>,
+    watch: &mut GroupWatch,
+    activity: u64,
+    full: bool,
+    tick: u64,
+) -> Result<(), CheckFailure> {
+    let GroupAt { index, group, .. } = at;
     if let Some(quiet) = watch.quiet.take() {
         if quiet.activity == activity {
             // Only a full check comes here for a group quiet since (see `walk_group`).
-            debug_assert!(*full);
+            debug_assert!(full);
             let now = GroupSeen::of(replica);
             if now != quiet.seen {
                 return Err(CheckFailure {
@@ -304,6 +330,18 @@ fn check_group<S: StateMachine>(
         // behind its commit point nor transferring, and nothing changed).
         watch.progress.1 = tick.saturating_sub(1);
     }
+    Ok(())
+}
+
+/// Views and commit points never go back; a replica that booted offering a complete
+/// log holds at least what it held before it went down; no frame was misrouted.
+fn check_never_back<S: StateMachine>(
+    at: GroupAt,
+    replica: &Replica<S, SimReplicaStore>,
+    watch: &mut GroupWatch,
+    tick: u64,
+) -> Result<(), CheckFailure> {
+    let GroupAt { index, group, .. } = at;
     let fail = |check: &'static str, detail: String| CheckFailure { check, detail, tick };
     if replica.view() < watch.view_seen {
         return Err(fail(
@@ -347,6 +385,25 @@ fn check_group<S: StateMachine>(
             ),
         ));
     }
+    Ok(())
+}
+
+/// Every op applied since the last check, against the group's canonical chain.
+fn check_new_commits<S: StateMachine>(
+    at: GroupAt,
+    replica: &Replica<S, SimReplicaStore>,
+    watch: &mut GroupWatch,
+    checkers: &mut BTreeMap<u64, StateChecker>,
+    break_check: bool,
+    tick: u64,
+) -> Result<(), CheckFailure> {
+    let GroupAt {
+        index,
+        group,
+        incarnation,
+    } = at;
+    let fail = |check: &'static str, detail: String| CheckFailure { check, detail, tick };
+    let commit_min = replica.commit_min();
     if commit_min > watch.checked {
         let checker = checkers
             .entry(group)
@@ -377,15 +434,19 @@ fn check_group<S: StateMachine>(
         }
         watch.checked = commit_min;
     }
-    checkpoints
-        .check(
-            index,
-            group,
-            replica,
-            &mut watch.checkpoint_seen,
-            &mut watch.encoded_seen,
-        )
-        .map_err(|detail| fail("checkpoint diverged", detail))?;
+    Ok(())
+}
+
+/// A state transfer still running long after its retry budget would have ended it is
+/// stuck.
+fn check_transfer<S: StateMachine>(
+    at: GroupAt,
+    replica: &Replica<S, SimReplicaStore>,
+    watch: &mut GroupWatch,
+    tick: u64,
+) -> Result<(), CheckFailure> {
+    let GroupAt { index, group, .. } = at;
+    let fail = |check: &'static str, detail: String| CheckFailure { check, detail, tick };
     // A transfer ends within its retry budget when its peer is silent, so one still
     // running after this long is making no progress it will ever finish.
     match (replica.transferring(), watch.transfer_since) {
@@ -405,6 +466,21 @@ fn check_group<S: StateMachine>(
         }
         (true, Some(_)) => {}
     }
+    Ok(())
+}
+
+/// Whether the group is steady (then quiet until its next input) or behind its
+/// commit point (then lagging, and stuck past `COMMIT_STUCK_TICKS_MAX`).
+fn track_progress<S: StateMachine>(
+    at: GroupAt,
+    replica: &Replica<S, SimReplicaStore>,
+    watch: &mut GroupWatch,
+    activity: u64,
+    commit_min: u64,
+    tick: u64,
+    lagging: &mut Vec<Lagging>,
+) {
+    let GroupAt { index, group, .. } = at;
     let steady = replica.status() != Status::Normal || commit_min >= replica.commit_max();
     if commit_min != watch.progress.0 || steady {
         watch.progress = (commit_min, tick);
@@ -417,7 +493,7 @@ fn check_group<S: StateMachine>(
                 seen: GroupSeen::of(replica),
             });
         }
-        return Ok(());
+        return;
     }
     let stuck = (tick - watch.progress.1 > COMMIT_STUCK_TICKS_MAX).then(|| {
         let (requests, outstanding) = replica.repair_state();
@@ -437,5 +513,4 @@ fn check_group<S: StateMachine>(
         commit_min,
         stuck,
     });
-    Ok(())
 }

@@ -119,12 +119,24 @@ impl Harness {
         }
     }
 
-    /// Tell the trace what changed in this tick (see the module docs).
+    /// Tell the trace what changed in this tick (see the module docs): each replica's
+    /// groups and disk, the schedule's and the network's new faults, the clients'
+    /// requests.
     pub(super) fn trace_tick(&mut self) {
         let Some(mut trace) = self.trace.take() else {
             return;
         };
         let tick = self.simulation.tick();
+        self.trace_replicas(&mut trace, tick);
+        self.trace_schedule_faults(&mut trace);
+        self.trace_network_faults(&mut trace, tick);
+        self.trace_clients(&mut trace, tick);
+        self.trace = Some(trace);
+    }
+
+    /// Each replica's groups (status and view, commit, head, checkpoint, groups
+    /// closed) and its disk's injected faults.
+    fn trace_replicas(&self, trace: &mut HarnessTrace, tick: u64) {
         let recorder = &mut trace.recorder;
         for (index, slot) in self.slots.iter().enumerate() {
             let replica_groups = (index, 0)..=(index, u64::MAX);
@@ -196,6 +208,12 @@ impl Harness {
             }
             trace_disk(recorder, &mut trace.injected, index, &slot.disk, tick);
         }
+    }
+
+    /// The schedule's faults made since the last tick that are told here (disk-error
+    /// windows and rot; crashes and restarts are told as they happen).
+    fn trace_schedule_faults(&self, trace: &mut HarnessTrace) {
+        let recorder = &mut trace.recorder;
         for event in &self.faults_made[trace.faults_told.0..] {
             match &event.fault {
                 Fault::DiskErrors { on } => {
@@ -216,6 +234,13 @@ impl Harness {
                 _ => {}
             }
         }
+        trace.faults_told.0 = self.faults_made.len();
+    }
+
+    /// The network's faults made since the last tick, and partitions the harness made
+    /// or healed itself.
+    fn trace_network_faults(&self, trace: &mut HarnessTrace, tick: u64) {
+        let recorder = &mut trace.recorder;
         let network = self.simulation.network().faults_made();
         for (at, fault) in &network[trace.faults_told.1..] {
             let replicas = self.replica_count;
@@ -265,7 +290,12 @@ impl Harness {
             recorder.fault(tick, Lane::Network, kind, detail.to_owned());
             trace.partitioned = partitioned;
         }
-        trace.faults_told = (self.faults_made.len(), network.len());
+        trace.faults_told.1 = network.len();
+    }
+
+    /// Each client's requests sent and answered since the last tick.
+    fn trace_clients(&self, trace: &mut HarnessTrace, tick: u64) {
+        let recorder = &mut trace.recorder;
         for (client, stats) in self.clients.iter().enumerate() {
             let stats = stats.borrow();
             let (sent, outstanding, denied, not_committed) = trace.clients[client];
@@ -290,6 +320,5 @@ impl Harness {
             }
             trace.clients[client] = (stats.requests, stats.outstanding, stats.denied, stats.not_committed);
         }
-        self.trace = Some(trace);
     }
 }
