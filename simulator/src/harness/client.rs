@@ -186,11 +186,19 @@ pub async fn run_client<B: Bus>(
     driver: Rc<RefCell<dyn ClientDriver>>,
     stats: Rc<RefCell<ClientStats>>,
 ) {
-    let id = client_id(client);
-    let mut request_number: u64 = 0;
-    let mut target: u32 = 0;
-    let mut leaders: BTreeMap<u64, u32> = BTreeMap::new();
-    let mut sessions = SessionState::default();
+    let mut task = ClientTask {
+        bus,
+        inbox,
+        client,
+        id: client_id(client),
+        cluster,
+        replicas,
+        stats,
+        request_number: 0,
+        target: 0,
+        leaders: BTreeMap::new(),
+        sessions: SessionState::default(),
+    };
     let mut own_login = !driver.borrow().logs_in_itself();
     loop {
         let next = if own_login {
@@ -198,194 +206,299 @@ pub async fn run_client<B: Bus>(
         } else {
             driver.borrow_mut().next_request(client)
         };
-        let Some(ClientRequest {
+        let Some(request) = next else {
+            task.idle().await;
+            continue;
+        };
+        let answer = task.exchange(request).await;
+        task.stats.borrow_mut().outstanding = false;
+        if own_login {
+            // Ours, not the driver's: done once it opened a session.
+            own_login = task.sessions.session.is_none();
+            continue;
+        }
+        driver.borrow_mut().on_reply(client, &answer.0, &answer.1);
+    }
+}
+
+/// A client's transport state across its requests.
+struct ClientTask<B: Bus> {
+    bus: B,
+    inbox: Inbox,
+    client: usize,
+    id: u128,
+    cluster: u64,
+    replicas: u32,
+    stats: Rc<RefCell<ClientStats>>,
+    /// The newest request's number.
+    request_number: u64,
+    /// Where the request goes next.
+    target: u32,
+    /// Per group, the replica that last answered for it.
+    leaders: BTreeMap<u64, u32>,
+    sessions: SessionState,
+}
+
+/// The request in flight and what its exchange has learned so far.
+struct Outstanding {
+    header: Header,
+    frame: Vec<u8>,
+    give_up_when_not_committed: bool,
+    /// The primary the last refusal named, for the next resend.
+    hinted: Option<u32>,
+    /// Immediate redirects to a refusal's hint, at most one per replica per request,
+    /// so two replicas that name each other cannot bounce a request forever.
+    redirects: u32,
+}
+
+/// What one frame means for the request in flight.
+enum Step {
+    /// Keep waiting (a stale, rejected or informative frame; a bind sent).
+    Wait,
+    /// Send the request again now, to `target`, and restart the resend clock.
+    SendAgain,
+    /// The exchange is over: this goes to the driver (the reply, or a final refusal).
+    Answer(Header, Vec<u8>),
+}
+
+impl<B: Bus> ClientTask<B> {
+    /// Idle, but still reading: a late answer to an earlier request may arrive.
+    async fn idle(&self) {
+        let mut idle = self.bus.sleep(TICK * CLIENT_IDLE_TICKS as u32);
+        loop {
+            select_biased! {
+                _ = self.inbox.recv().fuse() => self.stats.borrow_mut().replies_stale += 1,
+                () = (&mut idle).fuse() => break,
+            }
+        }
+    }
+
+    /// Send `request` and resend it until it is answered; returns the answer.
+    async fn exchange(&mut self, request: ClientRequest) -> (Header, Vec<u8>) {
+        let mut outstanding = self.seal(request);
+        tracing::debug!(
+            client = self.client,
+            request = self.request_number,
+            group = outstanding.header.group,
+            operation = outstanding.header.operation,
+            target = self.target,
+            "send"
+        );
+        self.bus.send(ProcessId(self.target), outstanding.frame.clone());
+        let mut deadline = self.bus.sleep(TICK * CLIENT_RESEND_TICKS as u32);
+        loop {
+            select_biased! {
+                (_, frame) = self.inbox.recv().fuse() => {
+                    match self.on_frame(&mut outstanding, &frame) {
+                        Step::Wait => {}
+                        Step::SendAgain => {
+                            self.bus.send(ProcessId(self.target), outstanding.frame.clone());
+                            deadline = self.bus.sleep(TICK * CLIENT_RESEND_TICKS as u32);
+                        }
+                        Step::Answer(header, body) => return (header, body),
+                    }
+                }
+                () = (&mut deadline).fuse() => {
+                    tracing::debug!(client = self.client, request = self.request_number, target = self.target, "resend after timeout");
+                    self.stats.borrow_mut().resends += 1;
+                    self.target = match outstanding.hinted.take() {
+                        Some(hint) if hint != self.target => hint,
+                        _ => (self.target + 1) % self.replicas,
+                    };
+                    self.bus.send(ProcessId(self.target), outstanding.frame.clone());
+                    deadline = self.bus.sleep(TICK * CLIENT_RESEND_TICKS as u32);
+                }
+            }
+        }
+    }
+
+    /// The next request's header and frame, counted in the stats, addressed to the
+    /// replica that last answered for its group.
+    fn seal(&mut self, request: ClientRequest) -> Outstanding {
+        let ClientRequest {
             group,
             operation,
             body,
             give_up_when_not_committed,
-        }) = next
-        else {
-            // Idle, but still reading: a late answer to an earlier request may arrive.
-            let mut idle = bus.sleep(TICK * CLIENT_IDLE_TICKS as u32);
-            loop {
-                select_biased! {
-                    _ = inbox.recv().fuse() => stats.borrow_mut().replies_stale += 1,
-                    () = (&mut idle).fuse() => break,
-                }
-            }
-            continue;
-        };
-        request_number += 1;
+        } = request;
+        self.request_number += 1;
         let mut header = Header::new(Command::Request);
-        header.cluster = cluster;
+        header.cluster = self.cluster;
         header.group = group;
-        header.client = id;
-        header.request = request_number;
+        header.client = self.id;
+        header.request = self.request_number;
         header.operation = operation;
-        header.commit = sessions.newest_metadata_op;
-        header.context = sessions.session.map_or(0, |(session, _)| u128::from(session));
-        let request = wire::seal_header(header, &body);
+        header.commit = self.sessions.newest_metadata_op;
+        header.context = self.sessions.session.map_or(0, |(session, _)| u128::from(session));
+        let frame = wire::seal_header(header, &body);
         {
-            let mut stats = stats.borrow_mut();
+            let mut stats = self.stats.borrow_mut();
             stats.requests += 1;
             stats.outstanding = true;
             stats.last_operation = operation;
             stats.last_group = group;
         }
-        if let Some(leader) = leaders.get(&group) {
-            target = *leader;
+        if let Some(leader) = self.leaders.get(&group) {
+            self.target = *leader;
         }
-        tracing::debug!(client, request = request_number, group, operation, target, "send");
-        bus.send(ProcessId(target), request.clone());
-        let mut deadline = bus.sleep(TICK * CLIENT_RESEND_TICKS as u32);
-        let mut hinted: Option<u32> = None;
-        // Immediate redirects to a refusal's hint, at most one per replica per request,
-        // so two replicas that name each other cannot bounce a request forever.
-        let mut redirects: u32 = 0;
-        // What goes to the driver: the reply, or a final refusal.
-        let answer: (Header, Vec<u8>);
-        loop {
-            select_biased! {
-                (_, frame) = inbox.recv().fuse() => {
-                    let Ok((reply, reply_body)) = wire::open(&frame) else {
-                        stats.borrow_mut().frames_rejected += 1;
-                        continue;
-                    };
-                    if reply.client != id || reply.request > request_number {
-                        stats.borrow_mut().frames_rejected += 1;
-                        continue;
-                    }
-                    if reply.request < request_number {
-                        stats.borrow_mut().replies_stale += 1;
-                        continue;
-                    }
-                    match reply.command {
-                        Command::Reply if reply.operation == BIND_SESSION_CODE && operation != BIND_SESSION_CODE => {
-                            sessions.newest_metadata_op = sessions.newest_metadata_op.max(reply.commit);
-                            match MetadataReply::decode(reply_body) {
-                                Ok(MetadataReply::SessionBound { .. }) => {
-                                    tracing::debug!(client, request = request_number, replica = reply.replica, "bound");
-                                    // Bound there: the same request again, at once.
-                                    target = u32::from(reply.replica) % replicas;
-                                    bus.send(ProcessId(target), request.clone());
-                                    deadline = bus.sleep(TICK * CLIENT_RESEND_TICKS as u32);
-                                }
-                                Ok(MetadataReply::SessionRefused) => {
-                                    stats.borrow_mut().binds_refused += 1;
-                                    sessions.session = None;
-                                    let (refused, refused_body) =
-                                        refusal_for(&header, reply.replica, ClientError::Unauthenticated);
-                                    answer = (refused, refused_body.to_vec());
-                                    break;
-                                }
-                                _ => stats.borrow_mut().frames_rejected += 1,
-                            }
-                        }
-                        Command::Reply => {
-                            if leaders.len() >= CLIENT_LEADERS_MAX {
-                                leaders.clear();
-                            }
-                            leaders.insert(group, u32::from(reply.replica) % replicas);
-                            {
-                                let mut stats = stats.borrow_mut();
-                                stats.replies += 1;
-                                let mut hash = Fnv1a64::from_state(stats.reply_hash);
-                                hash.write(&frame[..HEADER_BYTES]);
-                                stats.reply_hash = hash.finish();
-                            }
-                            sessions.observe(&reply, reply_body);
-                            answer = (reply, reply_body.to_vec());
-                            break;
-                        }
-                        Command::Refused => {
-                            let error = ClientError::decode(reply_body);
-                            tracing::debug!(client, request = request_number, replica = reply.replica, ?error, hint = reply.flags, "refused");
-                            match error {
-                                Some(ClientError::TransientNotAccepted) => stats.borrow_mut().refusals += 1,
-                                Some(ClientError::TransientNotCommitted) => {
-                                    stats.borrow_mut().not_committed += 1;
-                                    if give_up_when_not_committed {
-                                        // The driver asked to see the unknown outcome.
-                                        answer = (reply, reply_body.to_vec());
-                                        break;
-                                    }
-                                }
-                                Some(ClientError::Unbound) => {
-                                    stats.borrow_mut().unbound += 1;
-                                    let Some((session, secret)) = sessions.session else {
-                                        // Never logged in (or the session is gone):
-                                        // nothing to bind, the driver must log in.
-                                        let (refused, refused_body) =
-                                            refusal_for(&header, reply.replica, ClientError::Unauthenticated);
-                                        answer = (refused, refused_body.to_vec());
-                                        break;
-                                    };
-                                    let mut bind = Header::new(Command::Request);
-                                    bind.cluster = cluster;
-                                    bind.group = 0;
-                                    bind.client = id;
-                                    bind.request = request_number;
-                                    bind.operation = BIND_SESSION_CODE;
-                                    bind.commit = sessions.newest_metadata_op;
-                                    let bind = wire::seal_header(bind, &BindSession { session, secret }.encode());
-                                    stats.borrow_mut().binds += 1;
-                                    tracing::debug!(client, request = request_number, replica = reply.replica, "unbound: binding");
-                                    bus.send(ProcessId(u32::from(reply.replica) % replicas), bind);
-                                    continue;
-                                }
-                                Some(ClientError::PermissionDenied | ClientError::Unauthenticated) => {
-                                    let mut stats = stats.borrow_mut();
-                                    stats.denied += 1;
-                                    let mut hash = Fnv1a64::from_state(stats.reply_hash);
-                                    hash.write(&frame[..HEADER_BYTES]);
-                                    stats.reply_hash = hash.finish();
-                                    drop(stats);
-                                    answer = (reply, reply_body.to_vec());
-                                    break;
-                                }
-                                None => {
-                                    stats.borrow_mut().frames_rejected += 1;
-                                    continue;
-                                }
-                            }
-                            let hint = u32::from(reply.flags) % replicas;
-                            // Never taken, and the refuser names another primary: go
-                            // there now rather than at the resend timeout.
-                            if error == Some(ClientError::TransientNotAccepted)
-                                && hint != target
-                                && u32::from(reply.replica) == target
-                                && redirects < replicas
-                            {
-                                redirects += 1;
-                                target = hint;
-                                stats.borrow_mut().redirects += 1;
-                                bus.send(ProcessId(target), request.clone());
-                                deadline = bus.sleep(TICK * CLIENT_RESEND_TICKS as u32);
-                                continue;
-                            }
-                            hinted = Some(hint);
-                        }
-                        _ => stats.borrow_mut().frames_rejected += 1,
-                    }
+        Outstanding {
+            header,
+            frame,
+            give_up_when_not_committed,
+            hinted: None,
+            redirects: 0,
+        }
+    }
+
+    /// Judge one frame from the inbox against the request in flight.
+    fn on_frame(&mut self, outstanding: &mut Outstanding, frame: &[u8]) -> Step {
+        let Ok((reply, reply_body)) = wire::open(frame) else {
+            self.stats.borrow_mut().frames_rejected += 1;
+            return Step::Wait;
+        };
+        if reply.client != self.id || reply.request > self.request_number {
+            self.stats.borrow_mut().frames_rejected += 1;
+            return Step::Wait;
+        }
+        if reply.request < self.request_number {
+            self.stats.borrow_mut().replies_stale += 1;
+            return Step::Wait;
+        }
+        let operation = outstanding.header.operation;
+        match reply.command {
+            Command::Reply if reply.operation == BIND_SESSION_CODE && operation != BIND_SESSION_CODE => {
+                self.on_bind_answer(outstanding, &reply, reply_body)
+            }
+            Command::Reply => {
+                if self.leaders.len() >= CLIENT_LEADERS_MAX {
+                    self.leaders.clear();
                 }
-                () = (&mut deadline).fuse() => {
-                    tracing::debug!(client, request = request_number, target, "resend after timeout");
-                    stats.borrow_mut().resends += 1;
-                    target = match hinted.take() {
-                        Some(hint) if hint != target => hint,
-                        _ => (target + 1) % replicas,
-                    };
-                    bus.send(ProcessId(target), request.clone());
-                    deadline = bus.sleep(TICK * CLIENT_RESEND_TICKS as u32);
+                self.leaders
+                    .insert(outstanding.header.group, u32::from(reply.replica) % self.replicas);
+                {
+                    let mut stats = self.stats.borrow_mut();
+                    stats.replies += 1;
+                    let mut hash = Fnv1a64::from_state(stats.reply_hash);
+                    hash.write(&frame[..HEADER_BYTES]);
+                    stats.reply_hash = hash.finish();
                 }
+                self.sessions.observe(&reply, reply_body);
+                Step::Answer(reply, reply_body.to_vec())
+            }
+            Command::Refused => self.on_refusal(outstanding, &reply, reply_body, frame),
+            _ => {
+                self.stats.borrow_mut().frames_rejected += 1;
+                Step::Wait
             }
         }
-        stats.borrow_mut().outstanding = false;
-        if own_login {
-            // Ours, not the driver's: done once it opened a session.
-            own_login = sessions.session.is_none();
-            continue;
+    }
+
+    /// The answer to a `BindSession` this client sent after an `Unbound` refusal.
+    fn on_bind_answer(&mut self, outstanding: &Outstanding, reply: &Header, reply_body: &[u8]) -> Step {
+        self.sessions.newest_metadata_op = self.sessions.newest_metadata_op.max(reply.commit);
+        match MetadataReply::decode(reply_body) {
+            Ok(MetadataReply::SessionBound { .. }) => {
+                tracing::debug!(
+                    client = self.client,
+                    request = self.request_number,
+                    replica = reply.replica,
+                    "bound"
+                );
+                // Bound there: the same request again, at once.
+                self.target = u32::from(reply.replica) % self.replicas;
+                Step::SendAgain
+            }
+            Ok(MetadataReply::SessionRefused) => {
+                self.stats.borrow_mut().binds_refused += 1;
+                self.sessions.session = None;
+                let (refused, refused_body) =
+                    refusal_for(&outstanding.header, reply.replica, ClientError::Unauthenticated);
+                Step::Answer(refused, refused_body.to_vec())
+            }
+            _ => {
+                self.stats.borrow_mut().frames_rejected += 1;
+                Step::Wait
+            }
         }
-        driver.borrow_mut().on_reply(client, &answer.0, &answer.1);
+    }
+
+    /// A refusal of the request in flight: count it, bind the session, give up, or go
+    /// where it points.
+    fn on_refusal(&mut self, outstanding: &mut Outstanding, reply: &Header, reply_body: &[u8], frame: &[u8]) -> Step {
+        let error = ClientError::decode(reply_body);
+        tracing::debug!(
+            client = self.client,
+            request = self.request_number,
+            replica = reply.replica,
+            ?error,
+            hint = reply.flags,
+            "refused"
+        );
+        match error {
+            Some(ClientError::TransientNotAccepted) => self.stats.borrow_mut().refusals += 1,
+            Some(ClientError::TransientNotCommitted) => {
+                self.stats.borrow_mut().not_committed += 1;
+                if outstanding.give_up_when_not_committed {
+                    // The driver asked to see the unknown outcome.
+                    return Step::Answer(*reply, reply_body.to_vec());
+                }
+            }
+            Some(ClientError::Unbound) => return self.bind(outstanding, reply),
+            Some(ClientError::PermissionDenied | ClientError::Unauthenticated) => {
+                let mut stats = self.stats.borrow_mut();
+                stats.denied += 1;
+                let mut hash = Fnv1a64::from_state(stats.reply_hash);
+                hash.write(&frame[..HEADER_BYTES]);
+                stats.reply_hash = hash.finish();
+                return Step::Answer(*reply, reply_body.to_vec());
+            }
+            None => {
+                self.stats.borrow_mut().frames_rejected += 1;
+                return Step::Wait;
+            }
+        }
+        let hint = u32::from(reply.flags) % self.replicas;
+        // Never taken, and the refuser names another primary: go there now rather
+        // than at the resend timeout.
+        if error == Some(ClientError::TransientNotAccepted)
+            && hint != self.target
+            && u32::from(reply.replica) == self.target
+            && outstanding.redirects < self.replicas
+        {
+            outstanding.redirects += 1;
+            self.target = hint;
+            self.stats.borrow_mut().redirects += 1;
+            return Step::SendAgain;
+        }
+        outstanding.hinted = Some(hint);
+        Step::Wait
+    }
+
+    /// `Unbound`: bind the session this client holds on the node that refused, or,
+    /// without one, hand the driver `Unauthenticated` (it must log in).
+    fn bind(&mut self, outstanding: &Outstanding, reply: &Header) -> Step {
+        self.stats.borrow_mut().unbound += 1;
+        let Some((session, secret)) = self.sessions.session else {
+            // Never logged in (or the session is gone): nothing to bind.
+            let (refused, refused_body) = refusal_for(&outstanding.header, reply.replica, ClientError::Unauthenticated);
+            return Step::Answer(refused, refused_body.to_vec());
+        };
+        let mut bind = Header::new(Command::Request);
+        bind.cluster = self.cluster;
+        bind.group = 0;
+        bind.client = self.id;
+        bind.request = self.request_number;
+        bind.operation = BIND_SESSION_CODE;
+        bind.commit = self.sessions.newest_metadata_op;
+        let bind = wire::seal_header(bind, &BindSession { session, secret }.encode());
+        self.stats.borrow_mut().binds += 1;
+        tracing::debug!(
+            client = self.client,
+            request = self.request_number,
+            replica = reply.replica,
+            "unbound: binding"
+        );
+        self.bus.send(ProcessId(u32::from(reply.replica) % self.replicas), bind);
+        Step::Wait
     }
 }
