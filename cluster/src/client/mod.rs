@@ -39,6 +39,7 @@ mod api;
 pub mod bench;
 mod connection;
 mod error;
+mod exchange;
 #[cfg(test)]
 mod tests;
 
@@ -53,7 +54,7 @@ use crate::runtime::monotonic_now;
 
 pub use error::Error;
 
-use crate::metadata::{BIND_SESSION_CODE, BindSession, Durability, MetadataOp, MetadataReply, partition_group_id};
+use crate::metadata::{Durability, MetadataOp, MetadataReply, partition_group_id};
 use crate::node::{GROUP_STATUS_CODE, GroupStatus, HostedGroup, PartitionEntry};
 pub use crate::server::cluster_header_id;
 
@@ -62,7 +63,7 @@ use crate::partition::{
     PartitionReply, PollReply, PollRequest,
 };
 use crate::vsr::ClientError as Refusal;
-use crate::wire::{self, Command, FRAME_BYTES_MAX, HEADER_BYTES, Header};
+use crate::wire::{self, Command, Header};
 use connection::{Connection, Inbound};
 
 /// Overall time one request may take, in milliseconds, before it fails. Longer than a
@@ -585,7 +586,7 @@ impl Client {
     /// Another copy of the request, unless the send cutoff has passed: then no new copy
     /// (it would have no time to be answered), only a wait for the answers to the copies
     /// already out, until the budget ends.
-    async fn again(
+    async fn again_or_wait(
         &mut self,
         target: &mut usize,
         request: &[u8],
@@ -622,257 +623,6 @@ impl Client {
                 session,
                 secret,
             });
-        }
-    }
-
-    /// Send one request (`body` with `operation` to `group`) and wait for its answer
-    /// under the discipline in the module docs. A reply is returned whatever its body
-    /// says; the typed methods read it.
-    pub async fn request(&mut self, group: u64, operation: u8, body: &[u8]) -> Result<Reply, Error> {
-        if HEADER_BYTES + body.len() > FRAME_BYTES_MAX {
-            return Err(Error::InvalidRequest(format!(
-                "a body of {} bytes does not fit in a frame ({FRAME_BYTES_MAX} bytes with the header)",
-                body.len()
-            )));
-        }
-        let budget = self.config.request_budget;
-        let started = monotonic_now();
-        let budget_end = started + budget;
-        // No copy after this point: each copy gets its reply timeout to be answered
-        // before the budget ends, so a request every node refused is reported as never
-        // taken rather than as unknown because of a last copy still on the wire.
-        let cutoff = budget_end
-            .checked_sub(self.config.reply_timeout)
-            .unwrap_or(started)
-            .max(started);
-        self.request_number += 1;
-        let number = self.request_number;
-        let header = self.request_header(group, operation, number);
-        let request = wire::seal_header(header, body);
-        self.stats.requests += 1;
-        let nodes = self.nodes.len();
-        let mut flight = Flight::new(nodes);
-        let mut target = self.leaders.get(&group).copied().unwrap_or(self.current) % nodes;
-        // Redirects to a refusal's hint, at most one per replica per request.
-        let mut redirects = 0usize;
-        // When the current target started refusing (not accepted) this request.
-        let mut refused_since: Option<Instant> = None;
-        let mut wait = self.transmit(&mut target, &request, &mut flight).await;
-        loop {
-            let now = monotonic_now();
-            if now >= budget_end || (now >= cutoff && !flight.maybe_taken()) {
-                return Err(flight.exhausted(group, number, budget));
-            }
-            let event = match tokio::time::timeout_at(wait.until.min(budget_end), self.inbox.recv()).await {
-                Ok(Some(event)) => event,
-                Ok(None) => return Err(Error::InvalidRequest("the client's inbox closed".into())),
-                Err(_) => {
-                    if monotonic_now() >= budget_end {
-                        continue;
-                    }
-                    if wait.then == Then::NextNode {
-                        self.stats.timeouts += 1;
-                        flight.last = Some(format!(
-                            "node {target}: no answer within {} ms",
-                            self.config.reply_timeout.as_millis()
-                        ));
-                        target = (target + 1) % nodes;
-                        refused_since = None;
-                    }
-                    wait = self.again(&mut target, &request, &mut flight, cutoff, budget_end).await;
-                    continue;
-                }
-            };
-            let (node, frame) = match event {
-                Inbound::Closed {
-                    node,
-                    generation,
-                    error,
-                } => {
-                    let live = self.on_closed(node, generation, &error);
-                    if live && node == target && wait.then == Then::NextNode {
-                        // Lost while waiting for its answer: the same bytes to the next node.
-                        flight.last = Some(format!("node {node}: connection lost: {error}"));
-                        target = (target + 1) % nodes;
-                        refused_since = None;
-                        wait = self.again(&mut target, &request, &mut flight, cutoff, budget_end).await;
-                    }
-                    continue;
-                }
-                Inbound::Frame { node, frame } => (node, frame),
-            };
-            let Ok((reply, reply_body)) = wire::open(&frame) else {
-                self.stats.frames_rejected += 1;
-                continue;
-            };
-            if reply.client != self.id || reply.request > number || node >= nodes {
-                self.stats.frames_rejected += 1;
-                continue;
-            }
-            if reply.request < number {
-                self.stats.replies_stale += 1;
-                continue;
-            }
-            let about_bind = reply.operation == BIND_SESSION_CODE && operation != BIND_SESSION_CODE;
-            if !about_bind && (reply.group != group || reply.operation != operation) {
-                self.stats.frames_rejected += 1;
-                continue;
-            }
-            match reply.command {
-                Command::Reply if about_bind => {
-                    self.newest_metadata_op = self.newest_metadata_op.max(reply.commit);
-                    match MetadataReply::decode(reply_body) {
-                        Ok(MetadataReply::SessionBound { .. }) => {
-                            // Bound there: the same request bytes again, at once.
-                            target = node;
-                            wait = self.again(&mut target, &request, &mut flight, cutoff, budget_end).await;
-                        }
-                        Ok(MetadataReply::SessionRefused) => {
-                            self.stats.binds_refused += 1;
-                            self.session = None;
-                            return Err(Error::Unauthenticated {
-                                group,
-                                node: Some(node),
-                                why: "the node refused to bind the session (closed, or replaced by a newer login)",
-                            });
-                        }
-                        _ => self.stats.frames_rejected += 1,
-                    }
-                }
-                Command::Reply => {
-                    if self.leaders.len() >= LEADERS_MAX {
-                        self.leaders.clear();
-                    }
-                    self.leaders.insert(group, node);
-                    self.current = node;
-                    self.stats.replies += 1;
-                    self.observe(operation, &reply, reply_body);
-                    return Ok(Reply {
-                        header: reply,
-                        body: reply_body.to_vec(),
-                        node,
-                    });
-                }
-                Command::Refused => {
-                    let Some(error) = Refusal::decode(reply_body) else {
-                        self.stats.frames_rejected += 1;
-                        continue;
-                    };
-                    let hint = usize::from(reply.flags);
-                    if about_bind {
-                        // The bind waited too long for the node's metadata: the request
-                        // again after a pause (it is refused Unbound, and binds again).
-                        flight.last = Some(format!("node {node}: session bind refused as {error:?}"));
-                        if node == target {
-                            wait = Wait {
-                                until: monotonic_now() + self.config.resend_interval,
-                                then: Then::Resend,
-                            };
-                        }
-                        continue;
-                    }
-                    match error {
-                        Refusal::PermissionDenied => {
-                            self.stats.denied += 1;
-                            return Err(Error::PermissionDenied { group, node });
-                        }
-                        Refusal::Unauthenticated => {
-                            self.stats.denied += 1;
-                            return Err(Error::Unauthenticated {
-                                group,
-                                node: Some(node),
-                                why: "the session's user was deleted or deactivated",
-                            });
-                        }
-                        Refusal::TransientNotCommitted => {
-                            self.stats.not_committed += 1;
-                            flight.not_committed = true;
-                            flight.last = Some(format!("node {node}: taken but not committed (view change)"));
-                            if node == target {
-                                if hint < nodes {
-                                    target = hint;
-                                }
-                                refused_since = None;
-                                wait = Wait {
-                                    until: monotonic_now() + self.config.resend_interval,
-                                    then: Then::Resend,
-                                };
-                            }
-                        }
-                        Refusal::Unbound => {
-                            self.stats.unbound += 1;
-                            flight.refused[node] += 1;
-                            let Some(session) = self.session else {
-                                return Err(Error::Unauthenticated {
-                                    group,
-                                    node: Some(node),
-                                    why: "not logged in",
-                                });
-                            };
-                            if node != target {
-                                continue;
-                            }
-                            let mut bind = self.request_header(0, BIND_SESSION_CODE, number);
-                            bind.context = 0;
-                            let bind = wire::seal_header(
-                                bind,
-                                &BindSession {
-                                    session: session.session,
-                                    secret: session.secret,
-                                }
-                                .encode(),
-                            );
-                            self.stats.binds += 1;
-                            wait = match self.write_to(node, &bind, false).await {
-                                Ok(()) => Wait {
-                                    until: monotonic_now() + self.config.reply_timeout,
-                                    then: Then::NextNode,
-                                },
-                                Err(error) => {
-                                    flight.last = Some(format!("node {node}: {error}"));
-                                    target = (target + 1) % nodes;
-                                    Wait {
-                                        until: monotonic_now() + self.config.resend_interval,
-                                        then: Then::Resend,
-                                    }
-                                }
-                            };
-                        }
-                        Refusal::TransientNotAccepted => {
-                            self.stats.refusals += 1;
-                            flight.refused[node] += 1;
-                            flight.last = Some(format!(
-                                "node {node}: not accepted (it takes replica {hint} for the primary)"
-                            ));
-                            if node != target {
-                                continue;
-                            }
-                            if hint < nodes && hint != target && redirects < nodes {
-                                // Never taken, and the refuser names another primary: go
-                                // there now rather than after a pause.
-                                redirects += 1;
-                                self.stats.redirects += 1;
-                                target = hint;
-                                refused_since = None;
-                                wait = self.again(&mut target, &request, &mut flight, cutoff, budget_end).await;
-                                continue;
-                            }
-                            let now = monotonic_now();
-                            let since = *refused_since.get_or_insert(now);
-                            if now.duration_since(since) >= self.config.node_refusal_window {
-                                self.stats.moves += 1;
-                                target = (target + 1) % nodes;
-                                refused_since = None;
-                            }
-                            wait = Wait {
-                                until: now + self.config.resend_interval,
-                                then: Then::Resend,
-                            };
-                        }
-                    }
-                }
-                _ => self.stats.frames_rejected += 1,
-            }
         }
     }
 }

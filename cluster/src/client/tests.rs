@@ -9,10 +9,12 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
 use super::*;
+use crate::metadata::{BIND_SESSION_CODE, BindSession};
 use crate::node::HostedGroup;
 use crate::partition::PartitionReply;
 use crate::runtime::framing::read_frame;
 use crate::vsr::{Status, seal_refusal};
+use crate::wire::HEADER_BYTES;
 
 const CLUSTER: &str = "fake";
 /// A partition group for the tests.
