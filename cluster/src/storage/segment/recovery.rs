@@ -229,6 +229,233 @@ enum Cut {
     Corruption,
 }
 
+/// A segment directory being recovered: what was found, what is kept so far, and
+/// where (and why) recovery stopped taking records.
+struct Recovery<'a, S: DurableStorage> {
+    storage: &'a S,
+    dir: &'a str,
+    /// The caller's published frontier: records at or beyond it are cut.
+    frontier: u64,
+    report: SegmentRecovery,
+    /// The log files, by start offset.
+    logs: Vec<(u64, String)>,
+    /// The start offsets that have an index file.
+    indexes: std::collections::BTreeSet<u64>,
+    /// The segments kept so far, in order.
+    segments: Vec<SegmentSummary>,
+    /// Where recovery stopped taking records, once it has.
+    cut: Option<Cut>,
+    /// Whether a file was created or removed (the directory must be synced).
+    dir_changed: bool,
+}
+
+impl<'a, S: DurableStorage> Recovery<'a, S> {
+    /// List `dir`'s files (a missing directory is empty), report strays, and remove
+    /// indexes whose log is gone.
+    async fn list(storage: &'a S, dir: &'a str, frontier: u64) -> Result<Self, SegmentError> {
+        let mut recovery = Recovery {
+            storage,
+            dir,
+            frontier,
+            report: SegmentRecovery {
+                durable_end_offset: frontier,
+                ..SegmentRecovery::default()
+            },
+            logs: Vec::new(),
+            indexes: std::collections::BTreeSet::new(),
+            segments: Vec::new(),
+            cut: None,
+            dir_changed: false,
+        };
+        for name in list_or_empty(storage, dir).await.map_err(io_error(dir, "listing"))? {
+            match parse_segment_file_name(&name) {
+                Some((start, SegmentFileKind::Log)) => recovery.logs.push((start, name)),
+                Some((start, SegmentFileKind::Index)) => {
+                    recovery.indexes.insert(start);
+                }
+                None => recovery.report.stray_files.push(join(dir, &name)),
+            }
+        }
+        recovery.logs.sort();
+        for &start in &recovery.indexes {
+            if recovery.logs.binary_search_by_key(&start, |(s, _)| *s).is_err() {
+                // Derived data of a segment that is gone; a later segment may need the name.
+                let path = join(dir, &index_file_name(start));
+                storage
+                    .remove(&path)
+                    .await
+                    .map_err(io_error(&path, "removing orphan index"))?;
+                recovery.report.removed_files.push(path);
+                recovery.dir_changed = true;
+            }
+        }
+        Ok(recovery)
+    }
+
+    /// Recover the `number`th log: keep its valid prefix below the frontier (cutting
+    /// the rest, with its index checked or rebuilt), or remove it whole after a cut.
+    async fn recover_log(&mut self, number: usize) -> Result<(), SegmentError> {
+        let (start, name) = self.logs[number].clone();
+        let path = join(self.dir, &name);
+        self.check_contiguous(start, &path);
+        let file = self
+            .storage
+            .open(&path, OpenMode::Existing)
+            .await
+            .map_err(io_error(&path, "opening"))?;
+        let bytes = record::read_to_end(&file).await.map_err(io_error(&path, "reading"))?;
+        if let Some(kind) = self.cut {
+            drop(file);
+            return self.remove_after_cut(kind, start, path, &bytes).await;
+        }
+        let walk = walk_log(&bytes, start, self.frontier);
+        let next = start + walk.entries.len() as u64;
+        let kept = match walk.stop {
+            None => bytes.len(),
+            Some(stop) => self.stop_at(stop, number, &path, &bytes, next).await?,
+        };
+        if kept < bytes.len() {
+            file.truncate(kept as u64)
+                .await
+                .map_err(io_error(&path, "truncating"))?;
+            file.sync().await.map_err(io_error(&path, "syncing"))?;
+        }
+        drop(file);
+        self.dir_changed |= SegmentLog::check_index(
+            self.storage,
+            self.dir,
+            start,
+            &walk.entries,
+            self.indexes.contains(&start),
+            &mut self.report,
+        )
+        .await?;
+        self.segments.push(SegmentSummary {
+            start_offset: start,
+            end_offset: next,
+            log_bytes: kept as u64,
+            newest_timestamp_micros: walk.entries.last().map(|e| e.timestamp_micros),
+        });
+        Ok(())
+    }
+
+    /// A log that does not start where the previous one ended is a cut: at the
+    /// frontier if the gap lies beyond it, else corruption.
+    fn check_contiguous(&mut self, start: u64, path: &str) {
+        let expected_start = self.segments.last().map(|s| s.end_offset);
+        if self.cut.is_none()
+            && let Some(expected) = expected_start
+            && start != expected
+        {
+            if expected >= self.frontier {
+                self.cut = Some(Cut::Frontier);
+            } else {
+                self.report.corruption = Some(Corruption {
+                    file: path.to_owned(),
+                    position: 0,
+                    damaged: expected..start.max(expected),
+                    why: format!("segment starts at offset {start}, the previous one ends at {expected}"),
+                });
+                self.cut = Some(Cut::Corruption);
+            }
+        }
+    }
+
+    /// Everything after a cut goes (the log must stay contiguous): count it, remove
+    /// the log and its index.
+    async fn remove_after_cut(
+        &mut self,
+        kind: Cut,
+        start: u64,
+        path: String,
+        bytes: &[u8],
+    ) -> Result<(), SegmentError> {
+        let bucket = if kind == Cut::Frontier {
+            &mut self.report.beyond_frontier
+        } else {
+            &mut self.report.after_damage
+        };
+        bucket.messages += walk_log(bytes, start, u64::MAX).entries.len() as u64;
+        bucket.bytes += bytes.len() as u64;
+        self.storage.remove(&path).await.map_err(io_error(&path, "removing"))?;
+        self.report.removed_files.push(path);
+        if self.indexes.contains(&start) {
+            let index = join(self.dir, &index_file_name(start));
+            self.storage
+                .remove(&index)
+                .await
+                .map_err(io_error(&index, "removing"))?;
+            self.report.removed_files.push(index);
+        }
+        self.dir_changed = true;
+        Ok(())
+    }
+
+    /// The walk of the `number`th log stopped early at `stop` with `next` the first
+    /// offset not kept: at the frontier, a torn tail (nothing valid after it), or
+    /// corruption (a valid record after it, in this log or a later one). Records the
+    /// cut and returns the bytes of the log kept.
+    async fn stop_at(
+        &mut self,
+        stop: Stop,
+        number: usize,
+        path: &str,
+        bytes: &[u8],
+        next: u64,
+    ) -> Result<usize, SegmentError> {
+        let (position, why) = match stop {
+            Stop::Frontier { position } => {
+                let rest = walk_log(&bytes[position..], next, u64::MAX);
+                self.report.beyond_frontier.messages += rest.entries.len() as u64;
+                self.report.beyond_frontier.bytes += (bytes.len() - position) as u64;
+                self.cut = Some(Cut::Frontier);
+                return Ok(position);
+            }
+            Stop::Damage { position, why } => (position, why),
+        };
+        let cut_bytes = (bytes.len() - position) as u64;
+        if next >= self.frontier {
+            self.report.beyond_frontier.bytes += cut_bytes;
+            self.cut = Some(Cut::Frontier);
+            return Ok(position);
+        }
+        let mut after = None;
+        if let Some((at, good)) = valid_record_after(bytes, position, next) {
+            // Count what is valid from there; later files are counted as they go.
+            let valid = walk_log(&bytes[at..], good, u64::MAX).entries.len();
+            self.report.after_damage.messages += valid as u64;
+            after = Some(good);
+        } else if let Some(good) =
+            SegmentLog::valid_record_in_later_logs(self.storage, self.dir, &self.logs[number + 1..], next).await?
+        {
+            after = Some(good);
+        }
+        match after {
+            Some(good) => {
+                self.report.corruption = Some(Corruption {
+                    file: path.to_owned(),
+                    position: position as u64,
+                    damaged: next..good,
+                    why,
+                });
+                self.report.after_damage.bytes += cut_bytes;
+                self.cut = Some(Cut::Corruption);
+            }
+            None => {
+                self.report.torn_tail = Some(TornTail {
+                    file: path.to_owned(),
+                    position: position as u64,
+                    offset: next,
+                    bytes: cut_bytes,
+                    why,
+                });
+                self.cut = Some(Cut::Torn);
+            }
+        }
+        Ok(position)
+    }
+}
+
 /// Read the first record of a log file: its offset, if valid.
 async fn first_record_offset<F: DurableFile>(file: &F) -> io::Result<Option<u64>> {
     let mut header = [0; RECORD_HEADER_BYTES];
@@ -295,162 +522,17 @@ impl<S: DurableStorage> SegmentLog<S> {
         durable_end_offset: u64,
         options: SegmentOptions,
     ) -> Result<(Self, SegmentRecovery), SegmentError> {
-        let frontier = durable_end_offset;
-        let mut report = SegmentRecovery {
-            durable_end_offset,
-            ..SegmentRecovery::default()
-        };
-        let mut logs = Vec::new();
-        let mut indexes = std::collections::BTreeSet::new();
-        for name in list_or_empty(&storage, dir).await.map_err(io_error(dir, "listing"))? {
-            match parse_segment_file_name(&name) {
-                Some((start, SegmentFileKind::Log)) => logs.push((start, name)),
-                Some((start, SegmentFileKind::Index)) => {
-                    indexes.insert(start);
-                }
-                None => report.stray_files.push(join(dir, &name)),
-            }
+        let mut recovery = Recovery::list(&storage, dir, durable_end_offset).await?;
+        for number in 0..recovery.logs.len() {
+            recovery.recover_log(number).await?;
         }
-        logs.sort();
-        let mut dir_changed = false;
-        for &start in &indexes {
-            if logs.binary_search_by_key(&start, |(s, _)| *s).is_err() {
-                // Derived data of a segment that is gone; a later segment may need the name.
-                let path = join(dir, &index_file_name(start));
-                storage
-                    .remove(&path)
-                    .await
-                    .map_err(io_error(&path, "removing orphan index"))?;
-                report.removed_files.push(path);
-                dir_changed = true;
-            }
-        }
-
-        let mut segments: Vec<SegmentSummary> = Vec::new();
-        let mut cut: Option<Cut> = None;
-        for (number, (start, name)) in logs.iter().enumerate() {
-            let start = *start;
-            let path = join(dir, name);
-            let expected_start = segments.last().map(|s| s.end_offset);
-            if cut.is_none()
-                && let Some(expected) = expected_start
-                && start != expected
-            {
-                if expected >= frontier {
-                    cut = Some(Cut::Frontier);
-                } else {
-                    report.corruption = Some(Corruption {
-                        file: path.clone(),
-                        position: 0,
-                        damaged: expected..start.max(expected),
-                        why: format!("segment starts at offset {start}, the previous one ends at {expected}"),
-                    });
-                    cut = Some(Cut::Corruption);
-                }
-            }
-            let file = storage
-                .open(&path, OpenMode::Existing)
-                .await
-                .map_err(io_error(&path, "opening"))?;
-            let bytes = record::read_to_end(&file).await.map_err(io_error(&path, "reading"))?;
-            if let Some(kind) = cut {
-                // Everything after a cut goes: the log must stay contiguous.
-                let bucket = if kind == Cut::Frontier {
-                    &mut report.beyond_frontier
-                } else {
-                    &mut report.after_damage
-                };
-                bucket.messages += walk_log(&bytes, start, u64::MAX).entries.len() as u64;
-                bucket.bytes += bytes.len() as u64;
-                drop(file);
-                storage.remove(&path).await.map_err(io_error(&path, "removing"))?;
-                report.removed_files.push(path);
-                if indexes.contains(&start) {
-                    let index = join(dir, &index_file_name(start));
-                    storage.remove(&index).await.map_err(io_error(&index, "removing"))?;
-                    report.removed_files.push(index);
-                }
-                dir_changed = true;
-                continue;
-            }
-            let walk = walk_log(&bytes, start, frontier);
-            let next = start + walk.entries.len() as u64;
-            let kept = match walk.stop {
-                None => bytes.len(),
-                Some(Stop::Frontier { position }) => {
-                    let rest = walk_log(&bytes[position..], next, u64::MAX);
-                    report.beyond_frontier.messages += rest.entries.len() as u64;
-                    report.beyond_frontier.bytes += (bytes.len() - position) as u64;
-                    cut = Some(Cut::Frontier);
-                    position
-                }
-                Some(Stop::Damage { position, why }) => {
-                    let cut_bytes = (bytes.len() - position) as u64;
-                    if next >= frontier {
-                        report.beyond_frontier.bytes += cut_bytes;
-                        cut = Some(Cut::Frontier);
-                        position
-                    } else {
-                        let mut after = None;
-                        if let Some((at, good)) = valid_record_after(&bytes, position, next) {
-                            // Count what is valid from there; later files are counted as they go.
-                            let valid = walk_log(&bytes[at..], good, u64::MAX).entries.len();
-                            report.after_damage.messages += valid as u64;
-                            after = Some(good);
-                        } else if let Some(good) =
-                            Self::valid_record_in_later_logs(&storage, dir, &logs[number + 1..], next).await?
-                        {
-                            after = Some(good);
-                        }
-                        match after {
-                            Some(good) => {
-                                report.corruption = Some(Corruption {
-                                    file: path.clone(),
-                                    position: position as u64,
-                                    damaged: next..good,
-                                    why,
-                                });
-                                report.after_damage.bytes += cut_bytes;
-                                cut = Some(Cut::Corruption);
-                            }
-                            None => {
-                                report.torn_tail = Some(TornTail {
-                                    file: path.clone(),
-                                    position: position as u64,
-                                    offset: next,
-                                    bytes: cut_bytes,
-                                    why,
-                                });
-                                cut = Some(Cut::Torn);
-                            }
-                        }
-                        position
-                    }
-                }
-            };
-            if kept < bytes.len() {
-                file.truncate(kept as u64)
-                    .await
-                    .map_err(io_error(&path, "truncating"))?;
-                file.sync().await.map_err(io_error(&path, "syncing"))?;
-            }
-            drop(file);
-            dir_changed |= Self::check_index(
-                &storage,
-                dir,
-                start,
-                &walk.entries,
-                indexes.contains(&start),
-                &mut report,
-            )
-            .await?;
-            segments.push(SegmentSummary {
-                start_offset: start,
-                end_offset: next,
-                log_bytes: kept as u64,
-                newest_timestamp_micros: walk.entries.last().map(|e| e.timestamp_micros),
-            });
-        }
+        let Recovery {
+            mut report,
+            logs,
+            segments,
+            dir_changed,
+            ..
+        } = recovery;
         if dir_changed {
             storage
                 .sync_dir(dir)
@@ -462,29 +544,10 @@ impl<S: DurableStorage> SegmentLog<S> {
         report.next_offset = next_offset;
         report.oldest_offset = segments.first().map_or(next_offset, |s| s.start_offset);
         report.segments = segments.len();
-        report.missing = (next_offset < frontier).then_some(next_offset..frontier);
+        report.missing = (next_offset < durable_end_offset).then_some(next_offset..durable_end_offset);
         let active = match segments.last() {
             None => None,
-            Some(last) => {
-                let log_path = join(dir, &log_file_name(last.start_offset));
-                let index_path = join(dir, &index_file_name(last.start_offset));
-                let log = storage
-                    .open(&log_path, OpenMode::Existing)
-                    .await
-                    .map_err(io_error(&log_path, "opening"))?;
-                let index = storage
-                    .open(&index_path, OpenMode::Existing)
-                    .await
-                    .map_err(io_error(&index_path, "opening"))?;
-                Some(Active {
-                    log,
-                    index,
-                    log_written: last.log_bytes,
-                    index_written: (last.end_offset - last.start_offset) * INDEX_ENTRY_BYTES as u64,
-                    pending_log: Vec::new(),
-                    pending_index: Vec::new(),
-                })
-            }
+            Some(last) => Some(Self::open_active(&storage, dir, last).await?),
         };
         let log = Self {
             storage,
@@ -499,6 +562,28 @@ impl<S: DurableStorage> SegmentLog<S> {
             poisoned: None,
         };
         Ok((log, report))
+    }
+
+    /// The last segment's log and index, opened for appending.
+    async fn open_active(storage: &S, dir: &str, last: &SegmentSummary) -> Result<Active<S::File>, SegmentError> {
+        let log_path = join(dir, &log_file_name(last.start_offset));
+        let index_path = join(dir, &index_file_name(last.start_offset));
+        let log = storage
+            .open(&log_path, OpenMode::Existing)
+            .await
+            .map_err(io_error(&log_path, "opening"))?;
+        let index = storage
+            .open(&index_path, OpenMode::Existing)
+            .await
+            .map_err(io_error(&index_path, "opening"))?;
+        Ok(Active {
+            log,
+            index,
+            log_written: last.log_bytes,
+            index_written: (last.end_offset - last.start_offset) * INDEX_ENTRY_BYTES as u64,
+            pending_log: Vec::new(),
+            pending_index: Vec::new(),
+        })
     }
 
     /// The offset of the first valid record of any of `later` logs above `above`.
