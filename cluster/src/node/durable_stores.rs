@@ -382,7 +382,152 @@ fn failed(what: &'static str) -> StoreError {
     StoreError { what }
 }
 
+/// A group's superblock: `None` for a group that never wrote its first state (format
+/// only, or not formatted), which boots as fresh.
+fn open_superblock<S: DurableStorage>(
+    storage: &RetryReads<S>,
+    dir: &str,
+    identity: Identity,
+) -> Result<Option<SuperblockFile<RetryReads<S>>>, StoreError> {
+    let superblock = match now(SuperblockFile::open(storage, dir, identity)) {
+        None => return Err(failed("superblock open did not complete on its first poll")),
+        // Sequence 1 is the format alone: the replica never wrote its first state,
+        // so it never did anything and boots as fresh.
+        Some(Ok((superblock, _))) => (superblock.sequence() > 1).then_some(superblock),
+        Some(Err(SuperblockError::NotFormatted { .. })) => None,
+        Some(Err(error)) => {
+            tracing::error!(dir, %error, "group superblock refused");
+            return Err(failed(
+                "group superblock refused (damaged, or another cluster's or replica's)",
+            ));
+        }
+    };
+    Ok(superblock)
+}
+
+/// The metadata WAL, opened: the log, whether it may lack ops this replica
+/// acknowledged, and how many damaged places it has.
+fn open_metadata_log<S: DurableStorage>(
+    storage: &RetryReads<S>,
+    dir: &str,
+    identity: Identity,
+    storage_break: StorageBreak,
+    test_break: Option<TestBreak>,
+) -> Result<(Log<RetryReads<S>>, bool, u64), StoreError> {
+    // Every metadata prepare was synced before it was acknowledged; only a
+    // lying disk loses one, and that shows as damage the chain repair refetches.
+    let (mut wal, mut recovery) = now(Wal::open_with(storage, storage_break.wal_checksums()))
+        .ok_or_else(|| failed("metadata WAL open did not complete on its first poll"))?
+        .map_err(|error| log_wal_error(dir, &error, "metadata WAL open failed"))?;
+    if test_break == Some(TestBreak::WalDropLastRecord) {
+        let dropped = now(wal.drop_last_record(&mut recovery))
+            .ok_or_else(|| failed("test break cut did not complete on its first poll"))?
+            .map_err(|error| log_wal_error(dir, &error, "test break cut of the metadata WAL failed"))?;
+        log_test_break_cut(identity.group, dir, dropped);
+    }
+    if storage_break == StorageBreak::CutDamageAsTornTail
+        && let Some(first) = recovery.damaged.first()
+    {
+        // The broken answer: cut from the damage on, and claim a whole log.
+        let _ = now(wal.truncate_after(first.after_op.unwrap_or(0)));
+        Ok((Log::Metadata(wal), false, 0))
+    } else {
+        // Damage in the middle is held but unknown: the ops there may be ones this
+        // replica acknowledged, so its log may not be offered as complete (a hole
+        // would count as a nack and could outvote a committed op). A torn tail is
+        // cut, but bit rot in the last record looks the same, and that record may
+        // have been synced and acknowledged: the same caution.
+        let damaged = recovery.damaged.len() as u64 + u64::from(recovery.torn_tail.is_some());
+        if damaged > 0 {
+            tracing::warn!(
+                dir,
+                damaged_ranges = recovery.damaged.len(),
+                torn_tail = ?recovery.torn_tail,
+                "metadata WAL damaged; its ops are repaired from peers and its log is not offered as complete"
+            );
+        }
+        Ok((Log::Metadata(wal), damaged > 0, damaged))
+    }
+}
+
+/// A partition WAL, opened: the log, whether it may lack ops this replica acknowledged
+/// (a `replicated` partition restarted without proof it published everything, damage,
+/// a damaged frontier slot), and how many damaged places it has.
+fn open_partition_log<S: DurableStorage>(
+    storage: &RetryReads<S>,
+    dir: &str,
+    identity: Identity,
+    restart: bool,
+    storage_break: StorageBreak,
+    test_break: Option<TestBreak>,
+) -> Result<(Log<RetryReads<S>>, bool, u64), StoreError> {
+    let (mut wal, mut recovery) = now(PartitionWal::open_with(
+        storage,
+        dir,
+        identity.group,
+        storage_break.wal_checksums(),
+    ))
+    .ok_or_else(|| failed("partition WAL open did not complete on its first poll"))?
+    .map_err(|error| log_wal_error(dir, &error, "partition WAL open failed"))?;
+    if test_break == Some(TestBreak::WalDropLastRecord) {
+        let dropped = now(wal.drop_last_record(&mut recovery))
+            .ok_or_else(|| failed("test break cut did not complete on its first poll"))?
+            .map_err(|error| log_wal_error(dir, &error, "test break cut of a partition WAL failed"))?;
+        log_test_break_cut(identity.group, dir, dropped);
+    }
+    if recovery.discarded_bytes > 0 {
+        crate::cover!(PartitionWalTailDiscarded);
+        tracing::info!(
+            dir,
+            discarded_bytes = recovery.discarded_bytes,
+            "unpublished partition WAL tail discarded"
+        );
+    }
+    // A `replicated` partition acknowledged prepares it had not published, and
+    // without a clean-shutdown mark a restart cannot tell whether it did: assume
+    // so. The frontier records the mode every append after it was made in (a
+    // change of mode is published first), so one that says `persisted` proves
+    // nothing acknowledged was lost, whatever the topic's durability is now.
+    let persisted = recovery
+        .frontier
+        .is_some_and(|frontier| frontier.durability == Durability::Persisted);
+    // Damage below the frontier is in published, possibly acknowledged ops.
+    if !recovery.damaged.is_empty() {
+        crate::cover!(WalDamagedMiddle);
+        tracing::warn!(
+            dir,
+            damaged_ranges = recovery.damaged.len(),
+            "partition WAL damaged below its frontier; its ops are repaired from peers and its log is not \
+             offered as complete"
+        );
+    }
+    let mut damaged = recovery.damaged.len() as u64;
+    if storage_break == StorageBreak::CutDamageAsTornTail
+        && let Some(first) = recovery.damaged.first()
+    {
+        // The broken answer: cut from the damage on, and claim a whole log.
+        let _ = now(wal.truncate_after(first.after_op.unwrap_or(0)));
+        damaged = 0;
+    }
+    // A damaged frontier slot may have held the newest publication: boot then
+    // went by the older slot and discarded what was published since, which may
+    // be ops this replica acknowledged (a `persisted` prepare is published
+    // before its PrepareOk). Which slot rotted cannot be told, so either counts.
+    let frontier_damaged = !recovery.frontier_damage.is_empty();
+    if frontier_damaged {
+        crate::cover!(FrontierSlotDamaged);
+    }
+    Ok((
+        Log::Partition(wal),
+        (restart && !persisted) || damaged > 0 || frontier_damaged,
+        damaged + u64::from(frontier_damaged),
+    ))
+}
+
 impl<S: DurableStorage> DurableReplicaStore<S> {
+    /// Open a group's stores from what its directory holds: the superblock, the
+    /// checkpoint, the WAL (metadata or partition), and what they say about ops this
+    /// replica may have acknowledged and lost.
     fn open(
         storage: &S,
         identity: Identity,
@@ -397,19 +542,7 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
             ReadErrors::Retry
         };
         let storage = &RetryReads::new(storage.clone(), read_errors);
-        let superblock = match now(SuperblockFile::open(storage, dir, identity)) {
-            None => return Err(failed("superblock open did not complete on its first poll")),
-            // Sequence 1 is the format alone: the replica never wrote its first state,
-            // so it never did anything and boots as fresh.
-            Some(Ok((superblock, _))) => (superblock.sequence() > 1).then_some(superblock),
-            Some(Err(SuperblockError::NotFormatted { .. })) => None,
-            Some(Err(error)) => {
-                tracing::error!(dir, %error, "group superblock refused");
-                return Err(failed(
-                    "group superblock refused (damaged, or another cluster's or replica's)",
-                ));
-            }
-        };
+        let superblock = open_superblock(storage, dir, identity)?;
         let restart = superblock.is_some();
         let checkpoint_path = join_path(dir, CHECKPOINT_FILE);
         // A checkpoint that does not read back whole (damage, or a read error) is not
@@ -426,102 +559,9 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
             }
         };
         let (log, may_lack_acknowledged_ops, damaged_at_open) = if identity.group == METADATA_GROUP {
-            // Every metadata prepare was synced before it was acknowledged; only a
-            // lying disk loses one, and that shows as damage the chain repair refetches.
-            let (mut wal, mut recovery) = now(Wal::open_with(storage, storage_break.wal_checksums()))
-                .ok_or_else(|| failed("metadata WAL open did not complete on its first poll"))?
-                .map_err(|error| log_wal_error(dir, &error, "metadata WAL open failed"))?;
-            if test_break == Some(TestBreak::WalDropLastRecord) {
-                let dropped = now(wal.drop_last_record(&mut recovery))
-                    .ok_or_else(|| failed("test break cut did not complete on its first poll"))?
-                    .map_err(|error| log_wal_error(dir, &error, "test break cut of the metadata WAL failed"))?;
-                log_test_break_cut(identity.group, dir, dropped);
-            }
-            if storage_break == StorageBreak::CutDamageAsTornTail
-                && let Some(first) = recovery.damaged.first()
-            {
-                // The broken answer: cut from the damage on, and claim a whole log.
-                let _ = now(wal.truncate_after(first.after_op.unwrap_or(0)));
-                (Log::Metadata(wal), false, 0)
-            } else {
-                // Damage in the middle is held but unknown: the ops there may be ones this
-                // replica acknowledged, so its log may not be offered as complete (a hole
-                // would count as a nack and could outvote a committed op). A torn tail is
-                // cut, but bit rot in the last record looks the same, and that record may
-                // have been synced and acknowledged: the same caution.
-                let damaged = recovery.damaged.len() as u64 + u64::from(recovery.torn_tail.is_some());
-                if damaged > 0 {
-                    tracing::warn!(
-                        dir,
-                        damaged_ranges = recovery.damaged.len(),
-                        torn_tail = ?recovery.torn_tail,
-                        "metadata WAL damaged; its ops are repaired from peers and its log is not offered as complete"
-                    );
-                }
-                (Log::Metadata(wal), damaged > 0, damaged)
-            }
+            open_metadata_log(storage, dir, identity, storage_break, test_break)?
         } else {
-            let (mut wal, mut recovery) = now(PartitionWal::open_with(
-                storage,
-                dir,
-                identity.group,
-                storage_break.wal_checksums(),
-            ))
-            .ok_or_else(|| failed("partition WAL open did not complete on its first poll"))?
-            .map_err(|error| log_wal_error(dir, &error, "partition WAL open failed"))?;
-            if test_break == Some(TestBreak::WalDropLastRecord) {
-                let dropped = now(wal.drop_last_record(&mut recovery))
-                    .ok_or_else(|| failed("test break cut did not complete on its first poll"))?
-                    .map_err(|error| log_wal_error(dir, &error, "test break cut of a partition WAL failed"))?;
-                log_test_break_cut(identity.group, dir, dropped);
-            }
-            if recovery.discarded_bytes > 0 {
-                crate::cover!(PartitionWalTailDiscarded);
-                tracing::info!(
-                    dir,
-                    discarded_bytes = recovery.discarded_bytes,
-                    "unpublished partition WAL tail discarded"
-                );
-            }
-            // A `replicated` partition acknowledged prepares it had not published, and
-            // without a clean-shutdown mark a restart cannot tell whether it did: assume
-            // so. The frontier records the mode every append after it was made in (a
-            // change of mode is published first), so one that says `persisted` proves
-            // nothing acknowledged was lost, whatever the topic's durability is now.
-            let persisted = recovery
-                .frontier
-                .is_some_and(|frontier| frontier.durability == Durability::Persisted);
-            // Damage below the frontier is in published, possibly acknowledged ops.
-            if !recovery.damaged.is_empty() {
-                crate::cover!(WalDamagedMiddle);
-                tracing::warn!(
-                    dir,
-                    damaged_ranges = recovery.damaged.len(),
-                    "partition WAL damaged below its frontier; its ops are repaired from peers and its log is not \
-                     offered as complete"
-                );
-            }
-            let mut damaged = recovery.damaged.len() as u64;
-            if storage_break == StorageBreak::CutDamageAsTornTail
-                && let Some(first) = recovery.damaged.first()
-            {
-                // The broken answer: cut from the damage on, and claim a whole log.
-                let _ = now(wal.truncate_after(first.after_op.unwrap_or(0)));
-                damaged = 0;
-            }
-            // A damaged frontier slot may have held the newest publication: boot then
-            // went by the older slot and discarded what was published since, which may
-            // be ops this replica acknowledged (a `persisted` prepare is published
-            // before its PrepareOk). Which slot rotted cannot be told, so either counts.
-            let frontier_damaged = !recovery.frontier_damage.is_empty();
-            if frontier_damaged {
-                crate::cover!(FrontierSlotDamaged);
-            }
-            (
-                Log::Partition(wal),
-                (restart && !persisted) || damaged > 0 || frontier_damaged,
-                damaged + u64::from(frontier_damaged),
-            )
+            open_partition_log(storage, dir, identity, restart, storage_break, test_break)?
         };
         let damaged_at_open = damaged_at_open + u64::from(checkpoint_damaged);
         let mut log = log;
