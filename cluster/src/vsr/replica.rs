@@ -325,57 +325,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// `incarnation` distinguishes restarts (it feeds the boot nonce). A checkpoint that
     /// cannot be read or restored is an error: the replica does not run on that disk.
     pub fn open(config: ReplicaConfig, state_machine: S, store: T, incarnation: u64) -> Result<Self, StoreError> {
-        config.buggify.assert_valid();
-        assert!(
-            (1..=REPLICAS_MAX as u8).contains(&config.replicas) && config.replica < config.replicas,
-            "replica {} of {}",
-            config.replica,
-            config.replicas
-        );
-        assert!(
-            (JOURNAL_OPS_MIN..=JOURNAL_OPS_MAX).contains(&config.journal_ops_max),
-            "journal of {} ops",
-            config.journal_ops_max
-        );
-        assert!(
-            (RING_BYTES_MIN..=RING_BYTES_MAX).contains(&config.journal_bytes_max),
-            "journal of {} bytes",
-            config.journal_bytes_max
-        );
-        let mut journal = Journal::new(config.cluster, config.group);
+        Self::assert_config(&config);
         let superblock = store.superblock();
         let checkpoint = store.checkpoint()?;
         let checkpoint_op = checkpoint.as_ref().map_or(0, |(op, _)| *op);
-        // Records that no longer verify (or name another op): held but unknown. Never
-        // applied; repair refetches them. They may be ops this replica acknowledged, so
-        // its log is incomplete until a view's log replaces it (see `log_incomplete`).
-        let mut damaged_records = store.damaged_at_open();
-        for (op, record) in store.records() {
-            if op <= checkpoint_op {
-                continue;
-            }
-            let (header, frame) = match record {
-                StoredRecord::Prepare(frame) => match wire::open_with(&frame, config.storage_break.wal_checksums()) {
-                    Ok((header, _)) => (header, Some(frame)),
-                    Err(_) => {
-                        damaged_records += 1;
-                        continue;
-                    }
-                },
-                StoredRecord::Header(bytes) => match Header::decode_verified(&bytes) {
-                    Ok(header) => (header, None),
-                    Err(_) => {
-                        damaged_records += 1;
-                        continue;
-                    }
-                },
-            };
-            if header.op == op && header.command == Command::Prepare && op > 0 {
-                journal.put(Entry::new(header, frame, false));
-            } else {
-                damaged_records += 1;
-            }
-        }
+        let (journal, damaged_records) = Self::load_journal(&config, &store, checkpoint_op);
         // A replica that ever wrote anything is a restart, even if (by a fault) it has
         // prepares but no superblock: only a truly empty store is a fresh replica.
         let recovering = superblock.is_some() || journal.head() > 0 || checkpoint.is_some() || damaged_records > 0;
@@ -404,8 +358,119 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             log_incomplete,
             "open"
         );
+        let mut replica = Self::booted(
+            config,
+            state_machine,
+            store,
+            journal,
+            durable,
+            recovering,
+            log_incomplete,
+            incarnation,
+        );
+        if let Some((op, bytes)) = checkpoint {
+            let installed = replica.install_checkpoint(&bytes).map_err(|error| {
+                tracing::error!(replica = replica.config.replica, group = replica.config.group, op, %error, "checkpoint refused at boot");
+                StoreError { what: "checkpoint refused at boot" }
+            })?;
+            if installed != op {
+                return Err(StoreError {
+                    what: "checkpoint names another op than its file",
+                });
+            }
+            replica.checkpoint_op = op;
+        }
+        if recovering {
+            replica.request_start_view.start();
+        } else {
+            // A fresh group starts in its initial view, started by definition. The
+            // superblock is written now so that a restart is recognised as one.
+            if replica.store.write_superblock(durable).is_err() {
+                replica.stats.superblock_write_failures += 1;
+            }
+            replica.enter_normal_timers();
+        }
+        replica.stats.damaged_records_at_boot = damaged_records;
+        replica.stop_if_store_failed();
+        Ok(replica)
+    }
+
+    /// The configuration's bounds, asserted before anything is built from them.
+    fn assert_config(config: &ReplicaConfig) {
+        config.buggify.assert_valid();
+        assert!(
+            (1..=REPLICAS_MAX as u8).contains(&config.replicas) && config.replica < config.replicas,
+            "replica {} of {}",
+            config.replica,
+            config.replicas
+        );
+        assert!(
+            (JOURNAL_OPS_MIN..=JOURNAL_OPS_MAX).contains(&config.journal_ops_max),
+            "journal of {} ops",
+            config.journal_ops_max
+        );
+        assert!(
+            (RING_BYTES_MIN..=RING_BYTES_MAX).contains(&config.journal_bytes_max),
+            "journal of {} bytes",
+            config.journal_bytes_max
+        );
+    }
+
+    /// The journal of the records the store kept above its checkpoint, and how many
+    /// records no longer verify (or name another op): those are held but unknown,
+    /// never applied, and repair refetches them. They may be ops this replica
+    /// acknowledged, so its log is incomplete until a view's log replaces it (see
+    /// `log_incomplete`).
+    fn load_journal(config: &ReplicaConfig, store: &T, checkpoint_op: u64) -> (Journal, u64) {
+        let mut journal = Journal::new(config.cluster, config.group);
+        let mut damaged_records = store.damaged_at_open();
+        for (op, record) in store.records() {
+            if op <= checkpoint_op {
+                continue;
+            }
+            let (header, frame) = match record {
+                StoredRecord::Prepare(frame) => match wire::open_with(&frame, config.storage_break.wal_checksums()) {
+                    Ok((header, _)) => (header, Some(frame)),
+                    Err(_) => {
+                        damaged_records += 1;
+                        continue;
+                    }
+                },
+                StoredRecord::Header(bytes) => match Header::decode_verified(&bytes) {
+                    Ok(header) => (header, None),
+                    Err(_) => {
+                        damaged_records += 1;
+                        continue;
+                    }
+                },
+            };
+            if header.op == op && header.command == Command::Prepare && op > 0 {
+                journal.put(Entry::new(header, frame, false));
+            } else {
+                damaged_records += 1;
+            }
+        }
+        (journal, damaged_records)
+    }
+
+    /// A replica in its booted state: every counter and timer at rest, `Recovering`
+    /// in its recorded view when `recovering`, else `Normal` in `durable`'s view.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "each argument is one part of the boot state, at its one call site"
+    )]
+    fn booted(
+        config: ReplicaConfig,
+        state_machine: S,
+        store: T,
+        journal: Journal,
+        durable: Superblock,
+        recovering: bool,
+        log_incomplete: bool,
+        incarnation: u64,
+    ) -> Self {
         let boot_nonce = mix(config.entropy_seed ^ mix(incarnation ^ u64::from(config.replica)));
-        let mut replica = Self {
+        Self {
             config,
             state_machine,
             store,
@@ -460,32 +525,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             repair_deferred: false,
             storage_failure: None,
             queries: super::query::QueryRounds::new(),
-        };
-        if let Some((op, bytes)) = checkpoint {
-            let installed = replica.install_checkpoint(&bytes).map_err(|error| {
-                tracing::error!(replica = replica.config.replica, group = replica.config.group, op, %error, "checkpoint refused at boot");
-                StoreError { what: "checkpoint refused at boot" }
-            })?;
-            if installed != op {
-                return Err(StoreError {
-                    what: "checkpoint names another op than its file",
-                });
-            }
-            replica.checkpoint_op = op;
         }
-        if recovering {
-            replica.request_start_view.start();
-        } else {
-            // A fresh group starts in its initial view, started by definition. The
-            // superblock is written now so that a restart is recognised as one.
-            if replica.store.write_superblock(durable).is_err() {
-                replica.stats.superblock_write_failures += 1;
-            }
-            replica.enter_normal_timers();
-        }
-        replica.stats.damaged_records_at_boot = damaged_records;
-        replica.stop_if_store_failed();
-        Ok(replica)
     }
 
     // ---- Accessors (for the shard, checks and tests). ----
