@@ -70,14 +70,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 
 /// Checks in the state machine's order: new password, user, current password.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
-    let MetadataOp::ChangePassword {
-        user_id,
-        current_password,
-        new_password,
-    } = super::metadata_op(NAME, request)
-    else {
-        super::wrong_op(NAME, request)
-    };
+    let_metadata_op!(ChangePassword { user_id, current_password, new_password } = request);
     if !is_valid_password(new_password) {
         return Outcome::InvalidPassword.into();
     }
@@ -91,13 +84,7 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 
 /// `Ok`: the user has the new password.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
-    let (op, reply) = super::metadata_answer(NAME, answered);
-    let MetadataOp::ChangePassword {
-        user_id, new_password, ..
-    } = op
-    else {
-        super::wrong_op(NAME, answered.request)
-    };
+    let_metadata_answer!(ChangePassword { user_id, new_password, .. }, reply = answered);
     match reply {
         MetadataReply::Ok => {
             if let Some(user) = shadow.users.get_mut(user_id) {

@@ -88,14 +88,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 
 /// Checks in the state machine's order: name, stream, topic, uniqueness, room, id counter.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
-    let MetadataOp::CreateConsumerGroup {
-        stream_id,
-        topic_id,
-        name,
-    } = super::metadata_op(NAME, request)
-    else {
-        super::wrong_op(NAME, request)
-    };
+    let_metadata_op!(CreateConsumerGroup { stream_id, topic_id, name } = request);
     if !is_valid_name(name) {
         return Outcome::InvalidName.into();
     }
@@ -118,15 +111,7 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 /// `GroupCreated`: the group exists under the id the cluster assigned, empty, at
 /// generation 0.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
-    let (op, reply) = super::metadata_answer(NAME, answered);
-    let MetadataOp::CreateConsumerGroup {
-        stream_id,
-        topic_id,
-        name,
-    } = op
-    else {
-        super::wrong_op(NAME, answered.request)
-    };
+    let_metadata_answer!(CreateConsumerGroup { stream_id, topic_id, name }, reply = answered);
     match reply {
         MetadataReply::GroupCreated { group_id } => {
             let Some(topic) = shadow.topic_mut(*stream_id, *topic_id) else {

@@ -74,14 +74,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 
 /// Checks in the state machine's order: stream, topic, count, the cluster's room.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
-    let MetadataOp::CreatePartitions {
-        stream_id,
-        topic_id,
-        count,
-    } = super::metadata_op(NAME, request)
-    else {
-        super::wrong_op(NAME, request)
-    };
+    let_metadata_op!(CreatePartitions { stream_id, topic_id, count } = request);
     let Some(stream) = scope.shadow.streams.get(stream_id) else {
         return Outcome::StreamNotFound.into();
     };
@@ -98,15 +91,7 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 /// topic is the client's, so the shadow knows it), and partitions
 /// `first..first + count` are replicated by groups `partition_group_id(reply op, id)`.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
-    let (op, reply) = super::metadata_answer(NAME, answered);
-    let MetadataOp::CreatePartitions {
-        stream_id,
-        topic_id,
-        count,
-    } = op
-    else {
-        super::wrong_op(NAME, answered.request)
-    };
+    let_metadata_answer!(CreatePartitions { stream_id, topic_id, count }, reply = answered);
     match reply {
         MetadataReply::PartitionsCreated { first_partition_id } => {
             let created_at = answered.header.op;

@@ -68,9 +68,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 
 /// Checks in the state machine's order: name, user, uniqueness, room.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
-    let MetadataOp::CreatePersonalAccessToken { user_id, name, .. } = super::metadata_op(NAME, request) else {
-        super::wrong_op(NAME, request)
-    };
+    let_metadata_op!(CreatePersonalAccessToken { user_id, name, .. } = request);
     if !is_valid_name(name) {
         return Outcome::InvalidName.into();
     }
@@ -90,10 +88,7 @@ fn well_formed(token: &str) -> bool {
 
 /// `TokenCreated`: the user holds a token of that name (kept with the token revealed).
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
-    let (op, reply) = super::metadata_answer(NAME, answered);
-    let MetadataOp::CreatePersonalAccessToken { user_id, name, .. } = op else {
-        super::wrong_op(NAME, answered.request)
-    };
+    let_metadata_answer!(CreatePersonalAccessToken { user_id, name, .. }, reply = answered);
     match reply {
         MetadataReply::TokenCreated { token } => {
             if !well_formed(token) {

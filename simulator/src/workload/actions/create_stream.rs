@@ -60,9 +60,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 
 /// Checks in the state machine's order: name, uniqueness, room, id counter.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
-    let MetadataOp::CreateStream { name } = super::metadata_op(NAME, request) else {
-        super::wrong_op(NAME, request)
-    };
+    let_metadata_op!(CreateStream { name } = request);
     if !is_valid_name(name) {
         Outcome::InvalidName.into()
     } else if scope.shadow.stream_name_taken(name) {
@@ -75,10 +73,7 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 /// `StreamCreated`: the stream exists under the id the cluster assigned, owned by the
 /// client that created it.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
-    let (op, reply) = super::metadata_answer(NAME, answered);
-    let MetadataOp::CreateStream { name } = op else {
-        super::wrong_op(NAME, answered.request)
-    };
+    let_metadata_answer!(CreateStream { name }, reply = answered);
     match reply {
         MetadataReply::StreamCreated { stream_id } => {
             if shadow.streams.contains_key(stream_id) {

@@ -129,15 +129,7 @@ fn any_stream_id(scope: &Scope<'_>, rng: &mut SimRng) -> u32 {
 /// Checks in the state machine's order: name, partition count, stream, uniqueness,
 /// topics per stream, partitions in the cluster, id counter.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
-    let MetadataOp::CreateTopic {
-        stream_id,
-        name,
-        partitions,
-        ..
-    } = super::metadata_op(NAME, request)
-    else {
-        super::wrong_op(NAME, request)
-    };
+    let_metadata_op!(CreateTopic { stream_id, name, partitions, .. } = request);
     if !is_valid_name(name) {
         return Outcome::InvalidName.into();
     }
@@ -159,17 +151,7 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 /// `TopicCreated`: the topic exists under the id the cluster assigned, with partitions
 /// `0..count` replicated by groups `partition_group_id(reply op, id)`.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
-    let (op, reply) = super::metadata_answer(NAME, answered);
-    let MetadataOp::CreateTopic {
-        stream_id,
-        name,
-        partitions,
-        durability,
-        message_expiry_micros,
-    } = op
-    else {
-        super::wrong_op(NAME, answered.request)
-    };
+    let_metadata_answer!(CreateTopic { stream_id, name, partitions, durability, message_expiry_micros }, reply = answered);
     match reply {
         MetadataReply::TopicCreated { topic_id } => {
             let created_at = answered.header.op;

@@ -78,9 +78,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 
 /// Checks in the state machine's order: username, password, uniqueness, room, id counter.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
-    let MetadataOp::CreateUser { username, password, .. } = super::metadata_op(NAME, request) else {
-        super::wrong_op(NAME, request)
-    };
+    let_metadata_op!(CreateUser { username, password, .. } = request);
     if !is_valid_name(username) {
         Outcome::InvalidName.into()
     } else if !is_valid_password(password) {
@@ -95,15 +93,7 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 /// `UserCreated`: the user exists under the id the cluster assigned, with no
 /// permissions and no tokens, owned by the client that created it.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
-    let (op, reply) = super::metadata_answer(NAME, answered);
-    let MetadataOp::CreateUser {
-        username,
-        password,
-        active,
-    } = op
-    else {
-        super::wrong_op(NAME, answered.request)
-    };
+    let_metadata_answer!(CreateUser { username, password, active }, reply = answered);
     match reply {
         MetadataReply::UserCreated { user_id } => {
             if shadow.users.contains_key(user_id) {

@@ -48,14 +48,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 
 /// Checks in the state machine's order: stream, topic, group.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
-    let MetadataOp::DeleteConsumerGroup {
-        stream_id,
-        topic_id,
-        group_id,
-    } = super::metadata_op(NAME, request)
-    else {
-        super::wrong_op(NAME, request)
-    };
+    let_metadata_op!(DeleteConsumerGroup { stream_id, topic_id, group_id } = request);
     let Some(stream) = scope.shadow.streams.get(stream_id) else {
         return Outcome::StreamNotFound.into();
     };
@@ -69,15 +62,7 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 
 /// `Ok`: the group is gone.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
-    let (op, reply) = super::metadata_answer(NAME, answered);
-    let MetadataOp::DeleteConsumerGroup {
-        stream_id,
-        topic_id,
-        group_id,
-    } = op
-    else {
-        super::wrong_op(NAME, answered.request)
-    };
+    let_metadata_answer!(DeleteConsumerGroup { stream_id, topic_id, group_id }, reply = answered);
     match reply {
         MetadataReply::Ok => {
             if let Some(topic) = shadow.topic_mut(*stream_id, *topic_id) {

@@ -56,14 +56,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 
 /// Checks in the state machine's order: stream, topic, count.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
-    let MetadataOp::DeletePartitions {
-        stream_id,
-        topic_id,
-        count,
-    } = super::metadata_op(NAME, request)
-    else {
-        super::wrong_op(NAME, request)
-    };
+    let_metadata_op!(DeletePartitions { stream_id, topic_id, count } = request);
     let Some(stream) = scope.shadow.streams.get(stream_id) else {
         return Outcome::StreamNotFound.into();
     };
@@ -77,15 +70,7 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 
 /// `Ok`: the topic's `count` highest partitions are gone, with everything in them.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
-    let (op, reply) = super::metadata_answer(NAME, answered);
-    let MetadataOp::DeletePartitions {
-        stream_id,
-        topic_id,
-        count,
-    } = op
-    else {
-        super::wrong_op(NAME, answered.request)
-    };
+    let_metadata_answer!(DeletePartitions { stream_id, topic_id, count }, reply = answered);
     match reply {
         MetadataReply::Ok => {
             if let Some(topic) = shadow.topic_mut(*stream_id, *topic_id) {

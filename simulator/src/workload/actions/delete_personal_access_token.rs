@@ -40,9 +40,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 
 /// Checks in the state machine's order: user, token.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
-    let MetadataOp::DeletePersonalAccessToken { user_id, name } = super::metadata_op(NAME, request) else {
-        super::wrong_op(NAME, request)
-    };
+    let_metadata_op!(DeletePersonalAccessToken { user_id, name } = request);
     let outcome = match scope.shadow.users.get(user_id) {
         None => Outcome::UserNotFound,
         Some(user) if !user.tokens.contains_key(name) => Outcome::TokenNotFound,
@@ -53,10 +51,7 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 
 /// `Ok`: the token is gone.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
-    let (op, reply) = super::metadata_answer(NAME, answered);
-    let MetadataOp::DeletePersonalAccessToken { user_id, name } = op else {
-        super::wrong_op(NAME, answered.request)
-    };
+    let_metadata_answer!(DeletePersonalAccessToken { user_id, name }, reply = answered);
     match reply {
         MetadataReply::Ok => {
             if let Some(user) = shadow.users.get_mut(user_id) {

@@ -27,9 +27,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 
 /// `Ok` if the stream exists.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
-    let MetadataOp::DeleteStream { stream_id } = super::metadata_op(NAME, request) else {
-        super::wrong_op(NAME, request)
-    };
+    let_metadata_op!(DeleteStream { stream_id } = request);
     if scope.shadow.streams.contains_key(stream_id) {
         Outcome::Ok.into()
     } else {
@@ -40,10 +38,7 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 /// `Ok`: the stream is gone with its partitions, and so is every user's permission
 /// entry for it.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
-    let (op, reply) = super::metadata_answer(NAME, answered);
-    let MetadataOp::DeleteStream { stream_id } = op else {
-        super::wrong_op(NAME, answered.request)
-    };
+    let_metadata_answer!(DeleteStream { stream_id }, reply = answered);
     match reply {
         MetadataReply::Ok => {
             shadow.streams.remove(stream_id);

@@ -28,9 +28,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 
 /// Checks in the state machine's order: stream, topic.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
-    let MetadataOp::DeleteTopic { stream_id, topic_id } = super::metadata_op(NAME, request) else {
-        super::wrong_op(NAME, request)
-    };
+    let_metadata_op!(DeleteTopic { stream_id, topic_id } = request);
     let outcome = match scope.shadow.streams.get(stream_id) {
         None => Outcome::StreamNotFound,
         Some(stream) if !stream.topics.contains_key(topic_id) => Outcome::TopicNotFound,
@@ -41,10 +39,7 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 
 /// `Ok`: the topic is gone with its partitions and groups.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
-    let (op, reply) = super::metadata_answer(NAME, answered);
-    let MetadataOp::DeleteTopic { stream_id, topic_id } = op else {
-        super::wrong_op(NAME, answered.request)
-    };
+    let_metadata_answer!(DeleteTopic { stream_id, topic_id }, reply = answered);
     match reply {
         MetadataReply::Ok => {
             if let Some(stream) = shadow.streams.get_mut(stream_id) {

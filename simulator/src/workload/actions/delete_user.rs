@@ -28,9 +28,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 
 /// Checks in the state machine's order: root, user.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
-    let MetadataOp::DeleteUser { user_id } = super::metadata_op(NAME, request) else {
-        super::wrong_op(NAME, request)
-    };
+    let_metadata_op!(DeleteUser { user_id } = request);
     let outcome = if *user_id == ROOT_USER_ID {
         Outcome::CannotModifyRoot
     } else if scope.shadow.users.contains_key(user_id) {
@@ -43,10 +41,7 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 
 /// `Ok`: the user is gone with its tokens.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
-    let (op, reply) = super::metadata_answer(NAME, answered);
-    let MetadataOp::DeleteUser { user_id } = op else {
-        super::wrong_op(NAME, answered.request)
-    };
+    let_metadata_answer!(DeleteUser { user_id }, reply = answered);
     match reply {
         MetadataReply::Ok => {
             shadow.users.remove(user_id);

@@ -75,15 +75,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 
 /// Checks in the state machine's order: stream, topic, group, membership, room.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
-    let MetadataOp::JoinConsumerGroup {
-        stream_id,
-        topic_id,
-        group_id,
-        member_id,
-    } = super::metadata_op(NAME, request)
-    else {
-        super::wrong_op(NAME, request)
-    };
+    let_metadata_op!(JoinConsumerGroup { stream_id, topic_id, group_id, member_id } = request);
     let Some(stream) = scope.shadow.streams.get(stream_id) else {
         return Outcome::StreamNotFound.into();
     };
@@ -102,16 +94,7 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 /// `Joined`: the member is in, and the generation is one more than before (the group
 /// is the client's, so the shadow knows the one before).
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
-    let (op, reply) = super::metadata_answer(NAME, answered);
-    let MetadataOp::JoinConsumerGroup {
-        stream_id,
-        topic_id,
-        group_id,
-        member_id,
-    } = op
-    else {
-        super::wrong_op(NAME, answered.request)
-    };
+    let_metadata_answer!(JoinConsumerGroup { stream_id, topic_id, group_id, member_id }, reply = answered);
     match reply {
         MetadataReply::Joined { generation } => {
             let Some(group) = shadow.group_mut(*stream_id, *topic_id, *group_id) else {

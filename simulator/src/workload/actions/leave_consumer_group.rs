@@ -59,15 +59,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 
 /// Checks in the state machine's order: stream, topic, group, membership.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
-    let MetadataOp::LeaveConsumerGroup {
-        stream_id,
-        topic_id,
-        group_id,
-        member_id,
-    } = super::metadata_op(NAME, request)
-    else {
-        super::wrong_op(NAME, request)
-    };
+    let_metadata_op!(LeaveConsumerGroup { stream_id, topic_id, group_id, member_id } = request);
     let Some(stream) = scope.shadow.streams.get(stream_id) else {
         return Outcome::StreamNotFound.into();
     };
@@ -84,16 +76,7 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 
 /// `Left`: the member is out, and the generation is one more than before.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
-    let (op, reply) = super::metadata_answer(NAME, answered);
-    let MetadataOp::LeaveConsumerGroup {
-        stream_id,
-        topic_id,
-        group_id,
-        member_id,
-    } = op
-    else {
-        super::wrong_op(NAME, answered.request)
-    };
+    let_metadata_answer!(LeaveConsumerGroup { stream_id, topic_id, group_id, member_id }, reply = answered);
     match reply {
         MetadataReply::Left { generation } => {
             let Some(group) = shadow.group_mut(*stream_id, *topic_id, *group_id) else {

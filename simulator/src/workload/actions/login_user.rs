@@ -69,9 +69,7 @@ pub fn as_root(shadow: &Shadow) -> Request {
 
 /// In the state machine's order: the user, the password, then whether it is active.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
-    let MetadataOp::LoginUser { username, password } = super::metadata_op(NAME, request) else {
-        super::wrong_op(NAME, request)
-    };
+    let_metadata_op!(LoginUser { username, password } = request);
     let shadow = scope.shadow;
     let outcome = match shadow.user_by_name(username).map(|id| &shadow.users[&id]) {
         None => Outcome::InvalidCredentials,
@@ -85,10 +83,7 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 /// `LoggedIn`: the id must be the user's (the user is in the client's namespace, or
 /// root); the client's session now acts as that user.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
-    let (op, reply) = super::metadata_answer(NAME, answered);
-    let MetadataOp::LoginUser { username, .. } = op else {
-        super::wrong_op(NAME, answered.request)
-    };
+    let_metadata_answer!(LoginUser { username, .. }, reply = answered);
     match reply {
         MetadataReply::LoggedIn { user_id, .. } => {
             if let Some(expected) = shadow.user_by_name(username)

@@ -102,6 +102,28 @@ macro_rules! actions {
     };
 }
 
+/// Destructure `request` as this action's metadata op, binding its fields (a request
+/// of another action is a workload bug and panics): `let_metadata_op!(DeleteStream {
+/// stream_id } = request);`
+macro_rules! let_metadata_op {
+    ($variant:ident { $($fields:tt)* } = $request:expr) => {
+        let cluster::metadata::MetadataOp::$variant { $($fields)* } = super::metadata_op(NAME, $request) else {
+            super::wrong_op(NAME, $request)
+        };
+    };
+}
+
+/// Destructure `answered` as this action's metadata op, binding its fields, and its
+/// reply as `$reply`: `let_metadata_answer!(DeleteStream { stream_id }, reply = answered);`
+macro_rules! let_metadata_answer {
+    ($variant:ident { $($fields:tt)* }, $reply:ident = $answered:expr) => {
+        let (op, $reply) = super::metadata_answer(NAME, $answered);
+        let cluster::metadata::MetadataOp::$variant { $($fields)* } = op else {
+            super::wrong_op(NAME, $answered.request)
+        };
+    };
+}
+
 mod fence;
 
 // The order is part of the seed contract: APPEND ONLY (see `Action`).

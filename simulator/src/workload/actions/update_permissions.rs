@@ -79,9 +79,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 
 /// Checks in the state machine's order: root, user, entry count, streams.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
-    let MetadataOp::UpdatePermissions { user_id, permissions } = super::metadata_op(NAME, request) else {
-        super::wrong_op(NAME, request)
-    };
+    let_metadata_op!(UpdatePermissions { user_id, permissions } = request);
     let shadow = scope.shadow;
     let outcome = if *user_id == ROOT_USER_ID {
         Outcome::CannotModifyRoot
@@ -99,10 +97,7 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 
 /// `Ok`: the user holds exactly the new permissions.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
-    let (op, reply) = super::metadata_answer(NAME, answered);
-    let MetadataOp::UpdatePermissions { user_id, permissions } = op else {
-        super::wrong_op(NAME, answered.request)
-    };
+    let_metadata_answer!(UpdatePermissions { user_id, permissions }, reply = answered);
     match reply {
         MetadataReply::Ok => {
             if let Some(user) = shadow.users.get_mut(user_id) {

@@ -66,9 +66,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 
 /// Checks in the state machine's order: name, stream, uniqueness among the others.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
-    let MetadataOp::UpdateStream { stream_id, name } = super::metadata_op(NAME, request) else {
-        super::wrong_op(NAME, request)
-    };
+    let_metadata_op!(UpdateStream { stream_id, name } = request);
     let shadow = scope.shadow;
     let outcome = if !is_valid_name(name) {
         Outcome::InvalidName
@@ -84,10 +82,7 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 
 /// `Ok`: the stream has the new name.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
-    let (op, reply) = super::metadata_answer(NAME, answered);
-    let MetadataOp::UpdateStream { stream_id, name } = op else {
-        super::wrong_op(NAME, answered.request)
-    };
+    let_metadata_answer!(UpdateStream { stream_id, name }, reply = answered);
     match reply {
         MetadataReply::Ok => {
             if let Some(stream) = shadow.streams.get_mut(stream_id) {

@@ -75,15 +75,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 
 /// Checks in the state machine's order: name, stream, topic, uniqueness among siblings.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
-    let MetadataOp::UpdateTopic {
-        stream_id,
-        topic_id,
-        name,
-        ..
-    } = super::metadata_op(NAME, request)
-    else {
-        super::wrong_op(NAME, request)
-    };
+    let_metadata_op!(UpdateTopic { stream_id, topic_id, name, .. } = request);
     if !is_valid_name(name) {
         return Outcome::InvalidName.into();
     }
@@ -102,17 +94,7 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 
 /// `Ok`: the topic has the new name, durability and expiry.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
-    let (op, reply) = super::metadata_answer(NAME, answered);
-    let MetadataOp::UpdateTopic {
-        stream_id,
-        topic_id,
-        name,
-        durability,
-        message_expiry_micros,
-    } = op
-    else {
-        super::wrong_op(NAME, answered.request)
-    };
+    let_metadata_answer!(UpdateTopic { stream_id, topic_id, name, durability, message_expiry_micros }, reply = answered);
     match reply {
         MetadataReply::Ok => {
             if let Some(topic) = shadow.topic_mut(*stream_id, *topic_id) {

@@ -103,14 +103,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 /// Checks in the state machine's order: name, user, root deactivation, uniqueness
 /// among the others.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
-    let MetadataOp::UpdateUser {
-        user_id,
-        username,
-        active,
-    } = super::metadata_op(NAME, request)
-    else {
-        super::wrong_op(NAME, request)
-    };
+    let_metadata_op!(UpdateUser { user_id, username, active } = request);
     let shadow = scope.shadow;
     let outcome = if username.as_deref().is_some_and(|name| !is_valid_name(name)) {
         Outcome::InvalidName
@@ -130,15 +123,7 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 
 /// `Ok`: the user has the new name and status, where given.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
-    let (op, reply) = super::metadata_answer(NAME, answered);
-    let MetadataOp::UpdateUser {
-        user_id,
-        username,
-        active,
-    } = op
-    else {
-        super::wrong_op(NAME, answered.request)
-    };
+    let_metadata_answer!(UpdateUser { user_id, username, active }, reply = answered);
     match reply {
         MetadataReply::Ok => {
             if let Some(user) = shadow.users.get_mut(user_id) {
