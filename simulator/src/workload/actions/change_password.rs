@@ -1,6 +1,6 @@
 //! `ChangePassword`: replace a user's password, given the current one.
 
-use cluster::metadata::{MetadataOp, MetadataReply, is_valid_password};
+use cluster::metadata::{MetadataReply, is_valid_password};
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -60,12 +60,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         }
         _ => return None,
     };
-    let op = MetadataOp::ChangePassword {
-        user_id,
-        current_password,
-        new_password,
-    };
-    Some(op.into())
+    metadata_plan!(ChangePassword { user_id, current_password, new_password })
 }
 
 /// Checks in the state machine's order: new password, user, current password.

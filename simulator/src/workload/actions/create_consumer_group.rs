@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use cluster::metadata::{CONSUMER_GROUPS_PER_TOPIC_MAX, MetadataOp, MetadataReply, is_valid_name};
+use cluster::metadata::{CONSUMER_GROUPS_PER_TOPIC_MAX, MetadataReply, is_valid_name};
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -78,12 +78,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         },
         _ => return None,
     };
-    let op = MetadataOp::CreateConsumerGroup {
-        stream_id,
-        topic_id,
-        name,
-    };
-    Some(op.into())
+    metadata_plan!(CreateConsumerGroup { stream_id, topic_id, name })
 }
 
 /// Checks in the state machine's order: name, stream, topic, uniqueness, room, id counter.

@@ -1,7 +1,7 @@
 //! `CreatePartitions`: append partitions to a topic. The new partitions' ids continue
 //! the topic's, and their group ids come from the reply header's `op`.
 
-use cluster::metadata::{MetadataOp, MetadataReply, PARTITIONS_PER_TOPIC_MAX};
+use cluster::metadata::{MetadataReply, PARTITIONS_PER_TOPIC_MAX};
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -64,12 +64,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         }
         _ => return None,
     };
-    let op = MetadataOp::CreatePartitions {
-        stream_id,
-        topic_id,
-        count,
-    };
-    Some(op.into())
+    metadata_plan!(CreatePartitions { stream_id, topic_id, count })
 }
 
 /// Checks in the state machine's order: stream, topic, count, the cluster's room.

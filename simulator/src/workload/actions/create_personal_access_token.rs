@@ -1,6 +1,6 @@
 //! `CreatePersonalAccessToken`: a named token for a user, revealed once in the reply.
 
-use cluster::metadata::{MetadataOp, MetadataReply, TOKEN_CHARS, TOKENS_PER_USER_MAX, is_valid_name};
+use cluster::metadata::{MetadataReply, TOKEN_CHARS, TOKENS_PER_USER_MAX, is_valid_name};
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -58,12 +58,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         }
         _ => return None,
     };
-    let op = MetadataOp::CreatePersonalAccessToken {
-        user_id,
-        name,
-        expiry_micros: shadow::expiry(rng),
-    };
-    Some(op.into())
+    metadata_plan!(CreatePersonalAccessToken { user_id, name, expiry_micros: shadow::expiry(rng) })
 }
 
 /// Checks in the state machine's order: name, user, uniqueness, room.

@@ -2,7 +2,7 @@
 //! expiry. Its partitions' group ids come from the reply header's `op`.
 
 use cluster::metadata::{
-    MetadataOp, MetadataReply, PARTITIONS_PER_TOPIC_MAX, TOPICS_PER_STREAM_MAX, is_valid_name, partition_group_id,
+    MetadataReply, PARTITIONS_PER_TOPIC_MAX, TOPICS_PER_STREAM_MAX, is_valid_name, partition_group_id,
 };
 
 use crate::rng::SimRng;
@@ -107,14 +107,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         }
         _ => return None,
     };
-    let op = MetadataOp::CreateTopic {
-        stream_id,
-        name,
-        partitions,
-        durability: shadow::durability(rng),
-        message_expiry_micros: shadow::expiry(rng),
-    };
-    Some(op.into())
+    metadata_plan!(CreateTopic { stream_id, name, partitions, durability: shadow::durability(rng), message_expiry_micros: shadow::expiry(rng) })
 }
 
 /// One of the client's streams or an absent one, for aims decided before the stream

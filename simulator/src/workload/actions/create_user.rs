@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use cluster::metadata::{MetadataOp, MetadataReply, Permissions, is_valid_name, is_valid_password};
+use cluster::metadata::{MetadataReply, Permissions, is_valid_name, is_valid_password};
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -68,12 +68,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         Outcome::InvalidPassword => (scope.any_name(USER_PREFIX, rng), shadow::invalid_password(rng)),
         _ => return None,
     };
-    let op = MetadataOp::CreateUser {
-        username,
-        password,
-        active: shadow::coin(rng),
-    };
-    Some(op.into())
+    metadata_plan!(CreateUser { username, password, active: shadow::coin(rng) })
 }
 
 /// Checks in the state machine's order: username, password, uniqueness, room, id counter.

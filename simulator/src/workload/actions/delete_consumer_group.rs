@@ -1,7 +1,7 @@
 //! `DeleteConsumerGroup`: delete a consumer group from its topic. (Partitions keep the
 //! group's offsets and owners: group ids are never reused, so they name nothing.)
 
-use cluster::metadata::{MetadataOp, MetadataReply};
+use cluster::metadata::MetadataReply;
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -38,12 +38,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         Outcome::GroupNotFound => scope.missing_group(rng)?,
         _ => return None,
     };
-    let op = MetadataOp::DeleteConsumerGroup {
-        stream_id,
-        topic_id,
-        group_id,
-    };
-    Some(op.into())
+    metadata_plan!(DeleteConsumerGroup { stream_id, topic_id, group_id })
 }
 
 /// Checks in the state machine's order: stream, topic, group.

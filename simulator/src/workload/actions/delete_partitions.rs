@@ -1,7 +1,7 @@
 //! `DeletePartitions`: remove a topic's highest-numbered partitions (their groups
 //! vanish); a topic keeps at least one.
 
-use cluster::metadata::{MetadataOp, MetadataReply};
+use cluster::metadata::MetadataReply;
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -46,12 +46,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         }
         _ => return None,
     };
-    let op = MetadataOp::DeletePartitions {
-        stream_id,
-        topic_id,
-        count,
-    };
-    Some(op.into())
+    metadata_plan!(DeletePartitions { stream_id, topic_id, count })
 }
 
 /// Checks in the state machine's order: stream, topic, count.

@@ -1,7 +1,7 @@
 //! `JoinConsumerGroup`: add a member to a consumer group; the group's generation goes
 //! up by one, which is what lets `SetGroupOwner` hand its partitions over again.
 
-use cluster::metadata::{MEMBERS_PER_GROUP_MAX, MetadataOp, MetadataReply};
+use cluster::metadata::{MEMBERS_PER_GROUP_MAX, MetadataReply};
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -64,13 +64,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         }
         _ => return None,
     };
-    let op = MetadataOp::JoinConsumerGroup {
-        stream_id,
-        topic_id,
-        group_id,
-        member_id,
-    };
-    Some(op.into())
+    metadata_plan!(JoinConsumerGroup { stream_id, topic_id, group_id, member_id })
 }
 
 /// Checks in the state machine's order: stream, topic, group, membership, room.

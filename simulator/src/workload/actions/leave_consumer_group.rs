@@ -1,7 +1,7 @@
 //! `LeaveConsumerGroup`: remove a member from a consumer group; the generation goes up
 //! by one.
 
-use cluster::metadata::{MetadataOp, MetadataReply};
+use cluster::metadata::MetadataReply;
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -48,13 +48,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         }
         _ => return None,
     };
-    let op = MetadataOp::LeaveConsumerGroup {
-        stream_id,
-        topic_id,
-        group_id,
-        member_id,
-    };
-    Some(op.into())
+    metadata_plan!(LeaveConsumerGroup { stream_id, topic_id, group_id, member_id })
 }
 
 /// Checks in the state machine's order: stream, topic, group, membership.

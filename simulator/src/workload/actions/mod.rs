@@ -124,6 +124,14 @@ macro_rules! let_metadata_answer {
     };
 }
 
+/// The plan of one request of this action's metadata op, built from fields in scope:
+/// `metadata_plan!(DeleteStream { stream_id })`.
+macro_rules! metadata_plan {
+    ($variant:ident { $($fields:tt)* }) => {
+        Some(cluster::metadata::MetadataOp::$variant { $($fields)* }.into())
+    };
+}
+
 mod fence;
 
 // The order is part of the seed contract: APPEND ONLY (see `Action`).

@@ -1,7 +1,7 @@
 //! `UpdateTopic`: rename a topic or change its durability or message expiry (existing
 //! partitions keep the expiry they were created with).
 
-use cluster::metadata::{MetadataOp, MetadataReply, is_valid_name};
+use cluster::metadata::{MetadataReply, is_valid_name};
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -63,14 +63,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         },
         _ => return None,
     };
-    let op = MetadataOp::UpdateTopic {
-        stream_id,
-        topic_id,
-        name,
-        durability: shadow::durability(rng),
-        message_expiry_micros: shadow::expiry(rng),
-    };
-    Some(op.into())
+    metadata_plan!(UpdateTopic { stream_id, topic_id, name, durability: shadow::durability(rng), message_expiry_micros: shadow::expiry(rng) })
 }
 
 /// Checks in the state machine's order: name, stream, topic, uniqueness among siblings.

@@ -1,6 +1,6 @@
 //! `UpdateUser`: rename, activate or deactivate a user (`None` leaves a field as it is).
 
-use cluster::metadata::{MetadataOp, MetadataReply, ROOT_USER_ID, is_valid_name};
+use cluster::metadata::{MetadataReply, ROOT_USER_ID, is_valid_name};
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -92,12 +92,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         }
         _ => return None,
     };
-    let op = MetadataOp::UpdateUser {
-        user_id,
-        username,
-        active,
-    };
-    Some(op.into())
+    metadata_plan!(UpdateUser { user_id, username, active })
 }
 
 /// Checks in the state machine's order: name, user, root deactivation, uniqueness
