@@ -1,6 +1,6 @@
 //! `ChangePassword`: replace a user's password, given the current one.
 
-use cluster::metadata::{MetadataReply, is_valid_password};
+use cluster::metadata::is_valid_password;
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -12,12 +12,7 @@ use crate::workload::shadow::{self, Shadow};
 pub const NAME: &str = "ChangePassword";
 
 /// Outcomes it can produce.
-pub const OUTCOMES: &[Outcome] = &[
-    Outcome::Ok,
-    Outcome::UserNotFound,
-    Outcome::InvalidPassword,
-    Outcome::InvalidCredentials,
-];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, UserNotFound, InvalidPassword, InvalidCredentials);
 
 /// A password other than `current`.
 fn wrong_password(current: &str, rng: &mut SimRng) -> String {
@@ -80,12 +75,9 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 /// `Ok`: the user has the new password.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
     let_metadata_answer!(ChangePassword { user_id, new_password, .. }, reply = answered);
-    match reply {
-        MetadataReply::Ok => {
-            if let Some(user) = shadow.users.get_mut(user_id) {
-                user.password = new_password.clone();
-            }
-        }
-        other => super::unexpected_reply(shadow, NAME, other),
+    if super::replied_ok(shadow, NAME, reply)
+        && let Some(user) = shadow.users.get_mut(user_id)
+    {
+        user.password = new_password.clone();
     }
 }

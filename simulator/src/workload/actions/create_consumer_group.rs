@@ -16,14 +16,7 @@ pub const NAME: &str = "CreateConsumerGroup";
 
 /// Outcomes it can produce (`LimitReached`: the topic's groups full, or its group id
 /// counter spent).
-pub const OUTCOMES: &[Outcome] = &[
-    Outcome::Ok,
-    Outcome::NameAlreadyExists,
-    Outcome::StreamNotFound,
-    Outcome::TopicNotFound,
-    Outcome::InvalidName,
-    Outcome::LimitReached,
-];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, NameAlreadyExists, StreamNotFound, TopicNotFound, InvalidName, LimitReached);
 
 fn groups_full(topic: &ShadowTopic) -> bool {
     topic.groups.len() >= CONSUMER_GROUPS_PER_TOPIC_MAX || topic.next_group_id == u32::MAX

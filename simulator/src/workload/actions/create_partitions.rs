@@ -13,13 +13,7 @@ use crate::workload::shadow::{self, PARTITIONS_DRAW_MAX, Shadow, TOPIC_PARTITION
 pub const NAME: &str = "CreatePartitions";
 
 /// Outcomes it can produce (`LimitReached`: the cluster's partitions full).
-pub const OUTCOMES: &[Outcome] = &[
-    Outcome::Ok,
-    Outcome::StreamNotFound,
-    Outcome::TopicNotFound,
-    Outcome::InvalidPartitionCount,
-    Outcome::LimitReached,
-];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, StreamNotFound, TopicNotFound, InvalidPartitionCount, LimitReached);
 
 /// `Ok`: a topic of the client's below [`TOPIC_PARTITIONS_GROWN_MAX`] partitions, grown
 /// by 1 to [`PARTITIONS_DRAW_MAX`] within that and the cluster's room;

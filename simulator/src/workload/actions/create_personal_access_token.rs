@@ -12,13 +12,7 @@ use crate::workload::shadow::{self, Shadow, ShadowUser, TOKEN_PREFIX};
 pub const NAME: &str = "CreatePersonalAccessToken";
 
 /// Outcomes it can produce (`LimitReached`: [`TOKENS_PER_USER_MAX`] tokens).
-pub const OUTCOMES: &[Outcome] = &[
-    Outcome::Ok,
-    Outcome::NameAlreadyExists,
-    Outcome::UserNotFound,
-    Outcome::InvalidName,
-    Outcome::LimitReached,
-];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, NameAlreadyExists, UserNotFound, InvalidName, LimitReached);
 
 fn tokens_full(user: &ShadowUser) -> bool {
     user.tokens.len() >= TOKENS_PER_USER_MAX

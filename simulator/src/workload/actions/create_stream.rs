@@ -14,12 +14,7 @@ use crate::workload::shadow::{self, STREAM_PREFIX, Shadow, ShadowStream};
 pub const NAME: &str = "CreateStream";
 
 /// Outcomes it can produce (`LimitReached`: `STREAMS_MAX` streams, or the id counter spent).
-pub const OUTCOMES: &[Outcome] = &[
-    Outcome::Ok,
-    Outcome::NameAlreadyExists,
-    Outcome::InvalidName,
-    Outcome::LimitReached,
-];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, NameAlreadyExists, InvalidName, LimitReached);
 
 /// Whether one more stream fits: the cluster's room, and (alone, where the counter is
 /// exact) an id left.

@@ -16,14 +16,7 @@ pub const NAME: &str = "CreateTopic";
 
 /// Outcomes it can produce (`LimitReached`: the stream's topics full, the cluster's
 /// partitions full, or the stream's topic id counter spent).
-pub const OUTCOMES: &[Outcome] = &[
-    Outcome::Ok,
-    Outcome::NameAlreadyExists,
-    Outcome::StreamNotFound,
-    Outcome::InvalidName,
-    Outcome::InvalidPartitionCount,
-    Outcome::LimitReached,
-];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, NameAlreadyExists, StreamNotFound, InvalidName, InvalidPartitionCount, LimitReached);
 
 fn topics_full(stream: &ShadowStream) -> bool {
     stream.topics.len() >= TOPICS_PER_STREAM_MAX || stream.next_topic_id == u32::MAX

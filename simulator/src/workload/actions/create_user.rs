@@ -15,13 +15,7 @@ use crate::workload::shadow::{self, Shadow, ShadowUser, USER_PREFIX};
 pub const NAME: &str = "CreateUser";
 
 /// Outcomes it can produce (`LimitReached`: `USERS_MAX` users, or the id counter spent).
-pub const OUTCOMES: &[Outcome] = &[
-    Outcome::Ok,
-    Outcome::NameAlreadyExists,
-    Outcome::InvalidName,
-    Outcome::InvalidPassword,
-    Outcome::LimitReached,
-];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, NameAlreadyExists, InvalidName, InvalidPassword, LimitReached);
 
 /// Whether one more user fits: the cluster's room, and (alone, where the counter is
 /// exact) an id left.

@@ -1,7 +1,6 @@
 //! `DeleteConsumerGroup`: delete a consumer group from its topic. (Partitions keep the
 //! group's offsets and owners: group ids are never reused, so they name nothing.)
 
-use cluster::metadata::MetadataReply;
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -13,12 +12,7 @@ use crate::workload::shadow::{self, Shadow};
 pub const NAME: &str = "DeleteConsumerGroup";
 
 /// Outcomes it can produce.
-pub const OUTCOMES: &[Outcome] = &[
-    Outcome::Ok,
-    Outcome::StreamNotFound,
-    Outcome::TopicNotFound,
-    Outcome::GroupNotFound,
-];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, StreamNotFound, TopicNotFound, GroupNotFound);
 
 /// `Ok`: a group of one of the client's topics; `StreamNotFound`; `TopicNotFound`: an
 /// absent topic of one of its streams; `GroupNotFound`: an absent group of one of its
@@ -58,12 +52,9 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 /// `Ok`: the group is gone.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
     let_metadata_answer!(DeleteConsumerGroup { stream_id, topic_id, group_id }, reply = answered);
-    match reply {
-        MetadataReply::Ok => {
-            if let Some(topic) = shadow.topic_mut(*stream_id, *topic_id) {
-                topic.groups.remove(group_id);
-            }
-        }
-        other => super::unexpected_reply(shadow, NAME, other),
+    if super::replied_ok(shadow, NAME, reply)
+        && let Some(topic) = shadow.topic_mut(*stream_id, *topic_id)
+    {
+        topic.groups.remove(group_id);
     }
 }

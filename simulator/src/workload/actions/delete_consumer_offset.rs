@@ -15,7 +15,7 @@ use super::fence;
 pub const NAME: &str = "DeleteConsumerOffset";
 
 /// Outcomes it can produce.
-pub const OUTCOMES: &[Outcome] = &[Outcome::Ok, Outcome::StaleOwner];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, StaleOwner);
 
 /// `Ok`: a consumer the fence lets through; `StaleOwner`: a non-owner of a group that
 /// owns one of the client's partitions.

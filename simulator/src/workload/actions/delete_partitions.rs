@@ -1,7 +1,6 @@
 //! `DeletePartitions`: remove a topic's highest-numbered partitions (their groups
 //! vanish); a topic keeps at least one.
 
-use cluster::metadata::MetadataReply;
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -13,12 +12,7 @@ use crate::workload::shadow::{self, PARTITIONS_DRAW_MAX, Shadow};
 pub const NAME: &str = "DeletePartitions";
 
 /// Outcomes it can produce.
-pub const OUTCOMES: &[Outcome] = &[
-    Outcome::Ok,
-    Outcome::StreamNotFound,
-    Outcome::TopicNotFound,
-    Outcome::InvalidPartitionCount,
-];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, StreamNotFound, TopicNotFound, InvalidPartitionCount);
 
 /// `Ok`: a topic of the client's with at least two partitions, fewer than it has;
 /// `InvalidPartitionCount`: 0, or all of them or more; `TopicNotFound`,
@@ -66,14 +60,11 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 /// `Ok`: the topic's `count` highest partitions are gone, with everything in them.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
     let_metadata_answer!(DeletePartitions { stream_id, topic_id, count }, reply = answered);
-    match reply {
-        MetadataReply::Ok => {
-            if let Some(topic) = shadow.topic_mut(*stream_id, *topic_id) {
-                let keep = topic.partition_count().saturating_sub(*count);
-                // keep <= the partition count, a usize.
-                topic.partitions.truncate(keep as usize);
-            }
-        }
-        other => super::unexpected_reply(shadow, NAME, other),
+    if super::replied_ok(shadow, NAME, reply)
+        && let Some(topic) = shadow.topic_mut(*stream_id, *topic_id)
+    {
+        let keep = topic.partition_count().saturating_sub(*count);
+        // keep <= the partition count, a usize.
+        topic.partitions.truncate(keep as usize);
     }
 }

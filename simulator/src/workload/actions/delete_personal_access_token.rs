@@ -1,6 +1,6 @@
 //! `DeletePersonalAccessToken`: delete a user's token by name.
 
-use cluster::metadata::{MetadataOp, MetadataReply};
+use cluster::metadata::MetadataOp;
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -12,7 +12,7 @@ use crate::workload::shadow::{self, Shadow, TOKEN_PREFIX};
 pub const NAME: &str = "DeletePersonalAccessToken";
 
 /// Outcomes it can produce.
-pub const OUTCOMES: &[Outcome] = &[Outcome::Ok, Outcome::UserNotFound, Outcome::TokenNotFound];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, UserNotFound, TokenNotFound);
 
 /// `Ok`: a token a user the client may target holds; `UserNotFound`: an absent user;
 /// `TokenNotFound`: a pool name such a user does not hold.
@@ -52,12 +52,9 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 /// `Ok`: the token is gone.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
     let_metadata_answer!(DeletePersonalAccessToken { user_id, name }, reply = answered);
-    match reply {
-        MetadataReply::Ok => {
-            if let Some(user) = shadow.users.get_mut(user_id) {
-                user.tokens.remove(name);
-            }
-        }
-        other => super::unexpected_reply(shadow, NAME, other),
+    if super::replied_ok(shadow, NAME, reply)
+        && let Some(user) = shadow.users.get_mut(user_id)
+    {
+        user.tokens.remove(name);
     }
 }

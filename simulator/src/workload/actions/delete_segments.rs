@@ -15,7 +15,7 @@ use crate::workload::shadow::Shadow;
 pub const NAME: &str = "DeleteSegments";
 
 /// Outcomes it can produce.
-pub const OUTCOMES: &[Outcome] = &[Outcome::SegmentsDeleted];
+pub const OUTCOMES: &[Outcome] = outcomes!(SegmentsDeleted);
 
 /// Most segments one drawn request asks to drop: a few, so a partition's history
 /// usually survives several deletions; 0 is drawn too (a deletion of nothing).

@@ -1,7 +1,7 @@
 //! `DeleteStream`: delete a stream with its topics, partitions and groups, and every
 //! user's permissions on it.
 
-use cluster::metadata::{MetadataOp, MetadataReply};
+use cluster::metadata::MetadataOp;
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -13,7 +13,7 @@ use crate::workload::shadow::Shadow;
 pub const NAME: &str = "DeleteStream";
 
 /// Outcomes it can produce.
-pub const OUTCOMES: &[Outcome] = &[Outcome::Ok, Outcome::StreamNotFound];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, StreamNotFound);
 
 /// `Ok`: one of the client's streams; `StreamNotFound`: an absent id.
 pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Plan> {
@@ -39,13 +39,10 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 /// entry for it.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
     let_metadata_answer!(DeleteStream { stream_id }, reply = answered);
-    match reply {
-        MetadataReply::Ok => {
-            shadow.streams.remove(stream_id);
-            for user in shadow.users.values_mut() {
-                user.permissions.streams.remove(stream_id);
-            }
+    if super::replied_ok(shadow, NAME, reply) {
+        shadow.streams.remove(stream_id);
+        for user in shadow.users.values_mut() {
+            user.permissions.streams.remove(stream_id);
         }
-        other => super::unexpected_reply(shadow, NAME, other),
     }
 }

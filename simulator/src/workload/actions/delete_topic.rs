@@ -1,7 +1,7 @@
 //! `DeleteTopic`: delete a topic with its partitions (their groups vanish) and its
 //! consumer groups.
 
-use cluster::metadata::{MetadataOp, MetadataReply};
+use cluster::metadata::MetadataOp;
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -13,7 +13,7 @@ use crate::workload::shadow::Shadow;
 pub const NAME: &str = "DeleteTopic";
 
 /// Outcomes it can produce.
-pub const OUTCOMES: &[Outcome] = &[Outcome::Ok, Outcome::StreamNotFound, Outcome::TopicNotFound];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, StreamNotFound, TopicNotFound);
 
 /// `Ok`: one of the client's topics; `StreamNotFound`: an absent stream;
 /// `TopicNotFound`: an absent topic of one of the client's streams.
@@ -40,12 +40,9 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 /// `Ok`: the topic is gone with its partitions and groups.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
     let_metadata_answer!(DeleteTopic { stream_id, topic_id }, reply = answered);
-    match reply {
-        MetadataReply::Ok => {
-            if let Some(stream) = shadow.streams.get_mut(stream_id) {
-                stream.topics.remove(topic_id);
-            }
-        }
-        other => super::unexpected_reply(shadow, NAME, other),
+    if super::replied_ok(shadow, NAME, reply)
+        && let Some(stream) = shadow.streams.get_mut(stream_id)
+    {
+        stream.topics.remove(topic_id);
     }
 }

@@ -1,6 +1,6 @@
 //! `DeleteUser`: delete a user with its tokens (never root).
 
-use cluster::metadata::{MetadataOp, MetadataReply, ROOT_USER_ID};
+use cluster::metadata::{MetadataOp, ROOT_USER_ID};
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -12,7 +12,7 @@ use crate::workload::shadow::Shadow;
 pub const NAME: &str = "DeleteUser";
 
 /// Outcomes it can produce.
-pub const OUTCOMES: &[Outcome] = &[Outcome::Ok, Outcome::UserNotFound, Outcome::CannotModifyRoot];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, UserNotFound, CannotModifyRoot);
 
 /// `Ok`: one of the client's users other than root; `UserNotFound`: an absent id;
 /// `CannotModifyRoot`: root.
@@ -42,10 +42,7 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 /// `Ok`: the user is gone with its tokens.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
     let_metadata_answer!(DeleteUser { user_id }, reply = answered);
-    match reply {
-        MetadataReply::Ok => {
-            shadow.users.remove(user_id);
-        }
-        other => super::unexpected_reply(shadow, NAME, other),
+    if super::replied_ok(shadow, NAME, reply) {
+        shadow.users.remove(user_id);
     }
 }

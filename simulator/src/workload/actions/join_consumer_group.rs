@@ -14,14 +14,7 @@ pub const NAME: &str = "JoinConsumerGroup";
 
 /// Outcomes it can produce (`LimitReached`: [`MEMBERS_PER_GROUP_MAX`] members, out of
 /// reach of the member pool but declared, as the state machine can answer it).
-pub const OUTCOMES: &[Outcome] = &[
-    Outcome::Ok,
-    Outcome::StreamNotFound,
-    Outcome::TopicNotFound,
-    Outcome::GroupNotFound,
-    Outcome::AlreadyMember,
-    Outcome::LimitReached,
-];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, StreamNotFound, TopicNotFound, GroupNotFound, AlreadyMember, LimitReached);
 
 fn full(group: &ShadowGroup) -> bool {
     group.members.len() >= MEMBERS_PER_GROUP_MAX

@@ -13,13 +13,7 @@ use crate::workload::shadow::{self, MEMBER_POOL_SIZE, Shadow};
 pub const NAME: &str = "LeaveConsumerGroup";
 
 /// Outcomes it can produce.
-pub const OUTCOMES: &[Outcome] = &[
-    Outcome::Ok,
-    Outcome::StreamNotFound,
-    Outcome::TopicNotFound,
-    Outcome::GroupNotFound,
-    Outcome::MemberNotFound,
-];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, StreamNotFound, TopicNotFound, GroupNotFound, MemberNotFound);
 
 /// `Ok`: a member of a group of the client's; `MemberNotFound`: a pool member not in
 /// it; `GroupNotFound`, `TopicNotFound`, `StreamNotFound`: absent ids below the client's.

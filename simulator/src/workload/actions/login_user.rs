@@ -15,7 +15,7 @@ use crate::workload::shadow::{self, Shadow, USER_PREFIX};
 pub const NAME: &str = "LoginUser";
 
 /// Outcomes it can produce.
-pub const OUTCOMES: &[Outcome] = &[Outcome::Ok, Outcome::InvalidCredentials, Outcome::UserInactive];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, InvalidCredentials, UserInactive);
 
 /// `Ok`: an active user the client may target, with its password;
 /// `InvalidCredentials`: an unknown username of the client's namespace, or a known one

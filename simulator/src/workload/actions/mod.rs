@@ -132,6 +132,13 @@ macro_rules! metadata_plan {
     };
 }
 
+/// An action's declared outcomes: `outcomes!(Ok, StreamNotFound)`.
+macro_rules! outcomes {
+    ($($outcome:ident),* $(,)?) => {
+        &[$(crate::workload::outcome::Outcome::$outcome),*]
+    };
+}
+
 mod fence;
 
 // The order is part of the seed contract: APPEND ONLY (see `Action`).
@@ -256,6 +263,16 @@ fn poll_answer<'r>(action: &str, answered: &Answered<'r>) -> (PartitionAt, &'r P
         (Request::Poll { at, poll }, Reply::Poll(reply)) => (*at, poll, reply),
         (request, _) => wrong_op(action, request),
     }
+}
+
+/// Whether `reply` is `Ok` (the success reply of the actions that create nothing);
+/// another success reply is noted as a mismatch, an error reply ignored.
+fn replied_ok(shadow: &mut Shadow, action: &str, reply: &MetadataReply) -> bool {
+    if *reply == MetadataReply::Ok {
+        return true;
+    }
+    unexpected_reply(shadow, action, reply);
+    false
 }
 
 /// Note a metadata success reply that is not the one `action` answers with. Error

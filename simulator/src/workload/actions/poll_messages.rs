@@ -20,7 +20,7 @@ use crate::workload::shadow_partition::PollExpectation;
 pub const NAME: &str = "PollMessages";
 
 /// Outcomes it can produce.
-pub const OUTCOMES: &[Outcome] = &[Outcome::Polled, Outcome::PolledNothing];
+pub const OUTCOMES: &[Outcome] = outcomes!(Polled, PolledNothing);
 
 /// Most messages a drawn poll asks for: past `POLL_MESSAGES_MAX`, so the cap is hit.
 pub const POLL_COUNT_DRAW_MAX: u64 = POLL_MESSAGES_MAX as u64 + 20;

@@ -13,7 +13,7 @@ use crate::workload::shadow::Shadow;
 pub const NAME: &str = "PurgeStream";
 
 /// Outcomes it can produce (every step: a purge always succeeds).
-pub const OUTCOMES: &[Outcome] = &[Outcome::Ok];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok);
 
 /// `Ok`: a stream of the client's with at least one topic.
 pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Plan> {

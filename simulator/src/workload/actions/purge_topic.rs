@@ -13,7 +13,7 @@ use crate::workload::shadow::Shadow;
 pub const NAME: &str = "PurgeTopic";
 
 /// Outcomes it can produce (every step: a purge always succeeds).
-pub const OUTCOMES: &[Outcome] = &[Outcome::Ok];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok);
 
 /// A `Purge` for each partition of topic `(stream_id, topic_id)`, in id order.
 pub fn purge_steps(scope: &Scope<'_>, stream_id: u32, topic_id: u32) -> Vec<Request> {

@@ -23,14 +23,7 @@ pub const NAME: &str = "RequestAsUser";
 /// Outcomes it can produce: its reason to exist first, then what a permitted request
 /// answers (a create may find its name taken or the stream limit reached when other
 /// clients create too).
-pub const OUTCOMES: &[Outcome] = &[
-    Outcome::PermissionDenied,
-    Outcome::Ok,
-    Outcome::Appended,
-    Outcome::Polled,
-    Outcome::PolledNothing,
-    Outcome::LimitReached,
-];
+pub const OUTCOMES: &[Outcome] = outcomes!(PermissionDenied, Ok, Appended, Polled, PolledNothing, LimitReached);
 
 /// Which request the middle step makes.
 #[derive(Clone, Copy)]

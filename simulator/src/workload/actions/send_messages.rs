@@ -13,7 +13,7 @@ use crate::workload::shadow::Shadow;
 pub const NAME: &str = "SendMessages";
 
 /// Outcomes it can produce.
-pub const OUTCOMES: &[Outcome] = &[Outcome::Appended, Outcome::EmptyBatch];
+pub const OUTCOMES: &[Outcome] = outcomes!(Appended, EmptyBatch);
 
 /// Most messages in a drawn batch: enough that a few dozen sends fill a segment (so
 /// retention and segment deletion have sealed segments to drop), few enough that a

@@ -15,7 +15,7 @@ use crate::workload::shadow::Shadow;
 pub const NAME: &str = "SendOversizedBatch";
 
 /// Outcomes it can produce.
-pub const OUTCOMES: &[Outcome] = &[Outcome::BatchTooLarge];
+pub const OUTCOMES: &[Outcome] = outcomes!(BatchTooLarge);
 
 /// Messages in the batch, each of the largest payload: the fewest that exceed
 /// `BATCH_BYTES_MAX` (a batch of too many messages would not even decode, and the

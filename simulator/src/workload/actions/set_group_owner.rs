@@ -14,7 +14,7 @@ use crate::workload::shadow::{self, Shadow, ShadowPartition};
 pub const NAME: &str = "SetGroupOwner";
 
 /// Outcomes it can produce.
-pub const OUTCOMES: &[Outcome] = &[Outcome::Ok, Outcome::StaleGeneration];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, StaleGeneration);
 
 /// The generation `partition` holds for `group_id` (0 when the group owns none).
 fn held(partition: &ShadowPartition, group_id: u32) -> u64 {

@@ -16,7 +16,7 @@ use super::fence;
 pub const NAME: &str = "StoreConsumerOffset";
 
 /// Outcomes it can produce.
-pub const OUTCOMES: &[Outcome] = &[Outcome::Ok, Outcome::OffsetBeyondLog];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, OffsetBeyondLog);
 
 /// `Ok`: a consumer the fence lets through, an offset up to the next offset;
 /// `OffsetBeyondLog`: the same consumer kinds, an offset past the next.

@@ -18,7 +18,7 @@ use super::fence;
 pub const NAME: &str = "StoreStaleOwnerOffset";
 
 /// Outcomes it can produce.
-pub const OUTCOMES: &[Outcome] = &[Outcome::StaleOwner];
+pub const OUTCOMES: &[Outcome] = outcomes!(StaleOwner);
 
 /// `StaleOwner`: a partition of the client's that some group has an owner of; a former
 /// owner of that group, or another member at the owner's generation; an offset in the

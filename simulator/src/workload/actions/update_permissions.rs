@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use cluster::metadata::{
-    GlobalPermissions, MetadataOp, MetadataReply, PERMISSION_STREAMS_MAX, Permissions, ROOT_USER_ID,
+    GlobalPermissions, MetadataOp, PERMISSION_STREAMS_MAX, Permissions, ROOT_USER_ID,
     StreamPermissions,
 };
 
@@ -20,12 +20,7 @@ use crate::workload::shadow::{self, Shadow};
 pub const NAME: &str = "UpdatePermissions";
 
 /// Outcomes it can produce.
-pub const OUTCOMES: &[Outcome] = &[
-    Outcome::Ok,
-    Outcome::UserNotFound,
-    Outcome::StreamNotFound,
-    Outcome::CannotModifyRoot,
-];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, UserNotFound, StreamNotFound, CannotModifyRoot);
 
 fn stream_permissions(rng: &mut SimRng) -> StreamPermissions {
     StreamPermissions {
@@ -98,12 +93,9 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 /// `Ok`: the user holds exactly the new permissions.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
     let_metadata_answer!(UpdatePermissions { user_id, permissions }, reply = answered);
-    match reply {
-        MetadataReply::Ok => {
-            if let Some(user) = shadow.users.get_mut(user_id) {
-                user.permissions = permissions.clone();
-            }
-        }
-        other => super::unexpected_reply(shadow, NAME, other),
+    if super::replied_ok(shadow, NAME, reply)
+        && let Some(user) = shadow.users.get_mut(user_id)
+    {
+        user.permissions = permissions.clone();
     }
 }

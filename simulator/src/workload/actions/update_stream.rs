@@ -1,6 +1,6 @@
 //! `UpdateStream`: rename a stream (its own current name is fine).
 
-use cluster::metadata::{MetadataOp, MetadataReply, is_valid_name};
+use cluster::metadata::{MetadataOp, is_valid_name};
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -12,12 +12,7 @@ use crate::workload::shadow::{self, STREAM_PREFIX, Shadow};
 pub const NAME: &str = "UpdateStream";
 
 /// Outcomes it can produce.
-pub const OUTCOMES: &[Outcome] = &[
-    Outcome::Ok,
-    Outcome::NameAlreadyExists,
-    Outcome::StreamNotFound,
-    Outcome::InvalidName,
-];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, NameAlreadyExists, StreamNotFound, InvalidName);
 
 /// `Ok`: one of the client's streams, a fresh name or its own; `NameAlreadyExists`:
 /// another of its streams' names; `StreamNotFound`: an absent id; `InvalidName`.
@@ -83,12 +78,9 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 /// `Ok`: the stream has the new name.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
     let_metadata_answer!(UpdateStream { stream_id, name }, reply = answered);
-    match reply {
-        MetadataReply::Ok => {
-            if let Some(stream) = shadow.streams.get_mut(stream_id) {
-                stream.name = name.clone();
-            }
-        }
-        other => super::unexpected_reply(shadow, NAME, other),
+    if super::replied_ok(shadow, NAME, reply)
+        && let Some(stream) = shadow.streams.get_mut(stream_id)
+    {
+        stream.name = name.clone();
     }
 }

@@ -1,7 +1,7 @@
 //! `UpdateTopic`: rename a topic or change its durability or message expiry (existing
 //! partitions keep the expiry they were created with).
 
-use cluster::metadata::{MetadataReply, is_valid_name};
+use cluster::metadata::is_valid_name;
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -13,13 +13,7 @@ use crate::workload::shadow::{self, Shadow, TOPIC_PREFIX};
 pub const NAME: &str = "UpdateTopic";
 
 /// Outcomes it can produce.
-pub const OUTCOMES: &[Outcome] = &[
-    Outcome::Ok,
-    Outcome::NameAlreadyExists,
-    Outcome::StreamNotFound,
-    Outcome::TopicNotFound,
-    Outcome::InvalidName,
-];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, NameAlreadyExists, StreamNotFound, TopicNotFound, InvalidName);
 
 /// `Ok`: one of the client's topics, a fresh name or its own; `NameAlreadyExists`: a
 /// sibling's name; `StreamNotFound`; `TopicNotFound`: an absent topic of one of the
@@ -88,14 +82,11 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 /// `Ok`: the topic has the new name, durability and expiry.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
     let_metadata_answer!(UpdateTopic { stream_id, topic_id, name, durability, message_expiry_micros }, reply = answered);
-    match reply {
-        MetadataReply::Ok => {
-            if let Some(topic) = shadow.topic_mut(*stream_id, *topic_id) {
-                topic.name = name.clone();
-                topic.set_durability(*durability);
-                topic.message_expiry_micros = *message_expiry_micros;
-            }
-        }
-        other => super::unexpected_reply(shadow, NAME, other),
+    if super::replied_ok(shadow, NAME, reply)
+        && let Some(topic) = shadow.topic_mut(*stream_id, *topic_id)
+    {
+        topic.name = name.clone();
+        topic.set_durability(*durability);
+        topic.message_expiry_micros = *message_expiry_micros;
     }
 }

@@ -1,6 +1,6 @@
 //! `UpdateUser`: rename, activate or deactivate a user (`None` leaves a field as it is).
 
-use cluster::metadata::{MetadataReply, ROOT_USER_ID, is_valid_name};
+use cluster::metadata::{ROOT_USER_ID, is_valid_name};
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -12,13 +12,7 @@ use crate::workload::shadow::{self, Shadow, USER_PREFIX};
 pub const NAME: &str = "UpdateUser";
 
 /// Outcomes it can produce (`CannotModifyRoot`: deactivating root).
-pub const OUTCOMES: &[Outcome] = &[
-    Outcome::Ok,
-    Outcome::NameAlreadyExists,
-    Outcome::UserNotFound,
-    Outcome::InvalidName,
-    Outcome::CannotModifyRoot,
-];
+pub const OUTCOMES: &[Outcome] = outcomes!(Ok, NameAlreadyExists, UserNotFound, InvalidName, CannotModifyRoot);
 
 /// A status change `user_id` may receive: never deactivation for root.
 fn allowed_active(user_id: u32, rng: &mut SimRng) -> Option<bool> {
@@ -119,17 +113,14 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
 /// `Ok`: the user has the new name and status, where given.
 pub fn observe(shadow: &mut Shadow, answered: &Answered<'_>) {
     let_metadata_answer!(UpdateUser { user_id, username, active }, reply = answered);
-    match reply {
-        MetadataReply::Ok => {
-            if let Some(user) = shadow.users.get_mut(user_id) {
-                if let Some(username) = username {
-                    user.username = username.clone();
-                }
-                if let Some(active) = active {
-                    user.active = *active;
-                }
-            }
+    if super::replied_ok(shadow, NAME, reply)
+        && let Some(user) = shadow.users.get_mut(user_id)
+    {
+        if let Some(username) = username {
+            user.username = username.clone();
         }
-        other => super::unexpected_reply(shadow, NAME, other),
+        if let Some(active) = active {
+            user.active = *active;
+        }
     }
 }
