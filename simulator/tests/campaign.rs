@@ -14,16 +14,7 @@ fn verdicts(report: &CampaignReport) -> BTreeMap<(String, String, String, u64), 
     report.runs.iter().map(|run| (run.key(), run.verdict)).collect()
 }
 
-const COMMON: [&str; 8] = [
-    "--planes",
-    "metadata",
-    "--crash-prob",
-    "0.01",
-    "--restart-prob",
-    "0.05",
-    "--ticks",
-    "3000",
-];
+const COMMON: &str = "--planes metadata --crash-prob 0.01 --restart-prob 0.05 --ticks 3000";
 
 #[test]
 fn a_small_campaign_writes_a_complete_report() {
@@ -31,7 +22,7 @@ fn a_small_campaign_writes_a_complete_report() {
     let mut args = vec!["--profiles", "none,heavy", "--seeds", "1..10", "--jobs", "2", "--out"];
     let out_str = out.to_str().expect("utf-8 temp dir");
     args.push(out_str);
-    args.extend(COMMON);
+    args.extend(COMMON.split_whitespace());
     let output = campaign(&args);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let report = CampaignReport::read(&out).expect("report.json");
@@ -83,7 +74,7 @@ fn merged_shards_equal_the_unsharded_campaign() {
         }
         args.push("--out");
         args.push(out.to_str().expect("utf-8 temp dir"));
-        args.extend(COMMON);
+        args.extend(COMMON.split_whitespace());
         let output = campaign(&args);
         assert!(matches!(output.status.code(), Some(0 | 1)), "{}", text(&output));
     };
@@ -413,7 +404,7 @@ fn a_campaign_fails_when_a_required_coverage_mark_is_never_reached() {
             "--require-marks",
             marks,
         ];
-        args.extend(COMMON);
+        args.extend(COMMON.split_whitespace());
         args
     };
     let reached = campaign(&flags("vc.start_view_to_recovering"));

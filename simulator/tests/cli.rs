@@ -1,5 +1,7 @@
 //! The `workload-fuzz` binary as a user meets it: output, exit codes, error messages.
 
+mod common;
+
 use std::process::{Command, Output};
 
 fn workload_fuzz(args: &[&str]) -> Output {
@@ -19,16 +21,7 @@ fn stderr(output: &Output) -> String {
 
 #[test]
 fn a_seed_run_twice_prints_byte_identical_stdout_and_exits_zero() {
-    let args = [
-        "--seed",
-        "211",
-        "--faults",
-        "heavy",
-        "--ticks",
-        "4000",
-        "--clients",
-        "3",
-    ];
+    let args = common::flags("--seed 211 --faults heavy --ticks 4000 --clients 3");
     let first = workload_fuzz(&args);
     let second = workload_fuzz(&args);
     assert_eq!(first.status.code(), Some(0), "{}{}", stdout(&first), stderr(&first));
@@ -63,16 +56,7 @@ fn a_shard_count_out_of_range_is_refused_naming_the_flag() {
 
 #[test]
 fn the_partition_plane_runs_and_prints_its_comparisons() {
-    let output = workload_fuzz(&[
-        "--seed",
-        "3",
-        "--plane",
-        "partition",
-        "--shards",
-        "2",
-        "--ticks",
-        "3000",
-    ]);
+    let output = workload_fuzz(&common::flags("--seed 3 --plane partition --shards 2 --ticks 3000"));
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}");
     assert!(text.contains("outcomes: "), "{text}");
@@ -151,21 +135,9 @@ fn a_total_partition_of_the_clients_traffic_is_vacuous_not_a_pass() {
 
 #[test]
 fn a_metadata_seed_with_crashes_run_twice_prints_byte_identical_stdout() {
-    let args = [
-        "--seed",
-        "144",
-        "--plane",
-        "metadata",
-        "--faults",
-        "heavy",
-        "--crash-prob",
-        "0.01",
-        "--restart-prob",
-        "0.05",
-        "--crash-primary",
-        "--ticks",
-        "3000",
-    ];
+    let args = common::flags(
+        "--seed 144 --plane metadata --faults heavy --crash-prob 0.01 --restart-prob 0.05 --crash-primary --ticks 3000",
+    );
     let first = workload_fuzz(&args);
     let second = workload_fuzz(&args);
     assert_eq!(first.status.code(), Some(0), "{}{}", stdout(&first), stderr(&first));
@@ -200,16 +172,9 @@ fn heal_before_quiesce_restarts_every_replica_and_no_quiesce_skips_the_drain() {
 
 #[test]
 fn a_metadata_run_that_commits_too_little_is_vacuous() {
-    let output = workload_fuzz(&[
-        "--seed",
-        "1",
-        "--plane",
-        "metadata",
-        "--ticks",
-        "100",
-        "--min-commits",
-        "100000",
-    ]);
+    let output = workload_fuzz(&common::flags(
+        "--seed 1 --plane metadata --ticks 100 --min-commits 100000",
+    ));
     assert_eq!(output.status.code(), Some(3));
     assert!(stdout(&output).contains("vacuous:"), "{}", stdout(&output));
 }

@@ -15,34 +15,13 @@ use simulator::fuzz::Verdict;
 
 /// Small journals (checkpoints every few dozen ops, state transfers) with crashes and
 /// restarts, so replicas install checkpoints at boot and from peers.
-const FLAGS: [&str; 20] = [
-    "--ticks",
-    "6000",
-    "--plane",
-    "partition",
-    "--faults",
-    "light",
-    "--clients",
-    "4",
-    "--shards",
-    "2",
-    "--journal-slots",
-    "80",
-    "--ring-entries",
-    "80",
-    "--crash-prob",
-    "0.01",
-    "--restart-prob",
-    "0.05",
-    "--power-loss-prob",
-    "0.3",
-];
+const FLAGS: &str = "--ticks 6000 --plane partition --faults light --clients 4 --shards 2 --journal-slots 80 --ring-entries 80 --crash-prob 0.01 --restart-prob 0.05 --power-loss-prob 0.3";
 
 /// Seeds to try before concluding the comparison never catches the planted bug.
 const SEEDS_TRIED_MAX: u64 = 20;
 
 fn run(seed: u64, extra: &[&str]) -> (Verdict, String) {
-    common::fuzz(seed, &[&FLAGS[..], extra].concat())
+    common::fuzz(seed, &[&common::flags(FLAGS)[..], extra].concat())
 }
 
 #[test]

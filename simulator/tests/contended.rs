@@ -15,21 +15,8 @@ mod common;
 use simulator::fuzz::Verdict;
 
 /// The main contended run, 8 clients under heavy faults with crashed primaries.
-const HEAVY: [&str; 13] = [
-    "--plane",
-    "contended",
-    "--clients",
-    "8",
-    "--faults",
-    "heavy",
-    "--crash-prob",
-    "0.01",
-    "--restart-prob",
-    "0.05",
-    "--crash-primary",
-    "--ticks",
-    "10000",
-];
+const HEAVY: &str =
+    "--plane contended --clients 8 --faults heavy --crash-prob 0.01 --restart-prob 0.05 --crash-primary --ticks 10000";
 
 /// The number after `name=` on the `linearizability:` line.
 fn field(text: &str, name: &str) -> u64 {
@@ -38,7 +25,7 @@ fn field(text: &str, name: &str) -> u64 {
 
 #[test]
 fn a_contended_run_checks_every_shared_object_and_replays_byte_for_byte() {
-    let (verdict, text) = common::fuzz(1, &HEAVY);
+    let (verdict, text) = common::fuzz(1, &common::flags(HEAVY));
     assert_eq!(verdict, Verdict::Pass, "{text}");
     // Two partitions, each with two groups' offsets and owners, two consumer groups,
     // three user names.
@@ -48,7 +35,7 @@ fn a_contended_run_checks_every_shared_object_and_replays_byte_for_byte() {
         text.contains("consumer_group=ok(2) group_offset=ok(4) partition=ok(2) user_name=ok(3)"),
         "{text}"
     );
-    let (_, again) = common::fuzz(1, &HEAVY);
+    let (_, again) = common::fuzz(1, &common::flags(HEAVY));
     assert_eq!(text, again, "same seed, same build: the output must be byte-identical");
 }
 
@@ -58,15 +45,7 @@ fn a_contended_run_that_checked_nothing_is_vacuous() {
     // groups) are not done when the drain stops new requests.
     let (verdict, text) = common::fuzz(
         1,
-        &[
-            "--plane",
-            "contended",
-            "--clients",
-            "4",
-            "--ticks",
-            "5",
-            "--no-liveness",
-        ],
+        &common::flags("--plane contended --clients 4 --ticks 5 --no-liveness"),
     );
     let Verdict::Vacuous(reason) = verdict else {
         panic!("a run with no contended operation must be vacuous:\n{text}");
@@ -78,17 +57,7 @@ fn a_contended_run_that_checked_nothing_is_vacuous() {
 fn shared_objects_join_an_exact_plane_with_both_checks() {
     let (verdict, text) = common::fuzz(
         3,
-        &[
-            "--plane",
-            "partition",
-            "--shared",
-            "--clients",
-            "4",
-            "--faults",
-            "light",
-            "--ticks",
-            "6000",
-        ],
+        &common::flags("--plane partition --shared --clients 4 --faults light --ticks 6000"),
     );
     assert_eq!(verdict, Verdict::Pass, "{text}");
     assert!(field(&text, "operations") > 0, "{text}");

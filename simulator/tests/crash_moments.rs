@@ -24,28 +24,13 @@ fn moment_crashes(text: &str, moment: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {moment}= on `{line}`"))
 }
 
-const HEAVY_METADATA: [&str; 14] = [
-    "--ticks",
-    "4000",
-    "--plane",
-    "metadata",
-    "--faults",
-    "heavy",
-    "--clients",
-    "4",
-    "--crash-prob",
-    "0.01",
-    "--restart-prob",
-    "0.05",
-    "--crash-primary",
-    "--crash-moments",
-];
+const HEAVY_METADATA: &str = "--ticks 4000 --plane metadata --faults heavy --clients 4 --crash-prob 0.01 --restart-prob 0.05 --crash-primary --crash-moments";
 
 #[test]
 fn crashes_fall_on_primaries_mid_prepare_and_backups_mid_repair() {
     let (mut preparing, mut repairing) = (0, 0);
     for seed in 1..=4 {
-        let text = run(seed, &HEAVY_METADATA);
+        let text = run(seed, &common::flags(HEAVY_METADATA));
         preparing += moment_crashes(&text, "primary_preparing");
         repairing += moment_crashes(&text, "backup_repairing");
     }
@@ -55,6 +40,6 @@ fn crashes_fall_on_primaries_mid_prepare_and_backups_mid_repair() {
 
 #[test]
 fn without_the_flag_no_crash_is_timed_and_nothing_is_printed() {
-    let text = run(1, &HEAVY_METADATA[..13]);
+    let text = run(1, &common::flags(HEAVY_METADATA)[..13]);
     assert!(!text.contains("crash moments:"), "{text}");
 }

@@ -1,6 +1,8 @@
 //! Replay: the same seed on the same build prints the same bytes and schedules the
 //! same tasks in the same order.
 
+mod common;
+
 use simulator::fuzz::{self, FuzzArgs, Verdict};
 
 use clap::Parser;
@@ -194,19 +196,9 @@ const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x5602_4e8b_97fe_b64f;
 
 #[test]
 fn workload_replay_is_deterministic() {
-    let flags = [
-        "--plane",
-        "metadata",
-        "--faults",
-        "heavy",
-        "--crash-prob",
-        "0.01",
-        "--restart-prob",
-        "0.05",
-        "--crash-primary",
-        "--ticks",
-        "4000",
-    ];
+    let flags = common::flags(
+        "--plane metadata --faults heavy --crash-prob 0.01 --restart-prob 0.05 --crash-primary --ticks 4000",
+    );
     let (out_a, report_a) = run(&flags, 0xDEAD_BEEF);
     let (out_b, report_b) = run(&flags, 0xDEAD_BEEF);
     let text = String::from_utf8_lossy(&out_a);
@@ -298,21 +290,9 @@ const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x239a_b772_649b_5d98;
 
 #[test]
 fn multi_shard_replay_is_deterministic() {
-    let flags = [
-        "--plane",
-        "partition",
-        "--shards",
-        "3",
-        "--faults",
-        "heavy",
-        "--crash-prob",
-        "0.01",
-        "--restart-prob",
-        "0.05",
-        "--crash-primary",
-        "--ticks",
-        "3000",
-    ];
+    let flags = common::flags(
+        "--plane partition --shards 3 --faults heavy --crash-prob 0.01 --restart-prob 0.05 --crash-primary --ticks 3000",
+    );
     let (out_a, report_a) = run(&flags, 0xDEAD_BEEF);
     let (out_b, report_b) = run(&flags, 0xDEAD_BEEF);
     let text = String::from_utf8_lossy(&out_a);
@@ -335,19 +315,9 @@ fn multi_shard_replay_is_deterministic() {
 fn a_run_prints_the_coverage_marks_it_reached_the_same_way_every_time() {
     // Marks are counted per thread and reset at a run's start, so two runs of one seed
     // on one thread, and a run on another thread, print the same `coverage:` line.
-    let flags = [
-        "--plane",
-        "uniform",
-        "--faults",
-        "heavy",
-        "--crash-prob",
-        "0.01",
-        "--restart-prob",
-        "0.05",
-        "--crash-primary",
-        "--ticks",
-        "4000",
-    ];
+    let flags = common::flags(
+        "--plane uniform --faults heavy --crash-prob 0.01 --restart-prob 0.05 --crash-primary --ticks 4000",
+    );
     let coverage_of = |out: &[u8]| {
         String::from_utf8_lossy(out)
             .lines()

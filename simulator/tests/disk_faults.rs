@@ -141,25 +141,9 @@ fn a_disk_error_never_stops_a_replica_in_the_tick_another_one_crashes() {
     // every fail-stop (`disk fault budget`); on the old order this run fails that check
     // at tick 9796.
     let (verdict, text) = fuzz_run(
-        &[
-            "--ticks",
-            "10000",
-            "--clients",
-            "4",
-            "--shards",
-            "2",
-            "--plane",
-            "uniform",
-            "--faults",
-            "light",
-            "--crash-prob",
-            "0.01",
-            "--restart-prob",
-            "0.05",
-            "--power-loss-prob",
-            "0.3",
-            "--crash-primary",
-        ],
+        &common::flags(
+            "--ticks 10000 --clients 4 --shards 2 --plane uniform --faults light --crash-prob 0.01 --restart-prob 0.05 --power-loss-prob 0.3 --crash-primary",
+        ),
         20126,
     );
     assert_eq!(verdict, simulator::fuzz::Verdict::Pass, "{text}");
@@ -180,21 +164,9 @@ fn a_node_is_whole_only_once_it_hosts_every_partition_the_cluster_created() {
     // flags keeps the shape exercised: 94 until the pipeline's front was re-acknowledged
     // on a stalled commit point (which moved its schedule off any fail-stop), now 101
     // (three fail-stops).
-    let flags = [
-        "--ticks",
-        "10000",
-        "--plane",
-        "uniform",
-        "--faults",
-        "light",
-        "--crash-prob",
-        "0.01",
-        "--restart-prob",
-        "0.05",
-        "--power-loss-prob",
-        "0.5",
-        "--crash-primary",
-    ];
+    let flags = common::flags(
+        "--ticks 10000 --plane uniform --faults light --crash-prob 0.01 --restart-prob 0.05 --power-loss-prob 0.5 --crash-primary",
+    );
     let (verdict, text) = fuzz_run(&flags, 92);
     assert_eq!(verdict, simulator::fuzz::Verdict::Pass, "{text}");
     let (verdict, text) = fuzz_run(&flags, 101);
@@ -224,16 +196,7 @@ fn disk_faults_asked_of_in_memory_stores_are_an_invalid_configuration() {
     }
     // A profile's rates do not apply to in-memory stores; the run is not refused for them.
     let (verdict, text) = fuzz_run(
-        &[
-            "--storage",
-            "memory",
-            "--plane",
-            "metadata",
-            "--faults",
-            "light",
-            "--ticks",
-            "1000",
-        ],
+        &common::flags("--storage memory --plane metadata --faults light --ticks 1000"),
         1,
     );
     assert_eq!(verdict, simulator::fuzz::Verdict::Pass, "{text}");
@@ -245,25 +208,9 @@ fn a_limping_disk_stalls_its_node_and_the_cluster_works_around_it() {
     // One write or sync in fifty blocks its node for up to 40 ticks, on every replica,
     // primaries included: the run must still commit, answer and converge.
     let (verdict, text) = fuzz_run(
-        &[
-            "--ticks",
-            "6000",
-            "--clients",
-            "4",
-            "--shards",
-            "2",
-            "--plane",
-            "partition",
-            "--faults",
-            "light",
-            "--disk-slow-prob",
-            "0.02",
-            "--crash-prob",
-            "0.01",
-            "--restart-prob",
-            "0.05",
-            "--crash-primary",
-        ],
+        &common::flags(
+            "--ticks 6000 --clients 4 --shards 2 --plane partition --faults light --disk-slow-prob 0.02 --crash-prob 0.01 --restart-prob 0.05 --crash-primary",
+        ),
         1,
     );
     assert_eq!(verdict, simulator::fuzz::Verdict::Pass, "{text}");
@@ -287,29 +234,11 @@ fn outage_count(text: &str, key: &str) -> u64 {
 }
 
 /// Flags of a partition run with frequent whole-cluster power outages.
-const OUTAGE_FLAGS: [&str; 17] = [
-    "--ticks",
-    "10000",
-    "--clients",
-    "4",
-    "--shards",
-    "2",
-    "--plane",
-    "partition",
-    "--faults",
-    "light",
-    "--crash-prob",
-    "0.01",
-    "--restart-prob",
-    "0.05",
-    "--crash-primary",
-    "--power-outage-prob",
-    "0.0005",
-];
+const OUTAGE_FLAGS: &str = "--ticks 10000 --clients 4 --shards 2 --plane partition --faults light --crash-prob 0.01 --restart-prob 0.05 --crash-primary --power-outage-prob 0.0005";
 
 #[test]
 fn a_whole_cluster_power_outage_keeps_every_persisted_write_and_counts_what_replicated_topics_lose() {
-    let (verdict, text) = fuzz_run(&OUTAGE_FLAGS, 1);
+    let (verdict, text) = fuzz_run(&common::flags(OUTAGE_FLAGS), 1);
     assert_eq!(verdict, simulator::fuzz::Verdict::Pass, "{text}");
     assert!(outage_count(&text, "cut") >= 1, "{text}");
     assert!(outage_count(&text, "persisted_intact") >= 1, "{text}");
@@ -321,7 +250,7 @@ fn a_whole_cluster_power_outage_keeps_every_persisted_write_and_counts_what_repl
 
 #[test]
 fn a_persisted_write_acknowledged_before_it_was_published_is_caught_by_an_outage() {
-    let mut flags = OUTAGE_FLAGS.to_vec();
+    let mut flags = common::flags(OUTAGE_FLAGS);
     flags.extend(["--break-storage", "ack-persisted-before-publish"]);
     let (verdict, text) = fuzz_run(&flags, 1);
     assert!(
@@ -390,29 +319,9 @@ fn a_replica_that_installed_a_transfer_releases_its_peers_pin_at_once() {
     // places until it idled out (1,000 ticks), and the last groups starved past the
     // stuck check (`commit stuck`, transfers abandoned with nothing received).
     let (verdict, text) = fuzz_run(
-        &[
-            "--ticks",
-            "20000",
-            "--clients",
-            "4",
-            "--shards",
-            "2",
-            "--plane",
-            "partition",
-            "--faults",
-            "light",
-            "--crash-prob",
-            "0.02",
-            "--restart-prob",
-            "0.002",
-            "--journal-slots",
-            "80",
-            "--ring-entries",
-            "80",
-            "--crash-primary",
-            "--power-outage-prob",
-            "0.00005",
-        ],
+        &common::flags(
+            "--ticks 20000 --clients 4 --shards 2 --plane partition --faults light --crash-prob 0.02 --restart-prob 0.002 --journal-slots 80 --ring-entries 80 --crash-primary --power-outage-prob 0.00005",
+        ),
         46,
     );
     assert_eq!(verdict, simulator::fuzz::Verdict::Pass, "{text}");

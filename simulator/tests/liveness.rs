@@ -10,25 +10,14 @@
 //! still completes; a core that must elect a primary without the replicas outside it
 //! cannot.
 
+mod common;
+
 use clap::Parser;
 use simulator::fuzz::{FuzzArgs, Verdict};
 
 /// A short heavy run with crashes of primaries, so the core often lacks the primary.
-const FLAGS: [&str; 13] = [
-    "--ticks",
-    "3000",
-    "--plane",
-    "metadata",
-    "--faults",
-    "heavy",
-    "--clients",
-    "4",
-    "--crash-prob",
-    "0.01",
-    "--restart-prob",
-    "0.05",
-    "--crash-primary",
-];
+const FLAGS: &str =
+    "--ticks 3000 --plane metadata --faults heavy --clients 4 --crash-prob 0.01 --restart-prob 0.05 --crash-primary";
 
 /// Seeds to try before concluding the phase never catches the planted bug.
 const SEEDS_TRIED_MAX: u64 = 30;
@@ -36,7 +25,7 @@ const SEEDS_TRIED_MAX: u64 = 30;
 fn run(seed: u64, extra: &[&str]) -> (Verdict, String) {
     let args = FuzzArgs::parse_from(
         std::iter::once("workload-fuzz")
-            .chain(FLAGS)
+            .chain(FLAGS.split_whitespace())
             .chain(extra.iter().copied()),
     );
     let mut out = Vec::new();

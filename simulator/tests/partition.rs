@@ -1,6 +1,8 @@
 //! The partition plane end to end: the owner fence is load-bearing, and runs with
 //! several clients and several shards pass.
 
+mod common;
+
 use clap::Parser;
 use simulator::fuzz::{self, FuzzArgs, Verdict};
 
@@ -50,18 +52,7 @@ fn disabling_the_owner_fence_makes_lifecycle_runs_fail() {
 fn partition_runs_with_eight_clients_and_three_shards_pass() {
     for seed in 1..=3 {
         let (out, verdict) = run(
-            &[
-                "--plane",
-                "partition",
-                "--faults",
-                "light",
-                "--clients",
-                "8",
-                "--shards",
-                "3",
-                "--ticks",
-                "4000",
-            ],
+            &common::flags("--plane partition --faults light --clients 8 --shards 3 --ticks 4000"),
             seed,
         );
         assert_eq!(verdict, Verdict::Pass, "seed {seed}:\n{out}");

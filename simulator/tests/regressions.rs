@@ -2,24 +2,15 @@
 //! that found it (the line in `seeds/metadata.jsonl`) and checks the run passes, plus
 //! the property that broke where it can be read off the run.
 
+mod common;
+
 use clap::Parser;
 use simulator::fuzz::{self, FuzzArgs, Verdict};
 
 fn replay(seed: u64) -> String {
-    let args = FuzzArgs::parse_from([
-        "workload-fuzz",
-        "--ticks",
-        "6000",
-        "--plane",
-        "metadata",
-        "--faults",
-        "swarm",
-        "--crash-prob",
-        "0.01",
-        "--restart-prob",
-        "0.05",
-        "--crash-primary",
-    ]);
+    let args = FuzzArgs::parse_from(common::flags(
+        "workload-fuzz --ticks 6000 --plane metadata --faults swarm --crash-prob 0.01 --restart-prob 0.05 --crash-primary",
+    ));
     let mut out = Vec::new();
     let report = fuzz::run(&args, seed, &mut out).expect("writing to a Vec never fails");
     let text = String::from_utf8_lossy(&out).into_owned();
@@ -98,21 +89,9 @@ fn repair_does_not_starve_the_gap_above_the_commit_point() {
 #[test]
 fn the_drain_waits_for_every_primary_to_commit_what_it_inherited() {
     let text = replay_command(
-        &[
-            "--ticks",
-            "6000",
-            "--shards",
-            "3",
-            "--plane",
-            "partition",
-            "--faults",
-            "heavy",
-            "--crash-prob",
-            "0.01",
-            "--restart-prob",
-            "0.05",
-            "--crash-primary",
-        ],
+        &common::flags(
+            "--ticks 6000 --shards 3 --plane partition --faults heavy --crash-prob 0.01 --restart-prob 0.05 --crash-primary",
+        ),
         89,
     );
     // The comparison ran (one client) and compared the messages the shadow holds.
@@ -123,22 +102,9 @@ fn the_drain_waits_for_every_primary_to_commit_what_it_inherited() {
 #[test]
 fn repair_reaches_the_lowest_run_under_load_from_eight_clients() {
     let text = replay_command(
-        &[
-            "--ticks",
-            "12000",
-            "--clients",
-            "8",
-            "--shards",
-            "2",
-            "--plane",
-            "metadata",
-            "--faults",
-            "none",
-            "--crash-prob",
-            "0.002",
-            "--restart-prob",
-            "0.05",
-        ],
+        &common::flags(
+            "--ticks 12000 --clients 8 --shards 2 --plane metadata --faults none --crash-prob 0.002 --restart-prob 0.05",
+        ),
         24,
     );
     assert!(
@@ -158,21 +124,9 @@ fn a_restarted_node_is_not_whole_before_its_directory_lists_what_its_metadata_co
     // whole only once its directory lists the partition set of everything its metadata
     // knows to be committed.
     let text = replay_command(
-        &[
-            "--ticks",
-            "10000",
-            "--shards",
-            "2",
-            "--plane",
-            "mixed",
-            "--faults",
-            "heavy",
-            "--crash-prob",
-            "0.01",
-            "--restart-prob",
-            "0.05",
-            "--crash-primary",
-        ],
+        &common::flags(
+            "--ticks 10000 --shards 2 --plane mixed --faults heavy --crash-prob 0.01 --restart-prob 0.05 --crash-primary",
+        ),
         104,
     );
     assert!(!text.contains("crashes=0 "), "the run must crash replicas: {text}");
@@ -207,25 +161,9 @@ fn a_fail_stopped_replica_outside_the_liveness_core_stays_down_through_the_phase
     // whether the harness before the fix fails on this seed was not checked (only that
     // the scenario occurs).
     let text = replay_command(
-        &[
-            "--ticks",
-            "10000",
-            "--replicas",
-            "5",
-            "--clients",
-            "4",
-            "--plane",
-            "metadata",
-            "--faults",
-            "light",
-            "--crash-prob",
-            "0.01",
-            "--restart-prob",
-            "0.05",
-            "--power-loss-prob",
-            "0.3",
-            "--crash-primary",
-        ],
+        &common::flags(
+            "--ticks 10000 --replicas 5 --clients 4 --plane metadata --faults light --crash-prob 0.01 --restart-prob 0.05 --power-loss-prob 0.3 --crash-primary",
+        ),
         6_000_219,
     );
     assert!(
@@ -255,31 +193,9 @@ fn a_transferred_reply_with_a_corrupted_header_is_caught_at_install_not_as_a_wed
     // dropped, and the run failed only at tick 25,000, as a liveness failure. The
     // checkpoint check now compares what each replica encodes (taken or shipped) and
     // verifies every cached reply of a replica at its checkpoint.
-    let flags = [
-        "--ticks",
-        "15000",
-        "--clients",
-        "1",
-        "--shards",
-        "2",
-        "--plane",
-        "uniform",
-        "--faults",
-        "light",
-        "--crash-prob",
-        "0.02",
-        "--restart-prob",
-        "0.02",
-        "--power-loss-prob",
-        "0.3",
-        "--crash-primary",
-        "--journal-slots",
-        "80",
-        "--ring-entries",
-        "80",
-        "--packet-corruption",
-        "0.05",
-    ];
+    let flags = common::flags(
+        "--ticks 15000 --clients 1 --shards 2 --plane uniform --faults light --crash-prob 0.02 --restart-prob 0.02 --power-loss-prob 0.3 --crash-primary --journal-slots 80 --ring-entries 80 --packet-corruption 0.05",
+    );
     // The same run with verified transfers passes: the break is what the check sees.
     replay_command(&flags, 57);
     let broken: Vec<&str> = flags

@@ -1,14 +1,16 @@
 //! From a failing seed to a fix: fault schedules that replay, the shrink to a smaller
 //! failing run, and the trace of a run.
 
+mod common;
+
 use clap::Parser;
 use simulator::fault_schedule::{Fault, FaultSchedule};
 use simulator::fuzz::shrink::{ShrinkBounds, shrink};
 use simulator::fuzz::{self, FuzzArgs, Verdict};
 use simulator::signature::signature;
 
-fn args(flags: &[&str]) -> FuzzArgs {
-    FuzzArgs::parse_from(std::iter::once("workload-fuzz").chain(flags.iter().copied()))
+fn args(flags: &str) -> FuzzArgs {
+    FuzzArgs::parse_from(std::iter::once("workload-fuzz").chain(flags.split_whitespace()))
 }
 
 fn run(args: &FuzzArgs, seed: u64) -> (String, fuzz::RunReport) {
@@ -25,27 +27,7 @@ fn scratch(name: &str) -> std::path::PathBuf {
 
 /// Every fault class at once: crashes with power cuts, disk errors, rot, outages,
 /// partitions and clogs.
-const EVERY_FAULT: &[&str] = &[
-    "--plane",
-    "uniform",
-    "--faults",
-    "heavy",
-    "--ticks",
-    "3000",
-    "--crash-prob",
-    "0.003",
-    "--restart-prob",
-    "0.02",
-    "--power-loss-prob",
-    "0.5",
-    "--disk-error-prob",
-    "0.002",
-    "--disk-corruption-prob",
-    "0.5",
-    "--power-outage-prob",
-    "0.0005",
-    "--crash-moments",
-];
+const EVERY_FAULT: &str = "--plane uniform --faults heavy --ticks 3000 --crash-prob 0.003 --restart-prob 0.02 --power-loss-prob 0.5 --disk-error-prob 0.002 --disk-corruption-prob 0.5 --power-outage-prob 0.0005 --crash-moments";
 
 #[test]
 fn a_recorded_schedule_replays_the_run_byte_for_byte() {
@@ -118,7 +100,7 @@ fn a_bad_schedule_file_is_a_clear_invalid_configuration() {
         "{\"tick\":3,\"fault\":\"heal\"}\n{\"tick\":9,\"fault\":\"crash\",\"replica\":\"one\"}\n",
     )
     .expect("write");
-    let mut replaying = args(&["--plane", "metadata", "--ticks", "100"]);
+    let mut replaying = args("--plane metadata --ticks 100");
     replaying.faults_from = Some(path.clone());
     let (out, report) = run(&replaying, 1);
     let Verdict::Invalid(message) = report.verdict else {
@@ -175,21 +157,8 @@ fn planted_late_seed() -> u64 {
     })
 }
 
-const PLANTED: &[&str] = &[
-    "--plane",
-    "metadata",
-    "--faults",
-    "light",
-    "--ticks",
-    "5000",
-    "--clients",
-    "2",
-    "--crash-prob",
-    "0.002",
-    "--restart-prob",
-    "0.01",
-    "--break-check",
-];
+const PLANTED: &str =
+    "--plane metadata --faults light --ticks 5000 --clients 2 --crash-prob 0.002 --restart-prob 0.01 --break-check";
 
 #[test]
 fn a_planted_failure_shrinks_at_least_five_fold_and_keeps_its_signature_and_shrinks_the_same_twice() {
@@ -241,7 +210,7 @@ fn a_planted_failure_shrinks_at_least_five_fold_and_keeps_its_signature_and_shri
 
 #[test]
 fn a_passing_run_has_nothing_to_shrink() {
-    let passing = args(&["--plane", "metadata", "--ticks", "300"]);
+    let passing = args("--plane metadata --ticks 300");
     let mut out = Vec::new();
     let shrunk = shrink(&passing, 3, ShrinkBounds { runs: 10 }, &mut || 0.0, &mut out).expect("output");
     assert!(shrunk.is_none());

@@ -2,6 +2,8 @@
 //! sensitive (a deliberately broken workload or recovery fails them), a failing case
 //! replays alone, and the command line refuses bad input.
 
+mod common;
+
 use std::process::Command;
 
 use cluster::seam::{DurableFile, DurableStorage, OpenMode};
@@ -50,17 +52,9 @@ fn every_sweep_passes_at_seed_0_comparing_acknowledged_items_over_at_least_4000_
         total += summary.cases;
         names.push(sweep.name());
     }
-    for expected in [
-        "superblock-write",
-        "metadata-wal-append",
-        "metadata-wal-gap-fill",
-        "metadata-wal-truncate",
-        "partition-wal-publish",
-        "segment-append-roll",
-        "snapshot-write",
-        "state-transfer-install",
-        "tombstone-log-append",
-    ] {
+    for expected in common::flags(
+        "superblock-write metadata-wal-append metadata-wal-gap-fill metadata-wal-truncate partition-wal-publish segment-append-roll snapshot-write state-transfer-install tombstone-log-append",
+    ) {
         assert!(names.contains(&expected), "{expected} is not registered: {names:?}");
     }
     assert!(total >= 4_000, "only {total} cases");

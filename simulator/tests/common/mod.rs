@@ -6,6 +6,12 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+/// A flag list written as on a command line (values without spaces), so a test's
+/// flags read as the command a user would type.
+pub fn flags(line: &'static str) -> Vec<&'static str> {
+    line.split_whitespace().collect()
+}
+
 /// Run one `workload-fuzz` run in this process: `flags` as on its command line, with
 /// `seed`. Returns the verdict and everything the run printed.
 pub fn fuzz(seed: u64, flags: &[&str]) -> (simulator::fuzz::Verdict, String) {
