@@ -19,6 +19,7 @@ pub mod nemesis;
 pub mod network;
 pub mod panic_report;
 pub mod profile;
+pub mod replay;
 pub mod rng;
 pub mod seeds;
 pub mod signature;

@@ -93,13 +93,10 @@ fn append_acknowledging_early(storage: &SimStorage, sync: bool) -> Ledger {
 struct AcknowledgedBeforeSync;
 
 impl Sweep for AcknowledgedBeforeSync {
-    fn name(&self) -> &'static str {
-        "broken-acknowledged-before-sync"
-    }
-
-    fn description(&self) -> &'static str {
+    simulator::sweep_about!(
+        "broken-acknowledged-before-sync",
         "metadata WAL batches acknowledged between append_all and sync"
-    }
+    );
 
     fn run(&self, storage: &SimStorage) -> Ledger {
         append_acknowledging_early(storage, true)
@@ -114,13 +111,10 @@ impl Sweep for AcknowledgedBeforeSync {
 struct SyncSkipped;
 
 impl Sweep for SyncSkipped {
-    fn name(&self) -> &'static str {
-        "broken-sync-skipped"
-    }
-
-    fn description(&self) -> &'static str {
+    simulator::sweep_about!(
+        "broken-sync-skipped",
         "metadata WAL batches acknowledged with no sync at all"
-    }
+    );
 
     fn run(&self, storage: &SimStorage) -> Ledger {
         append_acknowledging_early(storage, false)
@@ -136,13 +130,10 @@ impl Sweep for SyncSkipped {
 struct ReplicatedAcknowledged;
 
 impl Sweep for ReplicatedAcknowledged {
-    fn name(&self) -> &'static str {
-        "broken-replicated-acknowledged"
-    }
-
-    fn description(&self) -> &'static str {
+    simulator::sweep_about!(
+        "broken-replicated-acknowledged",
         "partition WAL Replicated appends acknowledged as if published"
-    }
+    );
 
     fn run(&self, storage: &SimStorage) -> Ledger {
         let mut ledger = Ledger::new();
@@ -179,13 +170,10 @@ impl Sweep for ReplicatedAcknowledged {
 struct FrontierIgnored;
 
 impl Sweep for FrontierIgnored {
-    fn name(&self) -> &'static str {
-        "broken-frontier-ignored"
-    }
-
-    fn description(&self) -> &'static str {
+    simulator::sweep_about!(
+        "broken-frontier-ignored",
         "segment recovery that opens the segments at u64::MAX instead of the published frontier"
-    }
+    );
 
     fn run(&self, storage: &SimStorage) -> Ledger {
         sweep("segment-append-roll").run(storage)
@@ -201,13 +189,10 @@ impl Sweep for FrontierIgnored {
 struct AcknowledgedBeforePublication;
 
 impl Sweep for AcknowledgedBeforePublication {
-    fn name(&self) -> &'static str {
-        "broken-acknowledged-before-publication"
-    }
-
-    fn description(&self) -> &'static str {
+    simulator::sweep_about!(
+        "broken-acknowledged-before-publication",
         "segment messages acknowledged at their sync, before the segment end is published"
-    }
+    );
 
     fn run(&self, storage: &SimStorage) -> Ledger {
         use segment_append_roll::{GROUP, OPTIONS, SEGMENT_DIR, WAL_DIR, encode_message, message};
@@ -240,13 +225,10 @@ impl Sweep for AcknowledgedBeforePublication {
 struct SnapshotOverwrittenInPlace;
 
 impl Sweep for SnapshotOverwrittenInPlace {
-    fn name(&self) -> &'static str {
-        "broken-snapshot-in-place"
-    }
-
-    fn description(&self) -> &'static str {
+    simulator::sweep_about!(
+        "broken-snapshot-in-place",
         "a snapshot rewritten in place, so a crash mid-write tears the only copy"
-    }
+    );
 
     fn run(&self, storage: &SimStorage) -> Ledger {
         let mut ledger = Ledger::new();
@@ -280,13 +262,10 @@ impl Sweep for SnapshotOverwrittenInPlace {
 struct InstallNotRecovered;
 
 impl Sweep for InstallNotRecovered {
-    fn name(&self) -> &'static str {
-        "broken-install-not-recovered"
-    }
-
-    fn description(&self) -> &'static str {
+    simulator::sweep_about!(
+        "broken-install-not-recovered",
         "an install crashed at every step, then the segments opened without recover_install"
-    }
+    );
 
     fn run(&self, storage: &SimStorage) -> Ledger {
         sweep("state-transfer-install").run(storage)

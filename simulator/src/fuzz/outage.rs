@@ -30,8 +30,8 @@ use std::fmt;
 use std::rc::Rc;
 
 use super::settle::settled;
-use crate::fault_schedule::Replay;
 use crate::harness::{CheckFailure, Harness};
+use crate::replay::Replay;
 use crate::rng::SimRng;
 use crate::workload::MetadataWorkload;
 use crate::workload::outage::OutageLoss;

@@ -24,7 +24,7 @@ pub mod link;
 pub mod partition;
 pub mod stats;
 
-use crate::fault_schedule::Replay;
+use crate::replay::Replay;
 use crate::rng::SimRng;
 use config::NetworkConfig;
 pub use link::CommandFilter;

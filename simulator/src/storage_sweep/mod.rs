@@ -31,6 +31,21 @@ pub use runner::{CaseFailure, SweepSummary, cases, fault_free_trace, run_case, r
 use crate::storage::SimStorage;
 pub use crate::storage::{CrashKind, FaultKind};
 
+/// A [`Sweep`]'s `name` and `description`, written in one line of its impl:
+/// `sweep_about!("superblock-write", "SuperblockFile::write ...");`.
+#[macro_export]
+macro_rules! sweep_about {
+    ($name:literal, $description:literal) => {
+        fn name(&self) -> &'static str {
+            $name
+        }
+
+        fn description(&self) -> &'static str {
+            $description
+        }
+    };
+}
+
 /// One piece of storage code to crash at every step.
 pub trait Sweep {
     /// The name `--sweep` takes.

@@ -33,13 +33,10 @@ pub(super) fn append_batch(wal: &mut Wal<SimStorage>, ledger: &mut Ledger, recor
 }
 
 impl Sweep for MetadataWalAppend {
-    fn name(&self) -> &'static str {
-        "metadata-wal-append"
-    }
-
-    fn description(&self) -> &'static str {
+    crate::sweep_about!(
+        "metadata-wal-append",
         "Wal::append_all + sync in batches (one of several pages), a header-only op, then Wal::replace"
-    }
+    );
 
     fn run(&self, storage: &SimStorage) -> Ledger {
         let mut ledger = Ledger::new();

@@ -33,14 +33,11 @@ fn body_bytes(op: u64) -> usize {
 }
 
 impl Sweep for MetadataWalGapFill {
-    fn name(&self) -> &'static str {
-        "metadata-wal-gap-fill"
-    }
-
-    fn description(&self) -> &'static str {
+    crate::sweep_about!(
+        "metadata-wal-gap-fill",
         "Wal::append above a gap (placeholders for ops 3-11), then Wal::replace fills it top down: in place, \
-         taking room from vacant slots, and moving the records above"
-    }
+        taking room from vacant slots, and moving the records above"
+    );
 
     fn run(&self, storage: &SimStorage) -> Ledger {
         let mut ledger = Ledger::new();

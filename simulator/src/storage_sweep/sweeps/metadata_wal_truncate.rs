@@ -19,13 +19,10 @@ const KEPT_OP: u64 = 3;
 pub struct MetadataWalTruncate;
 
 impl Sweep for MetadataWalTruncate {
-    fn name(&self) -> &'static str {
-        "metadata-wal-truncate"
-    }
-
-    fn description(&self) -> &'static str {
+    crate::sweep_about!(
+        "metadata-wal-truncate",
         "Wal::truncate_after (a view change) then new ops appended and synced; never a mix of two views' ops"
-    }
+    );
 
     fn run(&self, storage: &SimStorage) -> Ledger {
         let mut ledger = Ledger::new();

@@ -210,14 +210,11 @@ fn expected_publications() -> &'static [Option<Frontier>] {
 pub struct PartitionWalPublish;
 
 impl Sweep for PartitionWalPublish {
-    fn name(&self) -> &'static str {
-        "partition-wal-publish"
-    }
-
-    fn description(&self) -> &'static str {
+    crate::sweep_about!(
+        "partition-wal-publish",
         "PartitionWal: Replicated appends, a Persisted one, on_log_view, publish, close; open returns what a \
-         publication covers and nothing beyond the recovered frontier"
-    }
+        publication covers and nothing beyond the recovered frontier"
+    );
 
     fn run(&self, storage: &SimStorage) -> Ledger {
         let expected = expected_publications();

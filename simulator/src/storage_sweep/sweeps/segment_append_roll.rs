@@ -85,14 +85,11 @@ pub fn read_all(log: &mut SegmentLog<SimStorage>) -> Result<BTreeMap<u64, Vec<u8
 pub struct SegmentAppendRoll;
 
 impl Sweep for SegmentAppendRoll {
-    fn name(&self) -> &'static str {
-        "segment-append-roll"
-    }
-
-    fn description(&self) -> &'static str {
+    crate::sweep_about!(
+        "segment-append-roll",
         "SegmentLog appends rolling four times, each batch synced then published through PartitionWal; open \
-         at the recovered frontier serves every acknowledged message and nothing beyond"
-    }
+        at the recovered frontier serves every acknowledged message and nothing beyond"
+    );
 
     fn run(&self, storage: &SimStorage) -> Ledger {
         let mut ledger = Ledger::new();

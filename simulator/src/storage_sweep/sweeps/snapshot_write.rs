@@ -93,14 +93,11 @@ pub fn encode(key: u64, bytes: &[u8]) -> Vec<u8> {
 pub struct SnapshotWrite;
 
 impl Sweep for SnapshotWrite {
-    fn name(&self) -> &'static str {
-        "snapshot-write"
-    }
-
-    fn description(&self) -> &'static str {
+    crate::sweep_about!(
+        "snapshot-write",
         "write_snapshot of six versions (3-12 KiB); boot's read returns the newest acknowledged or a later one, \
-         never None once acknowledged, an error only on a lying device"
-    }
+        never None once acknowledged, an error only on a lying device"
+    );
 
     fn run(&self, storage: &SimStorage) -> Ledger {
         let mut ledger = Ledger::new();

@@ -145,14 +145,11 @@ fn encode_set(files: &BTreeMap<String, Vec<u8>>) -> Vec<u8> {
 pub struct StateTransferInstall;
 
 impl Sweep for StateTransferInstall {
-    fn name(&self) -> &'static str {
-        "state-transfer-install"
-    }
-
-    fn description(&self) -> &'static str {
+    crate::sweep_about!(
+        "state-transfer-install",
         "stage_file then install of a transferred segment set over a live one; boot's recover_install leaves \
-         exactly the old set or exactly the new one"
-    }
+        exactly the old set or exactly the new one"
+    );
 
     fn run(&self, storage: &SimStorage) -> Ledger {
         let mut ledger = Ledger::new();

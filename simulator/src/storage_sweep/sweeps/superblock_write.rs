@@ -48,13 +48,10 @@ fn encode(state: &SuperblockState) -> Vec<u8> {
 pub struct SuperblockWrite;
 
 impl Sweep for SuperblockWrite {
-    fn name(&self) -> &'static str {
-        "superblock-write"
-    }
-
-    fn description(&self) -> &'static str {
+    crate::sweep_about!(
+        "superblock-write",
         "SuperblockFile::format then four writes; open must return the newest acknowledged copy or a newer one"
-    }
+    );
 
     fn run(&self, storage: &SimStorage) -> Ledger {
         let mut ledger = Ledger::new();

@@ -31,14 +31,11 @@ fn encode(group: u64) -> Vec<u8> {
 pub struct TombstoneLogAppend;
 
 impl Sweep for TombstoneLogAppend {
-    fn name(&self) -> &'static str {
-        "tombstone-log-append"
-    }
-
-    fn description(&self) -> &'static str {
+    crate::sweep_about!(
+        "tombstone-log-append",
         "TombstoneLog::append of sixteen groups, carrying on after a failed one; boot finds every \
-         acknowledged group, none never appended, and refuses only on a lying device"
-    }
+        acknowledged group, none never appended, and refuses only on a lying device"
+    );
 
     fn run(&self, storage: &SimStorage) -> Ledger {
         let mut ledger = Ledger::new();
