@@ -4,13 +4,6 @@
 //! bounded by `PREFIX_DROP_COPIED_PER_DROPPED_BYTE_MAX`), so a drop that would copy
 //! too much waits. A crash at any step leaves the old log or the new one whole.
 
-use super::WalError;
-use crate::seam::{DurableFile, DurableStorage, OpenMode};
-use crate::storage::record::{self};
-use std::collections::BTreeMap;
-use std::io;
-use std::ops::Bound;
-
 use super::*;
 
 /// The bytes of the slots above `through` when a prefix plan summed them, plus what
