@@ -88,6 +88,7 @@ impl WakeQueue {
     }
 
     /// Queue `task` as woken.
+    #[inline]
     pub(super) fn push(&self, task: TaskId) {
         let queued_locally = LOCAL
             .try_with(|table| {
@@ -115,6 +116,7 @@ impl WakeQueue {
 
     /// Move every queued wake into `into`, which must be empty (local ones first, in wake
     /// order). Runs on the queue's own thread.
+    #[inline]
     pub(super) fn collect(&self, into: &mut Vec<TaskId>) {
         debug_assert!(into.is_empty(), "a collect starts from an empty buffer");
         LOCAL.with(|table| {
