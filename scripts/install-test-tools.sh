@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Install the Debian tools the test suite drives real processes with:
+# Install the Debian tools the test suite needs (scripts/test.sh checks for the same
+# two and calls this script when it runs as root):
+# - gcc: the `cc` that rustc links every test binary with (rustup does not ship one);
 # - strace: syscall fault injection (a node's fdatasync made to fail with EIO in
 #   cluster/tests/failover.rs);
 # - with the argument `chromium`, also Debian's chromium, to render a campaign's
@@ -12,6 +14,7 @@
 # root) and Debian's package archive.
 set -euo pipefail
 missing=()
+command -v cc >/dev/null 2>&1 || missing+=(gcc)
 command -v strace >/dev/null 2>&1 || missing+=(strace)
 for extra in "$@"; do
   case "$extra" in
@@ -26,7 +29,7 @@ for extra in "$@"; do
   esac
 done
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "test tools present: strace $*"
+  echo "test tools present: cc strace $*"
   exit 0
 fi
 echo "installing: ${missing[*]}"
