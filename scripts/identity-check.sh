@@ -110,7 +110,7 @@ EOF
     echo "no report" > "$out/campaign.txt"
   fi
   rm -rf "$tmp"
-  echo "wrote $(ls "$out" | wc -l) files to $out"
+  echo "wrote $(find "$out" -type f | wc -l) files to $out"
 }
 
 compare() {
