@@ -12,6 +12,7 @@ pub mod coverage;
 pub mod metadata;
 pub mod node;
 pub mod partition;
+pub mod routing;
 pub mod runtime;
 pub mod seam;
 pub mod server;

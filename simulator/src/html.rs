@@ -4,7 +4,7 @@
 //! section's frame ([`open_section`] and its closings).
 //!
 //! Shared by the campaign page (`campaign::html`) and the sections other modules add
-//! to it (`nemesis::report`), so neither reaches into the other for them. It knows
+//! to it (`nemesis_format`), so neither reaches into the other for them. It knows
 //! nothing of reports, layout or style.
 
 use std::fmt::{self, Write};

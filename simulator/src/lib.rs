@@ -16,6 +16,7 @@ pub mod html;
 pub mod linearizability;
 pub mod log;
 pub mod nemesis;
+pub mod nemesis_format;
 pub mod network;
 pub mod panic_report;
 pub mod profile;

@@ -30,21 +30,17 @@ use std::rc::Rc;
 
 use futures::{FutureExt, select_biased};
 
+pub use crate::routing::{METADATA_GROUP, SHARDS_MAX, owner_shard};
 pub use access::{AccessView, BINDINGS_MAX, Bindings, Grant};
 pub use directory::{Directory, PartitionSpec};
 pub use durable_stores::{DurableReplicaStore, DurableStores, NodeIdentity, StoresOpenError, TestBreak};
 pub use group_table::GroupTable;
-pub use shard::{
-    Forward, METADATA_GROUP, NodeShared, PARK_WAIT_TICKS, PARKED_REQUESTS_MAX, Shard, ShardStats, StorageFailure,
-};
+pub use shard::{Forward, NodeShared, PARK_WAIT_TICKS, PARKED_REQUESTS_MAX, Shard, ShardStats, StorageFailure};
 pub use status::{GROUP_STATUS_CODE, GroupStatus, HostedGroup, PartitionEntry};
 pub use stores::{MemoryStores, StoreProvider};
 
 use crate::partition::OwnerFence;
 use crate::seam::{Bus, Inbox, InboxPush, TICK};
-
-/// Most shards a node runs. One per core in production; the simulator sweeps 1 to 8.
-pub const SHARDS_MAX: u8 = 8;
 
 /// Who a node is and how it is split.
 #[derive(Clone, Debug)]
@@ -92,17 +88,6 @@ impl Default for JournalBounds {
             ring_bytes: crate::vsr::constants::RING_BYTES_DEFAULT,
         }
     }
-}
-
-/// The shard that owns `group`: the metadata group lives on shard 0, a partition's
-/// group on a shard picked by a hash of its id (so consecutive partitions spread).
-pub fn owner_shard(group: u64, shards: u8) -> u8 {
-    assert!((1..=SHARDS_MAX).contains(&shards), "{shards} shards");
-    if group == METADATA_GROUP {
-        return 0;
-    }
-    // The remainder is below `shards`, which fits u8.
-    (crate::vsr::replica::mix(group) % u64::from(shards)) as u8
 }
 
 /// Counters of a node's shards, summed.

@@ -25,14 +25,12 @@ use super::stores::StoreProvider;
 use super::{NodeConfig, owner_shard};
 use crate::metadata::{MetadataMachine, MetadataState};
 use crate::partition::PartitionMachine;
+use crate::routing::METADATA_GROUP;
 use crate::seam::ProcessId;
 use crate::vsr::budget::CatchUpBudget;
 use crate::vsr::replica::Outgoing;
 use crate::vsr::{ClientError, Replica, ReplicaConfig, Status, seal_refusal};
 use crate::wire::{Command, HEADER_BYTES, Header};
-
-/// The metadata group's id.
-pub const METADATA_GROUP: u64 = 0;
 
 /// Counters of one shard.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

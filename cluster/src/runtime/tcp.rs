@@ -36,7 +36,7 @@ use tokio::sync::Notify;
 
 use super::bus::Transport;
 use super::framing::read_frame;
-use crate::node::owner_shard;
+use crate::routing::owner_shard;
 use crate::seam::{Inbox, InboxPush, ProcessId};
 use crate::wire::{Command, HEADER_BYTES, Header};
 

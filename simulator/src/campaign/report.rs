@@ -128,7 +128,7 @@ pub struct CampaignReport {
     /// A real-cluster campaign's schedules and availability figures (`nemesis`; absent
     /// from simulator campaigns).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nemesis: Option<crate::nemesis::report::NemesisSummary>,
+    pub nemesis: Option<crate::nemesis_format::NemesisSummary>,
 }
 
 /// One sub-campaign of a report.

@@ -34,6 +34,7 @@ use crate::linearizability::{self, Operation, PartitionInput, PartitionModel, Pa
 use super::faults::FaultKind;
 use super::run::Run;
 use super::workload::Mode;
+pub use crate::nemesis_format::RunStats;
 
 /// How long the healed cluster may take to agree on every group, in milliseconds: a
 /// restarted node repairs its logs from its peers (a few thousand prepares) and a view
@@ -84,53 +85,6 @@ pub struct Window {
     pub healed_ms: u64,
     /// The clients stopped.
     pub end_ms: u64,
-}
-
-/// What a run compared and measured.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct RunStats {
-    /// Requests the clients sent.
-    pub requests: u64,
-    /// Requests answered with success.
-    pub successes: u64,
-    /// Acknowledged messages, each checked in the final logs.
-    pub acked_messages: u64,
-    /// Messages of sends with unknown outcome.
-    pub unknown_messages: u64,
-    /// Messages the client library called not accepted (checked absent).
-    pub not_accepted_messages: u64,
-    /// Messages found in the final logs.
-    pub logged_messages: u64,
-    /// Operations the linearizability checker searched (contended).
-    pub linearized_operations: u64,
-    /// Polls checked against an exact shadow (exact).
-    pub polls_checked: u64,
-    /// Groups whose status matched on every node at the end.
-    pub groups_agreed: u64,
-    /// Bytes in every node's data directory at the end.
-    #[serde(default)]
-    pub data_bytes: u64,
-    /// The longest stretch without an acknowledged send, milliseconds (fault phase to
-    /// the end).
-    pub longest_gap_ms: u64,
-    /// Its longest part during which a majority was healthy, milliseconds.
-    pub longest_healthy_gap_ms: u64,
-    /// Per fault kind: the longest gap overlapping a fault of that kind, milliseconds.
-    pub gap_by_kind_ms: BTreeMap<String, u64>,
-    /// Per fault kind: the longest wait, from a fault's end to the next acknowledged
-    /// send, milliseconds.
-    #[serde(default)]
-    pub recovery_by_kind_ms: BTreeMap<String, u64>,
-    /// Supervisor restarts after storage failures.
-    pub supervisor_restarts: u64,
-    /// Milliseconds from healed to every group agreed.
-    pub settle_ms: u64,
-    /// Milliseconds from healed to every client having had a send acknowledged.
-    #[serde(default)]
-    pub recovered_ms: u64,
-    /// Successful requests in each second of the run (its availability timeline).
-    #[serde(default)]
-    pub successes_by_second: Vec<u32>,
 }
 
 /// Settle, read, and judge the run.

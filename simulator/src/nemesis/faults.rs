@@ -11,117 +11,8 @@
 //! kind is injected at least once per run; then it draws kinds at random until the
 //! fault phase ends.
 
-use std::fmt;
-use std::str::FromStr;
-
-use serde::{Deserialize, Serialize};
-
+pub use crate::nemesis_format::{Category, FaultKind, FaultRecord};
 use crate::rng::SimRng;
-
-/// What part of the world a fault kind breaks (the report counts faults per category
-/// and per kind).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Category {
-    /// Signals to node processes.
-    Process,
-    /// Links between the nodes' network namespaces.
-    Network,
-    /// libfiu failing a node's file system calls.
-    Disk,
-    /// libfaketime offsetting or drifting a node's clocks.
-    Clock,
-}
-
-macro_rules! fault_kinds {
-    ($( $(#[$doc:meta])* $variant:ident = $name:literal, $category:ident, exclusive: $exclusive:literal; )*) => {
-        /// One kind of fault the nemesis injects.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-        pub enum FaultKind {
-            $( $(#[$doc])* #[serde(rename = $name)] $variant, )*
-        }
-
-        impl FaultKind {
-            /// Every kind, in a fixed order (the deck before it is shuffled).
-            pub const ALL: &'static [FaultKind] = &[$(FaultKind::$variant),*];
-
-            /// The kind's name in flags, schedules and reports.
-            pub fn name(self) -> &'static str {
-                match self { $(FaultKind::$variant => $name,)* }
-            }
-
-            /// What the kind breaks.
-            pub fn category(self) -> Category {
-                match self { $(FaultKind::$variant => Category::$category,)* }
-            }
-
-            /// Whether the kind needs the whole cluster to itself: no other fault runs
-            /// while it does, and it waits for every other one to end.
-            pub fn exclusive(self) -> bool {
-                match self { $(FaultKind::$variant => $exclusive,)* }
-            }
-        }
-    };
-}
-
-fault_kinds! {
-    /// SIGKILL one node, restart it after a while.
-    Kill = "kill", Process, exclusive: false;
-    /// SIGKILL every node at once (a whole-site power cut without the power loss:
-    /// the page cache survives), restart them all.
-    KillAll = "kill-all", Process, exclusive: true;
-    /// SIGSTOP the primary of a group (a frozen primary: a long GC pause, a stuck
-    /// disk), SIGCONT it later.
-    PausePrimary = "pause-primary", Process, exclusive: false;
-    /// SIGTERM one node (a clean shutdown: every journal made durable), restart it.
-    Terminate = "terminate", Process, exclusive: false;
-    /// SIGTERM and restart every node in turn, each back before the next goes.
-    RollingRestart = "rolling-restart", Process, exclusive: true;
-    /// Cut one node off from every other, both ways.
-    Isolate = "isolate", Network, exclusive: false;
-    /// Drop what one node sends to one other (the other way still works).
-    OneWay = "one-way", Network, exclusive: false;
-    /// Cut the link between two nodes both ways; each still reaches the rest (a
-    /// partition that is not transitive).
-    CutLink = "cut-link", Network, exclusive: false;
-    /// Split the cluster into a minority and a majority.
-    Split = "split", Network, exclusive: false;
-    /// The primary's fdatasync fails with EIO (the outage the disk-fault work fixed:
-    /// a primary that kept heartbeating over a disk that refused its prepares).
-    FsyncPrimary = "fsync-primary", Disk, exclusive: false;
-    /// One node's pwrite fails with EIO.
-    WriteError = "write-error", Disk, exclusive: false;
-    /// One node restarts with a fifth of its preads failing with EIO (boot and
-    /// repair read under faults), switched off later.
-    ReadError = "read-error", Disk, exclusive: false;
-    /// One node restarts with its clocks (wall and monotonic) offset by seconds to
-    /// hours, either way; later it restarts with the true time.
-    ClockOffset = "clock-offset", Clock, exclusive: false;
-    /// One node restarts with its clocks running fast or slow; later it restarts
-    /// with the true time.
-    ClockDrift = "clock-drift", Clock, exclusive: false;
-}
-
-impl fmt::Display for FaultKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for FaultKind {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        FaultKind::ALL
-            .iter()
-            .copied()
-            .find(|kind| kind.name() == text)
-            .ok_or_else(|| {
-                let known: Vec<&str> = FaultKind::ALL.iter().map(|kind| kind.name()).collect();
-                format!("unknown fault kind '{text}' (known: {})", known.join(", "))
-            })
-    }
-}
 
 /// Parse a `--faults` list: `all`, a comma list of kinds and categories (`process`,
 /// `network`, `disk`, `clock`), or `none`.
@@ -261,24 +152,6 @@ pub fn duration_range_ms(kind: FaultKind) -> (u64, u64) {
         FaultKind::FsyncPrimary | FaultKind::WriteError | FaultKind::ReadError => (500, 2_000),
         FaultKind::ClockOffset | FaultKind::ClockDrift => (1_500, 3_000),
     }
-}
-
-/// One fault as it happened, for the schedule log and the report.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FaultRecord {
-    /// Milliseconds from the run's start (the cluster ready) to the fault's start.
-    pub start_ms: u64,
-    /// Milliseconds from the run's start to its end (healed); `None` while active.
-    pub end_ms: Option<u64>,
-    /// The kind.
-    pub kind: FaultKind,
-    /// The nodes it targets (for network faults: the side it cuts off, or the two
-    /// ends of the link, sender first).
-    pub nodes: Vec<usize>,
-    /// Nodes it keeps from being part of a healthy majority while active.
-    pub impaired: Vec<usize>,
-    /// What was done, in words (the signal, the link, the fiu command, the clock).
-    pub detail: String,
 }
 
 #[cfg(test)]

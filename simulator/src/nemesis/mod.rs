@@ -30,7 +30,6 @@ pub mod faults;
 mod inject;
 pub mod net;
 pub mod procs;
-pub mod report;
 pub mod run;
 pub mod tools;
 pub mod workload;
@@ -39,9 +38,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::campaign::report::{CampaignReport, REPORT_FORMAT_VERSION, RunRecord, RunVerdict, SubCampaignRecord};
+use crate::nemesis_format::{NemesisRun, NemesisSummary};
 use crate::signature::signature;
 use faults::FaultKind;
-use report::{NemesisRun, NemesisSummary};
 use workload::Mode;
 
 /// Seconds of a run spent beyond its planned fault phase (start-up, setup, the deck's
@@ -197,7 +196,7 @@ pub async fn run_campaign(config: &NemesisConfig, command: &str) -> Result<Campa
             .to_owned(),
         namespaces,
         missing,
-        liveness_gap_ms_max: report::liveness_bound(),
+        liveness_gap_ms_max: check::LIVENESS_GAP_MS_MAX,
         ..NemesisSummary::default()
     };
     let mut report = empty_report(config, command);

@@ -4,11 +4,12 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 
 use super::*;
-use crate::metadata::MetadataMachine;
 use crate::testing::proptest_support::{config, damage};
 use crate::vsr::MemoryStore;
+use crate::vsr::tests::Counter;
 
-type Decoders = Replica<MetadataMachine, MemoryStore>;
+/// The decoders are the same for every state machine; the counter is the smallest.
+type Decoders = Replica<Counter, MemoryStore>;
 
 /// A chain of prepare headers `first..first + len`, each naming its predecessor.
 fn chain(first: u64, len: usize, tag: u128) -> Vec<Header> {

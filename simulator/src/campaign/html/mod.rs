@@ -17,7 +17,7 @@
 //! `matrix.rs`, `failures.rs` (and the vacuous runs), `coverage.rs` (and the
 //! sub-campaigns), `chart.rs` write their sections; `shrunk.rs` and `timeline.rs` a
 //! failure group's shrunk repro; `style.rs` holds the CSS, `text.rs` the number
-//! formats. The nemesis section comes from `crate::nemesis::report`; escaping from
+//! formats. The nemesis section comes from `crate::nemesis_format`; escaping from
 //! `crate::html`, which both use.
 
 mod chart;
@@ -78,7 +78,7 @@ fn write_page(out: &mut String, report: &CampaignReport) -> fmt::Result {
     matrix::write_matrix(out, report)?;
     failures::write_failures(out, &groups, &report.shrunk)?;
     if let Some(nemesis) = &report.nemesis {
-        crate::nemesis::report::write_html(out, nemesis)?;
+        crate::nemesis_format::write_html(out, nemesis)?;
     }
     failures::write_vacuous(out, report, totals.vacuous)?;
     if report.nemesis.is_none() {

@@ -396,9 +396,7 @@ fn renders_in_headless_chromium() {
 
 #[test]
 fn a_nemesis_campaign_shows_its_fault_counts_availability_and_schedules_escaped() {
-    use crate::nemesis::check::RunStats;
-    use crate::nemesis::faults::{FaultKind, FaultRecord};
-    use crate::nemesis::report::{NemesisRun, NemesisSummary};
+    use crate::nemesis_format::{FaultKind, FaultRecord, NemesisRun, NemesisSummary, RunStats};
     let mut report = sample();
     let mut summary = NemesisSummary {
         replay_note: "Real processes: a run cannot replay bit for bit.".to_owned(),
