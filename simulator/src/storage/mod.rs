@@ -83,7 +83,6 @@
 
 mod fault;
 mod inode;
-mod memory;
 mod sim;
 mod stable;
 mod state;
@@ -94,7 +93,7 @@ mod tests;
 
 pub use fault::{CrashKind, FaultKind, PARTS_PER_MILLION, PlannedFault, UnknownName};
 pub use inode::{FILE_BYTES_MAX, PAGE_BYTES, SECTOR_BYTES};
-pub use memory::{MemFile, MemStorage};
+pub use cluster::seam::{MemFile, MemStorage};
 pub use sim::{SimFile, SimStorage, SimStorageOptions};
 pub use state::{FaultRates, InjectedFaults, WRITEBACK_CHANCE_PPM};
 pub use trace::{TraceEntry, TraceOp};

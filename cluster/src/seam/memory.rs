@@ -1,16 +1,17 @@
 //! `MemStorage`: an in-memory `DurableStorage` whose every write is immediately durable.
 //!
 //! What it models: a disk that never fails and a process crash that keeps every byte
-//! written, which is what a simulated replica needs to survive a restart until the
-//! fault-injecting `SimStorage` (buffered vs stable bytes, power loss, torn writes,
-//! writeback errors) replaces it. What it does not model: any storage fault.
+//! written. The simulator runs replicas on it when disk faults are off (its
+//! fault-injecting `SimStorage` models buffered vs stable bytes, power loss, torn writes
+//! and writeback errors), and the cluster's decoder tests boot the storage formats from
+//! it. What it does not model: any storage fault.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io;
 use std::rc::Rc;
 
-use cluster::seam::{DurableFile, DurableStorage, OpenMode, validate_relative_path};
+use super::{DurableFile, DurableStorage, OpenMode, validate_relative_path};
 
 type Contents = Rc<RefCell<Vec<u8>>>;
 
@@ -34,6 +35,38 @@ impl MemStorage {
             .values()
             .map(|contents| contents.borrow().len())
             .sum()
+    }
+
+    /// A copy of the file at `path` (empty if there is none), for tests that read
+    /// what a format wrote.
+    pub fn get(&self, path: &str) -> Vec<u8> {
+        self.files
+            .borrow()
+            .get(path)
+            .map(|contents| contents.borrow().clone())
+            .unwrap_or_default()
+    }
+
+    /// Replace the file at `path` with `bytes`, for tests that boot from bytes they
+    /// made (or damaged).
+    pub fn put(&self, path: &str, bytes: &[u8]) {
+        self.files
+            .borrow_mut()
+            .insert(path.to_owned(), Rc::new(RefCell::new(bytes.to_vec())));
+    }
+
+    /// A copy of every file that shares nothing with this store, for a fresh boot on
+    /// the same bytes (a clone shares the files instead).
+    pub fn fork(&self) -> Self {
+        let files = self
+            .files
+            .borrow()
+            .iter()
+            .map(|(path, contents)| (path.clone(), Rc::new(RefCell::new(contents.borrow().clone()))))
+            .collect();
+        Self {
+            files: Rc::new(RefCell::new(files)),
+        }
     }
 
     fn not_found(path: &str) -> io::Error {
