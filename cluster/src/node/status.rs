@@ -16,7 +16,7 @@
 
 use crate::codec::{DecodeError, Reader, Writer};
 use crate::metadata::Durability;
-use crate::vsr::Status;
+use crate::vsr::{Replica, ReplicaStore, StateMachine, Status};
 
 /// The operation code of a status request. Not a metadata or partition operation:
 /// admission answers it before any group sees it (next to `BIND_SESSION_CODE`, 200).
@@ -96,6 +96,23 @@ pub struct HostedGroup {
     pub state_digest: u128,
     /// Partition groups: the next offset (messages ever appended). 0 for metadata.
     pub next_offset: u64,
+}
+
+impl HostedGroup {
+    /// The group as `replica` sees it now; `next_offset` is the partition log's (0 for
+    /// the metadata group, which has none).
+    pub fn of<S: StateMachine, T: ReplicaStore>(replica: &Replica<S, T>, next_offset: u64) -> Self {
+        Self {
+            status: replica.status(),
+            view: replica.view(),
+            primary: replica.primary_of(replica.view()),
+            commit: replica.commit_min(),
+            commit_max: replica.commit_max(),
+            head: replica.head(),
+            state_digest: replica.state_machine().digest(),
+            next_offset,
+        }
+    }
 }
 
 impl GroupStatus {

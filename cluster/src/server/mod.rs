@@ -29,6 +29,7 @@
 //! simulator runs them the same way.
 
 pub mod config;
+mod signal;
 
 use std::fmt;
 use std::future::Future;
@@ -40,6 +41,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 pub use config::{ConfigError, DEFAULT_CLIENT_ADDRESS, RosterEntry, ServerConfig, parse_roster};
+pub use signal::stop_signal;
 
 use crate::node::{DurableStores, JournalBounds, Node, NodeConfig, NodeIdentity, StorageFailure, StoresOpenError};
 use crate::partition::OwnerFence;

@@ -662,26 +662,7 @@ impl<S: DurableStorage> PartitionWal<S> {
         self.log.end().saturating_sub(self.published_bytes())
     }
 
-    /// The highest op in the log (0 if empty).
-    pub fn last_op(&self) -> u64 {
-        self.log.last_op()
-    }
-
-    /// Ops the log holds a record for (removed ops included), ascending.
-    pub fn ops(&self) -> impl Iterator<Item = u64> + '_ {
-        self.log.slots().keys().copied()
-    }
-
-    /// Ops whose slot holds no record (a removed op or a gap placeholder), ascending:
-    /// not evidence that the op was never acknowledged (see `RecordLog::vacant_ops`).
-    pub fn vacant_ops(&self) -> impl Iterator<Item = u64> + '_ {
-        self.log.vacant_ops()
-    }
-
-    /// Bytes written to the WAL file.
-    pub fn len_bytes(&self) -> u64 {
-        self.log.end()
-    }
+    super::wal::record_log_views!();
 
     /// The group this WAL belongs to.
     pub fn group(&self) -> u64 {

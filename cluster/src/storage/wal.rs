@@ -67,6 +67,35 @@ use crate::seam::DurableStorage;
 use crate::storage::record::Checksums;
 use crate::vsr::store::StoredRecord;
 
+/// The read-only views of its [`RecordLog`] (a field named `log`) that both WALs, this
+/// one and the partition WAL, give their callers: written once here, expanded in each
+/// `impl`.
+macro_rules! record_log_views {
+    () => {
+        /// The highest op in the log (0 if empty).
+        pub fn last_op(&self) -> u64 {
+            self.log.last_op()
+        }
+
+        /// Ops the log holds a record for (removed ops included), ascending.
+        pub fn ops(&self) -> impl Iterator<Item = u64> + '_ {
+            self.log.slots().keys().copied()
+        }
+
+        /// Ops whose slot holds no record (a removed op or a gap placeholder), ascending:
+        /// not evidence that the op was never acknowledged (see `RecordLog::vacant_ops`).
+        pub fn vacant_ops(&self) -> impl Iterator<Item = u64> + '_ {
+            self.log.vacant_ops()
+        }
+
+        /// Bytes written to the log's file.
+        pub fn len_bytes(&self) -> u64 {
+            self.log.end()
+        }
+    };
+}
+pub(crate) use record_log_views;
+
 mod engine;
 
 pub use engine::{
@@ -434,31 +463,12 @@ impl<S: DurableStorage> Wal<S> {
         self.log.read(op).await
     }
 
-    /// The highest op in the log (0 if empty).
-    pub fn last_op(&self) -> u64 {
-        self.log.last_op()
-    }
-
     /// The lowest op in the log (0 if empty).
     pub fn first_op(&self) -> u64 {
         self.log.slots().keys().next().copied().unwrap_or(0)
     }
 
-    /// Ops the log holds a record for (removed ops included), ascending.
-    pub fn ops(&self) -> impl Iterator<Item = u64> + '_ {
-        self.log.slots().keys().copied()
-    }
-
-    /// Ops whose slot holds no record (a removed op or a gap placeholder), ascending:
-    /// not evidence that the op was never acknowledged (see `RecordLog::vacant_ops`).
-    pub fn vacant_ops(&self) -> impl Iterator<Item = u64> + '_ {
-        self.log.vacant_ops()
-    }
-
-    /// Bytes written to the file.
-    pub fn len_bytes(&self) -> u64 {
-        self.log.end()
-    }
+    record_log_views!();
 
     /// Bytes known durable (every append below this offset has been synced).
     pub fn synced_bytes(&self) -> u64 {

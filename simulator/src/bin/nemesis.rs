@@ -151,22 +151,6 @@ fn config_of(args: Args) -> Result<NemesisConfig, String> {
     })
 }
 
-/// SIGINT (Ctrl-C) or SIGTERM (`timeout`, a CI runner's cancel).
-async fn stop_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut terminate) => {
-            let interrupt = Box::pin(tokio::signal::ctrl_c());
-            let terminate = Box::pin(terminate.recv());
-            futures::future::select(interrupt, terminate).await;
-        }
-        Err(error) => {
-            eprintln!("nemesis: cannot watch SIGTERM ({error}); stopping cleanly on Ctrl-C only");
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
-}
-
 fn main() -> ExitCode {
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let config = match config_of(Args::parse()) {
@@ -186,7 +170,9 @@ fn main() -> ExitCode {
     let local = tokio::task::LocalSet::new();
     let outcome = local.block_on(&runtime, async {
         let campaign = Box::pin(nemesis::run_campaign(&config, &command));
-        let interrupt = Box::pin(stop_signal());
+        let interrupt = Box::pin(cluster::server::stop_signal(|error| {
+            eprintln!("nemesis: cannot watch SIGTERM ({error}); stopping cleanly on Ctrl-C only");
+        }));
         match futures::future::select(campaign, interrupt).await {
             futures::future::Either::Left((result, _)) => Some(result),
             futures::future::Either::Right(_) => None,

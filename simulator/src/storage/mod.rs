@@ -91,9 +91,9 @@ mod trace;
 #[cfg(test)]
 mod tests;
 
+pub use cluster::seam::{MemFile, MemStorage};
 pub use fault::{CrashKind, FaultKind, PARTS_PER_MILLION, PlannedFault, UnknownName};
 pub use inode::{FILE_BYTES_MAX, PAGE_BYTES, SECTOR_BYTES};
-pub use cluster::seam::{MemFile, MemStorage};
 pub use sim::{SimFile, SimStorage, SimStorageOptions};
 pub use state::{FaultRates, InjectedFaults, WRITEBACK_CHANCE_PPM};
 pub use trace::{TraceEntry, TraceOp};

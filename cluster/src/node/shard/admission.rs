@@ -26,7 +26,6 @@ use crate::metadata::{BIND_SESSION_CODE, BindSession, MetadataOp, MetadataReply}
 use crate::node::access::Denied;
 use crate::node::status::{GROUP_STATUS_CODE, GroupStatus, HostedGroup, PartitionEntry, STATUS_PARTITIONS_MAX};
 use crate::partition::need_of_operation;
-use crate::vsr::StateMachine;
 
 /// Most requests one shard holds while its node's metadata catches up. A client keeps
 /// one request in flight, so this is a burst of clients that all saw a newer op than
@@ -254,27 +253,11 @@ impl<P: StoreProvider> Shard<P> {
         self.stats.status_answered += 1;
         let replicas = self.config.replicas;
         let hosted = if header.group == METADATA_GROUP {
-            self.metadata.as_ref().map(|replica| HostedGroup {
-                status: replica.status(),
-                view: replica.view(),
-                primary: replica.primary_of(replica.view()),
-                commit: replica.commit_min(),
-                commit_max: replica.commit_max(),
-                head: replica.head(),
-                state_digest: replica.state_machine().digest(),
-                next_offset: 0,
-            })
+            self.metadata.as_ref().map(|replica| HostedGroup::of(replica, 0))
         } else {
-            self.partitions.get(&header.group).map(|replica| HostedGroup {
-                status: replica.status(),
-                view: replica.view(),
-                primary: replica.primary_of(replica.view()),
-                commit: replica.commit_min(),
-                commit_max: replica.commit_max(),
-                head: replica.head(),
-                state_digest: replica.state_machine().digest(),
-                next_offset: replica.state_machine().state().next_offset(),
-            })
+            self.partitions
+                .get(&header.group)
+                .map(|replica| HostedGroup::of(replica, replica.state_machine().state().next_offset()))
         };
         debug_assert!(hosted.is_none_or(|hosted| hosted.primary < replicas));
         let (partitions, partitions_truncated) = if header.group == METADATA_GROUP {
