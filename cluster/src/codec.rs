@@ -186,6 +186,15 @@ impl Writer {
         self.varint(len as u64);
     }
 
+    /// A count-prefixed list: the count, then each item as `item` writes it (the
+    /// inverse of [`Reader::list`]).
+    pub(crate) fn list<I: ExactSizeIterator>(&mut self, items: I, mut item: impl FnMut(&mut Self, I::Item)) {
+        self.len(items.len());
+        for each in items {
+            item(self, each);
+        }
+    }
+
     pub(crate) fn str(&mut self, value: &str) {
         self.len(value.len());
         self.bytes.extend_from_slice(value.as_bytes());
@@ -384,6 +393,24 @@ impl<'a> Reader<'a> {
         } else {
             Ok(None)
         }
+    }
+
+    /// A count-prefixed list of at most `max` items, each read by `item`. The room
+    /// reserved up front is bounded by the bytes left as well as by `max` (every item
+    /// takes at least one byte), so a count the bytes cannot hold allocates nothing
+    /// beyond them.
+    pub(crate) fn list<T>(
+        &mut self,
+        count_field: &'static str,
+        max: usize,
+        mut item: impl FnMut(&mut Self) -> Result<T, DecodeError>,
+    ) -> Result<Vec<T>, DecodeError> {
+        let count = self.len(count_field, max)?;
+        let mut items = Vec::with_capacity(count.min(self.bytes.len() - self.offset));
+        for _ in 0..count {
+            items.push(item(self)?);
+        }
+        Ok(items)
     }
 
     /// A count-prefixed map (at most `max` entries), each entry read by `entry` and

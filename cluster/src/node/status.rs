@@ -133,14 +133,13 @@ impl GroupStatus {
             w.u64(hosted.next_offset);
         }
         w.bool(self.partitions_truncated);
-        w.len(self.partitions.len());
-        for entry in &self.partitions {
+        w.list(self.partitions.iter(), |w, entry| {
             w.u64(entry.group);
             w.u32(entry.stream_id);
             w.u32(entry.topic_id);
             w.u32(entry.partition_id);
             w.u8(entry.durability.code());
-        }
+        });
         w.finish()
     }
 
@@ -164,17 +163,15 @@ impl GroupStatus {
             None
         };
         let partitions_truncated = r.bool("partitions truncated")?;
-        let count = r.len("partitions", STATUS_PARTITIONS_MAX)?;
-        let mut partitions = Vec::with_capacity(count);
-        for _ in 0..count {
-            partitions.push(PartitionEntry {
+        let partitions = r.list("partitions", STATUS_PARTITIONS_MAX, |r| {
+            Ok(PartitionEntry {
                 group: r.u64("partition group")?,
                 stream_id: r.u32("stream id")?,
                 topic_id: r.u32("topic id")?,
                 partition_id: r.u32("partition id")?,
-                durability: Durability::decode_from(&mut r)?,
-            });
-        }
+                durability: Durability::decode_from(r)?,
+            })
+        })?;
         r.finish()?;
         Ok(Self {
             replica,

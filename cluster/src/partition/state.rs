@@ -320,17 +320,15 @@ impl PartitionState {
         let mut w = Writer::new();
         w.u64(self.message_expiry_micros);
         w.u64(self.log.next_offset());
-        w.len(self.log.segments().len());
-        for segment in self.log.segments() {
+        w.list(self.log.segments().iter(), |w, segment| {
             w.u64(segment.base_offset());
-            w.len(segment.len());
-            for message in segment.messages() {
+            w.list(segment.messages(), |w, message| {
                 w.u64(message.offset);
                 w.u64(message.timestamp_micros);
                 w.u128(message.id);
                 w.bytes(message.payload);
-            }
-        }
+            });
+        });
         w.len(self.consumer_offsets.len());
         for (key, offset) in &self.consumer_offsets {
             match *key {
@@ -438,16 +436,14 @@ fn decode_layout(r: &mut Reader<'_>) -> Result<Vec<(u64, Vec<StoredMessage>)>, D
     let mut layout = Vec::new();
     for _ in 0..r.len("segment count", SNAPSHOT_SEGMENTS_MAX)? {
         let base_offset = r.u64("segment base offset")?;
-        let count = r.len("segment message count", SEGMENT_MESSAGES_MAX)?;
-        let mut messages = Vec::with_capacity(count);
-        for _ in 0..count {
-            messages.push(StoredMessage {
+        let messages = r.list("segment message count", SEGMENT_MESSAGES_MAX, |r| {
+            Ok(StoredMessage {
                 offset: r.u64("message offset")?,
                 timestamp_micros: r.u64("message timestamp")?,
                 id: r.u128("message id")?,
                 payload: r.bytes("message payload", BATCH_BYTES_MAX)?,
-            });
-        }
+            })
+        })?;
         layout.push((base_offset, messages));
     }
     Ok(layout)
