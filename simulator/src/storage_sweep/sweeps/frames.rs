@@ -1,10 +1,15 @@
-//! Valid prepare frames and their ledger encoding, shared by the WAL sweeps.
+//! Valid prepare frames and their ledger encoding, shared by the WAL sweeps, and the
+//! metadata WAL's synced batch append with its ledger entries.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use cluster::storage::wal::Wal;
 use cluster::vsr::store::StoredRecord;
 use cluster::wire::{self, Command, HEADER_BYTES, Header};
+
+use crate::storage::SimStorage;
+use crate::storage_sweep::{Ledger, ready};
 
 /// A sealed prepare frame for `op`, its body `body_bytes` long and marked with
 /// `generation` (so a prepare rewritten after a view change differs from the old one).
@@ -53,4 +58,18 @@ pub fn generation(record: &StoredRecord) -> Option<u64> {
     };
     let header = bytes.get(..HEADER_BYTES)?;
     Header::decode(header).ok().map(|header| header.view)
+}
+
+/// Append `records` under one sync barrier; acknowledge them once the sync returns.
+pub fn append_batch(wal: &mut Wal<SimStorage>, ledger: &mut Ledger, records: &[(u64, StoredRecord)]) -> bool {
+    for (op, record) in records {
+        ledger.attempt(*op, &encode(record));
+    }
+    if ready(wal.append_all(records)).is_err() || ready(wal.sync()).is_err() {
+        return false;
+    }
+    for (op, record) in records {
+        ledger.acknowledge(*op, &encode(record));
+    }
+    true
 }

@@ -6,9 +6,8 @@
 //! nothing never written appears, and damage is reported rather than dropped silently.
 
 use cluster::storage::wal::Wal;
-use cluster::vsr::store::StoredRecord;
 
-use super::frames::{self, header_only, prepare};
+use super::frames::{self, append_batch, header_only, prepare};
 use crate::storage::SimStorage;
 use crate::storage_sweep::{CheckContext, Ledger, Sweep, ready};
 
@@ -17,20 +16,6 @@ const LARGE_BODY_BYTES: usize = 3 * 4096 + 100;
 
 /// The sweep.
 pub struct MetadataWalAppend;
-
-/// Append `records` under one sync barrier; acknowledge them once the sync returns.
-pub(super) fn append_batch(wal: &mut Wal<SimStorage>, ledger: &mut Ledger, records: &[(u64, StoredRecord)]) -> bool {
-    for (op, record) in records {
-        ledger.attempt(*op, &frames::encode(record));
-    }
-    if ready(wal.append_all(records)).is_err() || ready(wal.sync()).is_err() {
-        return false;
-    }
-    for (op, record) in records {
-        ledger.acknowledge(*op, &frames::encode(record));
-    }
-    true
-}
 
 impl Sweep for MetadataWalAppend {
     crate::sweep_about!(

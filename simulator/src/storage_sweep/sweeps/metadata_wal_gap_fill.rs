@@ -14,8 +14,7 @@
 
 use cluster::storage::wal::{GAP_RESERVED_PAYLOAD_MIN_BYTES, Wal};
 
-use super::frames::{self, prepare};
-use super::metadata_wal_append::append_batch;
+use super::frames::{self, append_batch, prepare};
 use crate::storage::SimStorage;
 use crate::storage_sweep::{CheckContext, Ledger, Sweep, ready};
 

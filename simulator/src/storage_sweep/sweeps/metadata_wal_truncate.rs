@@ -8,7 +8,7 @@
 
 use cluster::storage::wal::Wal;
 
-use super::frames::{self, generation, prepare};
+use super::frames::{self, append_batch, generation, prepare};
 use crate::storage::SimStorage;
 use crate::storage_sweep::{CheckContext, Ledger, Sweep, ready};
 
@@ -30,14 +30,8 @@ impl Sweep for MetadataWalTruncate {
             return ledger;
         };
         let old: Vec<_> = (1..=6).map(|op| (op, prepare(op, 1, 150 + op as usize * 40))).collect();
-        for (op, record) in &old {
-            ledger.attempt(*op, &frames::encode(record));
-        }
-        if ready(wal.append_all(&old)).is_err() || ready(wal.sync()).is_err() {
+        if !append_batch(&mut wal, &mut ledger, &old) {
             return ledger;
-        }
-        for (op, record) in &old {
-            ledger.acknowledge(*op, &frames::encode(record));
         }
         // From the moment the code asks for the truncation, the ops above are no longer
         // promised: a crash may keep them or not, both are what the code asked for.
@@ -46,15 +40,7 @@ impl Sweep for MetadataWalTruncate {
             return ledger;
         }
         let new: Vec<_> = (4..=5).map(|op| (op, prepare(op, 2, 150 + op as usize * 40))).collect();
-        for (op, record) in &new {
-            ledger.attempt(*op, &frames::encode(record));
-        }
-        if ready(wal.append_all(&new)).is_err() || ready(wal.sync()).is_err() {
-            return ledger;
-        }
-        for (op, record) in &new {
-            ledger.acknowledge(*op, &frames::encode(record));
-        }
+        append_batch(&mut wal, &mut ledger, &new);
         ledger
     }
 
