@@ -137,76 +137,70 @@ wire_table! {
     }
 }
 
-/// A reply's class without its fields, for workloads and metrics to count by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Outcome {
-    /// Any success variant.
-    Ok,
-    /// [`MetadataReply::NameAlreadyExists`].
-    NameAlreadyExists,
-    /// [`MetadataReply::StreamNotFound`].
-    StreamNotFound,
-    /// [`MetadataReply::TopicNotFound`].
-    TopicNotFound,
-    /// [`MetadataReply::UserNotFound`].
-    UserNotFound,
-    /// [`MetadataReply::GroupNotFound`].
-    GroupNotFound,
-    /// [`MetadataReply::TokenNotFound`].
-    TokenNotFound,
-    /// [`MetadataReply::TokenExpired`].
-    TokenExpired,
-    /// [`MetadataReply::InvalidName`].
-    InvalidName,
-    /// [`MetadataReply::InvalidPassword`].
-    InvalidPassword,
-    /// [`MetadataReply::InvalidPartitionCount`].
-    InvalidPartitionCount,
-    /// [`MetadataReply::InvalidCredentials`].
-    InvalidCredentials,
-    /// [`MetadataReply::UserInactive`].
-    UserInactive,
-    /// [`MetadataReply::CannotModifyRoot`].
-    CannotModifyRoot,
-    /// [`MetadataReply::LimitReached`], whatever the limit.
-    LimitReached,
-    /// [`MetadataReply::AlreadyMember`].
-    AlreadyMember,
-    /// [`MetadataReply::MemberNotFound`].
-    MemberNotFound,
-    /// [`MetadataReply::Unauthenticated`].
-    Unauthenticated,
-    /// [`MetadataReply::PermissionDenied`].
-    PermissionDenied,
-    /// [`MetadataReply::SessionRefused`].
-    SessionRefused,
+/// Hands `$callback` the metadata outcomes only the metadata plane answers (every
+/// error but the session's refusals), in declaration order, after whatever tokens it
+/// was given: `with_metadata_errors!(my_macro! { prefix })` expands to
+/// `my_macro! { prefix [NameAlreadyExists, ..., MemberNotFound] }`. The one list both
+/// [`Outcome`] and a workload's outcome classes are made from, so a new error is added
+/// here once and every table of outcomes has it.
+#[macro_export]
+macro_rules! with_metadata_errors {
+    ($callback:ident ! { $($prefix:tt)* }) => {
+        $callback! { $($prefix)* [
+            NameAlreadyExists,
+            StreamNotFound,
+            TopicNotFound,
+            UserNotFound,
+            GroupNotFound,
+            TokenNotFound,
+            TokenExpired,
+            InvalidName,
+            InvalidPassword,
+            InvalidPartitionCount,
+            InvalidCredentials,
+            UserInactive,
+            CannotModifyRoot,
+            LimitReached,
+            AlreadyMember,
+            MemberNotFound
+        ] }
+    };
 }
 
-impl Outcome {
-    /// Every outcome, in declaration order (for tables of counters).
-    pub const ALL: [Outcome; 20] = [
-        Outcome::Ok,
-        Outcome::NameAlreadyExists,
-        Outcome::StreamNotFound,
-        Outcome::TopicNotFound,
-        Outcome::UserNotFound,
-        Outcome::GroupNotFound,
-        Outcome::TokenNotFound,
-        Outcome::TokenExpired,
-        Outcome::InvalidName,
-        Outcome::InvalidPassword,
-        Outcome::InvalidPartitionCount,
-        Outcome::InvalidCredentials,
-        Outcome::UserInactive,
-        Outcome::CannotModifyRoot,
-        Outcome::LimitReached,
-        Outcome::AlreadyMember,
-        Outcome::MemberNotFound,
-        Outcome::Unauthenticated,
-        Outcome::PermissionDenied,
-        Outcome::SessionRefused,
-    ];
+/// [`Outcome`] and its `ALL`, from the list of [`with_metadata_errors!`].
+macro_rules! outcome_enum {
+    ([$($error:ident),*]) => {
+        /// A reply's class without its fields, for workloads and metrics to count by.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Outcome {
+            /// Any success variant.
+            Ok,
+            $(
+                #[doc = concat!("[`MetadataReply::", stringify!($error), "`].")]
+                $error,
+            )*
+            /// [`MetadataReply::Unauthenticated`].
+            Unauthenticated,
+            /// [`MetadataReply::PermissionDenied`].
+            PermissionDenied,
+            /// [`MetadataReply::SessionRefused`].
+            SessionRefused,
+        }
+
+        impl Outcome {
+            /// Every outcome, in declaration order (for tables of counters).
+            pub const ALL: [Outcome; 4 + [$(stringify!($error)),*].len()] = [
+                Outcome::Ok,
+                $(Outcome::$error,)*
+                Outcome::Unauthenticated,
+                Outcome::PermissionDenied,
+                Outcome::SessionRefused,
+            ];
+        }
+    };
 }
+
+with_metadata_errors!(outcome_enum! {});
 
 /// Reply codes. Part of the wire contract and cached in client tables: append, never
 /// renumber. Successes are below `ERROR_CODE_MIN`, errors at or above it, so a reader

@@ -17,44 +17,51 @@ use std::fmt;
 use cluster::metadata;
 use cluster::partition::PartitionOutcome;
 
-/// The class of one reply. Declaration order is the bit order of [`OutcomeSet`] and the
-/// order reports list outcomes in; append new variants at the end.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Outcome {
-    /// A success of either plane (`MetadataReply` success variants, `PartitionReply::Ok`).
-    Ok,
-    /// Metadata: the name is taken in its scope.
-    NameAlreadyExists,
-    /// Metadata: no such stream.
-    StreamNotFound,
-    /// Metadata: no such topic.
-    TopicNotFound,
-    /// Metadata: no such user.
-    UserNotFound,
-    /// Metadata: no such consumer group.
-    GroupNotFound,
-    /// Metadata: no such token.
-    TokenNotFound,
-    /// Metadata: the token expired.
-    TokenExpired,
-    /// Metadata: an invalid name.
-    InvalidName,
-    /// Metadata: an invalid password.
-    InvalidPassword,
-    /// Metadata: a partition count out of range.
-    InvalidPartitionCount,
-    /// Metadata: wrong credentials.
-    InvalidCredentials,
-    /// Metadata: the user is inactive.
-    UserInactive,
-    /// Metadata: root cannot be changed that way.
-    CannotModifyRoot,
-    /// Metadata: a bound was reached.
-    LimitReached,
-    /// Metadata: the member is already in the group.
-    AlreadyMember,
-    /// Metadata: the member is not in the group.
-    MemberNotFound,
+/// `Outcome`, its `ALL` and its `From<metadata::Outcome>`, from the metadata plane's
+/// error list (`cluster::with_metadata_errors!`) and the classes only the workload has.
+macro_rules! outcome_classes {
+    ($( $(#[$doc:meta])* $other:ident, )* [$($error:ident),*]) => {
+        /// The class of one reply. Declaration order is the bit order of [`OutcomeSet`]
+        /// and the order reports list outcomes in; append new variants at the end.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Outcome {
+            /// A success of either plane (`MetadataReply` success variants,
+            /// `PartitionReply::Ok`).
+            Ok,
+            $(
+                #[doc = concat!("Metadata: [`metadata::Outcome::", stringify!($error), "`].")]
+                $error,
+            )*
+            $( $(#[$doc])* $other, )*
+        }
+
+        impl Outcome {
+            /// Every outcome, in declaration order.
+            pub const ALL: [Outcome; 1 + [$(stringify!($error)),*].len() + [$(stringify!($other)),*].len()] =
+                [Outcome::Ok, $(Outcome::$error,)* $(Outcome::$other,)*];
+
+            /// Its bit in an [`OutcomeSet`].
+            fn bit(self) -> u64 {
+                1 << (self as u32)
+            }
+        }
+
+        impl From<metadata::Outcome> for Outcome {
+            fn from(outcome: metadata::Outcome) -> Self {
+                // Exhaustive on purpose: a new metadata outcome must be given a class here.
+                match outcome {
+                    metadata::Outcome::Ok => Outcome::Ok,
+                    $(metadata::Outcome::$error => Outcome::$error,)*
+                    metadata::Outcome::Unauthenticated => Outcome::Unauthenticated,
+                    metadata::Outcome::PermissionDenied => Outcome::PermissionDenied,
+                    metadata::Outcome::SessionRefused => Outcome::SessionRefused,
+                }
+            }
+        }
+    };
+}
+
+cluster::with_metadata_errors!(outcome_classes! {
     /// Partition: a batch was appended.
     Appended,
     /// Partition: `DeleteSegments` answered how many segments it dropped.
@@ -81,78 +88,10 @@ pub enum Outcome {
     Unauthenticated,
     /// A session bind refused (answered by a node, never an applied op).
     SessionRefused,
-}
-
-impl Outcome {
-    /// Every outcome, in declaration order.
-    pub const ALL: [Outcome; 29] = [
-        Outcome::Ok,
-        Outcome::NameAlreadyExists,
-        Outcome::StreamNotFound,
-        Outcome::TopicNotFound,
-        Outcome::UserNotFound,
-        Outcome::GroupNotFound,
-        Outcome::TokenNotFound,
-        Outcome::TokenExpired,
-        Outcome::InvalidName,
-        Outcome::InvalidPassword,
-        Outcome::InvalidPartitionCount,
-        Outcome::InvalidCredentials,
-        Outcome::UserInactive,
-        Outcome::CannotModifyRoot,
-        Outcome::LimitReached,
-        Outcome::AlreadyMember,
-        Outcome::MemberNotFound,
-        Outcome::Appended,
-        Outcome::SegmentsDeleted,
-        Outcome::EmptyBatch,
-        Outcome::BatchTooLarge,
-        Outcome::OffsetBeyondLog,
-        Outcome::StaleOwner,
-        Outcome::StaleGeneration,
-        Outcome::Polled,
-        Outcome::PolledNothing,
-        Outcome::PermissionDenied,
-        Outcome::Unauthenticated,
-        Outcome::SessionRefused,
-    ];
-
-    /// Its bit in an [`OutcomeSet`].
-    fn bit(self) -> u64 {
-        1 << (self as u32)
-    }
-}
+});
 
 // Every outcome has a bit in the set's u64.
 const _: () = assert!(Outcome::ALL.len() <= u64::BITS as usize);
-
-impl From<metadata::Outcome> for Outcome {
-    fn from(outcome: metadata::Outcome) -> Self {
-        // Exhaustive on purpose: a new metadata outcome must be given a class here.
-        match outcome {
-            metadata::Outcome::Ok => Outcome::Ok,
-            metadata::Outcome::NameAlreadyExists => Outcome::NameAlreadyExists,
-            metadata::Outcome::StreamNotFound => Outcome::StreamNotFound,
-            metadata::Outcome::TopicNotFound => Outcome::TopicNotFound,
-            metadata::Outcome::UserNotFound => Outcome::UserNotFound,
-            metadata::Outcome::GroupNotFound => Outcome::GroupNotFound,
-            metadata::Outcome::TokenNotFound => Outcome::TokenNotFound,
-            metadata::Outcome::TokenExpired => Outcome::TokenExpired,
-            metadata::Outcome::InvalidName => Outcome::InvalidName,
-            metadata::Outcome::InvalidPassword => Outcome::InvalidPassword,
-            metadata::Outcome::InvalidPartitionCount => Outcome::InvalidPartitionCount,
-            metadata::Outcome::InvalidCredentials => Outcome::InvalidCredentials,
-            metadata::Outcome::UserInactive => Outcome::UserInactive,
-            metadata::Outcome::CannotModifyRoot => Outcome::CannotModifyRoot,
-            metadata::Outcome::LimitReached => Outcome::LimitReached,
-            metadata::Outcome::AlreadyMember => Outcome::AlreadyMember,
-            metadata::Outcome::MemberNotFound => Outcome::MemberNotFound,
-            metadata::Outcome::Unauthenticated => Outcome::Unauthenticated,
-            metadata::Outcome::PermissionDenied => Outcome::PermissionDenied,
-            metadata::Outcome::SessionRefused => Outcome::SessionRefused,
-        }
-    }
-}
 
 impl From<PartitionOutcome> for Outcome {
     fn from(outcome: PartitionOutcome) -> Self {
