@@ -11,12 +11,10 @@
 //! Each figure is the best of several repetitions, to discount a noisy neighbour.
 #![allow(clippy::disallowed_methods, reason = "a benchmark reads the wall clock")]
 
-use std::future::poll_fn;
 use std::hint::black_box;
-use std::task::Poll;
 use std::time::Instant;
 
-use simulator::executor::DetExecutor;
+use simulator::executor::{DetExecutor, yield_now};
 use simulator::fuzz::{self, FuzzArgs};
 use simulator::network::config::NetworkConfig;
 use simulator::network::{Delivered, PacketSimulator};
@@ -50,17 +48,7 @@ fn executor_polls(tasks: u64, yields: u64) -> (u64, f64) {
                 if step % YIELDS_PER_TICK == 0 {
                     handle.sleep_micros(10_000).await;
                 }
-                let mut yielded = false;
-                poll_fn(|cx| {
-                    if yielded {
-                        Poll::Ready(())
-                    } else {
-                        yielded = true;
-                        cx.waker().wake_by_ref();
-                        Poll::Pending
-                    }
-                })
-                .await;
+                yield_now().await;
             }
         });
     }

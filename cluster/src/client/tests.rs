@@ -112,13 +112,7 @@ fn logged_in(request: &Header, user_id: u32, session: u64, secret: u128) -> Vec<
 
 /// A reply from `replica` to `request` with `body`, at op `op`.
 fn reply(request: &Header, replica: u8, op: u64, body: &[u8]) -> Vec<u8> {
-    let mut header = Header::new(Command::Reply);
-    header.cluster = request.cluster;
-    header.group = request.group;
-    header.client = request.client;
-    header.request = request.request;
-    header.operation = request.operation;
-    header.replica = replica;
+    let mut header = Header::answering(Command::Reply, request, replica);
     header.op = op;
     header.commit = op;
     wire::seal_header(header, body)

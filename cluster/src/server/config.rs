@@ -179,6 +179,16 @@ impl ServerConfig {
     }
 }
 
+/// A roster as the `--roster` flag takes it, `REPLICA_ADDR=CLIENT_ADDR,...` (the
+/// inverse of [`parse_roster`]), from each node's (replica address, client address).
+pub fn roster_flag(roster: &[(SocketAddr, SocketAddr)]) -> String {
+    roster
+        .iter()
+        .map(|(replica, client)| format!("{replica}={client}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// Parse a roster written as `REPLICA_ADDR=CLIENT_ADDR,...` (the `--roster` flag).
 pub fn parse_roster(text: &str) -> Result<Vec<RosterEntry>, ConfigError> {
     text.split(',')
@@ -262,6 +272,16 @@ mod tests {
             (parsed.shards, parsed.replicas(), parsed.own_client_address()),
             (1, 1, None)
         );
+    }
+
+    #[test]
+    fn a_roster_flag_parses_back_to_the_roster_it_was_made_from() {
+        let roster = three().roster;
+        let pairs: Vec<_> = roster
+            .iter()
+            .map(|entry| (entry.replica_address, entry.client_address))
+            .collect();
+        assert_eq!(parse_roster(&roster_flag(&pairs)).expect("its own flag parses"), roster);
     }
 
     #[test]

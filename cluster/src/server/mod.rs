@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 
-pub use config::{ConfigError, DEFAULT_CLIENT_ADDRESS, RosterEntry, ServerConfig, parse_roster};
+pub use config::{ConfigError, DEFAULT_CLIENT_ADDRESS, RosterEntry, ServerConfig, parse_roster, roster_flag};
 pub use signal::stop_signal;
 
 use crate::node::{DurableStores, JournalBounds, Node, NodeConfig, NodeIdentity, StorageFailure, StoresOpenError};

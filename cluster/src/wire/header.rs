@@ -192,6 +192,20 @@ impl Header {
         }
     }
 
+    /// A `command` header from `replica` answering `request`: the request's cluster,
+    /// group, client, request number and operation, which the client matches an answer
+    /// to what it asked by; every other field zero.
+    pub fn answering(command: Command, request: &Header, replica: u8) -> Self {
+        let mut header = Self::new(command);
+        header.cluster = request.cluster;
+        header.group = request.group;
+        header.client = request.client;
+        header.request = request.request;
+        header.operation = request.operation;
+        header.replica = replica;
+        header
+    }
+
     /// Write every field except `checksum` into `bytes[..256]` (the checksum slot is
     /// zeroed; sealing fills it).
     pub fn encode_into(&self, bytes: &mut [u8]) {

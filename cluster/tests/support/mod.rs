@@ -138,11 +138,7 @@ impl LoopbackCluster {
 
     /// The `--roster` flag's value.
     pub fn roster_flag(&self) -> String {
-        self.roster
-            .iter()
-            .map(|(replica, client)| format!("{replica}={client}"))
-            .collect::<Vec<_>>()
-            .join(",")
+        cluster::server::roster_flag(&self.roster)
     }
 
     /// Start every node and wait until each is ready.

@@ -29,6 +29,23 @@ use cluster::seam::ProcessId;
 
 pub use schedule_hash::Fnv1a64;
 pub use timer::SimSleep;
+
+/// Give the executor a turn: pending once (waking itself at once), then ready. The
+/// task stays ready, so the seeded scheduler decides who runs next; tests and
+/// benchmarks use it to make tasks interleave.
+pub async fn yield_now() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    })
+    .await
+}
 use timer::Timers;
 use wake_queue::{LocalEntry, WakeQueue};
 

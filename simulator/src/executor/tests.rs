@@ -7,21 +7,6 @@ use std::task::Poll;
 
 use super::*;
 
-/// A future that returns Pending once (waking itself), then Ready.
-async fn yield_now() {
-    let mut yielded = false;
-    poll_fn(|cx| {
-        if yielded {
-            Poll::Ready(())
-        } else {
-            yielded = true;
-            cx.waker().wake_by_ref();
-            Poll::Pending
-        }
-    })
-    .await
-}
-
 /// Run `tasks` tasks that each log their id at every step for `steps` yields; return the log.
 fn interleaving(seed: u64, tasks: u32, steps: u32) -> (Vec<u32>, u64) {
     let mut executor = DetExecutor::new(seed);

@@ -166,14 +166,7 @@ impl SessionState {
 /// A `Refused` frame the transport hands its driver in place of a reply: `error` for
 /// the outstanding request, as if `replica` had said it.
 fn refusal_for(request: &Header, replica: u8, error: ClientError) -> (Header, [u8; 1]) {
-    let mut header = Header::new(Command::Refused);
-    header.cluster = request.cluster;
-    header.group = request.group;
-    header.client = request.client;
-    header.request = request.request;
-    header.operation = request.operation;
-    header.replica = replica;
-    (header, error.encode())
+    (Header::answering(Command::Refused, request, replica), error.encode())
 }
 
 /// Run client `client` until its process stops.

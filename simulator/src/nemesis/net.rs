@@ -170,11 +170,7 @@ impl Network {
 
     /// The `--roster` flag's value.
     pub fn roster_flag(&self) -> String {
-        self.roster
-            .iter()
-            .map(|(replica, client)| format!("{replica}={client}"))
-            .collect::<Vec<_>>()
-            .join(",")
+        cluster::server::roster_flag(&self.roster)
     }
 
     /// The command prefix that runs a program inside node `node`'s namespace (empty on

@@ -234,13 +234,8 @@ impl<P: StoreProvider> Shard<P> {
     /// a `Reply` for the request's group and operation, naming the node's applied
     /// metadata op as its `commit` (the client remembers the newest it has seen).
     fn answer_here(&mut self, to: ProcessId, request: &Header, body: &[u8]) {
-        let mut answer = Header::new(Command::Reply);
+        let mut answer = Header::answering(Command::Reply, request, self.config.replica);
         answer.cluster = self.config.cluster;
-        answer.group = request.group;
-        answer.replica = self.config.replica;
-        answer.client = request.client;
-        answer.request = request.request;
-        answer.operation = request.operation;
         answer.commit = self.access.borrow().applied_op;
         let frame = crate::wire::seal_header(answer, body);
         self.outbox.push(Outgoing { to, frame });
