@@ -56,6 +56,27 @@ pub(super) struct GroupAt {
     pub incarnation: u64,
 }
 
+/// One group on one replica at one tick: what every per-group check reads, and the
+/// tick its failures are stamped with.
+struct Visit<'r, S: StateMachine> {
+    at: GroupAt,
+    replica: &'r Replica<S, SimReplicaStore>,
+    tick: u64,
+    /// The replica's activity counter now ([`Replica::activity`]).
+    activity: u64,
+}
+
+impl<S: StateMachine> Visit<'_, S> {
+    /// A failure of `check`, at this visit's tick.
+    fn fail(&self, check: &'static str, detail: String) -> CheckFailure {
+        CheckFailure {
+            check,
+            detail,
+            tick: self.tick,
+        }
+    }
+}
+
 /// What one tick's checks share across groups.
 pub(super) struct GroupChecks<'a> {
     pub checkers: &'a mut BTreeMap<u64, StateChecker>,
@@ -276,13 +297,16 @@ fn check_group<S: StateMachine>(
         full,
         lagging,
     } = checks;
-    let (tick, break_check) = (*tick, *break_check);
-    let activity = replica.activity();
-    check_quiet_unchanged(at, replica, watch, activity, *full, tick)?;
-    let fail = |check: &'static str, detail: String| CheckFailure { check, detail, tick };
-    check_never_back(at, replica, watch, tick)?;
+    let visit = Visit {
+        at,
+        replica,
+        tick: *tick,
+        activity: replica.activity(),
+    };
+    check_quiet_unchanged(&visit, watch, *full)?;
+    check_never_back(&visit, watch)?;
     let commit_min = replica.commit_min();
-    check_new_commits(at, replica, watch, checkers, break_check, tick)?;
+    check_new_commits(&visit, watch, checkers, *break_check)?;
     checkpoints
         .check(
             index,
@@ -291,23 +315,25 @@ fn check_group<S: StateMachine>(
             &mut watch.checkpoint_seen,
             &mut watch.encoded_seen,
         )
-        .map_err(|detail| fail("checkpoint diverged", detail))?;
-    check_transfer(at, replica, watch, tick)?;
-    track_progress(at, replica, watch, activity, commit_min, tick, lagging);
+        .map_err(|detail| visit.fail("checkpoint diverged", detail))?;
+    check_transfer(&visit, watch)?;
+    track_progress(&visit, watch, commit_min, lagging);
     Ok(())
 }
 
 /// A group quiet since its last check (only a full check reaches one) must read as it
 /// did then: every change must follow a frame or a fired timeout.
 fn check_quiet_unchanged<S: StateMachine>(
-    at: GroupAt,
-    replica: &Replica<S, SimReplicaStore>,
+    visit: &Visit<'_, S>,
     watch: &mut GroupWatch,
-    activity: u64,
     full: bool,
-    tick: u64,
 ) -> Result<(), CheckFailure> {
-    let GroupAt { index, group, .. } = at;
+    let Visit {
+        at: GroupAt { index, group, .. },
+        replica,
+        tick,
+        activity,
+    } = *visit;
     if let Some(quiet) = watch.quiet.take() {
         if quiet.activity == activity {
             // Only a full check comes here for a group quiet since (see `walk_group`).
@@ -335,14 +361,13 @@ fn check_quiet_unchanged<S: StateMachine>(
 
 /// Views and commit points never go back; a replica that booted offering a complete
 /// log holds at least what it held before it went down; no frame was misrouted.
-fn check_never_back<S: StateMachine>(
-    at: GroupAt,
-    replica: &Replica<S, SimReplicaStore>,
-    watch: &mut GroupWatch,
-    tick: u64,
-) -> Result<(), CheckFailure> {
-    let GroupAt { index, group, .. } = at;
-    let fail = |check: &'static str, detail: String| CheckFailure { check, detail, tick };
+fn check_never_back<S: StateMachine>(visit: &Visit<'_, S>, watch: &mut GroupWatch) -> Result<(), CheckFailure> {
+    let Visit {
+        at: GroupAt { index, group, .. },
+        replica,
+        ..
+    } = *visit;
+    let fail = |check, detail| visit.fail(check, detail);
     if replica.view() < watch.view_seen {
         return Err(fail(
             "view went back",
@@ -390,19 +415,21 @@ fn check_never_back<S: StateMachine>(
 
 /// Every op applied since the last check, against the group's canonical chain.
 fn check_new_commits<S: StateMachine>(
-    at: GroupAt,
-    replica: &Replica<S, SimReplicaStore>,
+    visit: &Visit<'_, S>,
     watch: &mut GroupWatch,
     checkers: &mut BTreeMap<u64, StateChecker>,
     break_check: bool,
-    tick: u64,
 ) -> Result<(), CheckFailure> {
-    let GroupAt {
-        index,
-        group,
-        incarnation,
-    } = at;
-    let fail = |check: &'static str, detail: String| CheckFailure { check, detail, tick };
+    let Visit {
+        at: GroupAt {
+            index,
+            group,
+            incarnation,
+        },
+        replica,
+        ..
+    } = *visit;
+    let fail = |check, detail| visit.fail(check, detail);
     let commit_min = replica.commit_min();
     if commit_min > watch.checked {
         let checker = checkers
@@ -439,21 +466,20 @@ fn check_new_commits<S: StateMachine>(
 
 /// A state transfer still running long after its retry budget would have ended it is
 /// stuck.
-fn check_transfer<S: StateMachine>(
-    at: GroupAt,
-    replica: &Replica<S, SimReplicaStore>,
-    watch: &mut GroupWatch,
-    tick: u64,
-) -> Result<(), CheckFailure> {
-    let GroupAt { index, group, .. } = at;
-    let fail = |check: &'static str, detail: String| CheckFailure { check, detail, tick };
+fn check_transfer<S: StateMachine>(visit: &Visit<'_, S>, watch: &mut GroupWatch) -> Result<(), CheckFailure> {
+    let Visit {
+        at: GroupAt { index, group, .. },
+        replica,
+        tick,
+        ..
+    } = *visit;
     // A transfer ends within its retry budget when its peer is silent, so one still
     // running after this long is making no progress it will ever finish.
     match (replica.transferring(), watch.transfer_since) {
         (false, _) => watch.transfer_since = None,
         (true, None) => watch.transfer_since = Some(tick),
         (true, Some(since)) if tick - since > COMMIT_STUCK_TICKS_MAX => {
-            return Err(fail(
+            return Err(visit.fail(
                 "transfer stuck",
                 format!(
                     "replica {index} group {group:#x} has been receiving a state transfer for {} ticks \
@@ -472,15 +498,17 @@ fn check_transfer<S: StateMachine>(
 /// Whether the group is steady (then quiet until its next input) or behind its
 /// commit point (then lagging, and stuck past `COMMIT_STUCK_TICKS_MAX`).
 fn track_progress<S: StateMachine>(
-    at: GroupAt,
-    replica: &Replica<S, SimReplicaStore>,
+    visit: &Visit<'_, S>,
     watch: &mut GroupWatch,
-    activity: u64,
     commit_min: u64,
-    tick: u64,
     lagging: &mut Vec<Lagging>,
 ) {
-    let GroupAt { index, group, .. } = at;
+    let Visit {
+        at: GroupAt { index, group, .. },
+        replica,
+        tick,
+        activity,
+    } = *visit;
     let steady = replica.status() != Status::Normal || commit_min >= replica.commit_max();
     if commit_min != watch.progress.0 || steady {
         watch.progress = (commit_min, tick);
