@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::fuzz::{FuzzArgs, NetworkOverrides, Plane};
+use crate::fuzz::{FuzzArgs, Plane, RunFlags};
 use crate::profile::load_profile;
 
 /// Flags of `campaign` (run mode).
@@ -55,128 +55,10 @@ pub struct CampaignFlags {
     #[arg(long, default_value_t = 6_000)]
     pub ticks: u64,
 
-    /// Passed to every run: replicas.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=6))]
-    pub replicas: u32,
-
-    /// Passed to every run: clients.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub clients: u32,
-
     /// Passed to every run: shards per replica (`workload-fuzz --shards`; not to be
     /// confused with `--shard K/N`, which splits the campaign across machines).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8))]
     pub node_shards: u32,
-
-    /// Passed to every run: crash probability per tick.
-    #[arg(long, default_value_t = 0.0)]
-    pub crash_prob: f64,
-
-    /// Passed to every run: restart probability per tick.
-    #[arg(long, default_value_t = 0.0)]
-    pub restart_prob: f64,
-
-    /// Passed to every run: allow crashing primaries.
-    #[arg(long)]
-    pub crash_primary: bool,
-
-    /// Passed to every run: crashes prefer replicas caught at a protocol moment (see
-    /// workload-fuzz).
-    #[arg(long)]
-    pub crash_moments: bool,
-
-    /// Passed to every run: probability that a crash is a power loss.
-    #[arg(long, default_value_t = 0.0, value_parser = crate::fuzz::parse_probability)]
-    pub power_loss_prob: f64,
-
-    /// Passed to every run: probability that one disk write or sync fails with EIO,
-    /// overriding each profile's (see workload-fuzz).
-    #[arg(long, value_parser = crate::fuzz::parse_probability)]
-    pub disk_error_prob: Option<f64>,
-
-    /// Passed to every run: probability, per restart of the budget's corruptible
-    /// replica, that a bit of its WAL or checkpoint rots, overriding each profile's (see
-    /// workload-fuzz).
-    #[arg(long, value_parser = crate::fuzz::parse_probability)]
-    pub disk_corruption_prob: Option<f64>,
-
-    /// Passed to every run: probability that one disk write or sync is slow, stalling
-    /// its node (see workload-fuzz), overriding each profile's.
-    #[arg(long, value_parser = crate::fuzz::parse_probability)]
-    pub disk_slow_prob: Option<f64>,
-
-    /// Passed to every run: probability per tick of a whole-cluster power outage (see
-    /// workload-fuzz), overriding each profile's.
-    #[arg(long, value_parser = crate::fuzz::parse_probability)]
-    pub power_outage_prob: Option<f64>,
-
-    /// Passed to every run: `budgeted`, `off` or `unsafe` (see workload-fuzz).
-    #[arg(long, default_value = "budgeted", value_parser = crate::fuzz::parse_storage_faults)]
-    pub storage_faults: crate::fuzz::StorageFaultMode,
-
-    /// Passed to every run: `sim` (production formats on a simulated disk) or `memory`.
-    #[arg(long, default_value = "sim", value_parser = crate::fuzz::parse_storage)]
-    pub storage: crate::harness::StorageModel,
-
-    /// Passed to every run: journal slots of the metadata group (see workload-fuzz).
-    #[arg(long, default_value_t = cluster::vsr::constants::JOURNAL_SLOTS_DEFAULT,
-          value_parser = clap::value_parser!(u64).range(
-              cluster::vsr::constants::JOURNAL_OPS_MIN..=cluster::vsr::constants::JOURNAL_OPS_MAX))]
-    pub journal_slots: u64,
-
-    /// Passed to every run: prepare ring entries of each partition group.
-    #[arg(long, default_value_t = cluster::vsr::constants::RING_ENTRIES_DEFAULT,
-          value_parser = clap::value_parser!(u64).range(
-              cluster::vsr::constants::JOURNAL_OPS_MIN..=cluster::vsr::constants::JOURNAL_OPS_MAX))]
-    pub ring_entries: u64,
-
-    /// Passed to every run: frame bytes every journal holds at most.
-    #[arg(long, default_value_t = cluster::vsr::constants::RING_BYTES_DEFAULT,
-          value_parser = clap::value_parser!(u64).range(
-              cluster::vsr::constants::RING_BYTES_MIN..=cluster::vsr::constants::RING_BYTES_MAX))]
-    pub ring_bytes: u64,
-
-    /// Passed to every run: fewest commits for a non-vacuous run.
-    #[arg(long, default_value_t = 1)]
-    pub min_commits: u64,
-
-    /// Passed to every run: fewest ops compared for a non-vacuous run.
-    #[arg(long, default_value_t = 1)]
-    pub min_ops_compared: u64,
-
-    /// Passed to every run: echo plane's fewest matched replies.
-    #[arg(long, default_value_t = 1)]
-    pub min_replies: u64,
-
-    /// Passed to every run: heal the network and restart replicas before draining.
-    #[arg(long)]
-    pub heal_before_quiesce: bool,
-
-    /// Passed to every run: skip the drain.
-    #[arg(long)]
-    pub no_quiesce: bool,
-
-    /// Passed to every run: skip the liveness phase (see workload-fuzz).
-    #[arg(long)]
-    pub no_liveness: bool,
-
-    /// Passed to every run of a consensus plane: a share of the requests goes to the
-    /// contended plane's shared objects, checked for linearizability (see workload-fuzz).
-    #[arg(long)]
-    pub shared: bool,
-
-    /// Passed to every run: shrink the cluster's bounds, drawn from each seed (see
-    /// workload-fuzz).
-    #[arg(long)]
-    pub buggify: bool,
-
-    /// Passed to every run: the test-only broken check.
-    #[arg(long, hide = true)]
-    pub break_check: bool,
-
-    /// Passed to every run: a test-only broken answer to disk faults (see workload-fuzz).
-    #[arg(long, hide = true, default_value = "none", value_parser = crate::fuzz::parse_storage_break)]
-    pub break_storage: cluster::vsr::StorageBreak,
 
     /// Do not shrink failures. By default, after the runs, each failure group's
     /// smallest seed is shrunk to a smaller run failing the same way (`workload-fuzz
@@ -193,9 +75,10 @@ pub struct CampaignFlags {
     #[arg(long, default_value_t = 500)]
     pub shrink_runs: u64,
 
-    /// Passed to every run: network overrides.
-    #[command(flatten)]
-    pub network: NetworkOverrides,
+    /// The flags passed to every run, as `workload-fuzz` takes them (same names, same
+    /// bounds: the repro command a campaign records always replays).
+    #[command(flatten, next_help_heading = "Passed to every run (as workload-fuzz takes them)")]
+    pub run: RunFlags,
 }
 
 /// One run of a campaign.
@@ -462,37 +345,14 @@ impl CampaignFlags {
         FuzzArgs {
             seed: Some(seed),
             ticks: self.ticks,
-            replicas: self.replicas,
-            clients: self.clients,
             shards: self.node_shards,
             plane,
             faults: profile.to_owned(),
-            min_replies: self.min_replies,
-            min_commits: self.min_commits,
-            min_ops_compared: self.min_ops_compared,
-            crash_prob: self.crash_prob,
-            restart_prob: self.restart_prob,
-            crash_primary: self.crash_primary,
-            crash_moments: self.crash_moments,
-            power_loss_prob: self.power_loss_prob,
-            storage: self.storage,
-            disk_error_prob: self.disk_error_prob,
-            disk_corruption_prob: self.disk_corruption_prob,
-            disk_slow_prob: self.disk_slow_prob,
-            power_outage_prob: self.power_outage_prob,
-            storage_faults: self.storage_faults,
-            journal_slots: self.journal_slots,
-            ring_entries: self.ring_entries,
-            ring_bytes: self.ring_bytes,
-            heal_before_quiesce: self.heal_before_quiesce,
-            no_quiesce: self.no_quiesce,
-            no_liveness: self.no_liveness,
-            shared: self.shared && plane != Plane::Echo,
-            buggify: self.buggify,
-            network: self.network.clone(),
-            break_check: self.break_check,
+            run: RunFlags {
+                shared: self.run.shared && plane != Plane::Echo,
+                ..self.run.clone()
+            },
             break_fence: false,
-            break_storage: self.break_storage,
             requests_max: None,
             record_faults: None,
             faults_from: None,
@@ -640,6 +500,31 @@ mod tests {
         assert_eq!(parse_seed_range("5..=9"), Ok((5, 9)));
         assert!(parse_seed_range("9..5").expect_err("reversed").contains("reversed"));
         assert!(parse_seed_range("a..5").expect_err("bad").contains("is not a seed"));
+    }
+
+    #[test]
+    fn a_campaign_refuses_every_run_flag_value_workload_fuzz_refuses() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            flags: CampaignFlags,
+        }
+        for (flag, value) in [
+            ("--crash-prob", "3"),
+            ("--restart-prob", "1.5"),
+            ("--power-loss-prob", "2"),
+            ("--replicas", "7"),
+            ("--journal-slots", "1"),
+        ] {
+            let fuzz = FuzzArgs::try_parse_from(["workload-fuzz", flag, value]);
+            let campaign = Wrap::try_parse_from(["campaign", flag, value]);
+            let (Err(fuzz), Err(campaign)) = (fuzz, campaign) else {
+                panic!("{flag} {value}: both must refuse it");
+            };
+            assert!(campaign.to_string().contains(flag), "{campaign}");
+            assert_eq!(fuzz.kind(), campaign.kind(), "{flag} {value}");
+        }
     }
 
     #[test]

@@ -61,9 +61,9 @@ pub(super) fn run(
     report.verdict = match failure.or_else(|| check_echo(&echo, sim.frames_delivered_corrupted, sim.frames_unroutable))
     {
         Some(reason) => Verdict::Failed(reason),
-        None if echo.replies_matched < args.min_replies => Verdict::Vacuous(format!(
+        None if echo.replies_matched < args.run.min_replies => Verdict::Vacuous(format!(
             "{} matched replies, below --min-replies {}",
-            echo.replies_matched, args.min_replies
+            echo.replies_matched, args.run.min_replies
         )),
         None => Verdict::Pass,
     };

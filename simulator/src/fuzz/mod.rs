@@ -9,6 +9,7 @@ mod cluster_run;
 mod echo_run;
 mod liveness;
 pub mod outage;
+mod run_flags;
 mod settle;
 pub mod shrink;
 
@@ -18,6 +19,7 @@ pub use args::{
     FuzzArgs, NetworkOverrides, Plane, StorageFaultMode, parse_probability, parse_storage, parse_storage_break,
     parse_storage_faults,
 };
+pub use run_flags::RunFlags;
 
 use crate::fault_schedule::FaultSchedule;
 use crate::profile::{ResolvedProfile, load_profile, validate_network};
@@ -233,27 +235,27 @@ fn configure(args: &FuzzArgs, seed: u64) -> Result<(SimulationConfig, ResolvedPr
     if args.ticks == 0 {
         return Err("--ticks 0 simulates nothing; give at least 1".to_owned());
     }
-    if args.shared && args.plane == Plane::Echo {
+    if args.run.shared && args.plane == Plane::Echo {
         return Err(
             "--shared sends requests to the contended plane's shared objects; the echo plane has none: \
                     give a consensus plane (metadata, partition, mixed, uniform, lifecycle)"
                 .to_owned(),
         );
     }
-    if args.power_loss_prob > 0.0 && args.storage == crate::harness::StorageModel::Memory {
+    if args.run.power_loss_prob > 0.0 && args.run.storage == crate::harness::StorageModel::Memory {
         return Err(format!(
             "--power-loss-prob {} needs --storage sim: in-memory stores have no power to lose",
-            args.power_loss_prob
+            args.run.power_loss_prob
         ));
     }
     for (flag, value) in [
-        ("--disk-error-prob", args.disk_error_prob),
-        ("--disk-corruption-prob", args.disk_corruption_prob),
-        ("--disk-slow-prob", args.disk_slow_prob),
-        ("--power-outage-prob", args.power_outage_prob),
+        ("--disk-error-prob", args.run.disk_error_prob),
+        ("--disk-corruption-prob", args.run.disk_corruption_prob),
+        ("--disk-slow-prob", args.run.disk_slow_prob),
+        ("--power-outage-prob", args.run.power_outage_prob),
     ] {
         if let Some(probability) = value.filter(|&probability| probability > 0.0)
-            && args.storage == crate::harness::StorageModel::Memory
+            && args.run.storage == crate::harness::StorageModel::Memory
         {
             return Err(format!(
                 "{flag} {probability} needs --storage sim: in-memory stores have no disk to fail"
@@ -262,7 +264,7 @@ fn configure(args: &FuzzArgs, seed: u64) -> Result<(SimulationConfig, ResolvedPr
     }
     let profile = load_profile(&args.faults).map_err(|error| error.to_string())?;
     let mut resolved = profile.resolve(crate::seeds::SimSeeds::derive(seed).swarm);
-    args.network.apply(&mut resolved.network);
+    args.run.network.apply(&mut resolved.network);
     // The overridden network obeys the same rules as a profile file.
     validate_network(
         &format!("fault profile `{}` with command-line overrides", resolved.name),
@@ -273,7 +275,11 @@ fn configure(args: &FuzzArgs, seed: u64) -> Result<(SimulationConfig, ResolvedPr
     // echo plane's replicas read one inbox, so it always runs one shard.
     let (replicas, clients, shards) = match &resolved.swarm {
         Some(draw) => (draw.replicas, draw.clients, draw.shards),
-        None => (args.replicas as usize, args.clients as usize, args.shards as usize),
+        None => (
+            args.run.replicas as usize,
+            args.run.clients as usize,
+            args.shards as usize,
+        ),
     };
     let shards = if args.plane == Plane::Echo { 1 } else { shards };
     let config = SimulationConfig {

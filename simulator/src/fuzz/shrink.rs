@@ -331,35 +331,36 @@ impl Search<'_> {
             (
                 "packet loss off (--packet-loss 0)",
                 network.packet_loss_probability > 0.0,
-                |args| args.network.packet_loss = Some(0.0),
+                |args| args.run.network.packet_loss = Some(0.0),
             ),
             (
                 "packet replay off (--packet-replay 0)",
                 network.packet_replay_probability > 0.0,
-                |args| args.network.packet_replay = Some(0.0),
+                |args| args.run.network.packet_replay = Some(0.0),
             ),
             (
                 "packet corruption off (--packet-corruption 0)",
                 network.packet_corruption_probability > 0.0,
-                |args| args.network.packet_corruption = Some(0.0),
+                |args| args.run.network.packet_corruption = Some(0.0),
             ),
             (
                 "clock skew off (--clock-offset-max 0 --clock-drift-max 0)",
                 network.clock_offset_max_micros > 0 || network.clock_drift_max_ppm > 0,
                 |args| {
-                    args.network.clock_offset_max = Some(0);
-                    args.network.clock_drift_max = Some(0);
+                    args.run.network.clock_offset_max = Some(0);
+                    args.run.network.clock_drift_max = Some(0);
                 },
             ),
             (
                 "slow disks off (--disk-slow-prob 0)",
                 self.best
+                    .run
                     .disk_slow_prob
                     .unwrap_or(resolved.storage.disk_slow_probability)
                     > 0.0,
-                |args| args.disk_slow_prob = Some(0.0),
+                |args| args.run.disk_slow_prob = Some(0.0),
             ),
-            ("--buggify off", self.best.buggify, |args| args.buggify = false),
+            ("--buggify off", self.best.run.buggify, |args| args.run.buggify = false),
         ];
         for (what, on, switch_off) in switches {
             if on {
@@ -420,7 +421,7 @@ impl Search<'_> {
         if clients > 1 {
             for fewer in [1, clients / 2].into_iter().filter(|&c| c >= 1 && c < clients) {
                 let mut candidate = self.best.clone();
-                candidate.clients = fewer as u32;
+                candidate.run.clients = fewer as u32;
                 candidate.schedule = Some(self.schedule().within(replicas, fewer));
                 if self.try_candidate(&format!("--clients {fewer}"), candidate)? {
                     break;
@@ -435,7 +436,7 @@ impl Search<'_> {
         let clients = self.best_report.shape.1;
         for fewer in 1..replicas {
             let mut candidate = self.best.clone();
-            candidate.replicas = fewer as u32;
+            candidate.run.replicas = fewer as u32;
             candidate.schedule = Some(self.schedule().within(fewer, clients));
             if self.try_candidate(&format!("--replicas {fewer}"), candidate)? {
                 break;
@@ -482,12 +483,15 @@ impl Search<'_> {
 /// kind, though no counted unit moves).
 fn candidate_drops_a_flag(best: &FuzzArgs, candidate: &FuzzArgs) -> bool {
     let zeroed = |before: Option<f64>, after: Option<f64>| after == Some(0.0) && before != Some(0.0);
-    zeroed(best.network.packet_loss, candidate.network.packet_loss)
-        || zeroed(best.network.packet_replay, candidate.network.packet_replay)
-        || zeroed(best.network.packet_corruption, candidate.network.packet_corruption)
-        || (candidate.network.clock_offset_max == Some(0) && best.network.clock_offset_max != Some(0))
-        || zeroed(best.disk_slow_prob, candidate.disk_slow_prob)
-        || (best.buggify && !candidate.buggify)
+    zeroed(best.run.network.packet_loss, candidate.run.network.packet_loss)
+        || zeroed(best.run.network.packet_replay, candidate.run.network.packet_replay)
+        || zeroed(
+            best.run.network.packet_corruption,
+            candidate.run.network.packet_corruption,
+        )
+        || (candidate.run.network.clock_offset_max == Some(0) && best.run.network.clock_offset_max != Some(0))
+        || zeroed(best.run.disk_slow_prob, candidate.run.disk_slow_prob)
+        || (best.run.buggify && !candidate.run.buggify)
 }
 
 /// Shrink the failing run `args` with `seed`, printing each kept step to `out`.

@@ -40,19 +40,19 @@ pub(super) fn run(
     let ran = world.harness.simulation().tick();
     // Liveness: a healed core of replicas must settle on its own in bounded time.
     let mut liveness = None;
-    if failure.is_none() && !args.no_quiesce && !args.no_liveness {
+    if failure.is_none() && !args.run.no_quiesce && !args.run.no_liveness {
         match liveness::run(&mut world.harness, &world.workload, report.seed, config.replicas) {
             Ok(outcome) => liveness = Some(outcome),
             Err(error) => failure = Some(error),
         }
     }
     // Drain: everything back, every request answered, one view.
-    if failure.is_none() && !args.no_quiesce {
-        failure = drain::run(&mut world, args.heal_before_quiesce || liveness.is_some());
+    if failure.is_none() && !args.run.no_quiesce {
+        failure = drain::run(&mut world, args.run.heal_before_quiesce || liveness.is_some());
     }
     // Final checks: every group in full, then the shared objects' histories.
     failure = failure.or_else(|| checks::in_full(&mut world));
-    if failure.is_none() && !args.no_quiesce {
+    if failure.is_none() && !args.run.no_quiesce {
         failure = checks::settle_with_final_logs(&world);
     }
     let linearizability = checks::linearizability(&world);

@@ -61,19 +61,19 @@ pub(super) fn build(
     let harness_config = HarnessConfig {
         simulation: config.clone(),
         crash: CrashConfig {
-            crash_probability: args.crash_prob,
-            restart_probability: args.restart_prob,
-            crash_primary: args.crash_primary,
-            at_moments: args.crash_moments,
+            crash_probability: args.run.crash_prob,
+            restart_probability: args.run.restart_prob,
+            crash_primary: args.run.crash_primary,
+            at_moments: args.run.crash_moments,
         },
-        break_check: args.break_check,
+        break_check: args.run.break_check,
         break_fence: args.break_fence,
-        storage: args.storage,
-        power_loss_probability: args.power_loss_prob,
+        storage: args.run.storage,
+        power_loss_probability: args.run.power_loss_prob,
         journal: args.journal(),
         storage_faults,
-        storage_break: args.break_storage,
-        buggify: if args.buggify {
+        storage_break: args.run.break_storage,
+        buggify: if args.run.buggify {
             draw_buggify(seed)
         } else {
             cluster::vsr::Buggify::OFF
@@ -81,15 +81,15 @@ pub(super) fn build(
     };
     let mut harness = Harness::new(seed, &harness_config, workload.clone());
     print_world(harness.simulation(), out)?;
-    if args.buggify {
+    if args.run.buggify {
         writeln!(out, "buggify: {}", harness_config.buggify.describe())?;
     }
     writeln!(
         out,
         "crashes: crash_prob={} restart_prob={} crash_primary={} power_loss_prob={} storage={}",
-        args.crash_prob, args.restart_prob, args.crash_primary, args.power_loss_prob, args.storage
+        args.run.crash_prob, args.run.restart_prob, args.run.crash_primary, args.run.power_loss_prob, args.run.storage
     )?;
-    if storage_faults.enabled() && args.storage == StorageModel::Sim {
+    if storage_faults.enabled() && args.run.storage == StorageModel::Sim {
         writeln!(
             out,
             "disk faults: error_prob={} corruption_prob={} budget={} corruptible_replica={}",
@@ -153,7 +153,7 @@ fn workload(
     };
     let mut workload = MetadataWorkload::with_weights(seeds.workload, config.clients, weights);
     workload.set_requests_max(args.requests_max);
-    if contended_plane || args.shared {
+    if contended_plane || args.run.shared {
         // A whole-cluster outage may take back what a `replicated` topic acknowledged
         // (by design); the histories hold every acknowledgement to account, so the
         // shared topic is `persisted` whenever outages may happen.

@@ -23,16 +23,16 @@ pub(super) fn judge(args: &FuzzArgs, failure: Option<CheckFailure>, summary: &Su
 fn vacuous(args: &FuzzArgs, summary: &Summary, world: &World) -> Option<String> {
     let (commits, compared) = (summary.commits, summary.ops_compared);
     let linearizability = summary.linearizability();
-    if commits < args.min_commits {
+    if commits < args.run.min_commits {
         return Some(format!(
             "{commits} committed ops, below --min-commits {}",
-            args.min_commits
+            args.run.min_commits
         ));
     }
-    if compared < args.min_ops_compared {
+    if compared < args.run.min_ops_compared {
         return Some(format!(
             "{compared} ops compared, below --min-ops-compared {}",
-            args.min_ops_compared
+            args.run.min_ops_compared
         ));
     }
     if let Some(storage) = summary.storage
@@ -53,7 +53,7 @@ fn vacuous(args: &FuzzArgs, summary: &Summary, world: &World) -> Option<String> 
     if args.asks_for_checkpoints() && summary.catch_up.checkpoints == 0 {
         return Some(format!(
             "asked for a small journal (--journal-slots {} --ring-entries {}) but no checkpoint was taken",
-            args.journal_slots, args.ring_entries
+            args.run.journal_slots, args.run.ring_entries
         ));
     }
     if linearizability.is_some_and(|report| report.operations == 0) {
