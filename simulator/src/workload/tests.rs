@@ -227,6 +227,35 @@ fn no_failures(workload: &MetadataWorkload) {
     assert_eq!(workload.failures(), &[] as &[String]);
 }
 
+/// Asserts that each of `actions` reached every outcome it declares, by (action name,
+/// outcome) as a report counts them, except `LimitReached`: the tests' small name pools
+/// keep the limits out of reach.
+#[track_caller]
+fn assert_every_outcome_but_limits_reached<'a>(
+    actions: impl IntoIterator<Item = &'a Action>,
+    reached: &BTreeSet<(&str, Outcome)>,
+) {
+    for action in actions {
+        for outcome in action.outcomes() {
+            if *outcome != Outcome::LimitReached {
+                assert!(
+                    reached.contains(&(action.name(), *outcome)),
+                    "{} never reached {outcome:?}",
+                    action.name()
+                );
+            }
+        }
+    }
+}
+
+/// Asserts that some failure of `workload` passes `matches`, listing every failure
+/// when none does.
+#[track_caller]
+fn assert_some_failure(workload: &MetadataWorkload, matches: impl Fn(&str) -> bool) {
+    let failures = workload.failures();
+    assert!(failures.iter().any(|failure| matches(failure)), "{failures:?}");
+}
+
 /// Everything the end-of-run oracle compares: the metadata, the set of partition
 /// groups, every partition. Returns the sums compared.
 fn compare_all(workload: &MetadataWorkload, cluster: &Cluster) -> (ShadowComparison, PartitionComparison) {
@@ -373,17 +402,10 @@ fn one_client_predicts_every_metadata_reply_and_matches_the_state() {
     }
     // Every declared outcome of the plane's actions is reached on some seed, except
     // the limits, which the small name pools keep out of reach.
-    for action in Action::ALL.iter().filter(|action| weights.weight(**action) > 0) {
-        for outcome in action.outcomes() {
-            if *outcome != Outcome::LimitReached {
-                assert!(
-                    reached.contains(&(action.name(), *outcome)),
-                    "{} never reached {outcome:?}",
-                    action.name()
-                );
-            }
-        }
-    }
+    assert_every_outcome_but_limits_reached(
+        Action::ALL.iter().filter(|action| weights.weight(**action) > 0),
+        &reached,
+    );
 }
 
 /// FNV-1a-64 over the first 3,000 ops of seeds 1..=4 of the metadata plane (each op's
@@ -445,17 +467,7 @@ fn every_plane_passes_with_one_client_and_sees_its_defining_outcomes() {
     }
     // Across the planes, every action appended for partitions reaches every outcome it
     // declares but the limits the pools keep out of reach.
-    for action in &Action::ALL[Action::SendMessages as usize..] {
-        for outcome in action.outcomes() {
-            if *outcome != Outcome::LimitReached {
-                assert!(
-                    reached.contains(&(action.name(), *outcome)),
-                    "{} never reached {outcome:?}",
-                    action.name()
-                );
-            }
-        }
-    }
+    assert_every_outcome_but_limits_reached(&Action::ALL[Action::SendMessages as usize..], &reached);
 }
 
 #[test]
@@ -558,12 +570,7 @@ fn a_node_that_skips_the_partition_permission_check_is_caught() {
         checked.report().outcomes
     );
     let unchecked = run(true);
-    assert!(
-        unchecked
-            .failures()
-            .iter()
-            .any(|failure| failure.contains("RequestAsUser predicted PermissionDenied")),
-        "{:?}",
-        unchecked.failures()
-    );
+    assert_some_failure(&unchecked, |failure| {
+        failure.contains("RequestAsUser predicted PermissionDenied")
+    });
 }

@@ -139,14 +139,7 @@ fn malformed_undeclared_and_misnamed_replies_are_failures() {
         workload.failures()
     );
     workload.on_reply(0, &header_for(&request), &PartitionReply::Ok.encode());
-    assert!(
-        workload
-            .failures()
-            .iter()
-            .any(|f| f.contains("replied Ok, an outcome it does not declare")),
-        "{:?}",
-        workload.failures()
-    );
+    assert_some_failure(&workload, |f| f.contains("replied Ok, an outcome it does not declare"));
     assert_eq!(workload.report().replies_classified, classified);
 
     // The reply must name the request's operation and group.

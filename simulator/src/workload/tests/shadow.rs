@@ -221,14 +221,9 @@ fn a_former_owner_writing_after_a_hand_off_is_predicted_stale_owner() {
             OwnerFence::DisabledForTest => {
                 // (Ok, or OffsetBeyondLog for an offset past the log: the fence no
                 // longer answers first.)
-                assert!(
-                    workload
-                        .failures()
-                        .iter()
-                        .any(|f| f.starts_with("StoreStaleOwnerOffset predicted StaleOwner, got ")),
-                    "{:?}",
-                    workload.failures()
-                );
+                assert_some_failure(&workload, |f| {
+                    f.starts_with("StoreStaleOwnerOffset predicted StaleOwner, got ")
+                });
             }
         }
     }
