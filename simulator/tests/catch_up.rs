@@ -17,8 +17,7 @@ use cluster::partition::{Message, PartitionOp, PartitionReply};
 use cluster::vsr::constants::{JOURNAL_OPS_MIN, RING_BYTES_DEFAULT};
 use cluster::wire::Header;
 use simulator::harness::client::{ClientDriver, ClientRequest};
-use simulator::harness::crash::CrashConfig;
-use simulator::harness::{Harness, HarnessConfig, StorageModel};
+use simulator::harness::{Harness, HarnessConfig};
 use simulator::network::config::NetworkConfig;
 use simulator::simulation::SimulationConfig;
 
@@ -49,12 +48,7 @@ struct SteadyLoad {
 
 impl ClientDriver for SteadyLoad {
     fn next_request(&mut self, client: usize) -> Option<ClientRequest> {
-        let metadata = |op: MetadataOp| ClientRequest {
-            group: 0,
-            operation: op.operation_code(),
-            body: op.encode(),
-            give_up_when_not_committed: false,
-        };
+        let metadata = |op: MetadataOp| ClientRequest::metadata(&op);
         if self.sends.is_empty() {
             self.sends = vec![0; CLIENTS];
         }
@@ -86,12 +80,7 @@ impl ClientDriver for SteadyLoad {
                 payload: vec![client as u8; 100],
             }],
         };
-        Some(ClientRequest {
-            group,
-            operation: op.operation_code(),
-            body: op.encode(),
-            give_up_when_not_committed: false,
-        })
+        Some(ClientRequest::partition(group, &op))
     }
 
     fn on_reply(&mut self, _client: usize, reply: &Header, body: &[u8]) {
@@ -163,25 +152,17 @@ fn transfers(harness: &Harness, groups: &[u64]) -> ((u64, u64, u64, u64), u64) {
 fn a_replica_down_past_every_ring_catches_every_partition_up_under_load() {
     let driver = Rc::new(RefCell::new(SteadyLoad::default()));
     let config = HarnessConfig {
-        simulation: SimulationConfig {
-            replicas: 3,
-            clients: CLIENTS,
-            shards: 2,
-            network: NetworkConfig::perfect(),
-        },
-        crash: CrashConfig::default(),
-        break_check: false,
-        break_fence: false,
-        storage: StorageModel::Sim,
-        power_loss_probability: 0.0,
         journal: JournalBounds {
             journal_slots: JOURNAL_OPS_MIN,
             ring_entries: JOURNAL_OPS_MIN,
             ring_bytes: RING_BYTES_DEFAULT,
         },
-        storage_faults: Default::default(),
-        storage_break: Default::default(),
-        buggify: Default::default(),
+        ..HarnessConfig::new(SimulationConfig {
+            replicas: 3,
+            clients: CLIENTS,
+            shards: 2,
+            network: NetworkConfig::perfect(),
+        })
     };
     let mut harness = Harness::new(11, &config, driver.clone());
     for _ in 0..WARM_UP_TICKS {

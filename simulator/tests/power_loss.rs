@@ -15,8 +15,7 @@ use cluster::partition::{Message, PartitionOp, PartitionReply};
 use cluster::vsr::Status;
 use cluster::wire::Header;
 use simulator::harness::client::{ClientDriver, ClientRequest};
-use simulator::harness::crash::CrashConfig;
-use simulator::harness::{Harness, HarnessConfig, StorageModel};
+use simulator::harness::{Harness, HarnessConfig};
 use simulator::network::config::NetworkConfig;
 use simulator::simulation::SimulationConfig;
 
@@ -47,12 +46,7 @@ impl TwoTopics {
 
 impl ClientDriver for TwoTopics {
     fn next_request(&mut self, _client: usize) -> Option<ClientRequest> {
-        let metadata = |op: MetadataOp| ClientRequest {
-            group: 0,
-            operation: op.operation_code(),
-            body: op.encode(),
-            give_up_when_not_committed: false,
-        };
+        let metadata = |op: MetadataOp| ClientRequest::metadata(&op);
         let Some(stream_id) = self.stream else {
             return Some(metadata(MetadataOp::CreateStream { name: "s".to_owned() }));
         };
@@ -77,12 +71,10 @@ impl ClientDriver for TwoTopics {
                 payload: self.sends.to_le_bytes().to_vec(),
             }],
         };
-        Some(ClientRequest {
-            group: self.groups[index].expect("created above"),
-            operation: op.operation_code(),
-            body: op.encode(),
-            give_up_when_not_committed: false,
-        })
+        Some(ClientRequest::partition(
+            self.groups[index].expect("created above"),
+            &op,
+        ))
     }
 
     fn on_reply(&mut self, _client: usize, reply: &Header, body: &[u8]) {
@@ -133,23 +125,12 @@ fn messages_held(harness: &Harness, group: u64) -> (Vec<u64>, bool) {
 #[test]
 fn a_cluster_wide_power_loss_keeps_persisted_writes_and_loses_the_unpublished_replicated_tail() {
     let driver = Rc::new(RefCell::new(TwoTopics::default()));
-    let config = HarnessConfig {
-        simulation: SimulationConfig {
-            replicas: 3,
-            clients: 1,
-            shards: 1,
-            network: NetworkConfig::perfect(),
-        },
-        crash: CrashConfig::default(),
-        break_check: false,
-        break_fence: false,
-        storage: StorageModel::Sim,
-        power_loss_probability: 0.0,
-        journal: Default::default(),
-        storage_faults: Default::default(),
-        storage_break: Default::default(),
-        buggify: Default::default(),
-    };
+    let config = HarnessConfig::new(SimulationConfig {
+        replicas: 3,
+        clients: 1,
+        shards: 1,
+        network: NetworkConfig::perfect(),
+    });
     let mut harness = Harness::new(5, &config, driver.clone());
     step(&mut harness, 3_000);
     let (replicated, persisted) = {

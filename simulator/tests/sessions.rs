@@ -9,8 +9,7 @@ use cluster::metadata::{Durability, MetadataOp, MetadataReply, partition_group_i
 use cluster::partition::{Message, PartitionOp, PartitionReply};
 use cluster::wire::Header;
 use simulator::harness::client::{ClientDriver, ClientRequest};
-use simulator::harness::crash::CrashConfig;
-use simulator::harness::{Harness, HarnessConfig, StorageModel};
+use simulator::harness::{Harness, HarnessConfig};
 use simulator::network::config::NetworkConfig;
 use simulator::simulation::SimulationConfig;
 
@@ -31,12 +30,7 @@ struct Sends {
 
 impl ClientDriver for Sends {
     fn next_request(&mut self, _client: usize) -> Option<ClientRequest> {
-        let metadata = |op: MetadataOp| ClientRequest {
-            group: 0,
-            operation: op.operation_code(),
-            body: op.encode(),
-            give_up_when_not_committed: false,
-        };
+        let metadata = |op: MetadataOp| ClientRequest::metadata(&op);
         let Some(stream_id) = self.stream else {
             return Some(metadata(MetadataOp::CreateStream { name: "s".to_owned() }));
         };
@@ -63,12 +57,7 @@ impl ClientDriver for Sends {
                 payload: self.sent.to_le_bytes().to_vec(),
             }],
         };
-        Some(ClientRequest {
-            group,
-            operation: op.operation_code(),
-            body: op.encode(),
-            give_up_when_not_committed: false,
-        })
+        Some(ClientRequest::partition(group, &op))
     }
 
     fn on_reply(&mut self, _client: usize, reply: &Header, body: &[u8]) {
@@ -98,23 +87,12 @@ fn step(harness: &mut Harness, ticks: u64) {
 #[test]
 fn after_every_node_restarts_the_client_binds_its_session_again_and_each_send_lands_once() {
     let driver = Rc::new(RefCell::new(Sends::default()));
-    let config = HarnessConfig {
-        simulation: SimulationConfig {
-            replicas: 3,
-            clients: 1,
-            shards: 2,
-            network: NetworkConfig::perfect(),
-        },
-        crash: CrashConfig::default(),
-        break_check: false,
-        break_fence: false,
-        storage: StorageModel::Sim,
-        power_loss_probability: 0.0,
-        journal: Default::default(),
-        storage_faults: Default::default(),
-        storage_break: Default::default(),
-        buggify: Default::default(),
-    };
+    let config = HarnessConfig::new(SimulationConfig {
+        replicas: 3,
+        clients: 1,
+        shards: 2,
+        network: NetworkConfig::perfect(),
+    });
     let mut harness = Harness::new(9, &config, driver.clone());
     // Until about half the sends are in, then crash every node with a send in flight.
     let mut ticks = 0;

@@ -35,12 +35,7 @@ impl ClientDriver for UniqueStreams {
         let op = MetadataOp::CreateStream {
             name: format!("s-{client}-{}", self.sent[client]),
         };
-        Some(ClientRequest {
-            group: 0,
-            operation: op.operation_code(),
-            body: op.encode(),
-            give_up_when_not_committed: false,
-        })
+        Some(ClientRequest::metadata(&op))
     }
 
     fn on_reply(&mut self, _client: usize, _reply: &Header, body: &[u8]) {
@@ -59,22 +54,15 @@ fn harness(
 ) -> (Harness, Rc<RefCell<UniqueStreams>>) {
     let driver = Rc::new(RefCell::new(UniqueStreams::default()));
     let config = HarnessConfig {
-        simulation: SimulationConfig {
+        crash,
+        // These tests fault the in-memory stores directly (`Harness::store`).
+        storage: StorageModel::Memory,
+        ..HarnessConfig::new(SimulationConfig {
             replicas,
             clients: 1,
             shards: 1,
             network,
-        },
-        crash,
-        break_check: false,
-        break_fence: false,
-        // These tests fault the in-memory stores directly (`Harness::store`).
-        storage: StorageModel::Memory,
-        power_loss_probability: 0.0,
-        journal: Default::default(),
-        storage_faults: Default::default(),
-        storage_break: Default::default(),
-        buggify: Default::default(),
+        })
     };
     let harness = Harness::new(seed, &config, driver.clone());
     (harness, driver)

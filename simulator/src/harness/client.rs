@@ -24,6 +24,7 @@ use std::rc::Rc;
 use futures::{FutureExt, select_biased};
 
 use cluster::metadata::{BIND_SESSION_CODE, BindSession, MetadataOp, MetadataReply};
+use cluster::partition::PartitionOp;
 use cluster::seam::{Bus, Inbox, ProcessId, TICK};
 use cluster::vsr::ClientError;
 use cluster::wire::{self, Command, HEADER_BYTES, Header};
@@ -61,6 +62,28 @@ pub struct ClientRequest {
     pub give_up_when_not_committed: bool,
 }
 
+impl ClientRequest {
+    /// `op` for the metadata group, resent until it has a final answer.
+    pub fn metadata(op: &MetadataOp) -> Self {
+        Self {
+            group: cluster::node::METADATA_GROUP,
+            operation: op.operation_code(),
+            body: op.encode(),
+            give_up_when_not_committed: false,
+        }
+    }
+
+    /// `op` for partition group `group`, resent until it has a final answer.
+    pub fn partition(group: u64, op: &PartitionOp) -> Self {
+        Self {
+            group,
+            operation: op.operation_code(),
+            body: op.encode(),
+            give_up_when_not_committed: false,
+        }
+    }
+}
+
 /// What a client sends and how it judges answers.
 pub trait ClientDriver {
     /// The next request of `client`, or `None` to stay idle.
@@ -87,12 +110,7 @@ pub fn root_login() -> ClientRequest {
         username: cluster::metadata::ROOT_USERNAME.to_owned(),
         password: cluster::metadata::DEFAULT_ROOT_PASSWORD.to_owned(),
     };
-    ClientRequest {
-        group: 0,
-        operation: op.operation_code(),
-        body: op.encode(),
-        give_up_when_not_committed: false,
-    }
+    ClientRequest::metadata(&op)
 }
 
 /// A client's transport counters.

@@ -106,6 +106,26 @@ pub struct HarnessConfig {
     pub buggify: cluster::vsr::Buggify,
 }
 
+impl HarnessConfig {
+    /// `simulation` with no crashes, the simulated disk without disk faults or power
+    /// loss, the default journal bounds, production's bounds and no test-only break:
+    /// what a test starts from before it turns on what it is about.
+    pub fn new(simulation: SimulationConfig) -> Self {
+        Self {
+            simulation,
+            crash: CrashConfig::default(),
+            break_check: false,
+            break_fence: false,
+            storage: StorageModel::Sim,
+            power_loss_probability: 0.0,
+            journal: JournalBounds::default(),
+            storage_faults: StorageFaults::default(),
+            storage_break: StorageBreak::default(),
+            buggify: cluster::vsr::Buggify::default(),
+        }
+    }
+}
+
 /// A metadata replica as the harness hosts it (inside shard 0 of a node).
 pub type MetadataReplica = Replica<MetadataMachine, SimReplicaStore>;
 /// A partition replica as the harness hosts it.
