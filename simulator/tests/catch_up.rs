@@ -8,6 +8,8 @@
 //! ships its state as of the transfer's start and pins its ring above that op until
 //! the install, so an install is stale only if a pin had to be released.
 
+mod common;
+
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -103,12 +105,6 @@ impl ClientDriver for SteadyLoad {
     }
 }
 
-fn step(harness: &mut Harness) {
-    harness
-        .step()
-        .unwrap_or_else(|failure| panic!("{failure}\n{}", harness.status_lines().join("\n")));
-}
-
 /// Per partition group: (the lagging replica's applied op, the primary's applied op).
 fn progress(harness: &Harness, groups: &[u64]) -> Vec<(u64, u64)> {
     groups
@@ -166,14 +162,14 @@ fn a_replica_down_past_every_ring_catches_every_partition_up_under_load() {
     };
     let mut harness = Harness::new(11, &config, driver.clone());
     for _ in 0..WARM_UP_TICKS {
-        step(&mut harness);
+        common::step(&mut harness, 1);
     }
     let groups = driver.borrow().groups.clone();
     assert_eq!(groups.len(), PARTITIONS, "the topic was created during the warm-up");
 
     harness.crash_now(LAGGING);
     for _ in 0..DOWN_TICKS {
-        step(&mut harness);
+        common::step(&mut harness, 1);
     }
     let at_restart = progress(&harness, &groups);
     for (partition, (_, primary)) in at_restart.iter().enumerate() {
@@ -189,7 +185,7 @@ fn a_replica_down_past_every_ring_catches_every_partition_up_under_load() {
     // it came back. Writes go on the whole time.
     let mut caught_up_at: Vec<Option<u64>> = vec![None; PARTITIONS];
     for _ in 0..CATCH_UP_TICKS_MAX {
-        step(&mut harness);
+        common::step(&mut harness, 1);
         let tick = harness.simulation().tick();
         for (partition, (lagging, _)) in progress(&harness, &groups).into_iter().enumerate() {
             if caught_up_at[partition].is_none() && lagging >= at_restart[partition].1 {

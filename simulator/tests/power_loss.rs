@@ -7,6 +7,8 @@
 //! so every acknowledged message survives. The cluster must come back either way: the
 //! replicated partition's group starts a view from every replica's durable prefix.
 
+mod common;
+
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -101,14 +103,6 @@ impl ClientDriver for TwoTopics {
     }
 }
 
-fn step(harness: &mut Harness, ticks: u64) {
-    for _ in 0..ticks {
-        harness
-            .step()
-            .unwrap_or_else(|failure| panic!("{failure}\n{}", harness.status_lines().join("\n")));
-    }
-}
-
 /// Messages each live replica of `group` holds, and whether one of them leads it.
 fn messages_held(harness: &Harness, group: u64) -> (Vec<u64>, bool) {
     let replicas = harness.partition_replicas(group);
@@ -132,7 +126,7 @@ fn a_cluster_wide_power_loss_keeps_persisted_writes_and_loses_the_unpublished_re
         network: NetworkConfig::perfect(),
     });
     let mut harness = Harness::new(5, &config, driver.clone());
-    step(&mut harness, 3_000);
+    common::step(&mut harness, 3_000);
     let (replicated, persisted) = {
         let driver = driver.borrow();
         assert!(driver.unexpected.is_empty(), "{:?}", driver.unexpected);
@@ -151,7 +145,7 @@ fn a_cluster_wide_power_loss_keeps_persisted_writes_and_loses_the_unpublished_re
     for replica in 0..3 {
         harness.restart_now(replica, 1 + replica as u64);
     }
-    step(&mut harness, 3_000);
+    common::step(&mut harness, 3_000);
 
     let (held, led) = messages_held(&harness, persisted);
     assert!(led, "the persisted partition is led again");

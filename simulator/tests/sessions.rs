@@ -2,6 +2,8 @@
 //! it restarts, and the client binds again under the same session, so the request it
 //! had in flight is resent with its original number and takes effect once.
 
+mod common;
+
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -76,14 +78,6 @@ impl ClientDriver for Sends {
     }
 }
 
-fn step(harness: &mut Harness, ticks: u64) {
-    for _ in 0..ticks {
-        harness
-            .step()
-            .unwrap_or_else(|failure| panic!("{failure}\n{}", harness.status_lines().join("\n")));
-    }
-}
-
 #[test]
 fn after_every_node_restarts_the_client_binds_its_session_again_and_each_send_lands_once() {
     let driver = Rc::new(RefCell::new(Sends::default()));
@@ -97,7 +91,7 @@ fn after_every_node_restarts_the_client_binds_its_session_again_and_each_send_la
     // Until about half the sends are in, then crash every node with a send in flight.
     let mut ticks = 0;
     while driver.borrow().acknowledged < SENDS / 2 {
-        step(&mut harness, 1);
+        common::step(&mut harness, 1);
         ticks += 1;
         assert!(ticks < 5_000, "half the sends within 5,000 ticks");
     }
@@ -106,11 +100,11 @@ fn after_every_node_restarts_the_client_binds_its_session_again_and_each_send_la
     for replica in 0..3 {
         harness.crash_now(replica);
     }
-    step(&mut harness, 50);
+    common::step(&mut harness, 50);
     for replica in 0..3 {
         harness.restart_now(replica, 1 + replica as u64);
     }
-    step(&mut harness, 6_000);
+    common::step(&mut harness, 6_000);
 
     let driver = driver.borrow();
     assert!(driver.unexpected.is_empty(), "{:?}", driver.unexpected);

@@ -1,6 +1,8 @@
 //! Consensus scenarios on the simulated cluster: normal operation, primary failover,
 //! recovery, and a replica whose superblock write fails.
 
+mod common;
+
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -68,19 +70,11 @@ fn harness(
     (harness, driver)
 }
 
-fn run(harness: &mut Harness, ticks: u64) {
-    for _ in 0..ticks {
-        if let Err(failure) = harness.step() {
-            panic!("{failure}\n{}", harness.status_lines().join("\n"));
-        }
-    }
-}
-
 /// Stop the client, let commit broadcasts reach every backup, then compare the state
 /// of every live replica; returns how many were compared.
 fn digests_agree(harness: &mut Harness, driver: &Rc<RefCell<UniqueStreams>>) -> usize {
     driver.borrow_mut().stopped = true;
-    run(harness, 400);
+    common::step(harness, 400);
     let live = harness.live_replicas();
     let top = live.iter().map(|(_, r)| r.borrow().commit_min()).max().unwrap_or(0);
     let digests: Vec<u128> = live
@@ -98,7 +92,7 @@ fn digests_agree(harness: &mut Harness, driver: &Rc<RefCell<UniqueStreams>>) -> 
 #[test]
 fn normal_operation_commits_on_every_replica() {
     let (mut harness, driver) = harness(1, 3, NetworkConfig::perfect(), CrashConfig::default());
-    run(&mut harness, 2_000);
+    common::step(&mut harness, 2_000);
     {
         let driver = driver.borrow();
         assert!(driver.unexpected.is_empty(), "{:?}", driver.unexpected);
@@ -115,10 +109,10 @@ fn normal_operation_commits_on_every_replica() {
 #[test]
 fn primary_crash_leads_to_a_view_change_and_writes_continue() {
     let (mut harness, driver) = harness(2, 3, NetworkConfig::perfect(), CrashConfig::default());
-    run(&mut harness, 500);
+    common::step(&mut harness, 500);
     let before = driver.borrow().ok;
     harness.crash_now(0);
-    run(&mut harness, 2_500);
+    common::step(&mut harness, 2_500);
     let after = driver.borrow().ok;
     assert!(
         after > before + 50,
@@ -140,11 +134,11 @@ fn primary_crash_leads_to_a_view_change_and_writes_continue() {
 #[test]
 fn a_restarted_replica_recovers_and_catches_up() {
     let (mut harness, driver) = harness(3, 3, NetworkConfig::perfect(), CrashConfig::default());
-    run(&mut harness, 500);
+    common::step(&mut harness, 500);
     harness.crash_now(2);
-    run(&mut harness, 500);
+    common::step(&mut harness, 500);
     harness.restart_now(2, 0xABC);
-    run(&mut harness, 1_500);
+    common::step(&mut harness, 1_500);
     let live = harness.live_replicas();
     let restarted = &live.iter().find(|(index, _)| *index == 2).expect("replica 2 is up").1;
     let primary_commit = live[0].1.borrow().commit_min();
@@ -163,10 +157,10 @@ fn superblock_write_failure_withholds_votes() {
     // Replica 2 cannot write its superblock; when the primary dies, replica 1 needs
     // replica 2's vote, which it must never get: the view cannot start.
     let (mut harness, driver) = harness(4, 3, NetworkConfig::perfect(), CrashConfig::default());
-    run(&mut harness, 300);
+    common::step(&mut harness, 300);
     harness.store(2).set_fail_superblock_writes(true);
     harness.crash_now(0);
-    run(&mut harness, 1_500);
+    common::step(&mut harness, 1_500);
     for (index, replica) in harness.live_replicas() {
         assert_ne!(
             replica.borrow().status(),
@@ -177,7 +171,7 @@ fn superblock_write_failure_withholds_votes() {
     let stalled = driver.borrow().ok;
     // Once the disk recovers, the view starts and writes resume.
     harness.store(2).set_fail_superblock_writes(false);
-    run(&mut harness, 1_500);
+    common::step(&mut harness, 1_500);
     assert!(driver.borrow().ok > stalled, "writes never resumed");
     let (_, failures) = harness.store(2).superblock_write_counts();
     assert!(failures > 0, "the fault was never exercised");
@@ -189,11 +183,11 @@ fn a_primary_whose_disk_fails_for_good_stops_and_the_others_elect_a_new_one() {
     // refused every later prepare, yet it went on heartbeating, so its backups never
     // timed out and nothing committed for as long as it ran.
     let (mut harness, driver) = harness(6, 3, NetworkConfig::perfect(), CrashConfig::default());
-    run(&mut harness, 300);
+    common::step(&mut harness, 300);
     assert!(harness.metadata(0).expect("up").borrow().is_primary());
     harness.store(0).set_failure(Some("sync failed"));
     let before = driver.borrow().ok;
-    run(&mut harness, 1_500);
+    common::step(&mut harness, 1_500);
     let stats = harness.stats();
     assert!(stats.fail_stops >= 1, "the primary never stopped: {stats:?}");
     assert!(
@@ -213,7 +207,7 @@ fn a_primary_whose_disk_fails_for_good_stops_and_the_others_elect_a_new_one() {
     // A disk that keeps failing keeps its node down: it boots, finds its store broken,
     // stops again. Replace the disk: the node rejoins and catches up.
     harness.store(0).set_failure(None);
-    run(&mut harness, 1_500);
+    common::step(&mut harness, 1_500);
     let live = harness.live_replicas();
     assert_eq!(live.len(), 3, "replica 0 did not come back");
     let replica = live[0].1.borrow();
@@ -252,7 +246,7 @@ fn the_write_a_lagging_next_primary_must_keep() {
     block(&mut harness, 2, 1, Command::Prepare);
     block(&mut harness, 0, 1, Command::RepairPrepare);
     block(&mut harness, 2, 1, Command::RepairPrepare);
-    run(&mut harness, 300);
+    common::step(&mut harness, 300);
     let acknowledged = driver.borrow().ok;
     assert!(acknowledged > 0, "the client must have been told something committed");
     let missing_on_1 = {
@@ -271,7 +265,7 @@ fn the_write_a_lagging_next_primary_must_keep() {
         unblock(&mut harness, from, to);
     }
     for _ in 0..15 {
-        run(&mut harness, 100);
+        common::step(&mut harness, 100);
         if std::env::var("TRACE").is_ok() {
             eprintln!("{}", harness.status_lines().join("\n"));
         }
@@ -303,26 +297,26 @@ fn a_restarted_replica_with_a_stale_op_rejoins_a_newer_view() {
     // replicas 1 and 2 elect replica 1, which commits a different op at that number.
     // Replica 0 comes back holding its stale op and must replace it, never apply it.
     let (mut harness, driver) = harness(12, 3, NetworkConfig::perfect(), CrashConfig::default());
-    run(&mut harness, 200);
+    common::step(&mut harness, 200);
     let before = harness.checker().commits();
     for to in [1, 2] {
         block(&mut harness, 0, to, Command::Prepare);
         block(&mut harness, 0, to, Command::Commit);
     }
-    run(&mut harness, 100);
+    common::step(&mut harness, 100);
     let stale_head = harness.live_replicas()[0].1.borrow().head();
     assert!(stale_head > before, "replica 0 must hold ops nobody acknowledged");
     // Replicas 1 and 2 stop hearing from the primary and elect replica 1.
-    run(&mut harness, 1_000);
+    common::step(&mut harness, 1_000);
     harness.crash_now(0);
     for to in [1, 2] {
         unblock(&mut harness, 0, to);
     }
-    run(&mut harness, 400);
+    common::step(&mut harness, 400);
     harness.restart_now(0, 0x144);
-    run(&mut harness, 1_500);
+    common::step(&mut harness, 1_500);
     driver.borrow_mut().stopped = true;
-    run(&mut harness, 500);
+    common::step(&mut harness, 500);
     let live = harness.live_replicas();
     let replica_0 = live[0].1.borrow();
     assert_eq!(replica_0.status(), Status::Normal);
@@ -343,12 +337,12 @@ fn an_isolated_old_primary_never_applies_its_own_dropped_ops() {
     // adopts starts above its stale ops; it must treat them as untrusted and repair,
     // never apply them (the state checker fails the run on the first one it applies).
     let (mut harness, driver) = harness(14, 3, NetworkConfig::perfect(), CrashConfig::default());
-    run(&mut harness, 200);
+    common::step(&mut harness, 200);
     for to in [1, 2] {
         block(&mut harness, 0, to, Command::Prepare);
         block(&mut harness, 0, to, Command::Commit);
     }
-    run(&mut harness, 60);
+    common::step(&mut harness, 60);
     let (stale_from, stale_head) = {
         let live = harness.live_replicas();
         let replica_0 = live[0].1.borrow();
@@ -359,16 +353,16 @@ fn an_isolated_old_primary_never_applies_its_own_dropped_ops() {
     for to in [1, 2] {
         unblock(&mut harness, 0, to);
     }
-    run(&mut harness, 2_500);
+    common::step(&mut harness, 2_500);
     let new_commit = harness.live_replicas()[1].1.borrow().commit_max();
     assert!(
         new_commit > stale_head + 150,
         "the new view must commit well past the stale ops (so its StartView window starts above them): {new_commit}"
     );
     harness.simulation_mut().network_mut().heal_now();
-    run(&mut harness, 2_000);
+    common::step(&mut harness, 2_000);
     driver.borrow_mut().stopped = true;
-    run(&mut harness, 1_000);
+    common::step(&mut harness, 1_000);
     let live = harness.live_replicas();
     let replica_0 = live[0].1.borrow();
     assert_eq!(replica_0.status(), Status::Normal);
@@ -385,15 +379,15 @@ fn a_recovering_replica_is_kept_out_of_quorums() {
     // With replica 1 down and replica 2 recovering (its probes unanswered), the primary
     // has no replica that may acknowledge: nothing commits until replica 2 adopts the view.
     let (mut harness, driver) = harness(13, 3, NetworkConfig::perfect(), CrashConfig::default());
-    run(&mut harness, 200);
+    common::step(&mut harness, 200);
     harness.crash_now(2);
-    run(&mut harness, 100);
+    common::step(&mut harness, 100);
     harness.crash_now(1);
     block(&mut harness, 0, 2, Command::StartView);
     harness.restart_now(2, 0x2);
-    run(&mut harness, 50);
+    common::step(&mut harness, 50);
     let stalled_at = harness.live_replicas()[0].1.borrow().commit_max();
-    run(&mut harness, 300);
+    common::step(&mut harness, 300);
     {
         let live = harness.live_replicas();
         assert_eq!(live[1].1.borrow().status(), Status::Recovering);
@@ -404,7 +398,7 @@ fn a_recovering_replica_is_kept_out_of_quorums() {
         );
     }
     unblock(&mut harness, 0, 2);
-    run(&mut harness, 400);
+    common::step(&mut harness, 400);
     assert!(
         harness.live_replicas()[0].1.borrow().commit_max() > stalled_at,
         "commits resume once it recovers"
@@ -485,7 +479,7 @@ fn heavy_and_swarm_sweep_200_seeds() {
 #[test]
 fn a_group_with_no_input_is_skipped_between_full_checks() {
     let (mut harness, driver) = harness(21, 3, NetworkConfig::perfect(), CrashConfig::default());
-    run(&mut harness, 1_000);
+    common::step(&mut harness, 1_000);
     assert!(driver.borrow().ok > 0, "the client was answered");
     let (visited, skipped) = (harness.group_ticks(), harness.group_checks_skipped());
     assert!(
@@ -507,7 +501,7 @@ fn a_group_with_no_input_is_skipped_between_full_checks() {
 #[test]
 fn a_quiet_group_that_changed_without_an_input_fails_the_full_check() {
     let (mut harness, _driver) = harness(22, 3, NetworkConfig::perfect(), CrashConfig::default());
-    run(&mut harness, 300);
+    common::step(&mut harness, 300);
     harness
         .check_in_full()
         .expect("nothing changed behind the checks' back");

@@ -1,5 +1,6 @@
 //! Helpers the simulator's integration tests share: running `workload-fuzz` in this
-//! process, running the `campaign` binary, and a scratch directory per test.
+//! process, running the `campaign` binary, stepping a harness, and a scratch directory
+//! per test.
 
 #![allow(dead_code, reason = "each test binary uses the helpers it needs")]
 
@@ -56,4 +57,14 @@ pub fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("simulator-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     dir
+}
+
+/// Step `harness` `ticks` ticks; a failed check panics with it and every replica's
+/// status line, so the test's failure says what the cluster looked like.
+pub fn step(harness: &mut simulator::harness::Harness, ticks: u64) {
+    for _ in 0..ticks {
+        harness
+            .step()
+            .unwrap_or_else(|failure| panic!("{failure}\n{}", harness.status_lines().join("\n")));
+    }
 }
