@@ -108,6 +108,20 @@ pub struct SimulationConfig {
     pub network: NetworkConfig,
 }
 
+impl SimulationConfig {
+    /// `replicas` replicas of `shards` shards each and `clients` clients on a perfect
+    /// network (no loss, no partitions, the shortest delays): a world whose only faults
+    /// are the ones a test injects itself.
+    pub fn perfect(replicas: usize, clients: usize, shards: usize) -> Self {
+        Self {
+            replicas,
+            clients,
+            shards,
+            network: NetworkConfig::perfect(),
+        }
+    }
+}
+
 /// Counters the simulation keeps itself (the network and executor keep their own).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SimulationStats {

@@ -20,7 +20,6 @@ use cluster::vsr::constants::{JOURNAL_OPS_MIN, RING_BYTES_DEFAULT};
 use cluster::wire::Header;
 use simulator::harness::client::{ClientDriver, ClientRequest};
 use simulator::harness::{Harness, HarnessConfig};
-use simulator::network::config::NetworkConfig;
 use simulator::simulation::SimulationConfig;
 
 /// Partitions of the one topic.
@@ -153,12 +152,7 @@ fn a_replica_down_past_every_ring_catches_every_partition_up_under_load() {
             ring_entries: JOURNAL_OPS_MIN,
             ring_bytes: RING_BYTES_DEFAULT,
         },
-        ..HarnessConfig::new(SimulationConfig {
-            replicas: 3,
-            clients: CLIENTS,
-            shards: 2,
-            network: NetworkConfig::perfect(),
-        })
+        ..HarnessConfig::new(SimulationConfig::perfect(3, CLIENTS, 2))
     };
     let mut harness = Harness::new(11, &config, driver.clone());
     for _ in 0..WARM_UP_TICKS {

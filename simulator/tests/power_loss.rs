@@ -18,7 +18,6 @@ use cluster::vsr::Status;
 use cluster::wire::Header;
 use simulator::harness::client::{ClientDriver, ClientRequest};
 use simulator::harness::{Harness, HarnessConfig};
-use simulator::network::config::NetworkConfig;
 use simulator::simulation::SimulationConfig;
 
 /// Messages sent to each topic before the power goes.
@@ -119,12 +118,7 @@ fn messages_held(harness: &Harness, group: u64) -> (Vec<u64>, bool) {
 #[test]
 fn a_cluster_wide_power_loss_keeps_persisted_writes_and_loses_the_unpublished_replicated_tail() {
     let driver = Rc::new(RefCell::new(TwoTopics::default()));
-    let config = HarnessConfig::new(SimulationConfig {
-        replicas: 3,
-        clients: 1,
-        shards: 1,
-        network: NetworkConfig::perfect(),
-    });
+    let config = HarnessConfig::new(SimulationConfig::perfect(3, 1, 1));
     let mut harness = Harness::new(5, &config, driver.clone());
     common::step(&mut harness, 3_000);
     let (replicated, persisted) = {

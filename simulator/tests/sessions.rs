@@ -12,7 +12,6 @@ use cluster::partition::{Message, PartitionOp, PartitionReply};
 use cluster::wire::Header;
 use simulator::harness::client::{ClientDriver, ClientRequest};
 use simulator::harness::{Harness, HarnessConfig};
-use simulator::network::config::NetworkConfig;
 use simulator::simulation::SimulationConfig;
 
 /// One-message sends the client makes in all.
@@ -81,12 +80,7 @@ impl ClientDriver for Sends {
 #[test]
 fn after_every_node_restarts_the_client_binds_its_session_again_and_each_send_lands_once() {
     let driver = Rc::new(RefCell::new(Sends::default()));
-    let config = HarnessConfig::new(SimulationConfig {
-        replicas: 3,
-        clients: 1,
-        shards: 2,
-        network: NetworkConfig::perfect(),
-    });
+    let config = HarnessConfig::new(SimulationConfig::perfect(3, 1, 2));
     let mut harness = Harness::new(9, &config, driver.clone());
     // Until about half the sends are in, then crash every node with a send in flight.
     let mut ticks = 0;

@@ -5,19 +5,10 @@ use std::rc::Rc;
 
 use cluster::seam::{Bus, ProcessId, TICK};
 use cluster::wire::{self, Command};
-use simulator::network::config::NetworkConfig;
 use simulator::simulation::{Simulation, SimulationConfig, SimulationError};
 
 fn world(replicas: usize, clients: usize) -> Simulation {
-    Simulation::new(
-        7,
-        &SimulationConfig {
-            replicas,
-            clients,
-            shards: 1,
-            network: NetworkConfig::perfect(),
-        },
-    )
+    Simulation::new(7, &SimulationConfig::perfect(replicas, clients, 1))
 }
 
 #[test]
