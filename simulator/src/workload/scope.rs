@@ -258,6 +258,20 @@ impl<'a> Scope<'a> {
         }
     }
 
+    /// An invalid name in a topic's scope (a group's or the topic's own), for an aim at
+    /// `InvalidName`: half the time in one of the client's topics, else (or when it has
+    /// none) under an absent stream and any topic id.
+    pub fn invalid_name_in_topic(&self, rng: &mut SimRng) -> (u32, u32, String) {
+        match self.pick_topic_where(rng, |_| true) {
+            Some((stream_id, topic_id)) if shadow::coin(rng) => (stream_id, topic_id, shadow::invalid_name(rng)),
+            _ => (
+                self.absent_stream_id(rng),
+                rng.below(shadow::ABSENT_ID_SPAN) as u32,
+                shadow::invalid_name(rng),
+            ),
+        }
+    }
+
     /// A (stream, topic, group) whose topic is the client's and whose group it never
     /// held, for an aim at `GroupNotFound`; `None` when the client has no topic.
     pub fn missing_group(&self, rng: &mut SimRng) -> Option<(u32, u32, u32)> {

@@ -61,14 +61,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
             let (stream_id, topic_id) = scope.missing_topic(rng, aim)?;
             (stream_id, topic_id, scope.any_name(GROUP_PREFIX, rng))
         }
-        Outcome::InvalidName => match scope.pick_topic_where(rng, |_| true) {
-            Some((stream_id, topic_id)) if shadow::coin(rng) => (stream_id, topic_id, shadow::invalid_name(rng)),
-            _ => (
-                scope.absent_stream_id(rng),
-                rng.below(shadow::ABSENT_ID_SPAN) as u32,
-                shadow::invalid_name(rng),
-            ),
-        },
+        Outcome::InvalidName => scope.invalid_name_in_topic(rng),
         _ => return None,
     };
     metadata_plan!(CreateConsumerGroup { stream_id, topic_id, name })

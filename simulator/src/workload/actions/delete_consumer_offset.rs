@@ -31,13 +31,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         }
         _ => return None,
     };
-    Some(
-        Request::Partition {
-            at,
-            op: PartitionOp::DeleteConsumerOffset { consumer },
-        }
-        .into(),
-    )
+    partition_plan!(at, DeleteConsumerOffset { consumer })
 }
 
 /// The owner fence decides.

@@ -29,13 +29,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
     let at = scope.pick_partition_where(rng, |_, _| true)?;
     // SEGMENTS_DRAW_MAX is tiny, so the draw fits a u32.
     let count = rng.below(SEGMENTS_DRAW_MAX + 1) as u32;
-    Some(
-        Request::Partition {
-            at,
-            op: PartitionOp::DeleteSegments { count },
-        }
-        .into(),
-    )
+    partition_plan!(at, DeleteSegments { count })
 }
 
 /// Always `SegmentsDeleted` (with some count).

@@ -132,6 +132,20 @@ macro_rules! metadata_plan {
     };
 }
 
+/// The plan of one request of a partition op to the partition `$at`, built from fields
+/// in scope: `partition_plan!(at, DeleteSegments { count })`.
+macro_rules! partition_plan {
+    ($at:expr, $variant:ident { $($fields:tt)* }) => {
+        Some(
+            crate::workload::request::Request::Partition {
+                at: $at,
+                op: cluster::partition::PartitionOp::$variant { $($fields)* },
+            }
+            .into(),
+        )
+    };
+}
+
 /// An action's declared outcomes: `outcomes!(Ok, StreamNotFound)`.
 macro_rules! outcomes {
     ($($outcome:ident),* $(,)?) => {

@@ -71,13 +71,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         Outcome::EmptyBatch => Vec::new(),
         _ => return None,
     };
-    Some(
-        Request::Partition {
-            at,
-            op: PartitionOp::SendMessages { messages },
-        }
-        .into(),
-    )
+    partition_plan!(at, SendMessages { messages })
 }
 
 /// What `messages` answer: empty, over the bounds, or appended.

@@ -46,13 +46,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
             payload: super::send_messages::payload_bytes(rng.next_u64(), PAYLOAD_BYTES_MAX),
         })
         .collect();
-    Some(
-        Request::Partition {
-            at,
-            op: PartitionOp::SendMessages { messages },
-        }
-        .into(),
-    )
+    partition_plan!(at, SendMessages { messages })
 }
 
 /// As `SendMessages`.

@@ -29,13 +29,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         _ => return None,
     };
     let consumer = fence::allowed_consumer(scope, &at, rng);
-    Some(
-        Request::Partition {
-            at,
-            op: PartitionOp::StoreConsumerOffset { consumer, offset },
-        }
-        .into(),
-    )
+    partition_plan!(at, StoreConsumerOffset { consumer, offset })
 }
 
 /// In the state machine's order: the owner fence, then the offset against the log's

@@ -4,7 +4,6 @@
 //! lost the fence. With the fence switched off for a test, this is the action that
 //! fails.
 
-use cluster::partition::PartitionOp;
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -36,13 +35,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
     } else {
         next + 1 + rng.below(ABSENT_ID_SPAN)
     };
-    Some(
-        Request::Partition {
-            at,
-            op: PartitionOp::StoreConsumerOffset { consumer, offset },
-        }
-        .into(),
-    )
+    partition_plan!(at, StoreConsumerOffset { consumer, offset })
 }
 
 /// As `StoreConsumerOffset`: the fence first.
