@@ -288,6 +288,14 @@ impl Shadow {
         self.streams.get(&stream_id)?.topics.get(&topic_id)
     }
 
+    /// One topic, or the outcome a request naming it is refused with: `StreamNotFound`
+    /// before `TopicNotFound`, the state machine's order.
+    pub fn existing_topic(&self, stream_id: u32, topic_id: u32) -> Result<&ShadowTopic, super::outcome::Outcome> {
+        use super::outcome::Outcome;
+        let stream = self.streams.get(&stream_id).ok_or(Outcome::StreamNotFound)?;
+        stream.topics.get(&topic_id).ok_or(Outcome::TopicNotFound)
+    }
+
     /// One topic, to change.
     pub fn topic_mut(&mut self, stream_id: u32, topic_id: u32) -> Option<&mut ShadowTopic> {
         self.streams.get_mut(&stream_id)?.topics.get_mut(&topic_id)

@@ -73,12 +73,7 @@ pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
     if !is_valid_name(name) {
         return Outcome::InvalidName.into();
     }
-    let Some(stream) = scope.shadow.streams.get(stream_id) else {
-        return Outcome::StreamNotFound.into();
-    };
-    let Some(topic) = stream.topics.get(topic_id) else {
-        return Outcome::TopicNotFound.into();
-    };
+    let topic = topic_or_return!(scope, stream_id, topic_id);
     let outcome = if name_taken(topic, name) {
         Outcome::NameAlreadyExists
     } else if groups_full(topic) {

@@ -64,12 +64,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 /// Checks in the state machine's order: stream, topic, count, the cluster's room.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
     let_metadata_op!(CreatePartitions { stream_id, topic_id, count } = request);
-    let Some(stream) = scope.shadow.streams.get(stream_id) else {
-        return Outcome::StreamNotFound.into();
-    };
-    let Some(topic) = stream.topics.get(topic_id) else {
-        return Outcome::TopicNotFound.into();
-    };
+    let topic = topic_or_return!(scope, stream_id, topic_id);
     if *count == 0 || u64::from(topic.partition_count()) + u64::from(*count) > u64::from(PARTITIONS_PER_TOPIC_MAX) {
         return Outcome::InvalidPartitionCount.into();
     }

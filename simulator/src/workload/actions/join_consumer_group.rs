@@ -30,6 +30,28 @@ fn has_newcomer(group: &ShadowGroup) -> bool {
     (0..MEMBER_POOL_SIZE).any(|m| !group.members.contains(&m))
 }
 
+/// (stream, topic, group, member): a member of one of the client's groups (shared with
+/// `LeaveConsumerGroup`, which aims `Ok` where this aims `AlreadyMember`).
+pub(super) fn some_member(scope: &Scope<'_>, rng: &mut SimRng) -> Option<(u32, u32, u32, u32)> {
+    let (s, t, g) = scope.pick_group_where(rng, |group| !group.members.is_empty())?;
+    let members: Vec<u32> = scope.shadow.topic(s, t)?.groups.get(&g)?.members.iter().copied().collect();
+    Some((s, t, g, *shadow::pick(&members, rng)?))
+}
+
+/// (stream, topic, group, member) for an aim at `GroupNotFound`, `TopicNotFound` or
+/// `StreamNotFound`: absent ids below the client's and any pool member (shared with
+/// `LeaveConsumerGroup`).
+pub(super) fn member_of_missing_group(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<(u32, u32, u32, u32)> {
+    let (s, t, g) = match aim {
+        Outcome::GroupNotFound => scope.missing_group(rng)?,
+        _ => {
+            let (s, t) = scope.missing_topic(rng, aim)?;
+            (s, t, 0)
+        }
+    };
+    Some((s, t, g, rng.below(u64::from(MEMBER_POOL_SIZE)) as u32))
+}
+
 /// `Ok`: a group of the client's with room and a pool member not in it;
 /// `AlreadyMember`: one of its members; `LimitReached`: only a full group;
 /// `GroupNotFound`, `TopicNotFound`, `StreamNotFound`: absent ids below the client's.
@@ -42,18 +64,9 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
             let group = shadow.topic(s, t)?.groups.get(&g)?;
             (s, t, g, newcomer(group, rng)?)
         }
-        Outcome::AlreadyMember => {
-            let (s, t, g) = scope.pick_group_where(rng, |group| !group.members.is_empty())?;
-            let members: Vec<u32> = shadow.topic(s, t)?.groups.get(&g)?.members.iter().copied().collect();
-            (s, t, g, *shadow::pick(&members, rng)?)
-        }
-        Outcome::GroupNotFound => {
-            let (s, t, g) = scope.missing_group(rng)?;
-            (s, t, g, rng.below(u64::from(MEMBER_POOL_SIZE)) as u32)
-        }
-        Outcome::TopicNotFound | Outcome::StreamNotFound => {
-            let (s, t) = scope.missing_topic(rng, aim)?;
-            (s, t, 0, rng.below(u64::from(MEMBER_POOL_SIZE)) as u32)
+        Outcome::AlreadyMember => some_member(scope, rng)?,
+        Outcome::GroupNotFound | Outcome::TopicNotFound | Outcome::StreamNotFound => {
+            member_of_missing_group(scope, rng, aim)?
         }
         _ => return None,
     };
@@ -63,12 +76,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 /// Checks in the state machine's order: stream, topic, group, membership, room.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
     let_metadata_op!(JoinConsumerGroup { stream_id, topic_id, group_id, member_id } = request);
-    let Some(stream) = scope.shadow.streams.get(stream_id) else {
-        return Outcome::StreamNotFound.into();
-    };
-    let Some(topic) = stream.topics.get(topic_id) else {
-        return Outcome::TopicNotFound.into();
-    };
+    let topic = topic_or_return!(scope, stream_id, topic_id);
     let outcome = match topic.groups.get(group_id) {
         None => Outcome::GroupNotFound,
         Some(group) if group.members.contains(member_id) => Outcome::AlreadyMember,

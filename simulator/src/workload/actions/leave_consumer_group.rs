@@ -9,6 +9,8 @@ use crate::workload::request::{Answered, Plan, Request};
 use crate::workload::scope::Scope;
 use crate::workload::shadow::{self, MEMBER_POOL_SIZE, Shadow};
 
+use super::join_consumer_group::{member_of_missing_group, some_member};
+
 /// The action's name.
 pub const NAME: &str = "LeaveConsumerGroup";
 
@@ -20,11 +22,7 @@ pub const OUTCOMES: &[Outcome] = outcomes!(Ok, StreamNotFound, TopicNotFound, Gr
 pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Plan> {
     let shadow = scope.shadow;
     let (stream_id, topic_id, group_id, member_id) = match aim {
-        Outcome::Ok => {
-            let (s, t, g) = scope.pick_group_where(rng, |group| !group.members.is_empty())?;
-            let members: Vec<u32> = shadow.topic(s, t)?.groups.get(&g)?.members.iter().copied().collect();
-            (s, t, g, *shadow::pick(&members, rng)?)
-        }
+        Outcome::Ok => some_member(scope, rng)?,
         Outcome::MemberNotFound => {
             let (s, t, g) =
                 scope.pick_group_where(rng, |group| (0..MEMBER_POOL_SIZE).any(|m| !group.members.contains(&m)))?;
@@ -32,13 +30,8 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
             let absent: Vec<u32> = (0..MEMBER_POOL_SIZE).filter(|m| !group.members.contains(m)).collect();
             (s, t, g, *shadow::pick(&absent, rng)?)
         }
-        Outcome::GroupNotFound => {
-            let (s, t, g) = scope.missing_group(rng)?;
-            (s, t, g, rng.below(u64::from(MEMBER_POOL_SIZE)) as u32)
-        }
-        Outcome::TopicNotFound | Outcome::StreamNotFound => {
-            let (s, t) = scope.missing_topic(rng, aim)?;
-            (s, t, 0, rng.below(u64::from(MEMBER_POOL_SIZE)) as u32)
+        Outcome::GroupNotFound | Outcome::TopicNotFound | Outcome::StreamNotFound => {
+            member_of_missing_group(scope, rng, aim)?
         }
         _ => return None,
     };
@@ -48,12 +41,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 /// Checks in the state machine's order: stream, topic, group, membership.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
     let_metadata_op!(LeaveConsumerGroup { stream_id, topic_id, group_id, member_id } = request);
-    let Some(stream) = scope.shadow.streams.get(stream_id) else {
-        return Outcome::StreamNotFound.into();
-    };
-    let Some(topic) = stream.topics.get(topic_id) else {
-        return Outcome::TopicNotFound.into();
-    };
+    let topic = topic_or_return!(scope, stream_id, topic_id);
     let outcome = match topic.groups.get(group_id) {
         None => Outcome::GroupNotFound,
         Some(group) if !group.members.contains(member_id) => Outcome::MemberNotFound,

@@ -146,6 +146,18 @@ macro_rules! partition_plan {
     };
 }
 
+/// The shadow's topic `$stream_id`/`$topic_id` (references, as an op's fields bind), or
+/// return from `predict` with the outcome its absence gives (see
+/// `Shadow::existing_topic`): `let topic = topic_or_return!(scope, stream_id, topic_id);`
+macro_rules! topic_or_return {
+    ($scope:expr, $stream_id:expr, $topic_id:expr) => {
+        match $scope.shadow.existing_topic(*$stream_id, *$topic_id) {
+            Ok(topic) => topic,
+            Err(missing) => return missing.into(),
+        }
+    };
+}
+
 /// An action's declared outcomes: `outcomes!(Ok, StreamNotFound)`.
 macro_rules! outcomes {
     ($($outcome:ident),* $(,)?) => {
