@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use cluster::metadata::{MetadataOp, MetadataReply, is_valid_name};
+use cluster::metadata::{MetadataReply, is_valid_name};
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -50,7 +50,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         Outcome::InvalidName => shadow::invalid_name(rng),
         _ => return None,
     };
-    Some(MetadataOp::CreateStream { name }.into())
+    metadata_plan!(CreateStream { name })
 }
 
 /// Checks in the state machine's order: name, uniqueness, room, id counter.

@@ -1,7 +1,6 @@
 //! `DeleteConsumerGroup`: delete a consumer group from its topic. (Partitions keep the
 //! group's offsets and owners: group ids are never reused, so they name nothing.)
 
-
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
 use crate::workload::request::{Answered, Plan, Request};
@@ -38,15 +37,12 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 /// Checks in the state machine's order: stream, topic, group.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
     let_metadata_op!(DeleteConsumerGroup { stream_id, topic_id, group_id } = request);
-    let Some(stream) = scope.shadow.streams.get(stream_id) else {
-        return Outcome::StreamNotFound.into();
-    };
-    let outcome = match stream.topics.get(topic_id) {
-        None => Outcome::TopicNotFound,
-        Some(topic) if !topic.groups.contains_key(group_id) => Outcome::GroupNotFound,
-        Some(_) => Outcome::Ok,
-    };
-    outcome.into()
+    let topic = topic_or_return!(scope, stream_id, topic_id);
+    if topic.groups.contains_key(group_id) {
+        Outcome::Ok.into()
+    } else {
+        Outcome::GroupNotFound.into()
+    }
 }
 
 /// `Ok`: the group is gone.

@@ -1,7 +1,6 @@
 //! `DeletePartitions`: remove a topic's highest-numbered partitions (their groups
 //! vanish); a topic keeps at least one.
 
-
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
 use crate::workload::request::{Answered, Plan, Request};
@@ -46,15 +45,12 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
 /// Checks in the state machine's order: stream, topic, count.
 pub fn predict(scope: &Scope<'_>, request: &Request) -> OutcomeSet {
     let_metadata_op!(DeletePartitions { stream_id, topic_id, count } = request);
-    let Some(stream) = scope.shadow.streams.get(stream_id) else {
-        return Outcome::StreamNotFound.into();
-    };
-    let outcome = match stream.topics.get(topic_id) {
-        None => Outcome::TopicNotFound,
-        Some(topic) if *count == 0 || *count >= topic.partition_count() => Outcome::InvalidPartitionCount,
-        Some(_) => Outcome::Ok,
-    };
-    outcome.into()
+    let topic = topic_or_return!(scope, stream_id, topic_id);
+    if *count == 0 || *count >= topic.partition_count() {
+        Outcome::InvalidPartitionCount.into()
+    } else {
+        Outcome::Ok.into()
+    }
 }
 
 /// `Ok`: the topic's `count` highest partitions are gone, with everything in them.

@@ -1,7 +1,5 @@
 //! `DeletePersonalAccessToken`: delete a user's token by name.
 
-use cluster::metadata::MetadataOp;
-
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
 use crate::workload::request::{Answered, Plan, Request};
@@ -35,7 +33,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         }
         _ => return None,
     };
-    Some(MetadataOp::DeletePersonalAccessToken { user_id, name }.into())
+    metadata_plan!(DeletePersonalAccessToken { user_id, name })
 }
 
 /// Checks in the state machine's order: user, token.

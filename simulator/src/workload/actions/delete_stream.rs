@@ -1,8 +1,6 @@
 //! `DeleteStream`: delete a stream with its topics, partitions and groups, and every
 //! user's permissions on it.
 
-use cluster::metadata::MetadataOp;
-
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
 use crate::workload::request::{Answered, Plan, Request};
@@ -22,7 +20,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         Outcome::StreamNotFound => scope.absent_stream_id(rng),
         _ => return None,
     };
-    Some(MetadataOp::DeleteStream { stream_id }.into())
+    metadata_plan!(DeleteStream { stream_id })
 }
 
 /// `Ok` if the stream exists.

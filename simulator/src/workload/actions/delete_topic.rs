@@ -1,8 +1,6 @@
 //! `DeleteTopic`: delete a topic with its partitions (their groups vanish) and its
 //! consumer groups.
 
-use cluster::metadata::MetadataOp;
-
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
 use crate::workload::request::{Answered, Plan, Request};
@@ -23,7 +21,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         Outcome::StreamNotFound | Outcome::TopicNotFound => scope.missing_topic(rng, aim)?,
         _ => return None,
     };
-    Some(MetadataOp::DeleteTopic { stream_id, topic_id }.into())
+    metadata_plan!(DeleteTopic { stream_id, topic_id })
 }
 
 /// Checks in the state machine's order: stream, topic.

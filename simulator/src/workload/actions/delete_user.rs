@@ -1,6 +1,6 @@
 //! `DeleteUser`: delete a user with its tokens (never root).
 
-use cluster::metadata::{MetadataOp, ROOT_USER_ID};
+use cluster::metadata::{ROOT_USER_ID};
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -23,7 +23,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         Outcome::CannotModifyRoot => ROOT_USER_ID,
         _ => return None,
     };
-    Some(MetadataOp::DeleteUser { user_id }.into())
+    metadata_plan!(DeleteUser { user_id })
 }
 
 /// Checks in the state machine's order: root, user.

@@ -4,7 +4,6 @@
 //! lost the fence. With the fence switched off for a test, this is the action that
 //! fails.
 
-
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
 use crate::workload::request::{Answered, Plan, Request};

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use cluster::metadata::{
-    GlobalPermissions, MetadataOp, PERMISSION_STREAMS_MAX, Permissions, ROOT_USER_ID,
+    GlobalPermissions, PERMISSION_STREAMS_MAX, Permissions, ROOT_USER_ID,
     StreamPermissions,
 };
 
@@ -69,7 +69,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         Outcome::CannotModifyRoot => (ROOT_USER_ID, permissions_on_existing(scope, rng)),
         _ => return None,
     };
-    Some(MetadataOp::UpdatePermissions { user_id, permissions }.into())
+    metadata_plan!(UpdatePermissions { user_id, permissions })
 }
 
 /// Checks in the state machine's order: root, user, entry count, streams.

@@ -1,6 +1,6 @@
 //! `UpdateStream`: rename a stream (its own current name is fine).
 
-use cluster::metadata::{MetadataOp, is_valid_name};
+use cluster::metadata::{is_valid_name};
 
 use crate::rng::SimRng;
 use crate::workload::outcome::{Outcome, OutcomeSet};
@@ -56,7 +56,7 @@ pub fn generate(scope: &Scope<'_>, rng: &mut SimRng, aim: Outcome) -> Option<Pla
         }
         _ => return None,
     };
-    Some(MetadataOp::UpdateStream { stream_id, name }.into())
+    metadata_plan!(UpdateStream { stream_id, name })
 }
 
 /// Checks in the state machine's order: name, stream, uniqueness among the others.
