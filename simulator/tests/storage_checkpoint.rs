@@ -4,6 +4,8 @@
 //! WAL missing a record above the checkpoint, never a damaged record, never a
 //! checkpoint that reads as absent or broken.
 
+mod common;
+
 use std::rc::Rc;
 
 use cluster::node::{DurableStores, METADATA_GROUP, NodeIdentity, StoreProvider};
@@ -67,13 +69,6 @@ fn storage_options() -> impl Iterator<Item = SimStorageOptions> {
 }
 
 /// Stop or fail the call at `position` from now on.
-fn arm(storage: &SimStorage, fault: Option<FaultKind>, position: u64) {
-    match fault {
-        None => storage.set_halt_after(Some(position)),
-        Some(kind) => storage.arm_fault(Some(PlannedFault { position, kind })),
-    }
-}
-
 fn wal_context(recovery: &WalRecovery) -> String {
     format!(
         "ops {:?} damaged {:?} tail {:?} rewrite {:?} leftover {}",
@@ -97,12 +92,9 @@ fn metadata_wal_discard_interrupted_at_every_step_keeps_every_record_above_the_o
         for crash in CrashKind::ALL {
             for fault in FAULTS {
                 for step in 0.. {
-                    let storage = SimStorage::new(options.clone());
-                    let (mut wal, _) = ready(Wal::open(&storage)).expect("open");
-                    ready(wal.append_all(&before)).expect("append");
-                    ready(wal.sync()).expect("sync");
+                    let (storage, mut wal) = common::synced_wal(&options, &before);
                     let position = storage.operations() + step;
-                    arm(&storage, fault, position);
+                    storage.stop_at(position, fault);
                     let discarded = ready(wal.discard_through(THROUGH));
                     let reached = storage.operations() > position;
                     let finished = matches!(discarded, Ok(Some(_)));
@@ -168,7 +160,7 @@ fn partition_wal_discard_interrupted_at_every_step_keeps_every_published_record(
                     let (mut wal, _) = ready(PartitionWal::open(&storage, DIR, GROUP)).expect("open");
                     ready(wal.append(&borrowed, Durability::Persisted, 3)).expect("append");
                     let position = storage.operations() + step;
-                    arm(&storage, fault, position);
+                    storage.stop_at(position, fault);
                     let finished = matches!(ready(wal.discard_through(THROUGH)), Ok(Some(_)));
                     let reached = storage.operations() > position;
                     drop(wal);
@@ -316,7 +308,7 @@ fn checkpoint_write_interrupted_at_every_step_leaves_the_old_or_the_new_checkpoi
                     let mut store = stores(&storage).open(GROUP).expect("open");
                     store.write_checkpoint(4, &old).expect("first checkpoint");
                     let position = storage.operations() + step;
-                    arm(&storage, fault, position);
+                    storage.stop_at(position, fault);
                     let finished = store.write_checkpoint(9, &new).is_ok();
                     let reached = storage.operations() > position;
                     drop(store);

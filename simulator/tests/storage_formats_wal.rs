@@ -4,6 +4,8 @@
 //! `MemStorage` is used where a test damages bytes by hand; `SimStorage` where it needs
 //! what a crash or a power loss really leaves (nothing is stable unless synced).
 
+mod common;
+
 use std::rc::Rc;
 
 use cluster::seam::{DurableFile, DurableStorage, OpenMode};
@@ -18,7 +20,7 @@ use cluster::storage::wal::{
 use cluster::vsr::store::StoredRecord;
 use cluster::wire::{self, Command, HEADER_BYTES, Header};
 use futures::FutureExt;
-use simulator::storage::{CrashKind, FaultKind, MemStorage, PlannedFault, SimStorage, SimStorageOptions, TraceOp};
+use simulator::storage::{CrashKind, FaultKind, MemStorage, SimStorage, SimStorageOptions, TraceOp};
 
 /// Every simulated storage future completes on its first poll.
 fn ready<T>(future: impl Future<Output = T>) -> T {
@@ -455,15 +457,9 @@ fn insert_interrupted_at_every_step(inserted_body: usize) {
     for options in options {
         for fault in faults {
             for step in 0.. {
-                let storage = SimStorage::new(options.clone());
-                let (mut wal, _) = ready(Wal::open(&storage)).expect("open");
-                ready(wal.append_all(&before)).expect("append");
-                ready(wal.sync()).expect("sync");
+                let (storage, mut wal) = common::synced_wal(&options, &before);
                 let position = storage.operations() + step;
-                match fault {
-                    None => storage.set_halt_after(Some(position)),
-                    Some(kind) => storage.arm_fault(Some(PlannedFault { position, kind })),
-                }
+                storage.stop_at(position, fault);
                 let finished = ready(wal.replace(3, &prepare(3, inserted_body))).is_ok();
                 let reached = storage.operations() > position;
                 storage.crash(CrashKind::PowerLoss);

@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use cluster::seam::{DurableFile, DurableStorage, OpenMode};
 
-use super::fault::{CrashKind, PlannedFault};
+use super::fault::{CrashKind, FaultKind, PlannedFault};
 use super::state::{FaultRates, InjectedFaults, InodeId, State};
 use super::trace::{TraceEntry, TraceOp};
 
@@ -184,6 +184,16 @@ impl SimStorage {
     /// offset, or `None` if no eligible file has a stable, clean byte.
     pub fn corrupt_stable_bit(&self, eligible: impl Fn(&str) -> bool) -> Option<(String, u64)> {
         self.state.borrow_mut().corrupt_stable_bit(eligible)
+    }
+
+    /// Stop the disk at trace position `position`, as a crash sweep steps through a
+    /// call's positions: with `fault`, that call fails as the fault says; without, the
+    /// process "goes down" there (every call after it fails, see `set_halt_after`).
+    pub fn stop_at(&self, position: u64, fault: Option<FaultKind>) {
+        match fault {
+            None => self.set_halt_after(Some(position)),
+            Some(kind) => self.arm_fault(Some(PlannedFault { position, kind })),
+        }
     }
 
     /// Halt after a trace position (or never) from now on.

@@ -68,3 +68,27 @@ pub fn step(harness: &mut simulator::harness::Harness, ticks: u64) {
             .unwrap_or_else(|failure| panic!("{failure}\n{}", harness.status_lines().join("\n")));
     }
 }
+
+/// The value of a future over simulated storage, which completes on its first poll.
+pub fn ready<T>(future: impl std::future::Future<Output = T>) -> T {
+    use futures::FutureExt;
+    future
+        .now_or_never()
+        .expect("simulated storage completes on the first poll")
+}
+
+/// A metadata WAL on a fresh simulated disk holding `records`, appended and synced:
+/// where the WAL crash sweeps start each step.
+pub fn synced_wal(
+    options: &simulator::storage::SimStorageOptions,
+    records: &[(u64, cluster::vsr::store::StoredRecord)],
+) -> (
+    simulator::storage::SimStorage,
+    cluster::storage::wal::Wal<simulator::storage::SimStorage>,
+) {
+    let storage = simulator::storage::SimStorage::new(options.clone());
+    let (mut wal, _) = ready(cluster::storage::wal::Wal::open(&storage)).expect("open");
+    ready(wal.append_all(records)).expect("append");
+    ready(wal.sync()).expect("sync");
+    (storage, wal)
+}
