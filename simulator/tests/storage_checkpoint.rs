@@ -167,17 +167,10 @@ fn partition_wal_discard_interrupted_at_every_step_keeps_every_published_record(
                     storage.crash(crash);
                     let (mut wal, recovery) = ready(PartitionWal::open(&storage, DIR, GROUP)).expect("reopen");
                     let context = format!(
-                        "seed {} writeback {} {crash} {fault:?} at step {step}: finished {finished}: ops {:?} \
-                         frontier {:?} discarded {} damaged {:?} frontier damage {:?} interrupted drop {} leftover {}",
+                        "seed {} writeback {} {crash} {fault:?} at step {step}: finished {finished}: {}",
                         options.seed,
                         options.writeback,
-                        ops(&recovery.records),
-                        recovery.frontier,
-                        recovery.discarded_bytes,
-                        recovery.damaged,
-                        recovery.frontier_damage,
-                        recovery.interrupted_prefix_drop,
-                        recovery.removed_prefix_drop_leftover
+                        common::partition_wal_context(&recovery)
                     );
                     assert!(recovery.damaged.is_empty(), "{context}");
                     if finished {

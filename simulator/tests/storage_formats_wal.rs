@@ -733,14 +733,10 @@ fn partition_rewrite_of_published_records_survives_a_crash_at_every_step() {
             storage.crash(CrashKind::PowerLoss);
             let (_, recovery) = ready(PartitionWal::open(&storage, DIR, GROUP)).expect("reopen");
             let context = format!(
-                "seed {} writeback {} step {step}: ops {:?} frontier {:?} discarded {} damaged {:?} rewrite {:?}",
+                "seed {} writeback {} step {step}: {}",
                 options.seed,
                 options.writeback,
-                ops(&recovery.records),
-                recovery.frontier,
-                recovery.discarded_bytes,
-                recovery.damaged,
-                recovery.interrupted_rewrite
+                common::partition_wal_context(&recovery)
             );
             assert!(recovery.damaged.is_empty(), "{context}");
             let found = ops(&recovery.records);

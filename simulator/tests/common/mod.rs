@@ -92,3 +92,20 @@ pub fn synced_wal(
     ready(wal.sync()).expect("sync");
     (storage, wal)
 }
+
+/// What a partition WAL's boot recovered, in one line for an assertion's context: its
+/// ops, frontier, discarded bytes, damage and interrupted rewrites or prefix drops.
+pub fn partition_wal_context(recovery: &cluster::storage::partition_wal::PartitionWalRecovery) -> String {
+    let ops: Vec<u64> = recovery.records.iter().map(|(op, _)| *op).collect();
+    format!(
+        "ops {ops:?} frontier {:?} discarded {} damaged {:?} frontier damage {:?} rewrite {:?} interrupted drop {} \
+         leftover {}",
+        recovery.frontier,
+        recovery.discarded_bytes,
+        recovery.damaged,
+        recovery.frontier_damage,
+        recovery.interrupted_rewrite,
+        recovery.interrupted_prefix_drop,
+        recovery.removed_prefix_drop_leftover
+    )
+}
