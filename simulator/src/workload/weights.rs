@@ -1,10 +1,11 @@
 //! [`ActionWeights`]: how often each action is drawn, and [`Plane`]: the named weight
 //! tables the fuzz run chooses between.
 //!
-//! Every table names every action (exhaustive matches, no catch-all), so an appended
-//! action must be given a weight in each plane on purpose. The tables are part of the
-//! seed contract like the action order: changing a weight changes what every recorded
-//! seed of that plane replays.
+//! One table, [`PLANE_WEIGHTS`], gives every action its weight on every plane drawn by
+//! weight: a row per action, checked at compile time, so an appended action must be
+//! given a weight on each plane on purpose. The table is part of the seed contract like
+//! the action order: changing a weight changes what every recorded seed of that plane
+//! replays.
 
 use crate::rng::SimRng;
 
@@ -234,20 +235,20 @@ impl Plane {
     /// with uniform aims a lone client needs a few hundred requests to see an append).
     pub fn weights(self) -> ActionWeights {
         match self {
-            Plane::Metadata => ActionWeights::from_fn(metadata_weight).with_warm_up(WarmUp::MetadataCreate),
+            Plane::Metadata => ActionWeights::from_fn(column(METADATA)).with_warm_up(WarmUp::MetadataCreate),
             Plane::Uniform => ActionWeights::uniform()
                 .with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT)
                 .with_partitions_budget(CHURN_PLANE_PARTITIONS_BUDGET)
                 .with_warm_up(WarmUp::PartitionAppend),
-            Plane::Partition => ActionWeights::from_fn(partition_weight)
+            Plane::Partition => ActionWeights::from_fn(column(PARTITION))
                 .with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT)
                 .with_partitions_budget(PARTITION_PLANE_PARTITIONS_BUDGET)
                 .with_warm_up(WarmUp::PartitionAppend),
-            Plane::Mixed => ActionWeights::from_fn(mixed_weight)
+            Plane::Mixed => ActionWeights::from_fn(column(MIXED))
                 .with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT)
                 .with_partitions_budget(CHURN_PLANE_PARTITIONS_BUDGET)
                 .with_warm_up(WarmUp::PartitionAppend),
-            Plane::Lifecycle => ActionWeights::from_fn(lifecycle_weight)
+            Plane::Lifecycle => ActionWeights::from_fn(column(LIFECYCLE))
                 .with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT)
                 .with_partitions_budget(CHURN_PLANE_PARTITIONS_BUDGET)
                 .with_warm_up(WarmUp::OwnerHandOff),
@@ -255,149 +256,101 @@ impl Plane {
     }
 }
 
-/// The metadata plane: creates outweigh updates, which outweigh deletes, so the
-/// metadata grows deep enough (streams with topics with groups) for every action to
-/// find targets. The actions appended for partitions weigh 0 here, so the metadata
-/// plane's recorded seeds draw the same ops as before they existed.
-fn metadata_weight(action: Action) -> u32 {
-    match action {
-        Action::CreateStream | Action::CreateTopic | Action::CreateUser => 4,
-        Action::CreateConsumerGroup | Action::CreatePersonalAccessToken => 3,
-        Action::DeleteStream | Action::DeleteTopic | Action::DeleteUser => 1,
-        Action::UpdateStream
-        | Action::UpdateTopic
-        | Action::UpdateUser
-        | Action::ChangePassword
-        | Action::UpdatePermissions
-        | Action::DeletePersonalAccessToken
-        | Action::DeleteConsumerGroup
-        | Action::LoginUser
-        | Action::RequestAsUser => 2,
-        Action::SendMessages
-        | Action::PollMessages
-        | Action::StoreConsumerOffset
-        | Action::DeleteConsumerOffset
-        | Action::StoreStaleOwnerOffset
-        | Action::JoinConsumerGroup
-        | Action::LeaveConsumerGroup
-        | Action::SetGroupOwner
-        | Action::CreatePartitions
-        | Action::DeletePartitions
-        | Action::PurgeStream
-        | Action::PurgeTopic
-        | Action::DeleteSegments
-        | Action::SendOversizedBatch => 0,
+/// Each action's weight on the planes that draw by weight, one row per action in
+/// [`Action::ALL`] order (checked at compile time below, so an appended action must be
+/// given a weight on every plane on purpose), columns [`METADATA`], [`PARTITION`],
+/// [`MIXED`] and [`LIFECYCLE`]:
+///
+/// - metadata: creates outweigh updates, which outweigh deletes, so the metadata grows
+///   deep enough (streams with topics with groups) for every action to find targets.
+///   The actions appended for partitions weigh 0 here, so the metadata plane's recorded
+///   seeds draw the same ops as before they existed.
+/// - partition: sends and polls dominate, offsets follow; streams and topics are
+///   created (never deleted) often enough for every client to have partitions early;
+///   groups get members and owners so group offsets are exercised; purges and segment
+///   deletions are rare, so polls mostly find messages. `SendOversizedBatch` and
+///   `PurgeTopic` weigh 0: half a megabyte per request, journaled on every replica, was
+///   most of a 100,000-tick run's memory at weight 1; and a purge is a plan of one
+///   request per partition, so under heavy faults and crashes, where a run gets a dozen
+///   requests through, one purge could take them all. The churn planes keep both.
+/// - mixed: the metadata plane's weights for its actions (a test holds it to that), and
+///   the partition actions weighted so about two requests in five go to partitions.
+/// - lifecycle: topics created and deleted (so partition groups come and go), consumer
+///   groups joined and their partitions handed to new owners, former owners writing
+///   after the hand-off (which the fence must refuse), the owners storing offsets, and
+///   sends throughout.
+#[rustfmt::skip]
+const PLANE_WEIGHTS: [(Action, [u32; 4]); Action::COUNT] = [
+    //                                metadata, partition, mixed, lifecycle
+    (Action::CreateStream,              [ 4,  3,  4,  3]),
+    (Action::UpdateStream,              [ 2,  0,  2,  0]),
+    (Action::DeleteStream,              [ 1,  0,  1,  0]),
+    (Action::CreateTopic,               [ 4,  5,  4,  4]),
+    (Action::UpdateTopic,               [ 2,  0,  2,  0]),
+    (Action::DeleteTopic,               [ 1,  0,  1,  1]),
+    (Action::CreateUser,                [ 4,  1,  4,  0]),
+    (Action::UpdateUser,                [ 2,  0,  2,  0]),
+    (Action::DeleteUser,                [ 1,  0,  1,  0]),
+    (Action::ChangePassword,            [ 2,  0,  2,  0]),
+    (Action::UpdatePermissions,         [ 2,  0,  2,  0]),
+    (Action::CreatePersonalAccessToken, [ 3,  0,  3,  0]),
+    (Action::DeletePersonalAccessToken, [ 2,  0,  2,  0]),
+    (Action::CreateConsumerGroup,       [ 3,  1,  3,  4]),
+    (Action::DeleteConsumerGroup,       [ 2,  0,  2,  0]),
+    (Action::LoginUser,                 [ 2,  0,  2,  0]),
+    (Action::SendMessages,              [ 0, 12,  6,  4]),
+    (Action::PollMessages,              [ 0,  8,  4,  1]),
+    (Action::StoreConsumerOffset,       [ 0,  4,  2,  3]),
+    (Action::DeleteConsumerOffset,      [ 0,  1,  1,  1]),
+    (Action::StoreStaleOwnerOffset,     [ 0,  0,  1,  4]),
+    (Action::JoinConsumerGroup,         [ 0,  1,  2,  6]),
+    (Action::LeaveConsumerGroup,        [ 0,  0,  1,  2]),
+    (Action::SetGroupOwner,             [ 0,  1,  2,  6]),
+    (Action::CreatePartitions,          [ 0,  1,  1,  0]),
+    (Action::DeletePartitions,          [ 0,  0,  1,  0]),
+    (Action::PurgeStream,               [ 0,  0,  1,  0]),
+    (Action::PurgeTopic,                [ 0,  0,  1,  0]),
+    (Action::DeleteSegments,            [ 0,  1,  1,  0]),
+    (Action::SendOversizedBatch,        [ 0,  0,  1,  0]),
+    (Action::RequestAsUser,             [ 2,  1,  2,  0]),
+];
+
+/// The metadata plane's column of [`PLANE_WEIGHTS`].
+const METADATA: usize = 0;
+/// The partition plane's column.
+const PARTITION: usize = 1;
+/// The mixed plane's column.
+const MIXED: usize = 2;
+/// The lifecycle plane's column.
+const LIFECYCLE: usize = 3;
+
+// Row `i` of the table is the action at position `i` of `Action::ALL`.
+const _: () = {
+    let mut row = 0;
+    while row < Action::COUNT {
+        assert!(
+            PLANE_WEIGHTS[row].0 as usize == row,
+            "PLANE_WEIGHTS rows follow Action::ALL"
+        );
+        row += 1;
     }
+};
+
+/// The weights of one column of [`PLANE_WEIGHTS`].
+fn column(column: usize) -> impl Fn(Action) -> u32 {
+    move |action| PLANE_WEIGHTS[action as usize].1[column]
 }
 
-/// The partition plane: sends and polls dominate, offsets follow; streams and topics
-/// are created (never deleted) often enough for every client to have partitions early;
-/// groups get members and owners so group offsets are exercised; purges and segment
-/// deletions are rare, so polls mostly find messages.
-fn partition_weight(action: Action) -> u32 {
-    match action {
-        // Half a megabyte per request, journaled on every replica: at weight 1 it was
-        // most of a 100,000-tick run's memory. And a purge is a plan of one request per
-        // partition: under heavy faults and crashes a run gets a dozen requests through,
-        // and one purge could take them all. The churn planes keep both.
-        Action::SendOversizedBatch | Action::PurgeTopic => 0,
-        Action::SendMessages => 12,
-        Action::PollMessages => 8,
-        Action::CreateTopic => 5,
-        Action::StoreConsumerOffset => 4,
-        Action::CreateStream => 3,
-        Action::DeleteConsumerOffset
-        | Action::CreatePartitions
-        | Action::CreateConsumerGroup
-        | Action::JoinConsumerGroup
-        | Action::SetGroupOwner
-        | Action::DeleteSegments
-        | Action::CreateUser
-        | Action::RequestAsUser => 1,
-        Action::UpdateStream
-        | Action::DeleteStream
-        | Action::UpdateTopic
-        | Action::DeleteTopic
-        | Action::UpdateUser
-        | Action::DeleteUser
-        | Action::ChangePassword
-        | Action::UpdatePermissions
-        | Action::CreatePersonalAccessToken
-        | Action::DeletePersonalAccessToken
-        | Action::DeleteConsumerGroup
-        | Action::LoginUser
-        | Action::StoreStaleOwnerOffset
-        | Action::LeaveConsumerGroup
-        | Action::DeletePartitions
-        | Action::PurgeStream => 0,
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Both planes: the metadata plane's weights for its actions, and the partition
-/// actions weighted so about two requests in five go to partitions.
-fn mixed_weight(action: Action) -> u32 {
-    match action {
-        Action::SendMessages => 6,
-        Action::PollMessages => 4,
-        Action::StoreConsumerOffset | Action::JoinConsumerGroup | Action::SetGroupOwner => 2,
-        Action::DeleteConsumerOffset
-        | Action::StoreStaleOwnerOffset
-        | Action::LeaveConsumerGroup
-        | Action::CreatePartitions
-        | Action::DeletePartitions
-        | Action::PurgeStream
-        | Action::PurgeTopic
-        | Action::DeleteSegments
-        | Action::SendOversizedBatch => 1,
-        Action::CreateStream
-        | Action::UpdateStream
-        | Action::DeleteStream
-        | Action::CreateTopic
-        | Action::UpdateTopic
-        | Action::DeleteTopic
-        | Action::CreateUser
-        | Action::UpdateUser
-        | Action::DeleteUser
-        | Action::ChangePassword
-        | Action::UpdatePermissions
-        | Action::CreatePersonalAccessToken
-        | Action::DeletePersonalAccessToken
-        | Action::CreateConsumerGroup
-        | Action::DeleteConsumerGroup
-        | Action::LoginUser
-        | Action::RequestAsUser => metadata_weight(action),
-    }
-}
-
-/// The lifecycle plane: topics created and deleted (so partition groups come and go),
-/// consumer groups joined and their partitions handed to new owners, former owners
-/// writing after the hand-off (which the fence must refuse), the owners storing
-/// offsets, and sends throughout.
-fn lifecycle_weight(action: Action) -> u32 {
-    match action {
-        Action::JoinConsumerGroup | Action::SetGroupOwner => 6,
-        Action::CreateTopic | Action::CreateConsumerGroup | Action::SendMessages | Action::StoreStaleOwnerOffset => 4,
-        Action::CreateStream | Action::StoreConsumerOffset => 3,
-        Action::LeaveConsumerGroup => 2,
-        Action::DeleteTopic | Action::DeleteConsumerOffset | Action::PollMessages => 1,
-        Action::UpdateStream
-        | Action::DeleteStream
-        | Action::UpdateTopic
-        | Action::CreateUser
-        | Action::UpdateUser
-        | Action::DeleteUser
-        | Action::ChangePassword
-        | Action::UpdatePermissions
-        | Action::CreatePersonalAccessToken
-        | Action::DeletePersonalAccessToken
-        | Action::DeleteConsumerGroup
-        | Action::LoginUser
-        | Action::CreatePartitions
-        | Action::DeletePartitions
-        | Action::PurgeStream
-        | Action::PurgeTopic
-        | Action::DeleteSegments
-        | Action::SendOversizedBatch
-        | Action::RequestAsUser => 0,
+    #[test]
+    fn the_mixed_plane_weighs_each_metadata_action_as_the_metadata_plane_does() {
+        for (action, weights) in PLANE_WEIGHTS {
+            if weights[METADATA] > 0 {
+                assert_eq!(weights[MIXED], weights[METADATA], "{action:?}");
+            }
+        }
     }
 }
