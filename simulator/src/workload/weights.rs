@@ -1,7 +1,7 @@
 //! [`ActionWeights`]: how often each action is drawn, and [`Plane`]: the named weight
 //! tables the fuzz run chooses between.
 //!
-//! One table, [`PLANE_WEIGHTS`], gives every action its weight on every plane drawn by
+//! One table, `PLANE_WEIGHTS`, gives every action its weight on every plane drawn by
 //! weight: a row per action, checked at compile time, so an appended action must be
 //! given a weight on each plane on purpose. The table is part of the seed contract like
 //! the action order: changing a weight changes what every recorded seed of that plane
@@ -234,24 +234,36 @@ impl Plane {
     /// [`DEEP_PLANE_SUCCESS_WEIGHT`] (uniform too: every action weighs 1 there, and
     /// with uniform aims a lone client needs a few hundred requests to see an append).
     pub fn weights(self) -> ActionWeights {
+        // A deep plane: successes weigh more, the partitions a client makes are
+        // bounded, and it warms up towards its defining outcome.
+        let deep = |weights: ActionWeights, partitions_budget: u64, warm_up: WarmUp| {
+            weights
+                .with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT)
+                .with_partitions_budget(partitions_budget)
+                .with_warm_up(warm_up)
+        };
         match self {
             Plane::Metadata => ActionWeights::from_fn(column(METADATA)).with_warm_up(WarmUp::MetadataCreate),
-            Plane::Uniform => ActionWeights::uniform()
-                .with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT)
-                .with_partitions_budget(CHURN_PLANE_PARTITIONS_BUDGET)
-                .with_warm_up(WarmUp::PartitionAppend),
-            Plane::Partition => ActionWeights::from_fn(column(PARTITION))
-                .with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT)
-                .with_partitions_budget(PARTITION_PLANE_PARTITIONS_BUDGET)
-                .with_warm_up(WarmUp::PartitionAppend),
-            Plane::Mixed => ActionWeights::from_fn(column(MIXED))
-                .with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT)
-                .with_partitions_budget(CHURN_PLANE_PARTITIONS_BUDGET)
-                .with_warm_up(WarmUp::PartitionAppend),
-            Plane::Lifecycle => ActionWeights::from_fn(column(LIFECYCLE))
-                .with_success_weight(DEEP_PLANE_SUCCESS_WEIGHT)
-                .with_partitions_budget(CHURN_PLANE_PARTITIONS_BUDGET)
-                .with_warm_up(WarmUp::OwnerHandOff),
+            Plane::Uniform => deep(
+                ActionWeights::uniform(),
+                CHURN_PLANE_PARTITIONS_BUDGET,
+                WarmUp::PartitionAppend,
+            ),
+            Plane::Partition => deep(
+                ActionWeights::from_fn(column(PARTITION)),
+                PARTITION_PLANE_PARTITIONS_BUDGET,
+                WarmUp::PartitionAppend,
+            ),
+            Plane::Mixed => deep(
+                ActionWeights::from_fn(column(MIXED)),
+                CHURN_PLANE_PARTITIONS_BUDGET,
+                WarmUp::PartitionAppend,
+            ),
+            Plane::Lifecycle => deep(
+                ActionWeights::from_fn(column(LIFECYCLE)),
+                CHURN_PLANE_PARTITIONS_BUDGET,
+                WarmUp::OwnerHandOff,
+            ),
         }
     }
 }
