@@ -213,27 +213,32 @@ fn a_frame_on_the_wrong_shard_takes_one_router_hop_and_unknown_groups_are_counte
     assert_eq!(shard1.borrow().stats().frames_rejected, 1);
 }
 
-#[test]
-fn deleting_a_topic_closes_its_groups_and_removes_their_stores() {
-    let stores = MemoryStores::new();
+/// A one-shard node on `stores`, logged in, with two topics of two partitions each
+/// (requests 2 and 3).
+fn node_with_two_topics(stores: &MemoryStores) -> (Node<MemoryStores>, Rc<RefCell<Shard<MemoryStores>>>) {
     let node = Node::open(&config(1), stores.clone(), 0);
     let shard = node.shards()[0].clone();
     log_in(&shard);
     for number in 1..=2 {
         shard.borrow_mut().on_frame(ProcessId(9), create_topic(number, 2), 0);
     }
+    (node, shard)
+}
+
+/// The first topic of the first stream, deleted.
+const DELETE_FIRST_TOPIC: MetadataOp = MetadataOp::DeleteTopic {
+    stream_id: 0,
+    topic_id: 0,
+};
+
+#[test]
+fn deleting_a_topic_closes_its_groups_and_removes_their_stores() {
+    let stores = MemoryStores::new();
+    let (_node, shard) = node_with_two_topics(&stores);
     shard.borrow_mut().tick(0);
     assert_eq!(shard.borrow().partitions().len(), 2);
     assert_eq!(stores.groups().len(), 3, "metadata and two partitions");
-    let delete = MetadataOp::DeleteTopic {
-        stream_id: 0,
-        topic_id: 0,
-    };
-    shard.borrow_mut().on_frame(
-        ProcessId(9),
-        request(METADATA_GROUP, 4, delete.operation_code(), &delete.encode()),
-        0,
-    );
+    send_metadata(&shard, ProcessId(9), 4, &DELETE_FIRST_TOPIC, 0);
     assert!(shard.borrow().partitions().is_empty());
     assert_eq!(stores.groups(), vec![METADATA_GROUP]);
     assert_eq!(shard.borrow().stats().groups_closed, 2);
@@ -246,21 +251,8 @@ fn a_restarted_node_never_reopens_a_partition_it_deleted() {
     // group of one replays all three ops in one step, so this passes even without the
     // fix; `a_directory_listing_a_deleted_group_does_not_reopen_it` pins the tombstone.
     let stores = MemoryStores::new();
-    let node = Node::open(&config(1), stores.clone(), 0);
-    let shard = node.shards()[0].clone();
-    log_in(&shard);
-    for number in 1..=2 {
-        shard.borrow_mut().on_frame(ProcessId(9), create_topic(number, 2), 0);
-    }
-    let delete = MetadataOp::DeleteTopic {
-        stream_id: 0,
-        topic_id: 0,
-    };
-    shard.borrow_mut().on_frame(
-        ProcessId(9),
-        request(METADATA_GROUP, 4, delete.operation_code(), &delete.encode()),
-        0,
-    );
+    let (node, shard) = node_with_two_topics(&stores);
+    send_metadata(&shard, ProcessId(9), 4, &DELETE_FIRST_TOPIC, 0);
     drop((shard, node));
     // Restart on the same stores: the metadata replica recovers alone (a group of
     // one starts a view change after its unanswered probes) and replays all three ops.
@@ -345,6 +337,36 @@ fn an_oversized_batch_is_refused_by_the_primary_without_preparing_an_op() {
     assert_eq!(replica.stats().requests_refused_before_prepare, 1);
 }
 
+/// The session the test client (id `0x5EED`) holds in the node's applied metadata.
+fn client_session<P: StoreProvider>(shard: &Rc<RefCell<Shard<P>>>) -> Option<crate::metadata::Session> {
+    shard
+        .borrow()
+        .metadata()
+        .expect("shard 0")
+        .state_machine()
+        .state()
+        .sessions()
+        .get(0x5EED)
+        .copied()
+}
+
+/// Send metadata `op` as request `request_number` from `from` at `now_micros` and drain
+/// what the shard answered.
+fn send_metadata<P: StoreProvider>(
+    shard: &Rc<RefCell<Shard<P>>>,
+    from: ProcessId,
+    request_number: u64,
+    op: &MetadataOp,
+    now_micros: u64,
+) -> (Vec<crate::vsr::replica::Outgoing>, Vec<crate::node::Forward>) {
+    shard.borrow_mut().on_frame(
+        from,
+        request(METADATA_GROUP, request_number, op.operation_code(), &op.encode()),
+        now_micros,
+    );
+    shard.borrow_mut().drain()
+}
+
 /// A one-shard node with client 0x5EED logged in as root and a topic of one partition;
 /// returns the partition's group.
 fn node_with_a_partition() -> (Node<MemoryStores>, Rc<RefCell<Shard<MemoryStores>>>, u64) {
@@ -388,15 +410,7 @@ fn a_request_from_an_unbound_sender_is_refused_unbound_and_served_once_it_binds(
     assert_eq!(shard.borrow().partitions()[&group].head(), 0, "nothing prepared");
     assert_eq!(shard.borrow().stats().requests_unbound, 1);
     // It binds the session it logged in with, then resends: served.
-    let session = shard
-        .borrow()
-        .metadata()
-        .expect("shard 0")
-        .state_machine()
-        .state()
-        .sessions()
-        .get(0x5EED)
-        .copied();
+    let session = client_session(&shard);
     let session = session.expect("the login opened a session");
     shard
         .borrow_mut()
@@ -419,15 +433,7 @@ fn a_request_from_an_unbound_sender_is_refused_unbound_and_served_once_it_binds(
 #[test]
 fn a_bind_with_a_wrong_secret_or_session_is_refused_and_a_corrupted_one_is_dropped() {
     let (_node, shard, group) = node_with_a_partition();
-    let session = shard
-        .borrow()
-        .metadata()
-        .expect("shard 0")
-        .state_machine()
-        .state()
-        .sessions()
-        .get(0x5EED)
-        .copied();
+    let session = client_session(&shard);
     let session = session.expect("the login opened a session");
     for (id, secret) in [(session.id, session.secret ^ 1), (session.id + 1, session.secret)] {
         shard
@@ -478,22 +484,9 @@ fn a_partition_request_without_its_permission_is_denied_before_anything_is_prepa
         },
     ];
     for (number, op) in ops.iter().enumerate() {
-        shard.borrow_mut().on_frame(
-            ProcessId(9),
-            request(METADATA_GROUP, 4 + number as u64, op.operation_code(), &op.encode()),
-            3_000,
-        );
-        shard.borrow_mut().drain();
+        send_metadata(&shard, ProcessId(9), 4 + number as u64, op, 3_000);
     }
-    let session = shard
-        .borrow()
-        .metadata()
-        .expect("shard 0")
-        .state_machine()
-        .state()
-        .sessions()
-        .get(0x5EED)
-        .copied();
+    let session = client_session(&shard);
     let session = session.expect("the second login replaced the session");
     assert_eq!(session.user_id, 1);
     SESSION.with(|current| current.set(session.id));
@@ -505,12 +498,7 @@ fn a_partition_request_without_its_permission_is_denied_before_anything_is_prepa
     assert_eq!(shard.borrow().stats().requests_denied, 1);
     // A metadata op the user may not do is refused when applied (a committed op).
     let create = MetadataOp::CreateStream { name: "x".into() };
-    shard.borrow_mut().on_frame(
-        ProcessId(9),
-        request(METADATA_GROUP, 7, create.operation_code(), &create.encode()),
-        3_000,
-    );
-    let (outgoing, _) = shard.borrow_mut().drain();
+    let (outgoing, _) = send_metadata(&shard, ProcessId(9), 7, &create, 3_000);
     let (reply, body) = wire::open(&outgoing[0].frame).expect("a sealed frame");
     assert_eq!(reply.command, Command::Reply);
     assert_eq!(
@@ -564,21 +552,8 @@ fn a_request_replayed_from_an_older_session_does_not_act_as_the_newer_one() {
         username: crate::metadata::ROOT_USERNAME.into(),
         password: DEFAULT_ROOT_PASSWORD.into(),
     };
-    shard.borrow_mut().on_frame(
-        ProcessId(9),
-        request(METADATA_GROUP, 4, login.operation_code(), &login.encode()),
-        3_000,
-    );
-    shard.borrow_mut().drain();
-    let new = shard
-        .borrow()
-        .metadata()
-        .expect("shard 0")
-        .state_machine()
-        .state()
-        .sessions()
-        .get(0x5EED)
-        .map(|s| s.id);
+    send_metadata(&shard, ProcessId(9), 4, &login, 3_000);
+    let new = client_session(&shard).map(|s| s.id);
     let new = new.expect("the second login opened a session");
     assert_ne!(new, old);
     // The login's reply bound the sender to the new session; a frame naming the old
