@@ -22,6 +22,25 @@ fn fingerprint(out: &[u8], schedule_hash: u64) -> u64 {
     hash.finish()
 }
 
+/// Run `flags` with seed `0xDEADBEEF` twice: both runs must pass and print the same
+/// bytes with the same schedule (and polls), and the output's fingerprint must be
+/// `locked`. Returns the output, for checks of its own lines.
+fn assert_replays_as_locked(flags: &[&str], locked: u64) -> String {
+    let (out_a, report_a) = run(flags, 0xDEAD_BEEF);
+    let (out_b, report_b) = run(flags, 0xDEAD_BEEF);
+    let text = String::from_utf8_lossy(&out_a).into_owned();
+    assert_eq!(report_a.verdict, Verdict::Pass, "{text}");
+    assert_eq!(out_a, out_b, "same seed, same build: the output must be byte-identical");
+    assert_eq!(report_a.schedule_hash, report_b.schedule_hash);
+    assert_eq!(report_a.polls, report_b.polls);
+    let fingerprint = fingerprint(&out_a, report_a.schedule_hash);
+    assert_eq!(
+        fingerprint, locked,
+        "replay fingerprint moved to {fingerprint:#018x}; if intended, re-lock and say why.\n{text}"
+    );
+    text
+}
+
 /// The fingerprint of `--seed 0xDEADBEEF --faults heavy --ticks 3000` on the echo plane.
 ///
 /// It moves whenever the draw order does (a new draw in the network, executor or
@@ -60,19 +79,9 @@ const LOCKED_ECHO_HEAVY_FINGERPRINT: u64 = 0xd5a5_ff89_b5be_3407;
 
 #[test]
 fn echo_replay_is_deterministic() {
-    let flags = ["--faults", "heavy", "--ticks", "3000", "--clients", "2"];
-    let (out_a, report_a) = run(&flags, 0xDEAD_BEEF);
-    let (out_b, report_b) = run(&flags, 0xDEAD_BEEF);
-    assert_eq!(report_a.verdict, Verdict::Pass, "{}", String::from_utf8_lossy(&out_a));
-    assert_eq!(out_a, out_b, "same seed, same build: the output must be byte-identical");
-    assert_eq!(report_a.schedule_hash, report_b.schedule_hash);
-    assert_eq!(report_a.polls, report_b.polls);
-    let fingerprint = fingerprint(&out_a, report_a.schedule_hash);
-    assert_eq!(
-        fingerprint,
+    assert_replays_as_locked(
+        &["--faults", "heavy", "--ticks", "3000", "--clients", "2"],
         LOCKED_ECHO_HEAVY_FINGERPRINT,
-        "replay fingerprint moved to {fingerprint:#018x}; if intended, re-lock and say why.\n{}",
-        String::from_utf8_lossy(&out_a)
     );
 }
 
@@ -199,18 +208,8 @@ fn workload_replay_is_deterministic() {
     let flags = common::flags(
         "--plane metadata --faults heavy --crash-prob 0.01 --restart-prob 0.05 --crash-primary --ticks 4000",
     );
-    let (out_a, report_a) = run(&flags, 0xDEAD_BEEF);
-    let (out_b, report_b) = run(&flags, 0xDEAD_BEEF);
-    let text = String::from_utf8_lossy(&out_a);
-    assert_eq!(report_a.verdict, Verdict::Pass, "{text}");
+    let text = assert_replays_as_locked(&flags, LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT);
     assert!(text.contains("reply_hash="), "{text}");
-    assert_eq!(out_a, out_b, "same seed, same build: the output must be byte-identical");
-    assert_eq!(report_a.schedule_hash, report_b.schedule_hash);
-    let fingerprint = fingerprint(&out_a, report_a.schedule_hash);
-    assert_eq!(
-        fingerprint, LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT,
-        "replay fingerprint moved to {fingerprint:#018x}; if intended, re-lock and say why.\n{text}"
-    );
 }
 
 /// The fingerprint of `--seed 0xDEADBEEF --plane partition --shards 3 --faults heavy
@@ -293,21 +292,11 @@ fn multi_shard_replay_is_deterministic() {
     let flags = common::flags(
         "--plane partition --shards 3 --faults heavy --crash-prob 0.01 --restart-prob 0.05 --crash-primary --ticks 3000",
     );
-    let (out_a, report_a) = run(&flags, 0xDEAD_BEEF);
-    let (out_b, report_b) = run(&flags, 0xDEAD_BEEF);
-    let text = String::from_utf8_lossy(&out_a);
-    assert_eq!(report_a.verdict, Verdict::Pass, "{text}");
+    let text = assert_replays_as_locked(&flags, LOCKED_MULTI_SHARD_FINGERPRINT);
     assert!(text.contains("router_hops="), "{text}");
     assert!(
         !text.contains("router_hops=0 "),
         "three shards must route some frames:\n{text}"
-    );
-    assert_eq!(out_a, out_b, "same seed, same build: the output must be byte-identical");
-    assert_eq!(report_a.schedule_hash, report_b.schedule_hash);
-    let fingerprint = fingerprint(&out_a, report_a.schedule_hash);
-    assert_eq!(
-        fingerprint, LOCKED_MULTI_SHARD_FINGERPRINT,
-        "replay fingerprint moved to {fingerprint:#018x}; if intended, re-lock and say why.\n{text}"
     );
 }
 
