@@ -75,67 +75,70 @@ fn snapshots_with_impossible_partitions_or_memberships_are_rejected() {
             .expect("topic 0 of stream 0")
     }
 
-    let mut future = replica.state.clone();
-    future.partitions_changed_at = future.op_number_applied + 1;
-    assert_eq!(invalid(&future), "partitions changed at an op not yet applied");
-
-    let mut stale = replica.state.clone();
-    stale.partitions_changed_at -= 1;
-    assert_eq!(invalid(&stale), "a partition was created after partitions last changed");
-
-    let mut misnumbered = replica.state.clone();
-    topic(&mut misnumbered).partitions[1].group_id = partition_group_id(2, 5);
-    assert_eq!(
-        invalid(&misnumbered),
-        "a partition group id does not end in the partition id"
-    );
-
-    let mut unapplied = replica.state.clone();
-    let last = unapplied.op_number_applied + 1;
-    topic(&mut unapplied).partitions[0].group_id = partition_group_id(last, 0);
-    assert_eq!(invalid(&unapplied), "a partition group id names an op not applied");
-
-    let mut out_of_order = replica.state.clone();
-    topic(&mut out_of_order).partitions[0].group_id = partition_group_id(9, 0);
-    assert_eq!(
-        invalid(&out_of_order),
-        "a partition was created before a lower-numbered one"
-    );
-
-    let mut shared = replica.state.clone();
-    let copy = topic(&mut shared).clone();
-    let stream = shared.streams.get_mut(&0).expect("stream 0");
-    stream.topics.insert(
-        1,
-        Topic {
-            id: 1,
-            name: "copy".into(),
-            consumer_groups: BTreeMap::new(),
-            ..copy
-        },
-    );
-    stream.next_topic_id = 2;
-    assert_eq!(invalid(&shared), "two partitions share a group id");
-
-    let mut empty = replica.state.clone();
-    topic(&mut empty).partitions.clear();
-    assert_eq!(invalid(&empty), "a topic has no partitions");
-
-    let mut crowd = replica.state.clone();
-    let group = topic(&mut crowd).consumer_groups.get_mut(&0).expect("group 0");
-    group.members.insert(43);
-    assert_eq!(
-        invalid(&crowd),
-        "a consumer group's generation does not fit its members and the op number"
-    );
-    let mut ancient = replica.state.clone();
-    let beyond = ancient.op_number_applied + 1;
-    let group = topic(&mut ancient).consumer_groups.get_mut(&0).expect("group 0");
-    group.generation = beyond;
-    assert_eq!(
-        invalid(&ancient),
-        "a consumer group's generation does not fit its members and the op number"
-    );
+    // Each damage to a valid state, and what decoding it must refuse it with.
+    let damages: [(fn(&mut MetadataState), &str); 9] = [
+        (
+            |state| state.partitions_changed_at = state.op_number_applied + 1,
+            "partitions changed at an op not yet applied",
+        ),
+        (
+            |state| state.partitions_changed_at -= 1,
+            "a partition was created after partitions last changed",
+        ),
+        (
+            |state| topic(state).partitions[1].group_id = partition_group_id(2, 5),
+            "a partition group id does not end in the partition id",
+        ),
+        (
+            |state| {
+                let last = state.op_number_applied + 1;
+                topic(state).partitions[0].group_id = partition_group_id(last, 0);
+            },
+            "a partition group id names an op not applied",
+        ),
+        (
+            |state| topic(state).partitions[0].group_id = partition_group_id(9, 0),
+            "a partition was created before a lower-numbered one",
+        ),
+        (
+            |state| {
+                let copy = topic(state).clone();
+                let stream = state.streams.get_mut(&0).expect("stream 0");
+                stream.topics.insert(
+                    1,
+                    Topic {
+                        id: 1,
+                        name: "copy".into(),
+                        consumer_groups: BTreeMap::new(),
+                        ..copy
+                    },
+                );
+                stream.next_topic_id = 2;
+            },
+            "two partitions share a group id",
+        ),
+        (|state| topic(state).partitions.clear(), "a topic has no partitions"),
+        (
+            |state| {
+                let group = topic(state).consumer_groups.get_mut(&0).expect("group 0");
+                group.members.insert(43);
+            },
+            "a consumer group's generation does not fit its members and the op number",
+        ),
+        (
+            |state| {
+                let beyond = state.op_number_applied + 1;
+                let group = topic(state).consumer_groups.get_mut(&0).expect("group 0");
+                group.generation = beyond;
+            },
+            "a consumer group's generation does not fit its members and the op number",
+        ),
+    ];
+    for (damage, refusal) in damages {
+        let mut state = replica.state.clone();
+        damage(&mut state);
+        assert_eq!(invalid(&state), refusal);
+    }
 }
 
 // ---- restoring the machine from a snapshot ----
