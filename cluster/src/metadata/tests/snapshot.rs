@@ -76,7 +76,8 @@ fn snapshots_with_impossible_partitions_or_memberships_are_rejected() {
     }
 
     // Each damage to a valid state, and what decoding it must refuse it with.
-    let damages: [(fn(&mut MetadataState), &str); 9] = [
+    type Damage = fn(&mut MetadataState);
+    let damages: [(Damage, &str); 9] = [
         (
             |state| state.partitions_changed_at = state.op_number_applied + 1,
             "partitions changed at an op not yet applied",
