@@ -2,12 +2,18 @@
 
 use super::*;
 
-#[test]
-fn the_state_round_trips_through_its_canonical_encoding() {
+/// A replica that applied [`a_busy_history`], op by op.
+fn a_busy_replica() -> Replica {
     let mut replica = Replica::new();
     for op in a_busy_history() {
         replica.apply(op);
     }
+    replica
+}
+
+#[test]
+fn the_state_round_trips_through_its_canonical_encoding() {
+    let replica = a_busy_replica();
     let bytes = replica.state.encode_state();
     let decoded = MetadataState::decode_state(&bytes).expect("a state's own bytes decode");
     assert_eq!(decoded, replica.state);
@@ -18,10 +24,7 @@ fn the_state_round_trips_through_its_canonical_encoding() {
 
 #[test]
 fn truncated_or_damaged_snapshots_are_rejected() {
-    let mut replica = Replica::new();
-    for op in a_busy_history() {
-        replica.apply(op);
-    }
+    let replica = a_busy_replica();
     let bytes = replica.state.encode_state();
     for len in 0..bytes.len() {
         assert!(MetadataState::decode_state(&bytes[..len]).is_err(), "cut at {len}");
@@ -59,10 +62,7 @@ fn truncated_or_damaged_snapshots_are_rejected() {
 
 #[test]
 fn snapshots_with_impossible_partitions_or_memberships_are_rejected() {
-    let mut replica = Replica::new();
-    for op in a_busy_history() {
-        replica.apply(op);
-    }
+    let replica = a_busy_replica();
     let invalid = |state: &MetadataState| match MetadataState::decode_state(&state.encode_state()) {
         Err(DecodeError::InvalidState { what }) => what,
         other => panic!("decoded {other:?}"),
