@@ -51,7 +51,7 @@ fn a_shard_count_out_of_range_is_refused_naming_the_flag() {
     let output = workload_fuzz(&["--seed", "1", "--plane", "partition", "--shards", "9"]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("--shards"), "{stderr}");
+    common::assert_contains(&stderr, "--shards");
 }
 
 #[test]
@@ -59,7 +59,7 @@ fn the_partition_plane_runs_and_prints_its_comparisons() {
     let output = workload_fuzz(&common::flags("--seed 3 --plane partition --shards 2 --ticks 3000"));
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}");
-    assert!(text.contains("outcomes: "), "{text}");
+    common::assert_contains(&text, "outcomes: ");
     for counter in ["namespaces_checked=", "messages_compared=", "router_hops="] {
         let value = text
             .split_whitespace()
@@ -92,29 +92,21 @@ fn a_bad_profile_file_names_the_field() {
     let output = workload_fuzz(&["--seed", "1", "--faults", path.to_str().expect("utf-8 temp path")]);
     std::fs::remove_file(&path).expect("cleanup");
     assert_eq!(output.status.code(), Some(2));
-    assert!(
-        stdout(&output).contains("network.packet_loss_probability"),
-        "{}",
-        stdout(&output)
-    );
+    common::assert_contains(&stdout(&output), "network.packet_loss_probability");
 }
 
 #[test]
 fn an_out_of_range_override_names_the_field() {
     let output = workload_fuzz(&["--seed", "1", "--packet-loss", "1.5"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(
-        stdout(&output).contains("packet_loss_probability"),
-        "{}",
-        stdout(&output)
-    );
+    common::assert_contains(&stdout(&output), "packet_loss_probability");
 }
 
 #[test]
 fn a_malformed_flag_is_a_usage_error_not_a_panic() {
     let output = workload_fuzz(&["--seed", "twelve"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("is not a 64-bit seed"), "{}", stderr(&output));
+    common::assert_contains(&stderr(&output), "is not a 64-bit seed");
     assert!(!stderr(&output).contains("panicked"));
 }
 
@@ -122,7 +114,7 @@ fn a_malformed_flag_is_a_usage_error_not_a_panic() {
 fn a_run_that_compares_too_little_is_vacuous() {
     let output = workload_fuzz(&["--seed", "1", "--ticks", "100", "--min-replies", "1000000"]);
     assert_eq!(output.status.code(), Some(3));
-    assert!(stdout(&output).contains("vacuous:"), "{}", stdout(&output));
+    common::assert_contains(&stdout(&output), "vacuous:");
 }
 
 #[test]
@@ -163,11 +155,11 @@ fn heal_before_quiesce_restarts_every_replica_and_no_quiesce_skips_the_drain() {
         .collect();
     let output = workload_fuzz(&healed);
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
-    assert!(stdout(&output).contains("still down: 0"), "{}", stdout(&output));
+    common::assert_contains(&stdout(&output), "still down: 0");
     let skipped: Vec<&str> = common.iter().chain(&["--no-quiesce"]).copied().collect();
     let output = workload_fuzz(&skipped);
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
-    assert!(stdout(&output).contains("(+0 drain)"), "{}", stdout(&output));
+    common::assert_contains(&stdout(&output), "(+0 drain)");
 }
 
 #[test]
@@ -176,5 +168,5 @@ fn a_metadata_run_that_commits_too_little_is_vacuous() {
         "--seed 1 --plane metadata --ticks 100 --min-commits 100000",
     ));
     assert_eq!(output.status.code(), Some(3));
-    assert!(stdout(&output).contains("vacuous:"), "{}", stdout(&output));
+    common::assert_contains(&stdout(&output), "vacuous:");
 }

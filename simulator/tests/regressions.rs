@@ -20,11 +20,8 @@ fn replay(seed: u64) -> String {
 
 #[test]
 fn crash_injector_keeps_a_view_change_quorum_live_with_six_replicas() {
-    let text = replay(8);
-    assert!(
-        text.contains("replicas=6"),
-        "the seed must still draw six replicas:\n{text}"
-    );
+    // The seed must still draw six replicas, or it no longer tests this.
+    common::assert_contains(&replay(8), "replicas=6");
 }
 
 #[test]
@@ -79,11 +76,8 @@ fn replay_command(flags: &[&str], seed: u64) -> String {
 
 #[test]
 fn repair_does_not_starve_the_gap_above_the_commit_point() {
-    let text = replay(58);
-    assert!(
-        text.contains("replicas=5"),
-        "the seed must still draw five replicas:\n{text}"
-    );
+    // The seed must still draw five replicas, or it no longer tests this.
+    common::assert_contains(&replay(58), "replicas=5");
 }
 
 #[test]

@@ -109,3 +109,10 @@ pub fn partition_wal_context(recovery: &cluster::storage::partition_wal::Partiti
         recovery.removed_prefix_drop_leftover
     )
 }
+
+/// Asserts that `text` contains `needle`, printing the whole text when it does not (so
+/// a failure shows what the command did print).
+#[track_caller]
+pub fn assert_contains(text: &str, needle: &str) {
+    assert!(text.contains(needle), "expected {needle:?} in:\n{text}");
+}
