@@ -9,7 +9,6 @@ use std::process::Command;
 use cluster::seam::{DurableFile, DurableStorage, OpenMode};
 use cluster::storage::partition_wal::{Durability, PartitionWal};
 use cluster::storage::record;
-use cluster::storage::segment::SegmentLog;
 use cluster::storage::snapshot_file::{SNAPSHOT_MAGIC, SNAPSHOT_RECORD_KIND};
 use cluster::storage::wal::Wal;
 use cluster::vsr::store::StoredRecord;
@@ -195,12 +194,9 @@ impl Sweep for AcknowledgedBeforePublication {
     );
 
     fn run(&self, storage: &SimStorage) -> Ledger {
-        use segment_append_roll::{GROUP, OPTIONS, SEGMENT_DIR, WAL_DIR, encode_message, message};
+        use segment_append_roll::{encode_message, message};
         let mut ledger = Ledger::new();
-        let Ok((mut wal, _)) = ready(PartitionWal::open(storage, WAL_DIR, GROUP)) else {
-            return ledger;
-        };
-        let Ok((mut log, _)) = ready(SegmentLog::open(storage.clone(), SEGMENT_DIR, 0, OPTIONS)) else {
+        let Some((mut wal, mut log)) = segment_append_roll::open_fresh(storage) else {
             return ledger;
         };
         for offset in 0..6 {

@@ -93,10 +93,7 @@ impl Sweep for SegmentAppendRoll {
 
     fn run(&self, storage: &SimStorage) -> Ledger {
         let mut ledger = Ledger::new();
-        let Ok((mut wal, _)) = ready(PartitionWal::open(storage, WAL_DIR, GROUP)) else {
-            return ledger;
-        };
-        let Ok((mut log, _)) = ready(SegmentLog::open(storage.clone(), SEGMENT_DIR, 0, OPTIONS)) else {
+        let Some((mut wal, mut log)) = open_fresh(storage) else {
             return ledger;
         };
         let mut offset = 0;
@@ -132,6 +129,14 @@ impl Sweep for SegmentAppendRoll {
     fn recover_and_check(&self, storage: &SimStorage, ledger: &Ledger, context: CheckContext) -> Result<u64, String> {
         recover_and_check_opening_at(storage, ledger, context, |frontier| frontier)
     }
+}
+
+/// The group's partition WAL and its segment log, opened on a fresh disk as the sweep
+/// starts (`None` when the disk refused either).
+pub fn open_fresh(storage: &SimStorage) -> Option<(PartitionWal<SimStorage>, SegmentLog<SimStorage>)> {
+    let (wal, _) = ready(PartitionWal::open(storage, WAL_DIR, GROUP)).ok()?;
+    let (log, _) = ready(SegmentLog::open(storage.clone(), SEGMENT_DIR, 0, OPTIONS)).ok()?;
+    Some((wal, log))
 }
 
 /// Boot's recovery and the sweep's check, with `open_at` choosing the offset
