@@ -121,3 +121,65 @@ mod tests {
         assert!(validate_relative_path(&"a".repeat(PATH_BYTES_MAX + 1)).is_err());
     }
 }
+
+/// Inside `impl DurableStorage` or `impl DurableFile` for a wrapper whose wrapped
+/// storage or file is the field `inner`: the listed methods, forwarded unchanged.
+/// A wrapper writes only what it changes (how files open, which reads fail, what a
+/// write also does) and names the rest:
+/// `cluster::forward_to_inner!(rename, remove, list, sync_dir);`.
+#[macro_export]
+macro_rules! forward_to_inner {
+    ($($method:ident),* $(,)?) => {
+        $($crate::forward_to_inner!(@one $method);)*
+    };
+    (@one rename) => {
+        async fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
+            $crate::seam::DurableStorage::rename(&self.inner, from, to).await
+        }
+    };
+    (@one remove) => {
+        async fn remove(&self, path: &str) -> std::io::Result<()> {
+            $crate::seam::DurableStorage::remove(&self.inner, path).await
+        }
+    };
+    (@one list) => {
+        async fn list(&self, dir: &str) -> std::io::Result<Vec<String>> {
+            $crate::seam::DurableStorage::list(&self.inner, dir).await
+        }
+    };
+    (@one sync_dir) => {
+        async fn sync_dir(&self, dir: &str) -> std::io::Result<()> {
+            $crate::seam::DurableStorage::sync_dir(&self.inner, dir).await
+        }
+    };
+    (@one read_at) => {
+        async fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+            $crate::seam::DurableFile::read_at(&self.inner, offset, buf).await
+        }
+    };
+    (@one write_at) => {
+        async fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+            $crate::seam::DurableFile::write_at(&self.inner, offset, data).await
+        }
+    };
+    (@one append) => {
+        async fn append(&self, data: &[u8]) -> std::io::Result<u64> {
+            $crate::seam::DurableFile::append(&self.inner, data).await
+        }
+    };
+    (@one len) => {
+        async fn len(&self) -> std::io::Result<u64> {
+            $crate::seam::DurableFile::len(&self.inner).await
+        }
+    };
+    (@one sync) => {
+        async fn sync(&self) -> std::io::Result<()> {
+            $crate::seam::DurableFile::sync(&self.inner).await
+        }
+    };
+    (@one truncate) => {
+        async fn truncate(&self, len: u64) -> std::io::Result<()> {
+            $crate::seam::DurableFile::truncate(&self.inner, len).await
+        }
+    };
+}

@@ -64,21 +64,7 @@ impl<S: DurableStorage> DurableStorage for RetryReads<S> {
         })
     }
 
-    async fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-        self.inner.rename(from, to).await
-    }
-
-    async fn remove(&self, path: &str) -> io::Result<()> {
-        self.inner.remove(path).await
-    }
-
-    async fn list(&self, dir: &str) -> io::Result<Vec<String>> {
-        self.inner.list(dir).await
-    }
-
-    async fn sync_dir(&self, dir: &str) -> io::Result<()> {
-        self.inner.sync_dir(dir).await
-    }
+    crate::forward_to_inner!(rename, remove, list, sync_dir);
 }
 
 /// A file of [`RetryReads`].
@@ -105,25 +91,7 @@ impl<F: DurableFile> DurableFile for RetryReadsFile<F> {
         }
     }
 
-    async fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
-        self.inner.write_at(offset, data).await
-    }
-
-    async fn append(&self, data: &[u8]) -> io::Result<u64> {
-        self.inner.append(data).await
-    }
-
-    async fn len(&self) -> io::Result<u64> {
-        self.inner.len().await
-    }
-
-    async fn sync(&self) -> io::Result<()> {
-        self.inner.sync().await
-    }
-
-    async fn truncate(&self, len: u64) -> io::Result<()> {
-        self.inner.truncate(len).await
-    }
+    crate::forward_to_inner!(write_at, append, len, sync, truncate);
 }
 
 #[cfg(test)]

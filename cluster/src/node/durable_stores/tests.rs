@@ -286,18 +286,8 @@ impl DurableStorage for Unreadable {
             armed: Rc::clone(&self.armed),
         })
     }
-    async fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
-        self.inner.rename(from, to).await
-    }
-    async fn remove(&self, path: &str) -> std::io::Result<()> {
-        self.inner.remove(path).await
-    }
-    async fn list(&self, dir: &str) -> std::io::Result<Vec<String>> {
-        self.inner.list(dir).await
-    }
-    async fn sync_dir(&self, dir: &str) -> std::io::Result<()> {
-        self.inner.sync_dir(dir).await
-    }
+
+    crate::forward_to_inner!(rename, remove, list, sync_dir);
 }
 
 impl crate::seam::DurableFile for UnreadableFile {
@@ -308,21 +298,8 @@ impl crate::seam::DurableFile for UnreadableFile {
         }
         self.inner.read_at(offset, buf).await
     }
-    async fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        self.inner.write_at(offset, data).await
-    }
-    async fn append(&self, data: &[u8]) -> std::io::Result<u64> {
-        self.inner.append(data).await
-    }
-    async fn len(&self) -> std::io::Result<u64> {
-        self.inner.len().await
-    }
-    async fn sync(&self) -> std::io::Result<()> {
-        self.inner.sync().await
-    }
-    async fn truncate(&self, len: u64) -> std::io::Result<()> {
-        self.inner.truncate(len).await
-    }
+
+    crate::forward_to_inner!(write_at, append, len, sync, truncate);
 }
 
 #[test]

@@ -170,33 +170,11 @@ impl DurableStorage for FailingSyncs {
             fail_syncs: self.fail_syncs.clone(),
         })
     }
-    async fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-        self.inner.rename(from, to).await
-    }
-    async fn remove(&self, path: &str) -> io::Result<()> {
-        self.inner.remove(path).await
-    }
-    async fn list(&self, dir: &str) -> io::Result<Vec<String>> {
-        self.inner.list(dir).await
-    }
-    async fn sync_dir(&self, dir: &str) -> io::Result<()> {
-        self.inner.sync_dir(dir).await
-    }
+
+    crate::forward_to_inner!(rename, remove, list, sync_dir);
 }
 
 impl DurableFile for FailingSyncsFile {
-    async fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.read_at(offset, buf).await
-    }
-    async fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
-        self.inner.write_at(offset, data).await
-    }
-    async fn append(&self, data: &[u8]) -> io::Result<u64> {
-        self.inner.append(data).await
-    }
-    async fn len(&self) -> io::Result<u64> {
-        self.inner.len().await
-    }
     async fn sync(&self) -> io::Result<()> {
         if self.fail_syncs.get() > 0 {
             self.fail_syncs.set(self.fail_syncs.get() - 1);
@@ -204,9 +182,8 @@ impl DurableFile for FailingSyncsFile {
         }
         self.inner.sync().await
     }
-    async fn truncate(&self, len: u64) -> io::Result<()> {
-        self.inner.truncate(len).await
-    }
+
+    crate::forward_to_inner!(read_at, write_at, append, len, truncate);
 }
 
 #[test]
