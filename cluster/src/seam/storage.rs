@@ -105,23 +105,6 @@ pub fn validate_relative_path(path: &str) -> io::Result<()> {
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn relative_paths_inside_the_root_are_accepted_and_escapes_are_not() {
-        assert!(validate_relative_path("superblock").is_ok());
-        assert!(validate_relative_path("partitions/1/2/0.log").is_ok());
-        for bad in ["", "/etc/passwd", "../x", "a/../b", "a//b", "a/", "./a", "a\0b"] {
-            let err = validate_relative_path(bad).expect_err(bad);
-            assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{bad:?}");
-            assert!(err.to_string().contains("invalid storage path"), "{err}");
-        }
-        assert!(validate_relative_path(&"a".repeat(PATH_BYTES_MAX + 1)).is_err());
-    }
-}
-
 /// Inside `impl DurableStorage` or `impl DurableFile` for a wrapper whose wrapped
 /// storage or file is the field `inner`: the listed methods, forwarded unchanged.
 /// A wrapper writes only what it changes (how files open, which reads fail, what a
@@ -182,4 +165,21 @@ macro_rules! forward_to_inner {
             $crate::seam::DurableFile::truncate(&self.inner, len).await
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_inside_the_root_are_accepted_and_escapes_are_not() {
+        assert!(validate_relative_path("superblock").is_ok());
+        assert!(validate_relative_path("partitions/1/2/0.log").is_ok());
+        for bad in ["", "/etc/passwd", "../x", "a/../b", "a//b", "a/", "./a", "a\0b"] {
+            let err = validate_relative_path(bad).expect_err(bad);
+            assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{bad:?}");
+            assert!(err.to_string().contains("invalid storage path"), "{err}");
+        }
+        assert!(validate_relative_path(&"a".repeat(PATH_BYTES_MAX + 1)).is_err());
+    }
 }
