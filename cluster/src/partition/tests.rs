@@ -428,26 +428,23 @@ fn a_stale_owner_is_fenced_and_the_current_owner_accepted() {
     assert_eq!(state.apply(&hand_to(2, 2), &at(4, 4)), PartitionReply::Ok);
 
     let stale = PartitionReply::StaleOwner { current_generation: 2 };
-    assert_eq!(
-        state.apply(&store(group(7, 1, 1), 4), &at(5, 5)),
-        stale,
-        "old owner, old generation"
-    );
-    assert_eq!(
-        state.apply(&store(group(7, 1, 2), 4), &at(5, 6)),
-        stale,
-        "not the owner"
-    );
-    assert_eq!(
-        state.apply(&store(group(7, 2, 1), 4), &at(5, 7)),
-        stale,
-        "owner, older generation"
-    );
-    assert_eq!(
-        state.apply(&store(group(7, 2, 3), 4), &at(5, 8)),
-        stale,
-        "future generation"
-    );
+    // (member, generation) of each stale write, in op order from op 5.
+    for (op, (member, generation, why)) in [
+        (1, 1, "old owner, old generation"),
+        (1, 2, "not the owner"),
+        (2, 1, "owner, older generation"),
+        (2, 3, "future generation"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let at_op = at(5, 5 + op as u64);
+        assert_eq!(
+            state.apply(&store(group(7, member, generation), 4), &at_op),
+            stale,
+            "{why}"
+        );
+    }
     let delete = PartitionOp::DeleteConsumerOffset {
         consumer: group(7, 1, 1),
     };

@@ -121,20 +121,25 @@ fn a_query_that_arrives_while_a_round_is_out_waits_for_the_next_round() {
     second.request = 1;
     second.operation = QUERY;
     primary.on_frame(ProcessId(10), &wire::seal_header(second, b""), 0);
-    primary.on_frame(ProcessId(1), &commit_ok(1, 0, 1), 0);
-    let answered: Vec<ProcessId> = primary
-        .drain_outbox()
-        .filter(|out| out.to == CLIENT || out.to == ProcessId(10))
-        .map(|out| out.to)
-        .collect();
-    assert_eq!(answered, vec![CLIENT], "round 1 answers only the query it started for");
-    primary.on_frame(ProcessId(2), &commit_ok(2, 0, 2), 0);
-    let answered: Vec<ProcessId> = primary
-        .drain_outbox()
-        .filter(|out| out.to == CLIENT || out.to == ProcessId(10))
-        .map(|out| out.to)
-        .collect();
-    assert_eq!(answered, vec![ProcessId(10)], "round 2, started after it, answers it");
+    // The clients answered once backup `from` confirms round `round`.
+    let mut answered_after = |from: u8, round: u64| -> Vec<ProcessId> {
+        primary.on_frame(ProcessId(u32::from(from)), &commit_ok(from, 0, round), 0);
+        primary
+            .drain_outbox()
+            .filter(|out| out.to == CLIENT || out.to == ProcessId(10))
+            .map(|out| out.to)
+            .collect()
+    };
+    assert_eq!(
+        answered_after(1, 1),
+        vec![CLIENT],
+        "round 1 answers only the query it started for"
+    );
+    assert_eq!(
+        answered_after(2, 2),
+        vec![ProcessId(10)],
+        "round 2, started after it, answers it"
+    );
 }
 
 #[test]

@@ -242,22 +242,20 @@ fn a_poll_reply_that_breaks_the_log_shape_does_not_decode() {
         id: 0,
         payload: vec![],
     };
-    let gap = PollReply {
-        next_offset: 10,
-        messages: vec![message(1), message(3)],
-    };
-    assert!(matches!(
-        PollReply::decode(&gap.encode()),
-        Err(DecodeError::InvalidState { .. })
-    ));
-    let beyond = PollReply {
-        next_offset: 2,
-        messages: vec![message(1), message(2)],
-    };
-    assert!(matches!(
-        PollReply::decode(&beyond.encode()),
-        Err(DecodeError::InvalidState { .. })
-    ));
+    // A gap between offsets; a message at or past the next offset.
+    for (next_offset, offsets) in [(10, [1, 3]), (2, [1, 2])] {
+        let reply = PollReply {
+            next_offset,
+            messages: offsets.into_iter().map(message).collect(),
+        };
+        assert!(
+            matches!(
+                PollReply::decode(&reply.encode()),
+                Err(DecodeError::InvalidState { .. })
+            ),
+            "{offsets:?} below {next_offset}"
+        );
+    }
     let too_many = PollReply {
         next_offset: u64::MAX,
         messages: (0..=POLL_MESSAGES_MAX as u64).map(message).collect(),
