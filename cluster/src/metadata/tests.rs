@@ -71,6 +71,15 @@ impl Replica {
         }
     }
 
+    /// A fresh replica with stream "s" holding topic "t" of `partitions` partitions (ops
+    /// 1 and 2); returns it and the stream's id.
+    fn with_topic(partitions: u32) -> (Self, u32) {
+        let mut replica = Self::new();
+        let stream_id = replica.create_stream("s");
+        replica.create_topic(stream_id, "t", partitions);
+        (replica, stream_id)
+    }
+
     fn create_topic(&mut self, stream_id: u32, name: &str, partitions: u32) -> MetadataReply {
         self.apply(MetadataOp::CreateTopic {
             stream_id,
@@ -210,9 +219,7 @@ fn delete_stream_of_a_missing_id_is_stream_not_found() {
 
 #[test]
 fn delete_stream_removes_its_topics_and_permissions_and_ids_are_not_reused() {
-    let mut replica = Replica::new();
-    let stream_id = replica.create_stream("s");
-    replica.create_topic(stream_id, "t", 4);
+    let (mut replica, stream_id) = Replica::with_topic(4);
     let user_id = replica.create_user("alice", "pw");
     let mut permissions = Permissions::default();
     permissions.streams.insert(stream_id, StreamPermissions::default());
@@ -291,9 +298,7 @@ fn update_and_delete_topic() {
 
 #[test]
 fn consumer_groups_are_named_per_topic_and_deleted_by_id() {
-    let mut replica = Replica::new();
-    let stream_id = replica.create_stream("s");
-    replica.create_topic(stream_id, "t", 2);
+    let (mut replica, stream_id) = Replica::with_topic(2);
     let create = |topic_id: u32, name: &str| MetadataOp::CreateConsumerGroup {
         stream_id,
         topic_id,
@@ -384,9 +389,7 @@ fn join_and_leave_bump_the_generation_and_refuse_duplicates_and_strangers() {
 
 #[test]
 fn membership_ops_check_stream_topic_then_group() {
-    let mut replica = Replica::new();
-    let stream_id = replica.create_stream("s");
-    replica.create_topic(stream_id, "t", 1);
+    let (mut replica, stream_id) = Replica::with_topic(1);
     let join = |stream_id: u32, topic_id: u32, group_id: u32| MetadataOp::JoinConsumerGroup {
         stream_id,
         topic_id,

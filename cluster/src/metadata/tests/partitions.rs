@@ -59,9 +59,7 @@ fn a_topic_created_at_op_x_has_partition_groups_from_x_and_its_view() {
 
 #[test]
 fn create_partitions_appends_ids_with_group_ids_from_its_own_op() {
-    let mut replica = Replica::new();
-    let stream_id = replica.create_stream("s");
-    replica.create_topic(stream_id, "t", 2);
+    let (mut replica, stream_id) = Replica::with_topic(2);
     let created_at = replica.op_number;
     replica.view = 7;
     assert_eq!(
@@ -85,9 +83,7 @@ fn create_partitions_appends_ids_with_group_ids_from_its_own_op() {
 
 #[test]
 fn create_partitions_checks_stream_topic_then_count_then_the_cluster_limit() {
-    let mut replica = Replica::new();
-    let stream_id = replica.create_stream("s");
-    replica.create_topic(stream_id, "t", PARTITIONS_PER_TOPIC_MAX - 1);
+    let (mut replica, stream_id) = Replica::with_topic(PARTITIONS_PER_TOPIC_MAX - 1);
     assert_eq!(replica.create_partitions(99, 0, 0), MetadataReply::StreamNotFound);
     assert_eq!(replica.create_partitions(stream_id, 9, 0), MetadataReply::TopicNotFound);
     assert_eq!(
@@ -133,9 +129,7 @@ fn create_partitions_checks_stream_topic_then_count_then_the_cluster_limit() {
 
 #[test]
 fn delete_partitions_removes_the_highest_and_keeps_at_least_one() {
-    let mut replica = Replica::new();
-    let stream_id = replica.create_stream("s");
-    replica.create_topic(stream_id, "t", 4);
+    let (mut replica, stream_id) = Replica::with_topic(4);
     let created_at = replica.op_number;
     assert_eq!(replica.delete_partitions(99, 0, 1), MetadataReply::StreamNotFound);
     assert_eq!(replica.delete_partitions(stream_id, 5, 1), MetadataReply::TopicNotFound);
@@ -262,9 +256,7 @@ fn partitions_iterate_in_stream_topic_and_partition_id_order() {
 
 #[test]
 fn an_op_number_too_large_for_a_group_id_creates_no_partitions() {
-    let mut replica = Replica::new();
-    let stream_id = replica.create_stream("s");
-    replica.create_topic(stream_id, "t", 1);
+    let (mut replica, stream_id) = Replica::with_topic(1);
     replica.op_number = PARTITION_GROUP_OP_LIMIT - 1;
     let before = replica.state.clone();
     assert_eq!(

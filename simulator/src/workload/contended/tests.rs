@@ -71,23 +71,22 @@ fn an_ambiguous_send_missing_from_the_final_log_with_no_purge_after_it_never_too
 
 #[test]
 fn after_a_purge_only_the_offsets_handed_out_tell_whether_an_unseen_send_took_effect() {
-    // A purge after the ambiguous send could have dropped its message.
-    let purge = |histories: &mut Histories| answered_purge(histories, 30);
-    let mut histories = Histories::default();
-    answered_send(&mut histories, &[1], 0, 10);
-    send(&mut histories, &[2], 20);
-    purge(&mut histories);
+    // An answered send, an unanswered one, then a purge that could have dropped the
+    // unanswered one's message.
+    let history = || {
+        let mut histories = Histories::default();
+        answered_send(&mut histories, &[1], 0, 10);
+        send(&mut histories, &[2], 20);
+        answered_purge(&mut histories, 30);
+        histories
+    };
     // Two offsets handed out: the unknown send took one of them.
+    let mut histories = history();
     let settled = histories.settle_sends(GROUP, &[], 2, 100).expect("consistent");
     assert_eq!((settled.took_effect, settled.never_took_effect), (0, 0));
     assert_eq!(histories.operations(), 3, "still ambiguous");
-
-    let mut histories = Histories::default();
-    answered_send(&mut histories, &[1], 0, 10);
-    send(&mut histories, &[2], 20);
-    purge(&mut histories);
     // One offset handed out, the answered send's: the unknown one never took effect.
-    let settled = histories.settle_sends(GROUP, &[], 1, 100).expect("consistent");
+    let settled = history().settle_sends(GROUP, &[], 1, 100).expect("consistent");
     assert_eq!((settled.took_effect, settled.never_took_effect), (0, 1));
 }
 

@@ -275,22 +275,20 @@ fn weights_select_actions_and_planes_name_their_tables() {
 #[test]
 fn a_plane_that_missed_its_defining_outcomes_says_which() {
     let workload = MetadataWorkload::new(14, 1);
-    assert_eq!(
-        workload.defining_outcome_missing("partition").as_deref(),
-        Some("an Appended send")
-    );
-    assert_eq!(
-        workload.defining_outcome_missing("uniform").as_deref(),
-        Some("a successful metadata create and a reply from a partition's group")
-    );
-    assert_eq!(
-        workload.defining_outcome_missing("lifecycle").as_deref(),
-        Some("a StaleOwner refusal (the owner fence) and a SetGroupOwner Ok")
-    );
-    assert_eq!(
-        workload.defining_outcome_missing("metadata").as_deref(),
-        Some("a successful metadata create")
-    );
+    for (plane, missing) in [
+        ("partition", "an Appended send"),
+        (
+            "uniform",
+            "a successful metadata create and a reply from a partition's group",
+        ),
+        (
+            "lifecycle",
+            "a StaleOwner refusal (the owner fence) and a SetGroupOwner Ok",
+        ),
+        ("metadata", "a successful metadata create"),
+    ] {
+        assert_eq!(workload.defining_outcome_missing(plane).as_deref(), Some(missing));
+    }
     assert!(workload.defining_outcome_missing("echo").is_some());
 }
 
