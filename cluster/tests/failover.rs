@@ -364,6 +364,29 @@ fn secs(since: Instant, at: Instant) -> f64 {
     at.saturating_duration_since(since).as_secs_f64()
 }
 
+/// How the cluster came back after a fault at `fault`, in seconds from it: a live
+/// primary every survivor follows, the first and last producer acknowledged again, the
+/// node restarted, every replica agreeing (and how long that took after the restart).
+fn recovery_timeline(
+    fault: Instant,
+    elected: Instant,
+    writes_again: &[Instant],
+    restarted: Instant,
+    caught_up: Instant,
+) -> String {
+    let again = writes_again.iter().map(|at| secs(fault, *at));
+    format!(
+        "every survivor normal with a live primary +{:.3} s; producers acknowledged again +{:.3}..+{:.3} s; \
+         restarted +{:.3} s; every replica agreed +{:.3} s ({:.3} s after the restart)",
+        secs(fault, elected),
+        again.clone().fold(f64::MAX, f64::min),
+        again.fold(0.0, f64::max),
+        secs(fault, restarted),
+        secs(fault, caught_up),
+        secs(restarted, caught_up),
+    )
+}
+
 /// Three nodes of two shards, a stream and a topic of `partitions` partitions, every
 /// group started, and one producer per partition running until 200 messages are
 /// acknowledged. Returns the cluster, the groups (metadata first) and the load.
@@ -403,20 +426,9 @@ fn kill_mid_load_then_restart(test: &str, victim: usize) {
     let unknown: usize = logs.iter().map(|log| log.unknown.len()).sum();
     let not_taken: usize = logs.iter().map(|log| log.not_taken.len()).sum();
     println!(
-        "{test}: killed node {victim} after {} acknowledged messages; every survivor normal with a live \
-         primary +{:.3} s; producers acknowledged again +{:.3}..+{:.3} s; restarted +{:.3} s; every replica \
-         agreed +{:.3} s ({:.3} s after the restart); {total} messages held, each acknowledged one exactly once; \
-         {unknown} reported unknown, {not_taken} never taken",
-        acked_at_kill,
-        secs(killed_at, elected_at),
-        writes_again
-            .iter()
-            .map(|at| secs(killed_at, *at))
-            .fold(f64::MAX, f64::min),
-        writes_again.iter().map(|at| secs(killed_at, *at)).fold(0.0, f64::max),
-        secs(killed_at, restarted_at),
-        secs(killed_at, caught_up_at),
-        secs(restarted_at, caught_up_at),
+        "{test}: killed node {victim} after {acked_at_kill} acknowledged messages; {}; {total} messages held, each \
+         acknowledged one exactly once; {unknown} reported unknown, {not_taken} never taken",
+        recovery_timeline(killed_at, elected_at, &writes_again, restarted_at, caught_up_at)
     );
 }
 
@@ -562,17 +574,9 @@ fn a_primary_whose_fdatasync_fails_stops_and_writes_resume_on_a_new_primary() {
     let total = check_every_acknowledged_message(&cluster, &groups[1..], &logs);
     println!(
         "fsync-eio: the primary's fdatasync failed from its call {PRIMARY_SYNCS_BEFORE_EIO} on, after {acked_at_failure} \
-         acknowledged messages; the node exited with status {EXIT_STORAGE_FAILED}; every survivor normal with a live \
-         primary +{:.3} s; producers acknowledged again +{:.3}..+{:.3} s; restarted +{:.3} s; every replica agreed \
-         +{:.3} s; {total} messages held, each acknowledged one exactly once",
-        secs(failed_at, elected_at),
-        writes_again
-            .iter()
-            .map(|at| secs(failed_at, *at))
-            .fold(f64::MAX, f64::min),
-        writes_again.iter().map(|at| secs(failed_at, *at)).fold(0.0, f64::max),
-        secs(failed_at, restarted_at),
-        secs(failed_at, caught_up_at),
+         acknowledged messages; the node exited with status {EXIT_STORAGE_FAILED}; {}; {total} messages held, each \
+         acknowledged one exactly once",
+        recovery_timeline(failed_at, elected_at, &writes_again, restarted_at, caught_up_at)
     );
 }
 

@@ -106,6 +106,23 @@ fn an_install_interrupted_before_its_commit_restores_the_old_segments_exactly() 
     assert_no_leftovers(&storage, "after rollback");
 }
 
+/// Where an uninterrupted install of the fixture runs on a disk with `options`, in
+/// trace positions: its first call, the position after its last, and its commit (the
+/// rename to `RETIRED`). The crash sweeps step through `start - 1..end`.
+fn install_positions(options: &SimStorageOptions) -> (u64, u64, u64) {
+    let storage = SimStorage::new(options.clone());
+    let (_, _, staged) = install_fixture(&storage);
+    let start = storage.operations();
+    ready(install(&storage, DIR, &staged)).expect("install");
+    let commit = storage
+        .trace()
+        .iter()
+        .find(|entry| entry.op == TraceOp::Rename && entry.path.ends_with("RETIRED"))
+        .expect("the commit rename")
+        .position;
+    (start, storage.operations(), commit)
+}
+
 #[test]
 fn an_install_crashed_at_any_step_leaves_the_old_set_or_the_new_one_never_a_mix() {
     let mut cases = 0;
@@ -115,19 +132,7 @@ fn an_install_crashed_at_any_step_leaves_the_old_set_or_the_new_one_never_a_mix(
             writeback,
             ..SimStorageOptions::default()
         };
-        let (start, end, commit) = {
-            let storage = SimStorage::new(options.clone());
-            let (_, _, staged) = install_fixture(&storage);
-            let start = storage.operations();
-            ready(install(&storage, DIR, &staged)).expect("install");
-            let commit = storage
-                .trace()
-                .iter()
-                .find(|entry| entry.op == TraceOp::Rename && entry.path.ends_with("RETIRED"))
-                .expect("the commit rename")
-                .position;
-            (start, storage.operations(), commit)
-        };
+        let (start, end, commit) = install_positions(&options);
         for halt in start - 1..end {
             for crash in CrashKind::ALL {
                 let storage = SimStorage::new(SimStorageOptions {
@@ -163,19 +168,7 @@ fn a_recovery_crashed_at_any_step_is_finished_by_the_next_boot() {
     // that follows, then one more recovery: still the old set or the new one, and the
     // outcome the install's own crash point decided whenever that point was decisive.
     let options = SimStorageOptions::default();
-    let (start, end, commit) = {
-        let storage = SimStorage::new(options.clone());
-        let (_, _, staged) = install_fixture(&storage);
-        let start = storage.operations();
-        ready(install(&storage, DIR, &staged)).expect("install");
-        let commit = storage
-            .trace()
-            .iter()
-            .find(|entry| entry.op == TraceOp::Rename && entry.path.ends_with("RETIRED"))
-            .expect("the commit rename")
-            .position;
-        (start, storage.operations(), commit)
-    };
+    let (start, end, commit) = install_positions(&options);
     // The disk as the first crash left it, with the install's sets.
     let crashed = |halt: u64, crash: CrashKind| {
         let storage = SimStorage::new(SimStorageOptions {
