@@ -106,6 +106,20 @@ fn an_install_interrupted_before_its_commit_restores_the_old_segments_exactly() 
     assert_no_leftovers(&storage, "after rollback");
 }
 
+/// After a crashed install and its recovery, the segment files are the old set when the
+/// crash point decided against the install (`Some(false)`), the new set when it decided
+/// for it (`Some(true)`), either one but never a mix when it left it open (`None`); and
+/// nothing else is left in the directory.
+fn assert_old_or_new(storage: &SimStorage, (old, new): (&Files, &Files), decided: Option<bool>, context: &str) {
+    let live = segment_files(storage);
+    match decided {
+        Some(false) => assert!(live == *old, "{context}: not the old set"),
+        Some(true) => assert!(live == *new, "{context}: not the new set"),
+        None => assert!(live == *old || live == *new, "{context}: a mix"),
+    }
+    assert_no_leftovers(storage, context);
+}
+
 /// Where an uninterrupted install of the fixture runs on a disk with `options`, in
 /// trace positions: its first call, the position after its last, and its commit (the
 /// rename to `RETIRED`). The crash sweeps step through `start - 1..end`.
@@ -146,15 +160,14 @@ fn an_install_crashed_at_any_step_leaves_the_old_set_or_the_new_one_never_a_mix(
                 let context =
                     format!("halt after {halt} (commit {commit}), {crash:?}, writeback {writeback}: {recovery:?}");
                 recovery.expect("recovery succeeds");
-                let live = segment_files(&storage);
-                if halt < commit {
-                    assert!(live == old, "{context}: not the old set");
+                let decided = if halt < commit {
+                    Some(false)
                 } else if halt > commit || crash == CrashKind::Process || installed {
-                    assert!(live == new, "{context}: not the new set");
+                    Some(true)
                 } else {
-                    assert!(live == old || live == new, "{context}: a mix");
-                }
-                assert_no_leftovers(&storage, &context);
+                    None
+                };
+                assert_old_or_new(&storage, (&old, &new), decided, &context);
                 cases += 1;
             }
         }
@@ -201,17 +214,10 @@ fn a_recovery_crashed_at_any_step_is_finished_by_the_next_boot() {
                          {recovery_halt}, {second:?}: {recovery:?}"
                     );
                     recovery.expect("the second recovery succeeds");
-                    let live = segment_files(&storage);
                     // An install halted right at its commit rename left the commit in the
                     // page cache only: a later power loss may still undo it.
-                    if halt < commit {
-                        assert!(live == old, "{context}: not the old set");
-                    } else if halt > commit {
-                        assert!(live == new, "{context}: not the new set");
-                    } else {
-                        assert!(live == old || live == new, "{context}: a mix");
-                    }
-                    assert_no_leftovers(&storage, &context);
+                    let decided = (halt != commit).then_some(halt > commit);
+                    assert_old_or_new(&storage, (&old, &new), decided, &context);
                     cases += 1;
                 }
             }
