@@ -81,24 +81,37 @@ fn create_partitions_appends_ids_with_group_ids_from_its_own_op() {
     assert_eq!(replica.state.partitions_changed_at(), y);
 }
 
+/// A partition-count op (`CreatePartitions` or `DeletePartitions`) on stream
+/// `stream_id`'s topic 0 refuses, in the state machine's order: an absent stream, an
+/// absent topic, a count of zero, `too_many` (a count past the topic's bounds, and
+/// why), and `u32::MAX` (no overflow).
+fn assert_partition_count_checked(
+    mut op: impl FnMut(u32, u32, u32) -> MetadataReply,
+    stream_id: u32,
+    (too_many, why): (u32, &str),
+) {
+    assert_eq!(op(99, 0, 1), MetadataReply::StreamNotFound);
+    assert_eq!(op(stream_id, 9, 1), MetadataReply::TopicNotFound);
+    assert_eq!(op(stream_id, 0, 0), MetadataReply::InvalidPartitionCount, "none");
+    assert_eq!(
+        op(stream_id, 0, too_many),
+        MetadataReply::InvalidPartitionCount,
+        "{why}"
+    );
+    assert_eq!(
+        op(stream_id, 0, u32::MAX),
+        MetadataReply::InvalidPartitionCount,
+        "no overflow"
+    );
+}
+
 #[test]
 fn create_partitions_checks_stream_topic_then_count_then_the_cluster_limit() {
     let (mut replica, stream_id) = Replica::with_topic(PARTITIONS_PER_TOPIC_MAX - 1);
-    assert_eq!(replica.create_partitions(99, 0, 0), MetadataReply::StreamNotFound);
-    assert_eq!(replica.create_partitions(stream_id, 9, 0), MetadataReply::TopicNotFound);
-    assert_eq!(
-        replica.create_partitions(stream_id, 0, 0),
-        MetadataReply::InvalidPartitionCount
-    );
-    assert_eq!(
-        replica.create_partitions(stream_id, 0, 2),
-        MetadataReply::InvalidPartitionCount,
-        "past PARTITIONS_PER_TOPIC_MAX"
-    );
-    assert_eq!(
-        replica.create_partitions(stream_id, 0, u32::MAX),
-        MetadataReply::InvalidPartitionCount,
-        "no overflow"
+    assert_partition_count_checked(
+        |stream, topic, count| replica.create_partitions(stream, topic, count),
+        stream_id,
+        (2, "past PARTITIONS_PER_TOPIC_MAX"),
     );
     assert_eq!(
         replica.create_partitions(stream_id, 0, 1),
@@ -131,20 +144,10 @@ fn create_partitions_checks_stream_topic_then_count_then_the_cluster_limit() {
 fn delete_partitions_removes_the_highest_and_keeps_at_least_one() {
     let (mut replica, stream_id) = Replica::with_topic(4);
     let created_at = replica.op_number;
-    assert_eq!(replica.delete_partitions(99, 0, 1), MetadataReply::StreamNotFound);
-    assert_eq!(replica.delete_partitions(stream_id, 5, 1), MetadataReply::TopicNotFound);
-    assert_eq!(
-        replica.delete_partitions(stream_id, 0, 0),
-        MetadataReply::InvalidPartitionCount
-    );
-    assert_eq!(
-        replica.delete_partitions(stream_id, 0, 4),
-        MetadataReply::InvalidPartitionCount,
-        "a topic keeps at least one partition"
-    );
-    assert_eq!(
-        replica.delete_partitions(stream_id, 0, u32::MAX),
-        MetadataReply::InvalidPartitionCount
+    assert_partition_count_checked(
+        |stream, topic, count| replica.delete_partitions(stream, topic, count),
+        stream_id,
+        (4, "a topic keeps at least one partition"),
     );
     assert_eq!(
         replica.state.partitions_changed_at(),
