@@ -14,6 +14,16 @@ fn verdicts(report: &CampaignReport) -> BTreeMap<(String, String, String, u64), 
     report.runs.iter().map(|run| (run.key(), run.verdict)).collect()
 }
 
+/// Seeds 1..40 of the metadata plane with the test-only broken check, into `out`: the
+/// campaign fails (exit 1); its output and report are returned.
+fn broken_check_campaign(out: &Path) -> (std::process::Output, CampaignReport) {
+    let mut args = common::flags("--profiles none --planes metadata --seeds 1..40 --ticks 6000 --break-check --out");
+    args.push(out.to_str().expect("utf-8"));
+    let output = campaign(&args);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    (output, CampaignReport::read(out).expect("report"))
+}
+
 const COMMON: &str = "--planes metadata --crash-prob 0.01 --restart-prob 0.05 --ticks 3000";
 
 #[test]
@@ -140,21 +150,7 @@ fn merged_shards_equal_the_unsharded_campaign() {
 #[test]
 fn a_broken_check_forms_one_group_whose_repros_fail_again() {
     let out = scratch("broken");
-    let output = campaign(&[
-        "--profiles",
-        "none",
-        "--planes",
-        "metadata",
-        "--seeds",
-        "1..40",
-        "--ticks",
-        "6000",
-        "--break-check",
-        "--out",
-        out.to_str().expect("utf-8"),
-    ]);
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
-    let report = CampaignReport::read(&out).expect("report");
+    let (output, report) = broken_check_campaign(&out);
     let groups = report.failure_groups();
     assert_eq!(
         groups.len(),
@@ -286,21 +282,7 @@ fn bad_input_is_a_clear_error_with_exit_code_2() {
 #[test]
 fn merge_with_known_signatures_fails_only_on_new_ones() {
     let (out, merged) = (scratch("known"), scratch("known-merged"));
-    let output = campaign(&[
-        "--profiles",
-        "none",
-        "--planes",
-        "metadata",
-        "--seeds",
-        "1..40",
-        "--ticks",
-        "6000",
-        "--break-check",
-        "--out",
-        out.to_str().expect("utf-8"),
-    ]);
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
-    let report = CampaignReport::read(&out).expect("report");
+    let (_, report) = broken_check_campaign(&out);
     let signature = report.failure_groups()[0].signature.clone();
     let known = out.join("known.txt");
     let merge = |known_file: &str| {
