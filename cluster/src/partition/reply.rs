@@ -61,26 +61,46 @@ pub enum PartitionReply {
     StaleGeneration,
 }
 
-/// A reply's class without its fields, for classifying against expectations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum PartitionOutcome {
-    /// See [`PartitionReply::Appended`].
-    Appended,
-    /// See [`PartitionReply::Ok`].
-    Ok,
-    /// See [`PartitionReply::SegmentsDeleted`].
-    SegmentsDeleted,
-    /// See [`PartitionReply::EmptyBatch`].
-    EmptyBatch,
-    /// See [`PartitionReply::BatchTooLarge`].
-    BatchTooLarge,
-    /// See [`PartitionReply::OffsetBeyondLog`].
-    OffsetBeyondLog,
-    /// See [`PartitionReply::StaleOwner`].
-    StaleOwner,
-    /// See [`PartitionReply::StaleGeneration`].
-    StaleGeneration,
+/// Hands `$callback` the partition plane's outcomes other than `Ok` (which both planes
+/// share), in declaration order, after whatever tokens it was given:
+/// `with_partition_outcomes!(my_macro! { prefix })` expands to
+/// `my_macro! { prefix [Appended, ..., StaleGeneration] }`. The one list both
+/// [`PartitionOutcome`] and a workload's outcome classes are made from.
+#[macro_export]
+macro_rules! with_partition_outcomes {
+    ($callback:ident ! { $($prefix:tt)* }) => {
+        $callback! { $($prefix)* [
+            Appended,
+            SegmentsDeleted,
+            EmptyBatch,
+            BatchTooLarge,
+            OffsetBeyondLog,
+            StaleOwner,
+            StaleGeneration
+        ] }
+    };
 }
+
+/// [`PartitionOutcome`] from the list of [`with_partition_outcomes!`]: `Ok` second, as
+/// it always was (the derived order is the enum's).
+macro_rules! partition_outcome_enum {
+    ([$first:ident, $($rest:ident),*]) => {
+        /// A reply's class without its fields, for classifying against expectations.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+        pub enum PartitionOutcome {
+            #[doc = concat!("See [`PartitionReply::", stringify!($first), "`].")]
+            $first,
+            /// See [`PartitionReply::Ok`].
+            Ok,
+            $(
+                #[doc = concat!("See [`PartitionReply::", stringify!($rest), "`].")]
+                $rest,
+            )*
+        }
+    };
+}
+
+with_partition_outcomes!(partition_outcome_enum! {});
 
 impl PartitionOutcome {
     /// Whether the op took effect.

@@ -17,10 +17,11 @@ use std::fmt;
 use cluster::metadata;
 use cluster::partition::PartitionOutcome;
 
-/// `Outcome`, its `ALL` and its `From<metadata::Outcome>`, from the metadata plane's
-/// error list (`cluster::with_metadata_errors!`) and the classes only the workload has.
+/// `Outcome`, its `ALL` and its `From` the metadata and partition outcomes, from the
+/// metadata plane's error list (`cluster::with_metadata_errors!`), the partition plane's
+/// outcomes (`cluster::with_partition_outcomes!`) and the classes only the workload has.
 macro_rules! outcome_classes {
-    ($( $(#[$doc:meta])* $other:ident, )* [$($error:ident),*]) => {
+    (partition [$($partition:ident),*] $( $(#[$doc:meta])* $other:ident, )* [$($error:ident),*]) => {
         /// The class of one reply. Declaration order is the bit order of [`OutcomeSet`]
         /// and the order reports list outcomes in; append new variants at the end.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -32,13 +33,20 @@ macro_rules! outcome_classes {
                 #[doc = concat!("Metadata: [`metadata::Outcome::", stringify!($error), "`].")]
                 $error,
             )*
+            $(
+                #[doc = concat!("Partition: [`PartitionOutcome::", stringify!($partition), "`].")]
+                $partition,
+            )*
             $( $(#[$doc])* $other, )*
         }
 
         impl Outcome {
             /// Every outcome, in declaration order.
-            pub const ALL: [Outcome; 1 + [$(stringify!($error)),*].len() + [$(stringify!($other)),*].len()] =
-                [Outcome::Ok, $(Outcome::$error,)* $(Outcome::$other,)*];
+            pub const ALL: [Outcome; 1
+                + [$(stringify!($error)),*].len()
+                + [$(stringify!($partition)),*].len()
+                + [$(stringify!($other)),*].len()] =
+                [Outcome::Ok, $(Outcome::$error,)* $(Outcome::$partition,)* $(Outcome::$other,)*];
 
             /// Its bit in an [`OutcomeSet`].
             fn bit(self) -> u64 {
@@ -58,24 +66,29 @@ macro_rules! outcome_classes {
                 }
             }
         }
+
+        impl From<PartitionOutcome> for Outcome {
+            fn from(outcome: PartitionOutcome) -> Self {
+                match outcome {
+                    PartitionOutcome::Ok => Outcome::Ok,
+                    $(PartitionOutcome::$partition => Outcome::$partition,)*
+                }
+            }
+        }
     };
 }
 
-cluster::with_metadata_errors!(outcome_classes! {
-    /// Partition: a batch was appended.
-    Appended,
-    /// Partition: `DeleteSegments` answered how many segments it dropped.
-    SegmentsDeleted,
-    /// Partition: a batch with no messages.
-    EmptyBatch,
-    /// Partition: a batch over its bounds.
-    BatchTooLarge,
-    /// Partition: a stored offset beyond the log.
-    OffsetBeyondLog,
-    /// Partition: a group offset write from a member that is not the owner (the fence).
-    StaleOwner,
-    /// Partition: `SetGroupOwner` at a generation not above the current one.
-    StaleGeneration,
+/// [`outcome_classes!`] with the partition plane's list first, then the metadata
+/// plane's (each list comes from the cluster crate's own enum).
+macro_rules! outcome_classes_of_both_planes {
+    ($( $(#[$doc:meta])* $other:ident, )* [$($partition:ident),*]) => {
+        cluster::with_metadata_errors!(outcome_classes! {
+            partition [$($partition),*] $( $(#[$doc])* $other, )*
+        });
+    };
+}
+
+cluster::with_partition_outcomes!(outcome_classes_of_both_planes! {
     /// Poll: at least one message came back.
     Polled,
     /// Poll: no message came back.
@@ -92,21 +105,6 @@ cluster::with_metadata_errors!(outcome_classes! {
 
 // Every outcome has a bit in the set's u64.
 const _: () = assert!(Outcome::ALL.len() <= u64::BITS as usize);
-
-impl From<PartitionOutcome> for Outcome {
-    fn from(outcome: PartitionOutcome) -> Self {
-        match outcome {
-            PartitionOutcome::Appended => Outcome::Appended,
-            PartitionOutcome::Ok => Outcome::Ok,
-            PartitionOutcome::SegmentsDeleted => Outcome::SegmentsDeleted,
-            PartitionOutcome::EmptyBatch => Outcome::EmptyBatch,
-            PartitionOutcome::BatchTooLarge => Outcome::BatchTooLarge,
-            PartitionOutcome::OffsetBeyondLog => Outcome::OffsetBeyondLog,
-            PartitionOutcome::StaleOwner => Outcome::StaleOwner,
-            PartitionOutcome::StaleGeneration => Outcome::StaleGeneration,
-        }
-    }
-}
 
 /// The outcomes a prediction allows: one where the shadow is exact, several where
 /// another client may change the answer (see the module docs). Never empty when made
