@@ -77,6 +77,15 @@ fn log_in<P: StoreProvider>(shard: &Rc<RefCell<Shard<P>>>) -> (u64, u128) {
     (session, secret)
 }
 
+/// A node of `shards` shards on `stores`, its shard 0, and client 0x5EED logged in as
+/// root on it (request 1).
+fn logged_in_node(shards: u8, stores: MemoryStores) -> (Node<MemoryStores>, Rc<RefCell<Shard<MemoryStores>>>) {
+    let node = Node::open(&config(shards), stores, 0);
+    let shard0 = node.shards()[0].clone();
+    log_in(&shard0);
+    (node, shard0)
+}
+
 fn bind_frame(request_number: u64, session: u64, secret: u128) -> Vec<u8> {
     let body = crate::metadata::BindSession { session, secret }.encode();
     request(
@@ -138,9 +147,7 @@ fn the_metadata_group_lives_on_shard_0_and_partitions_spread_over_every_shard() 
 
 #[test]
 fn a_committed_create_topic_opens_one_group_per_partition_on_its_owner_shard() {
-    let node = Node::open(&config(3), MemoryStores::new(), 0);
-    let shard0 = node.shards()[0].clone();
-    log_in(&shard0);
+    let (node, shard0) = logged_in_node(3, MemoryStores::new());
     for number in 1..=2 {
         shard0
             .borrow_mut()
@@ -216,9 +223,7 @@ fn a_frame_on_the_wrong_shard_takes_one_router_hop_and_unknown_groups_are_counte
 /// A one-shard node on `stores`, logged in, with two topics of two partitions each
 /// (requests 2 and 3).
 fn node_with_two_topics(stores: &MemoryStores) -> (Node<MemoryStores>, Rc<RefCell<Shard<MemoryStores>>>) {
-    let node = Node::open(&config(1), stores.clone(), 0);
-    let shard = node.shards()[0].clone();
-    log_in(&shard);
+    let (node, shard) = logged_in_node(1, stores.clone());
     for number in 1..=2 {
         shard.borrow_mut().on_frame(ProcessId(9), create_topic(number, 2), 0);
     }
@@ -370,9 +375,7 @@ fn send_metadata<P: StoreProvider>(
 /// A one-shard node with client 0x5EED logged in as root and a topic of one partition;
 /// returns the partition's group.
 fn node_with_a_partition() -> (Node<MemoryStores>, Rc<RefCell<Shard<MemoryStores>>>, u64) {
-    let node = Node::open(&config(1), MemoryStores::new(), 0);
-    let shard = node.shards()[0].clone();
-    log_in(&shard);
+    let (node, shard) = logged_in_node(1, MemoryStores::new());
     for number in 1..=2 {
         shard
             .borrow_mut()
