@@ -77,6 +77,32 @@ fn log_in<P: StoreProvider>(shard: &Rc<RefCell<Shard<P>>>) -> (u64, u128) {
     (session, secret)
 }
 
+/// Hand `frame` from `from` to the shard (at 3,000 us) and take what it sent.
+fn answers<P: StoreProvider>(
+    shard: &Rc<RefCell<Shard<P>>>,
+    from: ProcessId,
+    frame: Vec<u8>,
+) -> Vec<crate::vsr::replica::Outgoing> {
+    shard.borrow_mut().on_frame(from, frame, 3_000);
+    shard.borrow_mut().drain().0
+}
+
+/// Send one message to `group` as request `request_number` from `from`: the shard
+/// replies that it was prepared and committed as the group's op 1 (`why` says what
+/// the test expects to have allowed it).
+#[track_caller]
+fn assert_first_send_committed<P: StoreProvider>(
+    shard: &Rc<RefCell<Shard<P>>>,
+    from: ProcessId,
+    group: u64,
+    request_number: u64,
+    why: &str,
+) {
+    let outgoing = answers(shard, from, send_one(group, request_number));
+    let (reply, _) = wire::open(&outgoing[0].frame).expect("a sealed frame");
+    assert_eq!((reply.command, reply.op), (Command::Reply, 1), "{why}");
+}
+
 /// A node of `shards` shards on `stores`, its shard 0, and client 0x5EED logged in as
 /// root on it (request 1).
 fn logged_in_node(shards: u8, stores: MemoryStores) -> (Node<MemoryStores>, Rc<RefCell<Shard<MemoryStores>>>) {
@@ -407,30 +433,19 @@ fn send_one(group: u64, request_number: u64) -> Vec<u8> {
 fn a_request_from_an_unbound_sender_is_refused_unbound_and_served_once_it_binds() {
     let (_node, shard, group) = node_with_a_partition();
     // Same client id, another sender (a reconnect): not bound here.
-    shard.borrow_mut().on_frame(ProcessId(10), send_one(group, 4), 3_000);
-    let (outgoing, _) = shard.borrow_mut().drain();
+    let outgoing = answers(&shard, ProcessId(10), send_one(group, 4));
     assert_eq!(refusal(&outgoing), Some(crate::vsr::ClientError::Unbound));
     assert_eq!(shard.borrow().partitions()[&group].head(), 0, "nothing prepared");
     assert_eq!(shard.borrow().stats().requests_unbound, 1);
     // It binds the session it logged in with, then resends: served.
     let session = client_session(&shard);
     let session = session.expect("the login opened a session");
-    shard
-        .borrow_mut()
-        .on_frame(ProcessId(10), bind_frame(4, session.id, session.secret), 3_000);
-    let (outgoing, _) = shard.borrow_mut().drain();
+    let outgoing = answers(&shard, ProcessId(10), bind_frame(4, session.id, session.secret));
     assert_eq!(
         bind_answer(&outgoing),
         crate::metadata::MetadataReply::SessionBound { user_id: 0 }
     );
-    shard.borrow_mut().on_frame(ProcessId(10), send_one(group, 4), 3_000);
-    let (outgoing, _) = shard.borrow_mut().drain();
-    let (reply, _) = wire::open(&outgoing[0].frame).expect("a sealed frame");
-    assert_eq!(
-        (reply.command, reply.op),
-        (Command::Reply, 1),
-        "prepared and committed as op 1"
-    );
+    assert_first_send_committed(&shard, ProcessId(10), group, 4, "prepared and committed as op 1");
 }
 
 #[test]
@@ -439,15 +454,11 @@ fn a_bind_with_a_wrong_secret_or_session_is_refused_and_a_corrupted_one_is_dropp
     let session = client_session(&shard);
     let session = session.expect("the login opened a session");
     for (id, secret) in [(session.id, session.secret ^ 1), (session.id + 1, session.secret)] {
-        shard
-            .borrow_mut()
-            .on_frame(ProcessId(10), bind_frame(4, id, secret), 3_000);
-        let (outgoing, _) = shard.borrow_mut().drain();
+        let outgoing = answers(&shard, ProcessId(10), bind_frame(4, id, secret));
         assert_eq!(bind_answer(&outgoing), crate::metadata::MetadataReply::SessionRefused);
     }
     assert_eq!(shard.borrow().stats().binds_refused, 2);
-    shard.borrow_mut().on_frame(ProcessId(10), send_one(group, 4), 3_000);
-    let (outgoing, _) = shard.borrow_mut().drain();
+    let outgoing = answers(&shard, ProcessId(10), send_one(group, 4));
     assert_eq!(refusal(&outgoing), Some(crate::vsr::ClientError::Unbound));
     // A malformed bind body is dropped and counted, never a panic.
     let rejected = shard.borrow().stats().frames_rejected;
@@ -494,8 +505,7 @@ fn a_partition_request_without_its_permission_is_denied_before_anything_is_prepa
     assert_eq!(session.user_id, 1);
     SESSION.with(|current| current.set(session.id));
     // The login's reply bound its sender to the new session on this node: no rebind.
-    shard.borrow_mut().on_frame(ProcessId(9), send_one(group, 6), 3_000);
-    let (outgoing, _) = shard.borrow_mut().drain();
+    let outgoing = answers(&shard, ProcessId(9), send_one(group, 6));
     assert_eq!(refusal(&outgoing), Some(crate::vsr::ClientError::PermissionDenied));
     assert_eq!(shard.borrow().partitions()[&group].head(), 0, "nothing prepared");
     assert_eq!(shard.borrow().stats().requests_denied, 1);
@@ -562,17 +572,9 @@ fn a_request_replayed_from_an_older_session_does_not_act_as_the_newer_one() {
     // The login's reply bound the sender to the new session; a frame naming the old
     // one is not admitted.
     SESSION.with(|current| current.set(old));
-    shard.borrow_mut().on_frame(ProcessId(9), send_one(group, 5), 3_000);
-    let (outgoing, _) = shard.borrow_mut().drain();
+    let outgoing = answers(&shard, ProcessId(9), send_one(group, 5));
     assert_eq!(refusal(&outgoing), Some(crate::vsr::ClientError::Unbound));
     assert_eq!(shard.borrow().partitions()[&group].head(), 0, "nothing prepared");
     SESSION.with(|current| current.set(new));
-    shard.borrow_mut().on_frame(ProcessId(9), send_one(group, 5), 3_000);
-    let (outgoing, _) = shard.borrow_mut().drain();
-    let (reply, _) = wire::open(&outgoing[0].frame).expect("a sealed frame");
-    assert_eq!(
-        (reply.command, reply.op),
-        (Command::Reply, 1),
-        "sent in the current session: appended"
-    );
+    assert_first_send_committed(&shard, ProcessId(9), group, 5, "sent in the current session: appended");
 }
