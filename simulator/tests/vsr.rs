@@ -70,6 +70,24 @@ fn harness(
     (harness, driver)
 }
 
+/// Writes went on after a fault of the view-0 primary (`why` says which): more than 50
+/// answers since `before`, and every live replica in a later view.
+#[track_caller]
+fn assert_writes_went_on_in_a_new_view(harness: &Harness, driver: &Rc<RefCell<UniqueStreams>>, before: u64, why: &str) {
+    let after = driver.borrow().ok;
+    assert!(after > before + 50, "writes stalled {why}: {before} -> {after}");
+    for (index, replica) in harness.live_replicas() {
+        assert!(replica.borrow().view() >= 1, "replica {index} still in view 0");
+    }
+}
+
+/// Every answer the client got was one it could expect.
+#[track_caller]
+fn assert_nothing_unexpected(driver: &Rc<RefCell<UniqueStreams>>) {
+    let unexpected = &driver.borrow().unexpected;
+    assert!(unexpected.is_empty(), "{unexpected:?}");
+}
+
 /// Stop the client, let commit broadcasts reach every backup, then compare the state
 /// of every live replica; returns how many were compared.
 fn digests_agree(harness: &mut Harness, driver: &Rc<RefCell<UniqueStreams>>) -> usize {
@@ -113,21 +131,11 @@ fn primary_crash_leads_to_a_view_change_and_writes_continue() {
     let before = driver.borrow().ok;
     harness.crash_now(0);
     common::step(&mut harness, 2_500);
-    let after = driver.borrow().ok;
-    assert!(
-        after > before + 50,
-        "writes stalled after the primary crashed: {before} -> {after}"
-    );
-    for (index, replica) in harness.live_replicas() {
-        let replica = replica.borrow();
-        assert!(replica.view() >= 1, "replica {index} still in view 0");
-        assert_eq!(replica.status(), Status::Normal);
+    assert_writes_went_on_in_a_new_view(&harness, &driver, before, "after the primary crashed");
+    for (_, replica) in harness.live_replicas() {
+        assert_eq!(replica.borrow().status(), Status::Normal);
     }
-    assert!(
-        driver.borrow().unexpected.is_empty(),
-        "{:?}",
-        driver.borrow().unexpected
-    );
+    assert_nothing_unexpected(&driver);
     assert_eq!(digests_agree(&mut harness, &driver), 2);
 }
 
@@ -194,15 +202,12 @@ fn a_primary_whose_disk_fails_for_good_stops_and_the_others_elect_a_new_one() {
         stats.supervisor_restarts >= 1,
         "the supervisor never restarted it: {stats:?}"
     );
-    let after = driver.borrow().ok;
-    assert!(
-        after > before + 50,
-        "writes stalled behind a primary whose disk failed: {before} -> {after}"
-    );
+    assert_writes_went_on_in_a_new_view(&harness, &driver, before, "behind a primary whose disk failed");
     for (index, replica) in harness.live_replicas() {
-        let replica = replica.borrow();
-        assert!(replica.view() >= 1, "replica {index} still in view 0");
-        assert!(replica.storage_failure().is_none(), "replica {index} is still stopped");
+        assert!(
+            replica.borrow().storage_failure().is_none(),
+            "replica {index} is still stopped"
+        );
     }
     // A disk that keeps failing keeps its node down: it boots, finds its store broken,
     // stops again. Replace the disk: the node rejoins and catches up.
@@ -214,11 +219,7 @@ fn a_primary_whose_disk_fails_for_good_stops_and_the_others_elect_a_new_one() {
     assert_eq!(replica.status(), Status::Normal);
     drop(replica);
     drop(live);
-    assert!(
-        driver.borrow().unexpected.is_empty(),
-        "{:?}",
-        driver.borrow().unexpected
-    );
+    assert_nothing_unexpected(&driver);
     assert_eq!(digests_agree(&mut harness, &driver), 3);
 }
 
