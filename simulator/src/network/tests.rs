@@ -341,21 +341,16 @@ fn partition_lifecycle(mode: PartitionMode, symmetry: PartitionSymmetry) {
 }
 
 #[test]
-fn partition_lifecycle_uniform_size() {
-    partition_lifecycle(PartitionMode::UniformSize, PartitionSymmetry::Symmetric);
-    partition_lifecycle(PartitionMode::UniformSize, PartitionSymmetry::Asymmetric);
-}
-
-#[test]
-fn partition_lifecycle_uniform_partition() {
-    partition_lifecycle(PartitionMode::UniformPartition, PartitionSymmetry::Symmetric);
-    partition_lifecycle(PartitionMode::UniformPartition, PartitionSymmetry::Asymmetric);
-}
-
-#[test]
-fn partition_lifecycle_isolate_single() {
-    partition_lifecycle(PartitionMode::IsolateSingle, PartitionSymmetry::Symmetric);
-    partition_lifecycle(PartitionMode::IsolateSingle, PartitionSymmetry::Asymmetric);
+fn partitions_start_heal_and_honour_their_windows_in_every_mode_and_symmetry() {
+    for mode in [
+        PartitionMode::UniformSize,
+        PartitionMode::UniformPartition,
+        PartitionMode::IsolateSingle,
+    ] {
+        for symmetry in [PartitionSymmetry::Symmetric, PartitionSymmetry::Asymmetric] {
+            partition_lifecycle(mode, symmetry);
+        }
+    }
 }
 
 #[test]
