@@ -62,6 +62,16 @@ fn traffic(config: NetworkConfig, replicas: usize, clients: usize, seed: u64, ti
     (log, sim.stats().clone())
 }
 
+/// Advance `sim` `ticks` ticks, collecting every packet that comes due.
+fn run_for(sim: &mut PacketSimulator<Vec<u8>>, ticks: u64) -> Vec<Delivered<Vec<u8>>> {
+    let mut out = Vec::new();
+    for _ in 0..ticks {
+        sim.advance();
+        sim.deliver_due(&mut out);
+    }
+    out
+}
+
 #[test]
 fn same_seed_gives_identical_deliveries_and_stats() {
     let (log_a, stats_a) = traffic(faulty(), 3, 2, 42, 3_000);
@@ -192,11 +202,7 @@ fn full_link_evicts_a_random_packet_to_make_room() {
     }
     assert_eq!(sim.queued(), 64);
     assert_eq!(sim.stats().evicted, 36);
-    let mut out = Vec::new();
-    for _ in 0..1_000 {
-        sim.advance();
-        sim.deliver_due(&mut out);
-    }
+    let out = run_for(&mut sim, 1_000);
     assert_eq!(out.len(), 64);
     assert_eq!(sim.queued(), 0);
     // Eviction is random, not oldest-first or newest-first.
@@ -413,11 +419,7 @@ fn link_filter_drops_blocked_commands_and_passes_others() {
         sim.submit(0, 1, payload(8, id));
         sim.submit(1, 0, payload(7, id));
     }
-    let mut out = Vec::new();
-    for _ in 0..200 {
-        sim.advance();
-        sim.deliver_due(&mut out);
-    }
+    let out = run_for(&mut sim, 200);
     assert_eq!(sim.stats().dropped_filtered, 30);
     assert_eq!(out.len(), 60);
     assert!(out.iter().all(|d| d.payload[0] == 8 || (d.from, d.to) == (1, 0)));
@@ -443,23 +445,15 @@ fn crash_drops_queued_and_new_packets_and_restart_reenables() {
     sim.submit(0, 2, payload(1, 99));
     sim.submit(2, 1, payload(1, 99));
     assert_eq!(sim.stats().dropped_crashed, 12);
-    let mut out = Vec::new();
-    for _ in 0..100 {
-        sim.advance();
-        sim.deliver_due(&mut out);
-    }
+    let out = run_for(&mut sim, 100);
     assert_eq!(out.len(), 5);
     assert!(out.iter().all(|d| (d.from, d.to) == (2, 0)));
 
-    out.clear();
     sim.restart(2);
     assert!(sim.is_up(2));
     sim.submit(0, 2, payload(1, 100));
     sim.submit(2, 1, payload(1, 101));
-    for _ in 0..100 {
-        sim.advance();
-        sim.deliver_due(&mut out);
-    }
+    let out = run_for(&mut sim, 100);
     assert_eq!(out.len(), 2);
     assert!(sim.stats().accounted(sim.queued()));
 }
@@ -478,11 +472,7 @@ fn a_standing_partition_survives_crash_and_restart() {
     assert!(!sim.path_cut(0, 1) && !sim.path_cut(3, 2) && !sim.path_cut(2, 3));
     sim.submit(0, 2, payload(1, 0));
     sim.submit(3, 2, payload(1, 1));
-    let mut out = Vec::new();
-    for _ in 0..100 {
-        sim.advance();
-        sim.deliver_due(&mut out);
-    }
+    let out = run_for(&mut sim, 100);
     assert_eq!(out.len(), 1);
     assert_eq!((out[0].from, out[0].to), (3, 2));
     assert_eq!(sim.stats().dropped_partitioned, 1);
@@ -498,11 +488,7 @@ fn delivered_by_command_counts_each_command() {
         sim.submit(0, 1, payload((id % 3) as u8 * 100, id));
     }
     sim.submit(1, 0, Vec::new());
-    let mut out = Vec::new();
-    for _ in 0..100 {
-        sim.advance();
-        sim.deliver_due(&mut out);
-    }
+    run_for(&mut sim, 100);
     let by_command = &sim.stats().delivered_by_command;
     assert_eq!((by_command[0], by_command[100], by_command[200]), (11, 10, 10));
     assert_eq!(by_command.iter().sum::<u64>(), sim.stats().delivered);
