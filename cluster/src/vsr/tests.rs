@@ -33,6 +33,13 @@ impl StateMachine for Counter {
     }
 }
 
+/// Three fresh replicas of the counter on in-memory stores, indexes 0 to 2.
+fn three_counters() -> Vec<Replica<Counter, MemoryStore>> {
+    (0..3u8)
+        .map(|index| Replica::open(config(index), Counter(0), MemoryStore::new(), 0).expect("open"))
+        .collect()
+}
+
 pub(super) fn config(replica: u8) -> ReplicaConfig {
     ReplicaConfig {
         cluster: 7,
@@ -568,9 +575,7 @@ fn a_backup_repairs_from_another_peer_when_its_primary_never_answers() {
     // backup asked only its primary for the ops it lacked, every 100 ticks, for as long
     // as that one link lost the answers, while the other backup held every op.
     use crate::wire::Command;
-    let mut replicas: Vec<_> = (0..3u8)
-        .map(|index| Replica::open(config(index), Counter(0), MemoryStore::new(), 0).expect("open"))
-        .collect();
+    let mut replicas = three_counters();
     replicas[0].on_frame(crate::seam::ProcessId(9), &client_request(1), 0);
     // Op 1 commits on replicas 0 and 1; replica 2 sees none of it.
     exchange_cutting(&mut replicas, &[0, 1, 2], 0..100, |from, to, _| from == 2 || to == 2);
@@ -635,9 +640,7 @@ fn the_primary_resends_only_the_front_of_its_pipeline() {
     // front as readily as the back, and a view's 42 inherited ops took over 20,000
     // ticks to commit.
     use crate::wire::Command;
-    let mut replicas: Vec<_> = (0..3u8)
-        .map(|index| Replica::open(config(index), Counter(0), MemoryStore::new(), 0).expect("open"))
-        .collect();
+    let mut replicas = three_counters();
     let tick = pipeline_of_eight_unacknowledged(&mut replicas);
     let mut resent = std::collections::BTreeSet::new();
     for tick in tick..tick + 1_000 {
@@ -666,9 +669,7 @@ fn a_backup_acknowledges_the_pipeline_front_again_when_the_commit_point_stalls()
     // sees the commit point stand still between two of them acknowledges the front
     // again at once.
     use crate::wire::Command;
-    let mut replicas: Vec<_> = (0..3u8)
-        .map(|index| Replica::open(config(index), Counter(0), MemoryStore::new(), 0).expect("open"))
-        .collect();
+    let mut replicas = three_counters();
     let tick = pipeline_of_eight_unacknowledged(&mut replicas);
     // Every resent prepare is lost from now on; only broadcasts and acks get through.
     exchange_cutting(&mut replicas, &[0, 1, 2], tick..tick + 400, |_, _, command| {
@@ -769,9 +770,7 @@ fn an_applied_ops_frame_leaves_memory_for_the_store_and_is_served_from_it() {
         "each served frame is its op's prepare"
     );
     // A store sharing the journal's frames (the in-memory one) keeps them in memory.
-    let mut shared: Vec<_> = (0..3u8)
-        .map(|index| Replica::open(config(index), Counter(0), MemoryStore::new(), 0).expect("open"))
-        .collect();
+    let mut shared = three_counters();
     for request in 1..=ops {
         shared[0].on_frame(crate::seam::ProcessId(9), &client_request(request), 0);
         exchange_cutting(&mut shared, &[0, 1, 2], request..request + 1, |_, _, _| false);
@@ -798,9 +797,7 @@ enum Ticking {
 /// called), and each replica's view and commit point at the end.
 fn scripted_group_run(ticking: Ticking) -> (Vec<Vec<u8>>, u64, Vec<(u64, u64)>) {
     use crate::wire::Command;
-    let mut replicas: Vec<_> = (0..3u8)
-        .map(|index| Replica::open(config(index), Counter(0), MemoryStore::new(), 0).expect("open"))
-        .collect();
+    let mut replicas = three_counters();
     let (mut sent, mut skipped) = (Vec::new(), 0);
     let mut last_now = 0;
     for tick in 0..4_000u64 {
