@@ -33,11 +33,14 @@ impl StateMachine for Counter {
     }
 }
 
+/// A fresh replica `index` of the counter on an in-memory store.
+fn counter(index: u8) -> Replica<Counter, MemoryStore> {
+    Replica::open(config(index), Counter(0), MemoryStore::new(), 0).expect("open")
+}
+
 /// Three fresh replicas of the counter on in-memory stores, indexes 0 to 2.
 fn three_counters() -> Vec<Replica<Counter, MemoryStore>> {
-    (0..3u8)
-        .map(|index| Replica::open(config(index), Counter(0), MemoryStore::new(), 0).expect("open"))
-        .collect()
+    (0..3u8).map(counter).collect()
 }
 
 pub(super) fn config(replica: u8) -> ReplicaConfig {
@@ -132,7 +135,7 @@ fn a_fresh_group_starts_in_its_initial_view_with_that_views_primary() {
 
 #[test]
 fn a_primary_that_loses_its_view_tells_clients_their_prepared_requests_are_not_committed() {
-    let mut primary = Replica::open(config(0), Counter(0), MemoryStore::new(), 0).expect("open");
+    let mut primary = counter(0);
     let client = crate::seam::ProcessId(9);
     primary.on_frame(client, &client_request(1), 0);
     assert_eq!(primary.head(), 1, "prepared, waiting for a quorum");
@@ -153,7 +156,7 @@ fn a_primary_that_loses_its_view_tells_clients_their_prepared_requests_are_not_c
 
 #[test]
 fn a_backup_refuses_requests_as_not_accepted() {
-    let mut backup = Replica::open(config(1), Counter(0), MemoryStore::new(), 0).expect("open");
+    let mut backup = counter(1);
     let client = crate::seam::ProcessId(9);
     backup.on_frame(client, &client_request(1), 0);
     let out: Vec<Outgoing> = backup.drain_outbox().collect();
@@ -171,7 +174,7 @@ fn a_primary_that_never_saw_a_clients_request_does_not_answer_it_when_leaving_it
     // entry applied from a prepare (no address known) held a placeholder address, and
     // the primary answered the client there, outside the world. The table now holds
     // no address at all for such a client.
-    let mut replica = Replica::open(config(0), Counter(0), MemoryStore::new(), 0).expect("open");
+    let mut replica = counter(0);
     replica.on_frame(crate::seam::ProcessId(9), &client_request(2), 0);
     assert_eq!(replica.pipeline.len(), 1);
     // As if the op had been inherited from a view change: no address for the client,
@@ -192,8 +195,8 @@ fn a_primary_that_never_saw_a_clients_request_does_not_answer_it_when_leaving_it
 fn repair_asks_first_for_the_gap_that_blocks_applying_when_it_connects() {
     // Found by `--plane metadata --faults swarm ... --seed 58`: top-down repair kept
     // chasing new gaps at the top and never asked for op 18 again.
-    let mut backup = Replica::open(config(1), Counter(0), MemoryStore::new(), 0).expect("open");
-    let mut primary = Replica::open(config(0), Counter(0), MemoryStore::new(), 0).expect("open");
+    let mut backup = counter(1);
+    let mut primary = counter(0);
     for request in 1..=6 {
         primary.on_frame(crate::seam::ProcessId(9), &client_request(request), 0);
     }
@@ -218,8 +221,8 @@ fn repair_asks_first_for_the_gap_that_blocks_applying_when_it_connects() {
 
 #[test]
 fn repair_takes_the_top_of_the_lowest_run_when_it_exceeds_the_window() {
-    let mut backup = Replica::open(config(1), Counter(0), MemoryStore::new(), 0).expect("open");
-    let mut primary = Replica::open(config(0), Counter(0), MemoryStore::new(), 0).expect("open");
+    let mut backup = counter(1);
+    let mut primary = counter(0);
     for request in 1..=8 {
         primary.on_frame(crate::seam::ProcessId(9), &client_request(request), 0);
     }
@@ -250,7 +253,7 @@ fn a_complete_log_carries_the_unapplied_ops_it_lacks_so_a_view_can_end_below_a_l
     // first op it has not applied, and says what it lacks, so the merge ends the view
     // below the lost op.
     let primary = primary_with_ops(2);
-    let mut backup = Replica::open(config(1), Counter(0), MemoryStore::new(), 0).expect("open");
+    let mut backup = counter(1);
     backup.on_frame(crate::seam::ProcessId(0), &prepare_frame(&primary, 2), 0);
     backup.commit_max = 2;
     assert_eq!((backup.commit_min, backup.log_incomplete), (0, false));
@@ -264,7 +267,7 @@ fn a_complete_log_carries_the_unapplied_ops_it_lacks_so_a_view_can_end_below_a_l
     );
     // A log that applied everything it knows committed carries from its commit point,
     // whose header anchors the merge.
-    let mut caught_up = Replica::open(config(2), Counter(0), MemoryStore::new(), 0).expect("open");
+    let mut caught_up = counter(2);
     for op in 1..=2 {
         caught_up.on_frame(crate::seam::ProcessId(0), &prepare_frame(&primary, op), 0);
     }
@@ -283,7 +286,7 @@ fn a_complete_log_carries_the_unapplied_ops_it_lacks_so_a_view_can_end_below_a_l
 
 /// A primary with `ops` prepared ops, and a function returning op `op`'s prepare frame.
 fn primary_with_ops(ops: u64) -> Replica<Counter, MemoryStore> {
-    let mut primary = Replica::open(config(0), Counter(0), MemoryStore::new(), 0).expect("open");
+    let mut primary = counter(0);
     for request in 1..=ops {
         primary.on_frame(crate::seam::ProcessId(9), &client_request(request), 0);
     }
@@ -314,7 +317,7 @@ fn a_repair_round_nobody_answered_keeps_its_window_and_one_answered_below_its_to
     // Halving on every silent round shrank a restarted replica's window to one op while
     // a partition came and went (`--seed 1000016 --faults swarm --buggify`, issue #17).
     let mut primary = primary_with_ops(8);
-    let mut backup = Replica::open(config(1), Counter(0), MemoryStore::new(), 0).expect("open");
+    let mut backup = counter(1);
     backup.on_frame(crate::seam::ProcessId(0), &prepare_frame(&primary, 8), 0);
     backup.drain_outbox().for_each(drop);
     // Start the round afresh with the whole gap known.
@@ -690,7 +693,7 @@ fn a_primary_never_prepares_a_request_older_than_one_of_the_same_client_it_has_n
     // copy of request 9 reached that primary while 10 was still unapplied. The client
     // table knows only applied requests, so 9 was prepared behind 10 and applied after
     // it; a later resend of 10 would have executed it twice.
-    let mut primary = Replica::open(config(0), Counter(0), MemoryStore::new(), 0).expect("open");
+    let mut primary = counter(0);
     let client = crate::seam::ProcessId(9);
     primary.on_frame(client, &request_from(5, 10), 0);
     assert_eq!(primary.head(), 1, "request 10 is prepared, waiting for a quorum");
@@ -878,7 +881,7 @@ fn ticks_skipped_as_quiet_leave_a_group_where_ticking_every_one_would() {
 #[test]
 #[should_panic(expected = "were quiet")]
 fn handing_over_a_tick_that_was_due_as_quiet_is_refused() {
-    let mut primary = Replica::open(config(0), Counter(0), MemoryStore::new(), 0).expect("open");
+    let mut primary = counter(0);
     primary.on_frame(crate::seam::ProcessId(9), &client_request(1), 0);
     let due = primary.next_tick_that_runs();
     // The prepare's retransmit (or a heartbeat) is due by then: skipping past it would
