@@ -29,7 +29,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::network::NetworkFault;
+use crate::network::{NetworkFault, PartitionCut};
 pub use crate::replay::Replay;
 
 /// Longest schedule file read, in events: a 100,000-tick heavy run injects a few
@@ -70,14 +70,7 @@ pub enum Fault {
         incarnation: u64,
     },
     /// The replicas split in two; packets are dropped in the cut direction(s).
-    Partition {
-        /// The replicas on side A.
-        side_a: Vec<usize>,
-        /// Packets from side A to side B are dropped.
-        cut_a_to_b: bool,
-        /// Packets from side B to side A are dropped.
-        cut_b_to_a: bool,
-    },
+    Partition(PartitionCut),
     /// The standing partition heals.
     Heal,
     /// One directed path holds its packets for `ticks` ticks.
@@ -155,7 +148,7 @@ impl Fault {
             Fault::Crash { power_loss: true, .. } => "power-loss",
             Fault::Crash { .. } => "crash",
             Fault::Restart { .. } => "restart",
-            Fault::Partition { .. } => "partition",
+            Fault::Partition(_) => "partition",
             Fault::Heal => "heal",
             Fault::Clog { .. } => "clog",
             Fault::DiskErrors { .. } => "disk-errors",
@@ -169,7 +162,7 @@ impl Fault {
     pub fn class(&self) -> FaultClass {
         match self {
             Fault::Crash { .. } | Fault::Restart { .. } => FaultClass::Crash,
-            Fault::Partition { .. } | Fault::Heal => FaultClass::Partition,
+            Fault::Partition(_) | Fault::Heal => FaultClass::Partition,
             Fault::Clog { .. } => FaultClass::Clog,
             Fault::DiskErrors { .. } => FaultClass::DiskErrors,
             Fault::Rot { .. } => FaultClass::Rot,
@@ -181,7 +174,7 @@ impl Fault {
     fn replicas_named(&self) -> Vec<usize> {
         match self {
             Fault::Crash { replica, .. } | Fault::Restart { replica, .. } | Fault::Rot { replica } => vec![*replica],
-            Fault::Partition { side_a, .. } => side_a.clone(),
+            Fault::Partition(cut) => cut.side_a.clone(),
             Fault::DiskErrors {
                 on: DiskErrorsOn::Replica(replica),
             } => vec![*replica],
@@ -202,15 +195,7 @@ impl Fault {
     /// replicas (processes are named, not numbered, in a schedule).
     pub fn from_network(fault: &NetworkFault, replicas: usize) -> Fault {
         match fault {
-            NetworkFault::Partition {
-                side_a,
-                cut_a_to_b,
-                cut_b_to_a,
-            } => Fault::Partition {
-                side_a: side_a.clone(),
-                cut_a_to_b: *cut_a_to_b,
-                cut_b_to_a: *cut_b_to_a,
-            },
+            NetworkFault::Partition(cut) => Fault::Partition(cut.clone()),
             NetworkFault::Heal => Fault::Heal,
             NetworkFault::Clog { from, to, ticks } => Fault::Clog {
                 from: process_name(*from, replicas),
@@ -225,15 +210,7 @@ impl Fault {
     /// naming a process the world lacks.
     pub fn to_network(&self, replicas: usize, clients: usize) -> Option<NetworkFault> {
         Some(match self {
-            Fault::Partition {
-                side_a,
-                cut_a_to_b,
-                cut_b_to_a,
-            } => NetworkFault::Partition {
-                side_a: side_a.clone(),
-                cut_a_to_b: *cut_a_to_b,
-                cut_b_to_a: *cut_b_to_a,
-            },
+            Fault::Partition(cut) => NetworkFault::Partition(cut.clone()),
             Fault::Heal => NetworkFault::Heal,
             Fault::Clog { from, to, ticks } => NetworkFault::Clog {
                 from: process_index(from, replicas, clients)?,
@@ -491,11 +468,11 @@ mod tests {
             },
             FaultEvent {
                 tick: 301,
-                fault: Fault::Partition {
+                fault: Fault::Partition(PartitionCut {
                     side_a: vec![0, 2],
                     cut_a_to_b: true,
                     cut_b_to_a: false,
-                },
+                }),
             },
             FaultEvent {
                 tick: 302,

@@ -38,7 +38,7 @@ impl HarnessReplay {
                 Fault::Crash { .. } | Fault::Restart { .. } => crashes.push((event.tick, event.fault.clone())),
                 Fault::DiskErrors { on } => disk.push((event.tick, *on)),
                 Fault::Rot { replica } => rot.push((event.tick, *replica)),
-                Fault::Partition { .. } | Fault::Heal | Fault::Clog { .. } | Fault::Outage => {}
+                Fault::Partition(_) | Fault::Heal | Fault::Clog { .. } | Fault::Outage => {}
             }
         }
         Self {

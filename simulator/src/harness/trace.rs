@@ -245,15 +245,12 @@ impl Harness {
         for (at, fault) in &network[trace.faults_told.1..] {
             let replicas = self.replica_count;
             let (kind, detail) = match fault {
-                NetworkFault::Partition {
-                    side_a,
-                    cut_a_to_b,
-                    cut_b_to_a,
-                } => (
+                NetworkFault::Partition(cut) => (
                     "partition",
                     format!(
-                        "side A {side_a:?} against the rest, cut {}",
-                        match (cut_a_to_b, cut_b_to_a) {
+                        "side A {:?} against the rest, cut {}",
+                        cut.side_a,
+                        match (cut.cut_a_to_b, cut.cut_b_to_a) {
                             (true, true) => "both ways",
                             (true, false) => "A to B",
                             _ => "B to A",
@@ -271,7 +268,7 @@ impl Harness {
                 ),
             };
             trace.partitioned = match fault {
-                NetworkFault::Partition { .. } => true,
+                NetworkFault::Partition(_) => true,
                 NetworkFault::Heal => false,
                 NetworkFault::Clog { .. } => trace.partitioned,
             };

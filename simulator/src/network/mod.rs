@@ -101,18 +101,25 @@ pub struct PacketSimulator<P> {
     replay: Option<Replay<NetworkFault>>,
 }
 
+/// A partition's shape: `side_a` against every other replica, packets dropped in the
+/// cut direction(s). The network makes and replays it; a fault schedule records it as
+/// is (the same fields, in the same order).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartitionCut {
+    /// The replicas on side A.
+    pub side_a: Vec<usize>,
+    /// Packets from side A to side B are dropped.
+    pub cut_a_to_b: bool,
+    /// Packets from side B to side A are dropped.
+    pub cut_b_to_a: bool,
+}
+
 /// A network fault of a schedule (see `crate::fault_schedule`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NetworkFault {
     /// The replicas split: `side_a` against the rest, in the cut direction(s).
-    Partition {
-        /// Side A's replicas.
-        side_a: Vec<usize>,
-        /// A-to-B packets dropped.
-        cut_a_to_b: bool,
-        /// B-to-A packets dropped.
-        cut_b_to_a: bool,
-    },
+    Partition(PartitionCut),
     /// The partition heals.
     Heal,
     /// Path `from -> to` (process indices) clogs for `ticks` ticks.
@@ -305,11 +312,11 @@ impl<P: Payload> PacketSimulator<P> {
             Step::Started => {
                 self.stats.partitions_started += 1;
                 if let Some((side_a, cut_a_to_b, cut_b_to_a)) = self.partition.current() {
-                    let fault = NetworkFault::Partition {
+                    let fault = NetworkFault::Partition(PartitionCut {
                         side_a,
                         cut_a_to_b,
                         cut_b_to_a,
-                    };
+                    });
                     self.faults_made.push((self.tick, fault));
                 }
             }
@@ -357,12 +364,8 @@ impl<P: Payload> PacketSimulator<P> {
         let now = self.tick;
         while let Some((_, fault)) = self.replay.as_mut().and_then(|replay| replay.next_due(now)) {
             let applied = match &fault {
-                NetworkFault::Partition {
-                    side_a,
-                    cut_a_to_b,
-                    cut_b_to_a,
-                } if self.partition.automatic() => {
-                    self.partition.start_exact(side_a, *cut_a_to_b, *cut_b_to_a);
+                NetworkFault::Partition(cut) if self.partition.automatic() => {
+                    self.partition.start_exact(&cut.side_a, cut.cut_a_to_b, cut.cut_b_to_a);
                     self.stats.partitions_started += 1;
                     true
                 }
