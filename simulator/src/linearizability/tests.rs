@@ -30,6 +30,25 @@ fn ambiguous<I, O>(client: usize, invoke: u64, input: I) -> Operation<I, O> {
     }
 }
 
+/// `(client, invoke, complete)` of a group member's join of `member_id`, answered
+/// `output`: the group histories' one-line form.
+fn join(
+    (client, invoke, complete): (usize, u64, u64),
+    member_id: u32,
+    output: GroupOutput,
+) -> Operation<GroupInput, GroupOutput> {
+    done(client, invoke, complete, GroupInput::Join { member_id }, output)
+}
+
+/// As [`join`], for a leave.
+fn leave(
+    (client, invoke, complete): (usize, u64, u64),
+    member_id: u32,
+    output: GroupOutput,
+) -> Operation<GroupInput, GroupOutput> {
+    done(client, invoke, complete, GroupInput::Leave { member_id }, output)
+}
+
 fn send(ids: &[u128]) -> PartitionInput {
     PartitionInput::Send { ids: ids.to_vec() }
 }
@@ -408,35 +427,11 @@ fn a_poll_far_back_in_a_long_history_is_linearizable() {
 fn a_sequential_group_history_is_linearizable() {
     let model = GroupModel { initial_generation: 4 };
     let history = vec![
-        done(
-            0,
-            0,
-            5,
-            GroupInput::Join { member_id: 1 },
-            GroupOutput::Joined { generation: 5 },
-        ),
+        join((0, 0, 5), 1, GroupOutput::Joined { generation: 5 }),
         done(0, 6, 9, GroupInput::Join { member_id: 1 }, GroupOutput::AlreadyMember),
-        done(
-            1,
-            10,
-            12,
-            GroupInput::Join { member_id: 2 },
-            GroupOutput::Joined { generation: 6 },
-        ),
-        done(
-            0,
-            13,
-            15,
-            GroupInput::Leave { member_id: 1 },
-            GroupOutput::Left { generation: 7 },
-        ),
-        done(
-            0,
-            16,
-            18,
-            GroupInput::Leave { member_id: 1 },
-            GroupOutput::MemberNotFound,
-        ),
+        join((1, 10, 12), 2, GroupOutput::Joined { generation: 6 }),
+        leave((0, 13, 15), 1, GroupOutput::Left { generation: 7 }),
+        leave((0, 16, 18), 1, GroupOutput::MemberNotFound),
     ];
     assert_eq!(verdict(&model, &history), Verdict::Linearizable);
 }
@@ -444,20 +439,8 @@ fn a_sequential_group_history_is_linearizable() {
 #[test]
 fn two_concurrent_joins_answered_one_generation_are_a_violation() {
     let history = vec![
-        done(
-            0,
-            0,
-            10,
-            GroupInput::Join { member_id: 1 },
-            GroupOutput::Joined { generation: 1 },
-        ),
-        done(
-            1,
-            5,
-            15,
-            GroupInput::Join { member_id: 2 },
-            GroupOutput::Joined { generation: 1 },
-        ),
+        join((0, 0, 10), 1, GroupOutput::Joined { generation: 1 }),
+        join((1, 5, 15), 2, GroupOutput::Joined { generation: 1 }),
     ];
     assert_eq!(verdict(&GROUP, &history), violation(&[0, 1]));
     // Either order of distinct generations is fine.
@@ -469,20 +452,8 @@ fn two_concurrent_joins_answered_one_generation_are_a_violation() {
 #[test]
 fn a_leave_of_a_member_nobody_joined_answered_left_is_a_violation() {
     let history = vec![
-        done(
-            0,
-            0,
-            10,
-            GroupInput::Join { member_id: 1 },
-            GroupOutput::Joined { generation: 1 },
-        ),
-        done(
-            1,
-            20,
-            30,
-            GroupInput::Leave { member_id: 2 },
-            GroupOutput::Left { generation: 2 },
-        ),
+        join((0, 0, 10), 1, GroupOutput::Joined { generation: 1 }),
+        leave((1, 20, 30), 2, GroupOutput::Left { generation: 2 }),
     ];
     assert_eq!(verdict(&GROUP, &history), violation(&[1]));
 }
@@ -602,13 +573,7 @@ fn an_ambiguous_join_may_have_happened() {
     let history = vec![
         ambiguous(0, 0, GroupInput::Join { member_id: 1 }),
         done(1, 20, 30, GroupInput::Join { member_id: 1 }, GroupOutput::AlreadyMember),
-        done(
-            1,
-            40,
-            50,
-            GroupInput::Join { member_id: 2 },
-            GroupOutput::Joined { generation: 2 },
-        ),
+        join((1, 40, 50), 2, GroupOutput::Joined { generation: 2 }),
     ];
     assert_eq!(verdict(&GROUP, &history), Verdict::Linearizable);
 }
