@@ -46,6 +46,9 @@
 mod memory;
 mod metadata;
 mod partition;
+#[path = "../../src/testing/proptest_support.rs"]
+#[allow(dead_code, reason = "the lib's own property tests use all of it, these only part")]
+mod proptest_support;
 mod storage_boot;
 mod storage_logs;
 mod support;

@@ -77,18 +77,9 @@ use crate::{memory::*, metadata::*, partition::*, storage_boot::*, storage_logs:
 // Configuration and shared helpers
 // ---------------------------------------------------------------------------------------
 
-/// 256 cases from a fixed ChaCha seed unless the environment asks for others; no
-/// failure persistence (no `proptest-regressions` files).
-pub(crate) fn config() -> ProptestConfig {
-    // `proptest!` applies `PROPTEST_CASES` and `PROPTEST_RNG_SEED` over this.
-    ProptestConfig {
-        cases: 256,
-        rng_algorithm: RngAlgorithm::ChaCha,
-        rng_seed: RngSeed::Fixed(0x16_D15C_FA17),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
+/// 256 cases from a fixed ChaCha seed unless the environment asks for others (`proptest!`
+/// applies `PROPTEST_CASES` and `PROPTEST_RNG_SEED` over it); no failure persistence.
+pub(crate) use crate::proptest_support::config;
 
 /// Check `test` on `cases` cases of `strategy` whatever `PROPTEST_CASES` says (the
 /// environment still picks the seed): for properties whose every case is expensive.
