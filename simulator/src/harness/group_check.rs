@@ -503,12 +503,7 @@ fn track_progress<S: StateMachine>(
     commit_min: u64,
     lagging: &mut Vec<Lagging>,
 ) {
-    let Visit {
-        at: GroupAt { index, group, .. },
-        replica,
-        tick,
-        activity,
-    } = *visit;
+    let (replica, tick) = (visit.replica, visit.tick);
     let steady = replica.status() != Status::Normal || commit_min >= replica.commit_max();
     if commit_min != watch.progress.0 || steady {
         watch.progress = (commit_min, tick);
@@ -517,12 +512,13 @@ fn track_progress<S: StateMachine>(
         // this one did.
         if steady && watch.transfer_since.is_none() {
             watch.quiet = Some(Quiet {
-                activity,
+                activity: visit.activity,
                 seen: GroupSeen::of(replica),
             });
         }
         return;
     }
+    let GroupAt { index, group, .. } = visit.at;
     let stuck = (tick - watch.progress.1 > COMMIT_STUCK_TICKS_MAX).then(|| {
         let (requests, outstanding) = replica.repair_state();
         format!(
