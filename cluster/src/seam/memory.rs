@@ -83,9 +83,13 @@ fn in_dir<'a>(path: &'a str, dir: &str) -> Option<&'a str> {
     (!rest.contains('/')).then_some(rest)
 }
 
+// The methods are `#[inline]`: the simulator calls them on every prepare of a
+// `--storage memory` run, from another crate, where a release build (no LTO) could not
+// inline them otherwise (measured: about 3% of such a run's ticks/s).
 impl DurableStorage for MemStorage {
     type File = MemFile;
 
+    #[inline]
     async fn open(&self, path: &str, mode: OpenMode) -> io::Result<MemFile> {
         validate_relative_path(path)?;
         let mut files = self.files.borrow_mut();
@@ -103,6 +107,7 @@ impl DurableStorage for MemStorage {
         Ok(MemFile { contents })
     }
 
+    #[inline]
     async fn rename(&self, from: &str, to: &str) -> io::Result<()> {
         validate_relative_path(from)?;
         validate_relative_path(to)?;
@@ -112,6 +117,7 @@ impl DurableStorage for MemStorage {
         Ok(())
     }
 
+    #[inline]
     async fn remove(&self, path: &str) -> io::Result<()> {
         validate_relative_path(path)?;
         self.files
@@ -121,6 +127,7 @@ impl DurableStorage for MemStorage {
             .ok_or_else(|| Self::not_found(path))
     }
 
+    #[inline]
     async fn list(&self, dir: &str) -> io::Result<Vec<String>> {
         if !dir.is_empty() {
             validate_relative_path(dir)?;
@@ -135,6 +142,7 @@ impl DurableStorage for MemStorage {
             .collect())
     }
 
+    #[inline]
     async fn sync_dir(&self, dir: &str) -> io::Result<()> {
         if !dir.is_empty() {
             validate_relative_path(dir)?;
@@ -155,6 +163,7 @@ fn to_index(offset: u64) -> io::Result<usize> {
 }
 
 impl DurableFile for MemFile {
+    #[inline]
     async fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         let contents = self.contents.borrow();
         let start = to_index(offset)?.min(contents.len());
@@ -163,6 +172,7 @@ impl DurableFile for MemFile {
         Ok(n)
     }
 
+    #[inline]
     async fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
         let mut contents = self.contents.borrow_mut();
         let start = to_index(offset)?;
@@ -176,20 +186,24 @@ impl DurableFile for MemFile {
         Ok(())
     }
 
+    #[inline]
     async fn append(&self, data: &[u8]) -> io::Result<u64> {
         let offset = self.contents.borrow().len() as u64;
         self.write_at(offset, data).await?;
         Ok(offset)
     }
 
+    #[inline]
     async fn len(&self) -> io::Result<u64> {
         Ok(self.contents.borrow().len() as u64)
     }
 
+    #[inline]
     async fn sync(&self) -> io::Result<()> {
         Ok(())
     }
 
+    #[inline]
     async fn truncate(&self, len: u64) -> io::Result<()> {
         let len = to_index(len)?;
         self.contents.borrow_mut().resize(len, 0);
