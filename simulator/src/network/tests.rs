@@ -512,11 +512,20 @@ fn vec_payload_command_and_corruption() {
 
 #[test]
 fn describe_prints_every_parameter_on_one_line() {
-    // The light profile's network: every parameter set (its file pins the values).
-    let config = crate::profile::load_profile("light")
-        .expect("a built-in profile")
-        .resolve(0)
-        .network;
+    let config = NetworkConfig {
+        packet_loss_probability: 0.02,
+        packet_replay_probability: 0.01,
+        packet_corruption_probability: 0.001,
+        partition_probability: 0.005,
+        unpartition_probability: 0.05,
+        partition_stability_ticks: 20,
+        unpartition_stability_ticks: 40,
+        partition_mode: PartitionMode::IsolateSingle,
+        partition_symmetry: PartitionSymmetry::Asymmetric,
+        path_clog_probability: 0.002,
+        path_clog_duration_mean_ticks: 10,
+        ..NetworkConfig::perfect()
+    };
     let sim = PacketSimulator::<Vec<u8>>::new(config, 3, 1, 0);
     assert_eq!(
         sim.describe(),
