@@ -32,6 +32,12 @@ fn log_len(root: &std::path::Path) -> u64 {
         .len()
 }
 
+/// The log file holds exactly `records` whole records.
+#[track_caller]
+fn assert_records_on_disk(root: &std::path::Path, records: u64, why: &str) {
+    assert_eq!(log_len(root), records * TOMBSTONE_RECORD_BYTES as u64, "{why}");
+}
+
 #[test]
 fn every_deleted_group_survives_a_reopen_at_one_record_per_delete() {
     let (storage, root) = temp_storage("reopen");
@@ -40,11 +46,7 @@ fn every_deleted_group_survives_a_reopen_at_one_record_per_delete() {
     assert!(!root.join(TOMBSTONE_LOG_PATH).exists(), "boot writes nothing");
     for group in 0..100u64 {
         ready(log.append(0xc00 + group)).expect("append");
-        assert_eq!(
-            log_len(&root),
-            (group + 1) * TOMBSTONE_RECORD_BYTES as u64,
-            "one record per delete"
-        );
+        assert_records_on_disk(&root, group + 1, "one record per delete");
     }
     let log = open(&storage).expect("reopen");
     assert_eq!(log.len(), 100);
@@ -72,11 +74,7 @@ fn a_torn_last_record_is_ignored_and_cut_by_the_next_append() {
         let mut log = open(&storage).unwrap_or_else(|error| panic!("{case}: a torn tail boots: {error}"));
         assert_eq!(log.len(), 3, "{case}");
         ready(log.append(4)).expect("append after the torn tail");
-        assert_eq!(
-            log_len(&root),
-            4 * TOMBSTONE_RECORD_BYTES as u64,
-            "{case}: the tail was cut"
-        );
+        assert_records_on_disk(&root, 4, "{case}: the tail was cut");
         let log = open(&storage).expect("reopen");
         assert!([1, 2, 3, 4].iter().all(|&group| log.contains(group)), "{case}: {log:?}");
         let _ = std::fs::remove_dir_all(root);
@@ -203,13 +201,9 @@ fn a_failed_append_is_written_over_by_the_next_never_left_in_the_middle() {
         "this process treats the group as deleted whatever the disk did"
     );
     // The failed record's bytes are in the file: a later record must not land after them.
-    assert_eq!(log_len(&root), 2 * TOMBSTONE_RECORD_BYTES as u64);
+    assert_records_on_disk(&root, 2, "the failed record is in the file");
     ready(log.append(3)).expect("append after the failure");
-    assert_eq!(
-        log_len(&root),
-        2 * TOMBSTONE_RECORD_BYTES as u64,
-        "written over the failed record"
-    );
+    assert_records_on_disk(&root, 2, "written over the failed record");
 
     let log = open(&storage).expect("no damage in the middle after a failed append");
     assert!(log.contains(1) && log.contains(3), "{log:?}");
