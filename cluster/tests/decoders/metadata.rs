@@ -294,8 +294,8 @@ proptest! {
 
     #[test]
     fn metadata_length_prefixes_beyond_their_bounds_are_refused_before_allocating(
-        claim in (STRING_DECODE_BYTES_MAX as u64 + 1)..=u64::MAX,
-        streams in (PERMISSION_STREAMS_MAX as u64 + 1)..=u64::MAX,
+        claim in beyond(STRING_DECODE_BYTES_MAX as u64),
+        streams in beyond(PERMISSION_STREAMS_MAX as u64),
         tail in bytes(16),
     ) {
         // STRING_DECODE_BYTES_MAX bounds every string; PERMISSION_STREAMS_MAX the
@@ -324,9 +324,9 @@ proptest! {
 
     #[test]
     fn metadata_snapshot_counts_beyond_their_bounds_are_refused_before_allocating(
-        streams in (STREAMS_MAX as u64 + 1)..=u64::MAX,
-        users in (USERS_MAX as u64 + 1)..=u64::MAX,
-        sessions in (SESSIONS_MAX as u64 + 1)..=u64::MAX,
+        streams in beyond(STREAMS_MAX as u64),
+        users in beyond(USERS_MAX as u64),
+        sessions in beyond(SESSIONS_MAX as u64),
         tail in bytes(16),
     ) {
         let prefix = [0u8; 24]; // op numbers, next stream id, next user id

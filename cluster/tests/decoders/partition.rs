@@ -191,9 +191,9 @@ proptest! {
 
     #[test]
     fn partition_length_prefixes_beyond_their_bounds_are_refused_before_allocating(
-        count in (MESSAGES_PER_BATCH_MAX as u64 + 1)..=u64::MAX,
-        payload in (PAYLOAD_BYTES_MAX as u64 + 1)..=u64::MAX,
-        polled in (POLL_MESSAGES_MAX as u64 + 1)..=u64::MAX,
+        count in beyond(MESSAGES_PER_BATCH_MAX as u64),
+        payload in beyond(PAYLOAD_BYTES_MAX as u64),
+        polled in beyond(POLL_MESSAGES_MAX as u64),
         tail in bytes(16),
     ) {
         // MESSAGES_PER_BATCH_MAX bounds a batch's message list, PAYLOAD_BYTES_MAX one

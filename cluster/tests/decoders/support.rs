@@ -179,6 +179,12 @@ pub(crate) fn damage() -> impl Strategy<Value = Damage> {
     ]
 }
 
+/// A claimed length or count past `max`, up to `u64::MAX`: what a decoder must refuse
+/// before it allocates anything for it.
+pub(crate) fn beyond(max: u64) -> std::ops::RangeInclusive<u64> {
+    max + 1..=u64::MAX
+}
+
 pub(crate) fn bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
     prop::collection::vec(any::<u8>(), 0..max)
 }

@@ -81,7 +81,7 @@ proptest! {
     #[test]
     fn client_table_lengths_beyond_their_bounds_are_refused_before_allocating(
         clients in 8_193u64..=u64::MAX,
-        reply in (FRAME_BYTES_MAX as u64 + 1)..=u64::MAX,
+        reply in beyond(FRAME_BYTES_MAX as u64),
         tail in bytes(16),
     ) {
         // CLIENT_TABLE_CLIENTS_MAX (8,192) clients; a reply is one frame (FRAME_BYTES_MAX).
@@ -112,7 +112,7 @@ proptest! {
         donor in group_status(),
         damage in damage(),
         input in bytes(256),
-        partitions in (STATUS_PARTITIONS_MAX as u64 + 1)..=u64::MAX,
+        partitions in beyond(STATUS_PARTITIONS_MAX as u64),
     ) {
         prop_assert_eq!(GroupStatus::decode(&status.encode()), Ok(status.clone()));
         let damaged = damage.apply(&status.encode(), &donor.encode());
