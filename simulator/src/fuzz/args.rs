@@ -3,7 +3,7 @@
 use clap::{Parser, ValueEnum};
 
 use cluster::node::JournalBounds;
-use cluster::vsr::constants::{JOURNAL_SLOTS_DEFAULT, RING_ENTRIES_DEFAULT};
+use cluster::vsr::constants::JOURNAL_SLOTS_DEFAULT;
 
 use super::run_flags::RunFlags;
 use crate::harness::StorageModel;
@@ -459,7 +459,8 @@ impl FuzzArgs {
     /// Whether the run was asked to exercise checkpoints (a journal or ring smaller
     /// than the default): then a run that takes none is vacuous.
     pub fn asks_for_checkpoints(&self) -> bool {
-        self.run.journal_slots < JOURNAL_SLOTS_DEFAULT || self.run.ring_entries < RING_ENTRIES_DEFAULT
+        self.run.journal_slots < JOURNAL_SLOTS_DEFAULT
+            || self.run.ring_entries < super::run_flags::SIM_RING_ENTRIES_DEFAULT
     }
 
     /// The command that replays this run exactly, every flag spelled out (the seed too,
