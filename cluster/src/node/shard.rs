@@ -282,7 +282,13 @@ impl<P: StoreProvider> Shard<P> {
         })
     }
 
-    /// Counters.
+    /// Whether this node deleted `group` (its tombstone is written: the node never
+    /// opens the group again).
+    pub fn group_deleted(&self, group: u64) -> bool {
+        self.stores.is_deleted(group)
+    }
+
+    /// Counters of this shard.
     pub fn stats(&self) -> ShardStats {
         self.stats
     }

@@ -28,13 +28,14 @@
 //! What it models: nothing. Which groups were skipped never reaches the output or the
 //! schedule: the checks read the cluster and never change it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use cluster::node::{METADATA_GROUP, Node};
 use cluster::vsr::journal::root_header;
 use cluster::vsr::{Replica, StateMachine, Status};
 
 use super::catch_up::CheckpointChecker;
+use super::retire::checker_of;
 use super::state_checker::{CommittedOp, StateChecker};
 use super::stores::SimStores;
 use super::watches::{GroupSeen, GroupWatch, Quiet};
@@ -80,6 +81,8 @@ impl<S: StateMachine> Visit<'_, S> {
 /// What one tick's checks share across groups.
 pub(super) struct GroupChecks<'a> {
     pub checkers: &'a mut BTreeMap<u64, StateChecker>,
+    /// Groups whose checkers were retired: none may apply an op again.
+    pub retired: &'a BTreeSet<u64>,
     pub checkpoints: &'a mut CheckpointChecker,
     pub tick: u64,
     /// Test only: fail on a committed op whose checksum ends in twelve zero bits.
@@ -117,6 +120,7 @@ impl Harness {
         lagging.clear();
         let mut checks = GroupChecks {
             checkers: &mut self.checkers,
+            retired: &self.retired_checkers.groups,
             checkpoints: &mut self.checkpoints,
             tick,
             break_check: self.break_check,
@@ -291,6 +295,7 @@ fn check_group<S: StateMachine>(
     let GroupAt { index, group, .. } = at;
     let GroupChecks {
         checkers,
+        retired,
         checkpoints,
         tick,
         break_check,
@@ -306,7 +311,7 @@ fn check_group<S: StateMachine>(
     check_quiet_unchanged(&visit, watch, *full)?;
     check_never_back(&visit, watch)?;
     let commit_min = replica.commit_min();
-    check_new_commits(&visit, watch, checkers, *break_check)?;
+    check_new_commits(&visit, watch, checkers, retired, *break_check)?;
     checkpoints
         .check(
             index,
@@ -418,6 +423,7 @@ fn check_new_commits<S: StateMachine>(
     visit: &Visit<'_, S>,
     watch: &mut GroupWatch,
     checkers: &mut BTreeMap<u64, StateChecker>,
+    retired: &BTreeSet<u64>,
     break_check: bool,
 ) -> Result<(), CheckFailure> {
     let Visit {
@@ -432,9 +438,11 @@ fn check_new_commits<S: StateMachine>(
     let fail = |check, detail| visit.fail(check, detail);
     let commit_min = replica.commit_min();
     if commit_min > watch.checked {
-        let checker = checkers
-            .entry(group)
-            .or_insert_with(|| StateChecker::new(root_header(SIMULATED_CLUSTER_ID, group).checksum));
+        let checker = checker_of(checkers, retired, group, || {
+            StateChecker::new(root_header(SIMULATED_CLUSTER_ID, group).checksum)
+        })
+        .map_err(|detail| fail("retired group applied", detail))?;
+        checker.note_floor(index, replica.replica_count(), replica.journal_floor());
         // Ops below the journal's floor were covered by a checkpoint this replica
         // installed (from a peer or its disk) without applying them one by one: the
         // checkpoint check compares its state instead, and the floor op's header is
@@ -447,7 +455,9 @@ fn check_new_commits<S: StateMachine>(
                 )
             })?;
             checker
-                .on_commit(index, incarnation, CommittedOp::from(header))
+                .on_commit(index, incarnation, CommittedOp::from(header), || {
+                    replica.committed_header(op - 1).map(|header| header.checksum)
+                })
                 .map_err(|detail| fail("state checker", format!("group {group:#x}: {detail}")))?;
             if break_check && header.checksum.trailing_zeros() >= 12 {
                 return Err(fail(

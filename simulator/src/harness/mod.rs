@@ -19,6 +19,7 @@ mod disk_faults;
 mod group_check;
 mod lifecycle;
 mod queries;
+mod retire;
 mod schedule;
 pub mod state_checker;
 pub mod stores;
@@ -52,6 +53,7 @@ pub use disk_faults::{
 };
 pub use group_check::FULL_CHECK_INTERVAL_TICKS;
 use group_check::Lagging;
+use retire::RetiredCheckers;
 use schedule::HarnessReplay;
 use state_checker::StateChecker;
 use watches::GroupWatches;
@@ -205,8 +207,11 @@ pub struct Harness {
     simulation: Simulation,
     slots: Vec<Slot>,
     crash: CrashInjector,
-    /// One per group ever seen committing, kept after the group is deleted.
+    /// One per group seen committing, kept after the group is deleted until every
+    /// replica has tombstoned it (then retired, see `retire_deleted_groups`).
     checkers: BTreeMap<u64, StateChecker>,
+    /// The partition groups whose checkers were retired, and what they had counted.
+    retired_checkers: RetiredCheckers,
     clients: Vec<Rc<RefCell<ClientStats>>>,
     stats: HarnessStats,
     crashes_enabled: bool,
@@ -286,6 +291,7 @@ impl Harness {
             slots: Vec::new(),
             crash,
             checkers: BTreeMap::from([(METADATA_GROUP, StateChecker::new(metadata_root))]),
+            retired_checkers: RetiredCheckers::default(),
             clients: Vec::new(),
             stats: HarnessStats::default(),
             crashes_enabled: true,
@@ -426,7 +432,11 @@ impl Harness {
     /// A group quiet since its last check is skipped, except on a full check (every
     /// [`FULL_CHECK_INTERVAL_TICKS`]; see `group_check`).
     fn check(&mut self, tick: u64) -> Result<(), CheckFailure> {
-        self.group_ticks += self.check_groups(tick, tick.is_multiple_of(FULL_CHECK_INTERVAL_TICKS))?;
+        let full = tick.is_multiple_of(FULL_CHECK_INTERVAL_TICKS);
+        self.group_ticks += self.check_groups(tick, full)?;
+        if full {
+            self.retire_deleted_groups();
+        }
         Ok(())
     }
 

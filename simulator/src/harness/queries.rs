@@ -33,19 +33,30 @@ impl Harness {
             .expect("the metadata checker exists from boot")
     }
 
-    /// Every group's state checker (deleted partitions' included).
+    /// Every group's state checker (deleted partitions' included until every replica
+    /// tombstoned them: see `harness::retire`).
     pub fn checkers(&self) -> &BTreeMap<u64, StateChecker> {
         &self.checkers
     }
 
-    /// Committed ops summed over every group's canonical chain.
-    pub fn commits_total(&self) -> u64 {
-        self.checkers.values().map(StateChecker::commits).sum()
+    /// Groups checked: with a checker now, or retired.
+    pub fn groups_checked(&self) -> usize {
+        self.checkers.len() + self.retired_checkers.groups.len()
     }
 
-    /// Ops checked against a canonical chain, summed over groups.
+    /// Committed ops summed over every group's canonical chain (retired ones too).
+    pub fn commits_total(&self) -> u64 {
+        self.checkers.values().map(StateChecker::commits).sum::<u64>() + self.retired_checkers.commits
+    }
+
+    /// Ops checked against a canonical chain, summed over groups (retired ones too).
     pub fn ops_compared_total(&self) -> u64 {
-        self.checkers.values().map(StateChecker::ops_compared).sum()
+        self.checkers.values().map(StateChecker::ops_compared).sum::<u64>() + self.retired_checkers.ops_compared
+    }
+
+    /// Ops of partition groups checked against their chains (retired ones too).
+    pub fn partition_ops_compared(&self) -> u64 {
+        self.ops_compared_total() - self.checker().ops_compared()
     }
 
     /// Crash and restart counts.

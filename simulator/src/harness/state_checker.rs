@@ -4,16 +4,24 @@
 //! replicas apply, and checks each newly applied op against it in both directions
 //! (same op number iff same checksum: one op committed at two positions is caught as
 //! well as two ops at one position), and that each committed header's parent is the
-//! checksum of the op before it. For every op it records which replica committed it in
-//! which incarnation, so a report can tell two replicas that disagree from one replica
-//! that disagrees with its own earlier life. Those witness sets are interned: most ops
-//! are committed by the same few live replicas, so an op keeps an index into a table
-//! of the distinct sets instead of a set of its own. The chain lives in an op table
-//! (pages of consecutive ops), as committed ops are consecutive but for the rare ones
-//! no replica was seen applying.
+//! checksum of the op before it. For every op it records which replicas committed it and
+//! which one did first, in which incarnation, so a report can tell two replicas that
+//! disagree from one replica that disagrees with its own earlier life, in a fixed size
+//! per op (restarts do not grow it). The chain lives in an op table (pages of
+//! consecutive ops), as committed ops are consecutive but for the rare ones no replica
+//! was seen applying.
+//!
+//! Bounded for soak runs: the chain forgets the ops below the lowest journal floor any
+//! replica of the group was last seen with ([`StateChecker::note_floor`]), keeping the
+//! op at it. A replica applies ops below that floor again only after losing its
+//! checkpoint (a damaged one boots the group from the root); such an op is checked
+//! against the replica's own previous op (the parent link must hold), and the first
+//! op it applies at or above the floor against the chain. Since every header names its
+//! parent's checksum, that one comparison vouches for every op below it: a replica
+//! that applied a wrong op there fails when it reaches the floor, not before.
 
 use std::collections::BTreeMap;
-use std::num::NonZeroUsize;
+use std::num::NonZeroU8;
 
 use cluster::vsr::journal::OpTable;
 
@@ -46,44 +54,59 @@ impl From<Header> for CommittedOp {
     }
 }
 
-/// A replica in one incarnation: `(replica, incarnation)`.
-type Witness = (usize, u64);
-
-/// The index of a witness set in [`StateChecker`]'s table of them, plus one: never
-/// zero, so a slot of the chain needs no room to say it is empty.
-type WitnessSetId = NonZeroUsize;
-
-/// The empty witness set's id (the root's, and an op's until a replica's commit of it
-/// passes every check).
-const NO_WITNESSES: WitnessSetId = NonZeroUsize::MIN;
-
 /// One op of the canonical chain.
 #[derive(Clone, Copy, Debug)]
 struct Link {
     /// Its header checksum.
     checksum: u128,
-    /// Who committed it.
-    witnesses: WitnessSetId,
+    /// The incarnation of the replica that committed it first.
+    first_incarnation: u64,
+    /// That replica ([`NOBODY`] until a replica's commit of it passes every check).
+    first_replica: u8,
+    /// Every replica that committed it, one bit each, and [`LINK_BIT`] always: never
+    /// zero, so a slot of the chain needs no tag to say it is empty.
+    replicas: NonZeroU8,
 }
 
-// A slot of the chain (a link or nothing) is the checksum and one word: the witness
-// id's niche keeps the slot from growing a tag.
+/// The bit every [`Link::replicas`] holds (above every replica's).
+const LINK_BIT: u8 = 0x80;
+
+/// No replica (the root's first witness).
+const NOBODY: u8 = u8::MAX;
+
+// A slot of the chain (a link or nothing) stays the checksum and one word.
 const _: () = assert!(std::mem::size_of::<Option<Link>>() <= 32);
+const _: () = assert!(
+    cluster::vsr::constants::REPLICAS_MAX <= 7,
+    "a replica is one bit of `Link::replicas`"
+);
+
+impl Link {
+    fn new(checksum: u128) -> Self {
+        Self {
+            checksum,
+            first_incarnation: 0,
+            first_replica: NOBODY,
+            replicas: NonZeroU8::new(LINK_BIT).expect("not zero"),
+        }
+    }
+}
 
 /// The canonical chain and who committed what.
 #[derive(Debug)]
 pub struct StateChecker {
     canonical: OpTable<Link>,
+    /// Ops below this were forgotten (the lowest floor of every replica seen; the op
+    /// at it is kept, so the op above can be checked against its parent).
+    forgotten_below: u64,
+    /// Each replica's journal floor when last seen (absent: never seen).
+    floors: BTreeMap<usize, u64>,
+    /// Links forgotten below the floor (the root among them), still counted as commits.
+    links_forgotten: u64,
+    /// Ops applied again below the floor (checked by their parent link only, and
+    /// vouched for by the next op at or above it).
+    ops_below_floor: u64,
     op_of_checksum: BTreeMap<u128, u64>,
-    /// Every distinct witness set, each sorted, at its id less one; the first is the
-    /// empty one ([`NO_WITNESSES`]).
-    witness_sets: Vec<Box<[Witness]>>,
-    /// The id of each set in `witness_sets`.
-    witness_set_ids: BTreeMap<Box<[Witness]>, WitnessSetId>,
-    /// The set one more witness makes of a set, once looked up: nearly every op goes
-    /// through the same few steps (no one, then one replica, then two, ...), so the
-    /// set's copy and the interning lookup happen once per distinct step, not per op.
-    witness_steps: BTreeMap<(WitnessSetId, Witness), WitnessSetId>,
     root: u128,
     ops_compared: u64,
 }
@@ -91,29 +114,40 @@ pub struct StateChecker {
 impl StateChecker {
     /// A checker for a group whose op 0 has checksum `root`.
     pub fn new(root: u128) -> Self {
-        let none: Box<[Witness]> = Box::new([]);
         let mut canonical = OpTable::new();
-        canonical.insert(
-            0,
-            Link {
-                checksum: root,
-                witnesses: NO_WITNESSES,
-            },
-        );
+        canonical.insert(0, Link::new(root));
         Self {
             canonical,
+            forgotten_below: 0,
+            floors: BTreeMap::new(),
+            links_forgotten: 0,
+            ops_below_floor: 0,
             op_of_checksum: BTreeMap::from([(root, 0)]),
-            witness_sets: vec![none.clone()],
-            witness_set_ids: BTreeMap::from([(none, NO_WITNESSES)]),
-            witness_steps: BTreeMap::new(),
             root,
             ops_compared: 0,
         }
     }
 
-    /// Ops in the canonical chain (excluding the root).
+    /// Ops in the canonical chain (excluding the root), forgotten ones included.
     pub fn commits(&self) -> u64 {
-        self.canonical.len() as u64 - 1
+        self.canonical.len() as u64 + self.links_forgotten - 1
+    }
+
+    /// `replica` (of `replicas` in the group) holds its journal floor at `floor`: the
+    /// chain may forget what lies below every replica's floor.
+    pub fn note_floor(&mut self, replica: usize, replicas: usize, floor: u64) {
+        self.floors.insert(replica, floor);
+        if self.floors.len() < replicas {
+            return;
+        }
+        let lowest = self.floors.values().copied().min().unwrap_or(0);
+        if lowest > self.forgotten_below {
+            for link in self.canonical.remove_below(lowest) {
+                self.op_of_checksum.remove(&link.checksum);
+                self.links_forgotten += 1;
+            }
+            self.forgotten_below = lowest;
+        }
     }
 
     /// Committed ops checked against the chain (a replica re-applying after a restart
@@ -134,10 +168,31 @@ impl StateChecker {
         }
     }
 
-    /// Check that `replica` (in `incarnation`) applied `committed`.
-    pub fn on_commit(&mut self, replica: usize, incarnation: u64, committed: CommittedOp) -> Result<(), String> {
+    /// Check that `replica` (in `incarnation`) applied `committed`; `own_previous` is
+    /// the checksum of the op below it as that replica holds it (read only for an op
+    /// below the forgotten floor).
+    pub fn on_commit(
+        &mut self,
+        replica: usize,
+        incarnation: u64,
+        committed: CommittedOp,
+        own_previous: impl FnOnce() -> Option<u128>,
+    ) -> Result<(), String> {
         let op = committed.op;
         assert!(op > 0, "op 0 is the root, never applied");
+        if op < self.forgotten_below {
+            self.ops_below_floor += 1;
+            return match own_previous() {
+                Some(previous) if previous != committed.parent => Err(format!(
+                    "committed op {op} on replica {replica} (incarnation {incarnation:#x}) has parent {:#034x}, but \
+                     its own op {} is {previous:#034x} (below the chain's floor {}, applied again)",
+                    committed.parent,
+                    op - 1,
+                    self.forgotten_below
+                )),
+                _ => Ok(()),
+            };
+        }
         self.ops_compared += 1;
         match self.canonical.get(op).map(|link| link.checksum) {
             Some(canonical) if canonical != committed.checksum => {
@@ -158,17 +213,18 @@ impl StateChecker {
                         self.witnesses(other)
                     ));
                 }
-                self.canonical.insert(
-                    op,
-                    Link {
-                        checksum: committed.checksum,
-                        witnesses: NO_WITNESSES,
-                    },
-                );
+                self.canonical.insert(op, Link::new(committed.checksum));
                 self.op_of_checksum.insert(committed.checksum, op);
             }
         }
-        if let Some(previous) = self.canonical.get(op - 1).map(|link| link.checksum)
+        // The op below, from the chain, or from the replica itself at the floor (the
+        // chain forgot it).
+        let previous = match self.canonical.get(op - 1) {
+            Some(link) => Some(link.checksum),
+            None if op - 1 < self.forgotten_below => own_previous(),
+            None => None,
+        };
+        if let Some(previous) = previous
             && previous != committed.parent
         {
             return Err(format!(
@@ -177,63 +233,37 @@ impl StateChecker {
                 op - 1
             ));
         }
-        self.add_witness(op, (replica, incarnation));
+        self.add_witness(op, replica, incarnation);
         Ok(())
     }
 
-    /// Record that `witness` committed `op` (held in the canonical chain).
-    fn add_witness(&mut self, op: u64, witness: Witness) {
-        let id = self
-            .canonical
-            .get(op)
-            .expect("a committed op is in the chain")
-            .witnesses;
-        let id = match self.witness_steps.get(&(id, witness)) {
-            Some(&next) => next,
-            None => {
-                let next = self.intern_with(id, witness);
-                self.witness_steps.insert((id, witness), next);
-                next
-            }
-        };
-        self.canonical
-            .get_mut(op)
-            .expect("a committed op is in the chain")
-            .witnesses = id;
-    }
-
-    /// The id of set `id` with `witness` in it (`id` itself if it holds it already).
-    fn intern_with(&mut self, id: WitnessSetId, witness: Witness) -> WitnessSetId {
-        let Err(at) = self.witness_set(id).binary_search(&witness) else {
-            return id;
-        };
-        let mut set = self.witness_set(id).to_vec();
-        set.insert(at, witness);
-        let set = set.into_boxed_slice();
-        match self.witness_set_ids.get(&set) {
-            Some(&id) => id,
-            None => {
-                self.witness_sets.push(set.clone());
-                let id = NonZeroUsize::new(self.witness_sets.len()).expect("a set was just pushed");
-                self.witness_set_ids.insert(set, id);
-                id
-            }
+    /// Record that `replica` (in `incarnation`) committed `op` (held in the chain).
+    fn add_witness(&mut self, op: u64, replica: usize, incarnation: u64) {
+        let link = self.canonical.get_mut(op).expect("a committed op is in the chain");
+        let replica = u8::try_from(replica).expect("at most REPLICAS_MAX replicas");
+        if link.first_replica == NOBODY {
+            link.first_replica = replica;
+            link.first_incarnation = incarnation;
         }
+        link.replicas |= 1 << replica;
+        debug_assert!(link.replicas.get() & LINK_BIT != 0);
     }
 
-    /// The witness set `id` names.
-    fn witness_set(&self, id: WitnessSetId) -> &[Witness] {
-        &self.witness_sets[id.get() - 1]
-    }
-
+    /// Who committed `op`, for a report: every replica, and which one first.
     fn witnesses(&self, op: u64) -> String {
-        let id = self.canonical.get(op).map_or(NO_WITNESSES, |link| link.witnesses);
-        let parts: Vec<String> = self
-            .witness_set(id)
-            .iter()
-            .map(|(r, i)| format!("{r}@{i:#x}"))
+        let Some(link) = self.canonical.get(op).filter(|link| link.first_replica != NOBODY) else {
+            return "nobody".to_owned();
+        };
+        let replicas: Vec<String> = (0..7)
+            .filter(|r| link.replicas.get() & (1 << r) != 0)
+            .map(|r| r.to_string())
             .collect();
-        format!("{{{}}}", parts.join(", "))
+        format!(
+            "replicas {{{}}}, first {}@{:#x}",
+            replicas.join(", "),
+            link.first_replica,
+            link.first_incarnation
+        )
     }
 
     /// The root checksum.
@@ -254,8 +284,8 @@ mod tests {
     fn agreeing_replicas_pass_and_are_counted() {
         let mut checker = StateChecker::new(100);
         for replica in 0..3 {
-            checker.on_commit(replica, 0, op(1, 1, 100)).expect("agree");
-            checker.on_commit(replica, 0, op(2, 2, 1)).expect("agree");
+            checker.on_commit(replica, 0, op(1, 1, 100), || None).expect("agree");
+            checker.on_commit(replica, 0, op(2, 2, 1), || None).expect("agree");
         }
         assert_eq!(checker.commits(), 2);
         assert_eq!(checker.ops_compared(), 6);
@@ -264,8 +294,8 @@ mod tests {
     #[test]
     fn two_checksums_at_one_op_are_caught_naming_the_witnesses() {
         let mut checker = StateChecker::new(100);
-        checker.on_commit(1, 7, op(1, 1, 100)).expect("first");
-        let error = checker.on_commit(0, 9, op(1, 2, 100)).expect_err("divergence");
+        checker.on_commit(1, 7, op(1, 1, 100), || None).expect("first");
+        let error = checker.on_commit(0, 9, op(1, 2, 100), || None).expect_err("divergence");
         assert!(
             error.contains("disagree on committed op 1") && error.contains("1@0x7"),
             "{error}"
@@ -273,38 +303,88 @@ mod tests {
     }
 
     #[test]
-    fn witnesses_are_named_in_order_once_each_and_ops_share_their_sets() {
+    fn witnesses_name_every_replica_once_and_the_first_with_its_incarnation() {
         let mut checker = StateChecker::new(100);
         for (replica, incarnation) in [(2, 5), (0, 9), (2, 5), (0, 3)] {
-            checker.on_commit(replica, incarnation, op(1, 1, 100)).expect("agree");
-            checker.on_commit(replica, incarnation, op(2, 2, 1)).expect("agree");
+            checker
+                .on_commit(replica, incarnation, op(1, 1, 100), || None)
+                .expect("agree");
+            checker
+                .on_commit(replica, incarnation, op(2, 2, 1), || None)
+                .expect("agree");
         }
-        assert_eq!(checker.witnesses(1), "{0@0x3, 0@0x9, 2@0x5}");
+        assert_eq!(checker.witnesses(1), "replicas {0, 2}, first 2@0x5");
         assert_eq!(checker.witnesses(2), checker.witnesses(1));
-        assert_eq!(checker.witnesses(0), "{}");
-        assert_eq!(checker.witnesses(7), "{}");
-        assert_eq!(
-            checker.witness_sets.len(),
-            4,
-            "the empty set and three growing ones, shared by both ops"
-        );
-        let error = checker.on_commit(1, 1, op(2, 3, 1)).expect_err("divergence");
-        assert!(error.contains("(committed by {0@0x3, 0@0x9, 2@0x5})"), "{error}");
+        assert_eq!(checker.witnesses(0), "nobody");
+        assert_eq!(checker.witnesses(7), "nobody");
+        let error = checker.on_commit(1, 1, op(2, 3, 1), || None).expect_err("divergence");
+        assert!(error.contains("(committed by replicas {0, 2}, first 2@0x5)"), "{error}");
     }
 
     #[test]
     fn one_checksum_at_two_ops_is_caught() {
         let mut checker = StateChecker::new(100);
-        checker.on_commit(0, 0, op(1, 1, 100)).expect("first");
-        let error = checker.on_commit(1, 0, op(2, 1, 1)).expect_err("same prepare twice");
+        checker.on_commit(0, 0, op(1, 1, 100), || None).expect("first");
+        let error = checker
+            .on_commit(1, 0, op(2, 1, 1), || None)
+            .expect_err("same prepare twice");
         assert!(error.contains("two positions"), "{error}");
     }
 
     #[test]
     fn a_broken_parent_link_is_caught() {
         let mut checker = StateChecker::new(100);
-        checker.on_commit(0, 0, op(1, 1, 100)).expect("first");
-        let error = checker.on_commit(0, 0, op(2, 2, 55)).expect_err("bad parent");
+        checker.on_commit(0, 0, op(1, 1, 100), || None).expect("first");
+        let error = checker.on_commit(0, 0, op(2, 2, 55), || None).expect_err("bad parent");
         assert!(error.contains("has parent"), "{error}");
+    }
+
+    #[test]
+    fn the_chain_forgets_below_every_replicas_floor_and_checks_an_op_there_by_its_parent() {
+        let mut checker = StateChecker::new(100);
+        for n in 1..=10 {
+            checker
+                .on_commit(
+                    0,
+                    0,
+                    op(n, n.into(), u128::from(n - 1).max(100 * u128::from(n == 1))),
+                    || None,
+                )
+                .expect("agree");
+        }
+        checker.note_floor(0, 2, 6);
+        assert_eq!(
+            checker.canonical(3),
+            Some(3),
+            "one replica's floor alone forgets nothing"
+        );
+        checker.note_floor(1, 2, 4);
+        assert_eq!(checker.canonical(3), None, "below both floors");
+        assert_eq!(
+            checker.canonical(4),
+            Some(4),
+            "the lowest floor is kept for its parent link"
+        );
+        assert_eq!(checker.commits(), 10, "forgotten ops still count");
+        checker
+            .on_commit(1, 0, op(5, 5, 4), || None)
+            .expect("an op above the floor is checked as before");
+        checker
+            .on_commit(1, 5, op(2, 2, 1), || Some(1))
+            .expect("applied again from a lost checkpoint");
+        let error = checker
+            .on_commit(1, 5, op(3, 33, 22), || Some(2))
+            .expect_err("its own parent link broken");
+        assert!(error.contains("its own op 2") && error.contains("floor 4"), "{error}");
+        // A replica that applied a wrong op 3 below the floor is caught at op 4: the
+        // canonical op 4 names another parent than its own op 3.
+        let error = checker
+            .on_commit(2, 5, op(4, 4, 3), || Some(33))
+            .expect_err("its history below the floor");
+        assert!(error.contains("has parent"), "{error}");
+        let error = checker
+            .on_commit(1, 0, op(6, 66, 5), || None)
+            .expect_err("still compared above it");
+        assert!(error.contains("disagree on committed op 6"), "{error}");
     }
 }

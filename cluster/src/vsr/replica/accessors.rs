@@ -149,6 +149,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.log_incomplete
     }
 
+    /// Replicas in the group.
+    pub fn replica_count(&self) -> usize {
+        usize::from(self.config.replicas)
+    }
+
     /// The op of the newest durable checkpoint (0: none).
     pub fn checkpoint_op(&self) -> u64 {
         self.checkpoint_op

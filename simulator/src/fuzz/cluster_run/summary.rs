@@ -187,7 +187,7 @@ impl Summary {
             commits: harness.commits_total(),
             ops_compared: harness.ops_compared_total(),
             metadata_commits: harness.checker().commits(),
-            groups_checked: harness.checkers().len(),
+            groups_checked: harness.groups_checked(),
             oracle,
             workload: workload.report(),
             contended,

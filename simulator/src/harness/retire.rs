@@ -1,0 +1,83 @@
+//! Retiring the state checker of a deleted partition group.
+//!
+//! A run that creates and deletes partitions (the uniform and lifecycle planes make
+//! thousands of groups) kept one [`StateChecker`] per group ever seen, so its memory
+//! grew with every group it ever made. A deleted group's checker is needed only while
+//! some replica may still apply the group's ops: one that has not deleted it yet (it
+//! has not applied the delete, or it was down). A node deletes a group by writing a
+//! tombstone and never opens that group again, so once every replica's node has
+//! tombstoned a group, no op of it can be applied anywhere: its checker is retired,
+//! keeping only its counts and its id. An op of a retired group applied after all
+//! fails the run ("retired group applied").
+//!
+//! A down replica's tombstones are read when it is up; the ones seen before it went
+//! down stay seen (they are on its disk).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use cluster::node::METADATA_GROUP;
+
+use super::Harness;
+use super::state_checker::StateChecker;
+
+/// What retired checkers leave behind.
+#[derive(Debug, Default)]
+pub struct RetiredCheckers {
+    /// Retired groups.
+    pub groups: BTreeSet<u64>,
+    /// The commits their chains held.
+    pub commits: u64,
+    /// The ops they compared.
+    pub ops_compared: u64,
+    /// Per group not yet retired, the replicas seen holding its tombstone, a bit each.
+    tombstoned: BTreeMap<u64, u64>,
+}
+
+impl Harness {
+    /// Retire the checker of every partition group that every replica has tombstoned.
+    /// Run at every full check (a walk of every group), so it costs a lookup per
+    /// checker and replica every `FULL_CHECK_INTERVAL_TICKS`.
+    pub(super) fn retire_deleted_groups(&mut self) {
+        let everyone = (1u64 << self.slots.len()) - 1;
+        for (index, slot) in self.slots.iter().enumerate() {
+            let Some(node) = &slot.node else { continue };
+            for &group in self.checkers.keys().filter(|&&group| group != METADATA_GROUP) {
+                if node.shards().iter().any(|shard| shard.borrow().group_deleted(group)) {
+                    *self.retired_checkers.tombstoned.entry(group).or_insert(0) |= 1 << index;
+                }
+            }
+        }
+        let done: Vec<u64> = self
+            .retired_checkers
+            .tombstoned
+            .iter()
+            .filter(|&(_, &seen)| seen == everyone)
+            .map(|(&group, _)| group)
+            .collect();
+        for group in done {
+            self.retired_checkers.tombstoned.remove(&group);
+            if let Some(checker) = self.checkers.remove(&group) {
+                self.retired_checkers.commits += checker.commits();
+                self.retired_checkers.ops_compared += checker.ops_compared();
+                self.retired_checkers.groups.insert(group);
+            }
+        }
+    }
+}
+
+/// The checker of a group that is not retired (a new one if it has none yet), or the
+/// failure's detail for an op of a retired one.
+pub(super) fn checker_of<'a>(
+    checkers: &'a mut BTreeMap<u64, StateChecker>,
+    retired: &BTreeSet<u64>,
+    group: u64,
+    new: impl FnOnce() -> StateChecker,
+) -> Result<&'a mut StateChecker, String> {
+    if retired.contains(&group) {
+        return Err(format!(
+            "group {group:#x} applied an op after every replica had tombstoned it (a node never reopens a group it \
+             deleted)"
+        ));
+    }
+    Ok(checkers.entry(group).or_insert_with(new))
+}
