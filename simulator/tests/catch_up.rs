@@ -151,6 +151,7 @@ fn a_replica_down_past_every_ring_catches_every_partition_up_under_load() {
             journal_slots: JOURNAL_OPS_MIN,
             ring_entries: JOURNAL_OPS_MIN,
             ring_bytes: RING_BYTES_DEFAULT,
+            ..JournalBounds::default()
         },
         ..HarnessConfig::new(SimulationConfig::perfect(3, CLIENTS, 2))
     };

@@ -352,8 +352,14 @@ pub struct DurableReplicaStore<S: DurableStorage> {
     superblock: Option<SuperblockFile<RetryReads<S>>>,
     /// `<dir>/checkpoint`.
     checkpoint_path: String,
-    /// The newest durable checkpoint (read at open, replaced by each write).
-    checkpoint: Option<Checkpoint>,
+    /// The checkpoint read at open, held until the replica takes it at boot: after
+    /// that its state lives in the state machine, so the bytes stay only on disk
+    /// (a group's checkpoint holds its whole state; keeping a copy in memory doubled
+    /// what a partition costs).
+    checkpoint_at_open: RefCell<Option<Checkpoint>>,
+    /// The op of the trusted checkpoint on disk (read at open, or written since):
+    /// [`ReplicaStore::checkpoint`] reads it back.
+    checkpoint_op: Option<u64>,
     log: Log<RetryReads<S>>,
     durability: Rc<Cell<Durability>>,
     /// Test-only: see [`StorageBreak::AckPersistedBeforePublish`].
@@ -599,7 +605,8 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
             dir: dir.to_owned(),
             superblock,
             checkpoint_path,
-            checkpoint,
+            checkpoint_op: checkpoint.as_ref().map(|(op, _)| *op),
+            checkpoint_at_open: RefCell::new(checkpoint),
             log,
             durability,
             ack_persisted_before_publish: storage_break == StorageBreak::AckPersistedBeforePublish,
@@ -862,7 +869,8 @@ impl<S: DurableStorage> ReplicaStore for DurableReplicaStore<S> {
     fn write_checkpoint(&mut self, op: u64, bytes: &Rc<[u8]>) -> Result<(), StoreError> {
         match now(write_snapshot(&self.storage, &self.checkpoint_path, op, bytes)) {
             Some(Ok(())) => {
-                self.checkpoint = Some((op, Rc::clone(bytes)));
+                self.checkpoint_at_open.replace(None);
+                self.checkpoint_op = Some(op);
                 self.log.raise_gap_floor(op);
                 Ok(())
             }
@@ -882,8 +890,20 @@ impl<S: DurableStorage> ReplicaStore for DurableReplicaStore<S> {
     }
 
     fn checkpoint(&self) -> Result<Option<Checkpoint>, StoreError> {
-        // Read (and verified) at open, which refuses a damaged one; replaced on write.
-        Ok(self.checkpoint.clone())
+        // Read (and verified) at open, which boots without a damaged one; taken by the
+        // boot, and read back from disk (verified again) if asked for after it.
+        if let Some(held) = self.checkpoint_at_open.take() {
+            return Ok(Some(held));
+        }
+        let Some(op) = self.checkpoint_op else {
+            return Ok(None);
+        };
+        match now(read_snapshot(&self.storage, &self.checkpoint_path)) {
+            Some(Ok(Some(snapshot))) if snapshot.key == op => Ok(Some((op, Rc::from(snapshot.bytes)))),
+            Some(Ok(_)) => Err(failed("checkpoint file gone or of another op")),
+            Some(Err(_)) => Err(failed("checkpoint file unreadable or damaged")),
+            None => Err(failed("checkpoint read did not complete on its first poll")),
+        }
     }
 
     fn flush_for_shutdown(&mut self) -> Result<(), StoreError> {
@@ -909,7 +929,7 @@ impl<S: DurableStorage> ReplicaStore for DurableReplicaStore<S> {
 
     fn discard_through(&mut self, op: u64) {
         // Never past the durable checkpoint: what it does not cover must stay.
-        let covered = self.checkpoint.as_ref().map(|(checkpoint_op, _)| *checkpoint_op);
+        let covered = self.checkpoint_op;
         let Some(through) = covered.map(|covered| covered.min(op)) else {
             tracing::warn!(
                 dir = self.dir,

@@ -78,6 +78,9 @@ pub struct JournalBounds {
     pub ring_entries: u64,
     /// Frame bytes any group's journal holds, in bytes.
     pub ring_bytes: u64,
+    /// Applied ops whose frames a journal keeps in memory (see
+    /// `ReplicaConfig::applied_frames_in_memory_ops`).
+    pub applied_frames_in_memory_ops: u64,
 }
 
 impl Default for JournalBounds {
@@ -86,6 +89,7 @@ impl Default for JournalBounds {
             journal_slots: crate::vsr::constants::JOURNAL_SLOTS_DEFAULT,
             ring_entries: crate::vsr::constants::RING_ENTRIES_DEFAULT,
             ring_bytes: crate::vsr::constants::RING_BYTES_DEFAULT,
+            applied_frames_in_memory_ops: crate::vsr::constants::JOURNAL_APPLIED_FRAMES_IN_MEMORY_OPS,
         }
     }
 }

@@ -691,6 +691,7 @@ impl NodeConfig {
                 self.journal.ring_entries
             },
             journal_bytes_max: self.journal.ring_bytes,
+            applied_frames_in_memory_ops: self.journal.applied_frames_in_memory_ops,
             transfer_on_rejoin: group == METADATA_GROUP,
             storage_break: self.storage_break,
             buggify: self.buggify,

@@ -69,7 +69,8 @@ pub const REPAIR_PREPARES_MAX: u64 = 128;
 /// just above its own applied head, within a round of the head, and is served from
 /// memory; only a peer further behind costs store reads. The frames of a long-lived
 /// partition group (its ring holds up to 64 MiB of them) stay on disk, where the WAL
-/// already keeps them.
+/// already keeps them. A node's default: a simulation keeps fewer
+/// (`ReplicaConfig::applied_frames_in_memory_ops`).
 pub const JOURNAL_APPLIED_FRAMES_IN_MEMORY_OPS: u64 = REPAIR_PREPARES_MAX;
 
 /// Repaired prepares held back until the chain above proves them: one repair round.

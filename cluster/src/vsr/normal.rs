@@ -585,10 +585,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             let reply_body = self.state_machine.apply(&header, body);
             self.commit_min = op;
             // The op a repair window below the applied head leaves memory for the store
-            // (see JOURNAL_APPLIED_FRAMES_IN_MEMORY_OPS), which keeps every record above
+            // (see `ReplicaConfig::applied_frames_in_memory_ops`), which keeps every record above
             // the journal's floor (see `make_checkpoint_durable`).
             // A store that shares the frames in memory would gain nothing.
-            if let Some(old) = op.checked_sub(JOURNAL_APPLIED_FRAMES_IN_MEMORY_OPS)
+            if let Some(old) = op.checked_sub(self.config.applied_frames_in_memory_ops)
                 && old > self.journal.floor()
                 && !self.store.shares_frames_in_memory()
             {

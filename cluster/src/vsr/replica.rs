@@ -57,6 +57,10 @@ pub struct ReplicaConfig {
     pub journal_ops_max: u64,
     /// Frame bytes the journal holds at most, in bytes: at least [`RING_BYTES_MIN`].
     pub journal_bytes_max: u64,
+    /// Applied ops whose frames the journal keeps in memory below the applied head
+    /// (older ones are read back from the store to serve a repair): a node's is
+    /// [`super::constants::JOURNAL_APPLIED_FRAMES_IN_MEMORY_OPS`]. At least 1.
+    pub applied_frames_in_memory_ops: u64,
     /// Whether a restarted replica fetches its primary's state as soon as it adopts a
     /// view, when the primary has applied past a checkpoint this replica lacks (the
     /// metadata group: its state is small and a snapshot bounds the repair that
@@ -415,6 +419,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             (RING_BYTES_MIN..=RING_BYTES_MAX).contains(&config.journal_bytes_max),
             "journal of {} bytes",
             config.journal_bytes_max
+        );
+        assert!(
+            config.applied_frames_in_memory_ops >= 1,
+            "the op just applied keeps its frame in memory"
         );
     }
 

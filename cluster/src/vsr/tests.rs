@@ -53,6 +53,7 @@ pub(super) fn config(replica: u8) -> ReplicaConfig {
         initial_view: 0,
         journal_ops_max: constants::JOURNAL_SLOTS_DEFAULT,
         journal_bytes_max: constants::RING_BYTES_DEFAULT,
+        applied_frames_in_memory_ops: constants::JOURNAL_APPLIED_FRAMES_IN_MEMORY_OPS,
         transfer_on_rejoin: false,
         storage_break: StorageBreak::None,
         buggify: Default::default(),
