@@ -295,6 +295,18 @@ pub struct FaultSchedule {
     pub events: Vec<FaultEvent>,
 }
 
+/// The `fault schedule:` line of a run's output from how many events of each kind
+/// (by [`Fault::kind`]) it made: every event, then each kind in name order.
+pub fn summary_line(counts: &std::collections::BTreeMap<&'static str, u64>) -> String {
+    let kinds: Vec<String> = counts.iter().map(|(kind, count)| format!("{kind}={count}")).collect();
+    format!(
+        "fault schedule: events={}{}{}",
+        counts.values().sum::<u64>(),
+        if kinds.is_empty() { "" } else { " " },
+        kinds.join(" ")
+    )
+}
+
 impl FaultSchedule {
     /// A schedule of `events`, put in tick order (stable).
     pub fn new(mut events: Vec<FaultEvent>) -> Self {
@@ -363,13 +375,7 @@ impl FaultSchedule {
         for event in &self.events {
             *counts.entry(event.fault.kind()).or_default() += 1;
         }
-        let kinds: Vec<String> = counts.iter().map(|(kind, count)| format!("{kind}={count}")).collect();
-        format!(
-            "fault schedule: events={}{}{}",
-            self.events.len(),
-            if kinds.is_empty() { "" } else { " " },
-            kinds.join(" ")
-        )
+        summary_line(&counts)
     }
 
     /// Whether any event belongs to `class`.

@@ -362,6 +362,7 @@ impl CampaignFlags {
             shrink_runs: 0,
             shrink_dir: std::path::PathBuf::new(),
             schedule: None,
+            keep_fault_schedule: false,
         }
     }
 

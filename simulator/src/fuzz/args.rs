@@ -120,6 +120,10 @@ pub struct FuzzArgs {
     #[arg(skip)]
     pub schedule: Option<crate::fault_schedule::FaultSchedule>,
 
+    /// Keep the run's fault events for its report (a shrink's candidates need them).
+    #[arg(skip)]
+    pub keep_fault_schedule: bool,
+
     /// Test-only: disable the partition plane's consumer-group owner fence, so that
     /// tests can check the lifecycle plane notices a stale owner's write succeeding.
     #[arg(long, hide = true)]
@@ -453,6 +457,13 @@ impl FuzzArgs {
             return 0.0;
         }
         self.run.power_outage_prob.unwrap_or(profile.power_outage_probability)
+    }
+
+    /// Whether the run keeps every fault event it makes for its report: only when
+    /// something reads them (`--record-faults`, `--trace`, `--shrink`, a shrink's
+    /// candidates); otherwise it counts them, so its memory does not grow with them.
+    pub fn keeps_fault_schedule(&self) -> bool {
+        self.keep_fault_schedule || self.record_faults.is_some() || self.trace.is_some() || self.shrink
     }
 
     /// The journal bounds the flags ask for.

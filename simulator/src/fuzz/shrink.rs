@@ -171,7 +171,10 @@ struct Attempt {
 /// (signed as the campaign signs one).
 fn attempt(args: &FuzzArgs, seed: u64) -> Attempt {
     let mut sink = io::sink();
-    match catch_unwind(AssertUnwindSafe(|| super::run(args, seed, &mut sink))) {
+    let mut args = args.clone();
+    // The shrink reads the events each run made.
+    args.keep_fault_schedule = true;
+    match catch_unwind(AssertUnwindSafe(|| super::run(&args, seed, &mut sink))) {
         Ok(Ok(report)) => match &report.verdict {
             Verdict::Failed(reason) => Attempt {
                 signature: Some(signature(reason)),

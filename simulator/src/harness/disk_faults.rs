@@ -276,7 +276,7 @@ impl Harness {
         if !rot {
             return;
         }
-        self.faults_made.push(FaultEvent {
+        self.note_fault(FaultEvent {
             tick,
             fault: Fault::Rot { replica: index },
         });
@@ -346,7 +346,7 @@ impl Harness {
             return;
         }
         self.errors_on = target;
-        self.faults_made.push(FaultEvent {
+        self.note_fault(FaultEvent {
             tick,
             fault: Fault::DiskErrors {
                 on: match target {

@@ -362,7 +362,7 @@ impl Harness {
                         self.stats.moment_crashes[at] += 1;
                     }
                     let power_loss = self.crash_with(replica, scheduled_power_loss);
-                    self.faults_made.push(FaultEvent {
+                    self.note_fault(FaultEvent {
                         tick,
                         fault: Fault::Crash {
                             replica,
@@ -373,7 +373,7 @@ impl Harness {
                 }
                 CrashAction::Restart { replica, incarnation } => {
                     tracing::info!(replica, incarnation = format_args!("{incarnation:#x}"), "restart");
-                    self.faults_made.push(FaultEvent {
+                    self.note_fault(FaultEvent {
                         tick,
                         fault: Fault::Restart { replica, incarnation },
                     });

@@ -268,8 +268,12 @@ pub struct Harness {
     /// The clients' driver, told each tick as it starts (`ClientDriver::on_tick`).
     driver: Rc<RefCell<dyn ClientDriver>>,
     /// The crashes, restarts, disk-error windows and rots made so far (the harness's
-    /// share of the run's fault schedule).
+    /// share of the run's fault schedule), while `keep_fault_events` says so (see
+    /// `Harness::keep_fault_events`).
     faults_made: Vec<FaultEvent>,
+    keep_fault_events: bool,
+    /// How many of each kind were made, kept or not, by `Fault::kind`.
+    faults_counted: BTreeMap<&'static str, u64>,
     /// A replayed schedule's events, in place of the crash draws and the budget's turn.
     replay: Option<HarnessReplay>,
     /// With `--trace`, the run's timeline being recorded.
@@ -329,6 +333,8 @@ impl Harness {
             corruption_rng: SimRng::new(storage_seed ^ CORRUPTION_SALT),
             driver: driver.clone(),
             faults_made: Vec::new(),
+            keep_fault_events: true,
+            faults_counted: BTreeMap::new(),
             replay: None,
             trace: None,
         };

@@ -10,6 +10,8 @@
 //! faults it promises to survive. A replayed event that does not fit when its tick
 //! comes is skipped, and so not recorded again.
 
+use std::collections::BTreeMap;
+
 use super::Harness;
 use super::crash::{CrashAction, Moment, ReplicaLife};
 use crate::fault_schedule::{DiskErrorsOn, Fault, FaultEvent, FaultSchedule, Replay};
@@ -128,8 +130,41 @@ impl Harness {
         self.simulation.network_mut().replay_faults(network);
     }
 
+    /// Keep every fault event made from now on (the default), or only count them: a
+    /// run keeps them only when something reads them (`--record-faults`, `--trace`, a
+    /// shrink's candidates), so a long run's memory does not grow with its faults.
+    pub fn keep_fault_events(&mut self, keep: bool) {
+        self.keep_fault_events = keep;
+        self.simulation.network_mut().keep_faults(keep);
+    }
+
+    /// Note a fault the harness made.
+    pub(super) fn note_fault(&mut self, event: FaultEvent) {
+        *self.faults_counted.entry(event.fault.kind()).or_default() += 1;
+        if self.keep_fault_events {
+            self.faults_made.push(event);
+        }
+    }
+
+    /// How many faults of each kind the harness and the network made so far, kept or
+    /// not (a run's outages are added by the run).
+    pub fn faults_counted(&self) -> BTreeMap<&'static str, u64> {
+        let mut counts = self.faults_counted.clone();
+        let network = self.simulation.network().faults_counted();
+        for (kind, count) in [
+            ("partition", network.partitions),
+            ("heal", network.heals),
+            ("clog", network.clogs),
+        ] {
+            if count > 0 {
+                *counts.entry(kind).or_default() += count;
+            }
+        }
+        counts
+    }
+
     /// The faults the harness and the network made so far, as a schedule (a run's
-    /// outages are added by the run).
+    /// outages are added by the run); empty unless they are kept.
     pub fn faults_made(&self) -> Vec<FaultEvent> {
         let replicas = self.replica_count;
         let network = self

@@ -95,8 +95,13 @@ pub struct PacketSimulator<P> {
     delay_mean: f64,
     queued: usize,
     /// The partitions, heals and clogs `advance` made, on the network tick each was
-    /// made at (a fault schedule's network events; rare, so always kept).
+    /// made at (a fault schedule's network events), while `keep_faults` says so: a run
+    /// that records, replays into a shrink or traces its schedule keeps them; any
+    /// other counts them only, so a soak run's memory does not grow with its faults.
     faults_made: Vec<(u64, NetworkFault)>,
+    keep_faults: bool,
+    /// How many of each `advance` made (kept or not).
+    faults_counted: NetworkFaultCounts,
     /// A replayed schedule's network events: with one, `advance` draws no fault.
     replay: Option<Replay<NetworkFault>>,
 }
@@ -113,6 +118,17 @@ pub struct PartitionCut {
     pub cut_a_to_b: bool,
     /// Packets from side B to side A are dropped.
     pub cut_b_to_a: bool,
+}
+
+/// How many faults of each kind the network made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NetworkFaultCounts {
+    /// Partitions started.
+    pub partitions: u64,
+    /// Partitions healed.
+    pub heals: u64,
+    /// Paths clogged.
+    pub clogs: u64,
 }
 
 /// A network fault of a schedule (see `crate::fault_schedule`).
@@ -159,6 +175,8 @@ impl<P: Payload> PacketSimulator<P> {
             stats: NetworkStats::default(),
             queued: 0,
             faults_made: Vec::new(),
+            keep_faults: true,
+            faults_counted: NetworkFaultCounts::default(),
             replay: None,
         }
     }
@@ -317,12 +335,12 @@ impl<P: Payload> PacketSimulator<P> {
                         cut_a_to_b,
                         cut_b_to_a,
                     });
-                    self.faults_made.push((self.tick, fault));
+                    self.note_fault(self.tick, fault);
                 }
             }
             Step::Healed => {
                 self.stats.partitions_healed += 1;
-                self.faults_made.push((self.tick, NetworkFault::Heal));
+                self.note_fault(self.tick, NetworkFault::Heal);
             }
             Step::Unchanged => {}
         }
@@ -351,7 +369,7 @@ impl<P: Payload> PacketSimulator<P> {
                     let ticks = self.fault_rng.exponential(mean).max(1);
                     link.clogged_until = now + ticks;
                     self.stats.clogs_started += 1;
-                    self.faults_made.push((now, NetworkFault::Clog { from, to, ticks }));
+                    self.note_fault(now, NetworkFault::Clog { from, to, ticks });
                 }
             }
         }
@@ -390,7 +408,7 @@ impl<P: Payload> PacketSimulator<P> {
                 _ => false,
             };
             if applied {
-                self.faults_made.push((now, fault));
+                self.note_fault(now, fault);
             }
         }
     }
@@ -401,9 +419,31 @@ impl<P: Payload> PacketSimulator<P> {
         self.replay = Some(Replay::new(faults));
     }
 
-    /// The partitions, heals and clogs made so far, by network tick.
+    /// The partitions, heals and clogs made so far, by network tick (none kept after
+    /// `keep_faults(false)`).
     pub fn faults_made(&self) -> &[(u64, NetworkFault)] {
         &self.faults_made
+    }
+
+    /// Keep every fault made (the default) or only count them from now on.
+    pub fn keep_faults(&mut self, keep: bool) {
+        self.keep_faults = keep;
+    }
+
+    /// How many partitions, heals and clogs were made so far, kept or not.
+    pub fn faults_counted(&self) -> NetworkFaultCounts {
+        self.faults_counted
+    }
+
+    fn note_fault(&mut self, tick: u64, fault: NetworkFault) {
+        match fault {
+            NetworkFault::Partition(_) => self.faults_counted.partitions += 1,
+            NetworkFault::Heal => self.faults_counted.heals += 1,
+            NetworkFault::Clog { .. } => self.faults_counted.clogs += 1,
+        }
+        if self.keep_faults {
+            self.faults_made.push((tick, fault));
+        }
     }
 
     /// Crashes `p`: submits from or to it are dropped, and everything queued to it

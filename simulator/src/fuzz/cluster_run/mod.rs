@@ -73,7 +73,7 @@ pub(super) fn run(
         },
     };
     // Summary and verdict.
-    let summary = Summary::gather(args, &world, ran, liveness, oracle, linearizability);
+    let mut summary = Summary::gather(args, &world, ran, liveness, oracle, linearizability);
     summary.record(report);
     summary.print(out)?;
     report.failure_tick = failure.as_ref().map(|failure| failure.tick);

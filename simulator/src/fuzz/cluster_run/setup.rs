@@ -80,6 +80,7 @@ pub(super) fn build(
         },
     };
     let mut harness = Harness::new(seed, &harness_config, workload.clone());
+    harness.keep_fault_events(args.keeps_fault_schedule());
     print_world(harness.simulation(), out)?;
     if args.run.buggify {
         writeln!(out, "buggify: {}", harness_config.buggify.describe())?;

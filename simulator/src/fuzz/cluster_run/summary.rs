@@ -15,7 +15,7 @@ use super::super::{RunReport, packets_line};
 use super::oracle::Compared;
 use super::setup::World;
 use crate::executor::Fnv1a64;
-use crate::fault_schedule::{Fault, FaultEvent, FaultSchedule};
+use crate::fault_schedule::{Fault, FaultEvent, FaultSchedule, summary_line};
 use crate::harness::catch_up::CatchUpCounters;
 use crate::harness::client::ClientStats;
 use crate::harness::crash::Moment;
@@ -88,8 +88,11 @@ pub(super) struct Summary {
     pub moments: Option<[u64; 3]>,
     /// The network's counters.
     pub packets: NetworkStats,
-    /// The faults the run injected, outages included.
+    /// The faults the run injected, outages included: every event when the run kept
+    /// them (`FuzzArgs::keeps_fault_schedule`), else none; handed to the report.
     pub faults: FaultSchedule,
+    /// The `fault schedule:` line: how many of each kind, kept or not.
+    pub faults_line: String,
     /// What the outages did, when outages were on.
     pub outages: Option<OutageStats>,
     /// What the disks suffered (simulated storage only).
@@ -144,6 +147,11 @@ impl Summary {
         for (_, node) in harness.live_nodes() {
             nodes += node.stats();
         }
+        let mut counted = harness.faults_counted();
+        if !world.outages.made().is_empty() {
+            *counted.entry(Fault::Outage.kind()).or_default() += world.outages.made().len() as u64;
+        }
+        let faults_line = summary_line(&counted);
         let faults = FaultSchedule::new(
             harness
                 .faults_made()
@@ -178,6 +186,7 @@ impl Summary {
             moments: args.run.crash_moments.then(|| harness.stats().moment_crashes),
             packets: simulation.network().stats().clone(),
             faults,
+            faults_line,
             outages: world.outages.enabled().then_some(world.outages.stats),
             storage: (args.run.storage == StorageModel::Sim).then(|| harness.storage_fault_counts()),
             catch_up: harness.catch_up(),
@@ -204,10 +213,10 @@ impl Summary {
     }
 
     /// The figures a campaign records, into the run's report.
-    pub(super) fn record(&self, report: &mut RunReport) {
+    pub(super) fn record(&mut self, report: &mut RunReport) {
         report.ticks = self.ticks;
         report.requests = self.requests_handed_out;
-        report.faults = self.faults.clone();
+        report.faults = std::mem::take(&mut self.faults);
         report.polls = self.polls;
         report.group_ticks = self.group_ticks;
         report.schedule_hash = self.schedule_hash;
@@ -255,7 +264,7 @@ impl Summary {
             writeln!(out, "crash moments: {}", named.join(" "))?;
         }
         writeln!(out, "{}", packets_line(&self.packets))?;
-        writeln!(out, "{}", self.faults.summary())?;
+        writeln!(out, "{}", self.faults_line)?;
         if let Some(outages) = &self.outages {
             writeln!(out, "{outages}")?;
         }
