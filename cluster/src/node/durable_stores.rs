@@ -241,7 +241,7 @@ impl<S: DurableStorage> DurableStores<S> {
     }
 
     fn group_dir(group: u64) -> String {
-        format!("groups/{group:016x}")
+        format!("{GROUPS_DIR}/{group:016x}")
     }
 
     fn durability_cell(&self, group: u64) -> Rc<Cell<Durability>> {
@@ -298,12 +298,16 @@ impl<S: DurableStorage> StoreProvider for DurableStores<S> {
         }
         let dir = Self::group_dir(group);
         // Best effort: the tombstone already makes the group dead; files a crash leaves
-        // behind are never opened again.
+        // behind are never opened again. The emptied directory goes too, so a node that
+        // deletes groups for months does not keep an empty directory for each.
         if let Some(Ok(names)) = now(self.storage.list(&dir)) {
             for name in names {
                 let _ = now(self.storage.remove(&format!("{dir}/{name}")));
             }
             let _ = now(self.storage.sync_dir(&dir));
+            if let Some(Ok(())) = now(self.storage.remove_dir(&dir)) {
+                let _ = now(self.storage.sync_dir(GROUPS_DIR));
+            }
         }
     }
 
@@ -343,6 +347,9 @@ impl<S: DurableStorage> Log<S> {
         }
     }
 }
+
+/// The directory every group's directory is in.
+const GROUPS_DIR: &str = "groups";
 
 /// One group's superblock, checkpoint and WAL.
 pub struct DurableReplicaStore<S: DurableStorage> {

@@ -85,6 +85,11 @@ impl DurableStorage for DiskStorage {
         fs::remove_file(&full).map_err(|error| with_path(error, &full))
     }
 
+    async fn remove_dir(&self, dir: &str) -> io::Result<()> {
+        let full = self.resolve(dir)?;
+        fs::remove_dir(&full).map_err(|error| with_path(error, &full))
+    }
+
     async fn list(&self, dir: &str) -> io::Result<Vec<String>> {
         let full = self.resolve_dir(dir)?;
         let mut names = Vec::new();

@@ -127,6 +127,25 @@ impl DurableStorage for MemStorage {
             .ok_or_else(|| Self::not_found(path))
     }
 
+    /// Directories exist only as the paths of their files here: an empty one is
+    /// already gone, and one that holds a file cannot be removed.
+    #[inline]
+    async fn remove_dir(&self, dir: &str) -> io::Result<()> {
+        validate_relative_path(dir)?;
+        if self
+            .files
+            .borrow()
+            .keys()
+            .any(|path| path.starts_with(dir) && path[dir.len()..].starts_with('/'))
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::DirectoryNotEmpty,
+                format!("{dir}: not empty"),
+            ));
+        }
+        Ok(())
+    }
+
     #[inline]
     async fn list(&self, dir: &str) -> io::Result<Vec<String>> {
         if !dir.is_empty() {

@@ -37,6 +37,10 @@ pub trait DurableStorage: Clone + 'static {
     /// Remove a file.
     async fn remove(&self, path: &str) -> io::Result<()>;
 
+    /// Remove the empty directory `dir` (durable after `sync_dir` of its parent). A
+    /// directory that still holds a file or a directory is an error.
+    async fn remove_dir(&self, dir: &str) -> io::Result<()>;
+
     /// Names of the files directly inside `dir` (`""` for the root), sorted.
     async fn list(&self, dir: &str) -> io::Result<Vec<String>>;
 
@@ -109,7 +113,7 @@ pub fn validate_relative_path(path: &str) -> io::Result<()> {
 /// storage or file is the field `inner`: the listed methods, forwarded unchanged.
 /// A wrapper writes only what it changes (how files open, which reads fail, what a
 /// write also does) and names the rest:
-/// `cluster::forward_to_inner!(rename, remove, list, sync_dir);`.
+/// `cluster::forward_to_inner!(rename, remove, remove_dir, list, sync_dir);`.
 #[macro_export]
 macro_rules! forward_to_inner {
     ($($method:ident),* $(,)?) => {
@@ -123,6 +127,11 @@ macro_rules! forward_to_inner {
     (@one remove) => {
         async fn remove(&self, path: &str) -> std::io::Result<()> {
             $crate::seam::DurableStorage::remove(&self.inner, path).await
+        }
+    };
+    (@one remove_dir) => {
+        async fn remove_dir(&self, dir: &str) -> std::io::Result<()> {
+            $crate::seam::DurableStorage::remove_dir(&self.inner, dir).await
         }
     };
     (@one list) => {

@@ -64,7 +64,7 @@ impl<S: DurableStorage> DurableStorage for RetryReads<S> {
         })
     }
 
-    crate::forward_to_inner!(rename, remove, list, sync_dir);
+    crate::forward_to_inner!(rename, remove, remove_dir, list, sync_dir);
 }
 
 /// A file of [`RetryReads`].

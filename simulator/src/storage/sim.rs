@@ -312,6 +312,13 @@ impl DurableStorage for SimStorage {
         call.finish(removed)
     }
 
+    async fn remove_dir(&self, dir: &str) -> io::Result<()> {
+        let mut state = self.state.borrow_mut();
+        let call = state.begin(TraceOp::RemoveDir, Rc::from(dir), None)?;
+        let removed = state.remove_dir(dir);
+        call.finish(removed)
+    }
+
     async fn list(&self, dir: &str) -> io::Result<Vec<String>> {
         let mut state = self.state.borrow_mut();
         let call = state.begin(TraceOp::List, Rc::from(dir), None)?;

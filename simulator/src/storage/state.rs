@@ -486,6 +486,26 @@ impl State {
         Ok(())
     }
 
+    /// Remove the empty directory `dir` from the buffered namespace: its parent's
+    /// entry changes, made stable by a `sync_dir` of the parent.
+    pub fn remove_dir(&mut self, dir: &str) -> io::Result<()> {
+        validate_relative_path(dir)?;
+        if !self.dirs.contains(dir) {
+            return Err(not_found(dir));
+        }
+        let holds_file = self.names.range::<String, _>(under(dir)).next().is_some();
+        let holds_dir = self.dirs.range::<String, _>(under(dir)).next().is_some();
+        if holds_file || holds_dir {
+            return Err(io::Error::new(
+                io::ErrorKind::DirectoryNotEmpty,
+                format!("{dir}: not empty"),
+            ));
+        }
+        self.dirs.remove(dir);
+        self.note_changed_entry(dir);
+        Ok(())
+    }
+
     pub fn list(&self, dir: &str) -> io::Result<Vec<String>> {
         self.check_dir(dir)?;
         // BTreeMap order, restricted to one directory's direct children, is name order.
@@ -520,8 +540,26 @@ impl State {
         for sub in changed {
             if self.dirs.contains(&sub) {
                 self.stable_dirs.insert(sub);
-            } else {
-                self.stable_dirs.remove(&sub);
+            } else if self.stable_dirs.remove(&sub) {
+                // A directory whose removal is durable takes with it whatever stable
+                // entries it still held (removed files whose directory was never
+                // synced after): the disk cannot reach them any more.
+                let orphaned: Vec<String> = self
+                    .stable_names
+                    .range::<String, _>(under(&sub))
+                    .map(|(path, _)| path.clone())
+                    .collect();
+                for path in orphaned {
+                    self.set_stable_name(&path, None);
+                }
+                let pending: Vec<String> = self
+                    .dirty_dirs
+                    .range::<String, _>(under(&sub))
+                    .map(|(dir, _)| dir.clone())
+                    .collect();
+                for dir in pending.into_iter().chain([sub.clone()]) {
+                    self.dirty_dirs.remove(&dir);
+                }
             }
         }
     }

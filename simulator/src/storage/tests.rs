@@ -863,3 +863,40 @@ fn a_power_cut_can_tear_a_dirty_page_to_a_strict_prefix_of_its_sectors() {
     assert!(bytes[new..].iter().all(|&byte| byte == 1), "the rest is the old page");
     assert_eq!(storage.injected().torn_writes, 1);
 }
+
+#[test]
+fn an_empty_directory_is_removed_durably_only_once_its_parent_is_synced() {
+    let storage = sim(1);
+    let file = create(&storage, "groups/a/wal");
+    ready(file.append(b"x")).expect("append");
+    ready(file.sync()).expect("sync");
+    for dir in ["groups/a", "groups", ""] {
+        ready(storage.sync_dir(dir)).expect("sync_dir");
+    }
+    drop(file);
+    let refused = ready(storage.remove_dir("groups/a")).expect_err("a directory holding a file");
+    assert_eq!(refused.kind(), std::io::ErrorKind::DirectoryNotEmpty);
+    ready(storage.remove("groups/a/wal")).expect("remove");
+    ready(storage.remove_dir("groups/a")).expect("now empty");
+    assert!(
+        ready(storage.list("groups/a")).is_err(),
+        "gone from the buffered namespace"
+    );
+    assert!(ready(storage.remove_dir("groups/a")).is_err(), "removed once");
+
+    // Neither the file's removal nor the directory's was made durable: a power loss
+    // brings both back.
+    storage.crash(CrashKind::PowerLoss);
+    assert!(storage.exists("groups/a/wal"), "the unsynced removals are undone");
+
+    ready(storage.remove("groups/a/wal")).expect("remove");
+    ready(storage.remove_dir("groups/a")).expect("empty");
+    ready(storage.sync_dir("groups")).expect("the parent's entry");
+    storage.crash(CrashKind::PowerLoss);
+    assert!(
+        !storage.exists("groups/a/wal"),
+        "a durable directory removal takes its entries with it"
+    );
+    assert!(ready(storage.list("groups/a")).is_err());
+    storage.check_invariants().expect("invariants");
+}

@@ -26,6 +26,8 @@ pub enum TraceOp {
     Rename,
     /// `DurableStorage::remove`.
     Remove,
+    /// `DurableStorage::remove_dir`.
+    RemoveDir,
     /// `DurableStorage::list`.
     List,
     /// `DurableStorage::sync_dir`.
@@ -45,6 +47,7 @@ impl TraceOp {
             TraceOp::Truncate => "truncate",
             TraceOp::Rename => "rename",
             TraceOp::Remove => "remove",
+            TraceOp::RemoveDir => "remove_dir",
             TraceOp::List => "list",
             TraceOp::SyncDir => "sync_dir",
         }

@@ -251,7 +251,7 @@ impl DurableStorage for FailWritebackOf {
         })
     }
 
-    cluster::forward_to_inner!(rename, remove, list, sync_dir);
+    cluster::forward_to_inner!(rename, remove, remove_dir, list, sync_dir);
 }
 
 impl DurableFile for WatchedFile {

@@ -287,7 +287,7 @@ impl DurableStorage for Unreadable {
         })
     }
 
-    crate::forward_to_inner!(rename, remove, list, sync_dir);
+    crate::forward_to_inner!(rename, remove, remove_dir, list, sync_dir);
 }
 
 impl crate::seam::DurableFile for UnreadableFile {

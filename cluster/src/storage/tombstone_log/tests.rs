@@ -169,7 +169,7 @@ impl DurableStorage for FailingSyncs {
         })
     }
 
-    crate::forward_to_inner!(rename, remove, list, sync_dir);
+    crate::forward_to_inner!(rename, remove, remove_dir, list, sync_dir);
 }
 
 impl DurableFile for FailingSyncsFile {
