@@ -9,8 +9,13 @@ use simulator::fuzz::shrink::{ShrinkBounds, shrink};
 use simulator::fuzz::{self, FuzzArgs, Verdict};
 use simulator::signature::signature;
 
+/// The run's flags, keeping its fault events for the report as `--record-faults` and
+/// a shrink's candidates do (a plain run only counts them: see
+/// `a_run_that_keeps_no_fault_events_prints_the_same_counts`).
 fn args(flags: &str) -> FuzzArgs {
-    FuzzArgs::parse_from(std::iter::once("workload-fuzz").chain(flags.split_whitespace()))
+    let mut args = FuzzArgs::parse_from(std::iter::once("workload-fuzz").chain(flags.split_whitespace()));
+    args.keep_fault_schedule = true;
+    args
 }
 
 fn run(args: &FuzzArgs, seed: u64) -> (String, fuzz::RunReport) {
@@ -126,9 +131,7 @@ const PLANTED_SEEDS: std::ops::RangeInclusive<u64> = 1..=60;
 
 /// The first seed of [`PLANTED_SEEDS`] whose run with [`PLANTED`] passes `wanted`.
 fn first_seed(what: &str, wanted: impl Fn(&fuzz::RunReport) -> bool) -> u64 {
-    let mut failing = args(PLANTED);
-    // The predicates read the run's fault events, which a plain run only counts.
-    failing.keep_fault_schedule = true;
+    let failing = args(PLANTED);
     PLANTED_SEEDS
         .clone()
         .find(|&seed| wanted(&run(&failing, seed).1))
@@ -285,4 +288,21 @@ fn a_trace_holds_a_track_per_replica_and_group_and_changes_nothing() {
         report.failure_tick.map(|tick| tick * 10_000),
         "at the failing tick, in virtual microseconds"
     );
+}
+
+#[test]
+fn a_run_that_keeps_no_fault_events_prints_the_same_counts() {
+    let kept = args(EVERY_FAULT);
+    let mut counted = args(EVERY_FAULT);
+    counted.keep_fault_schedule = false;
+    assert!(!counted.keeps_fault_schedule(), "a plain run keeps none");
+    let (kept_output, kept_report) = run(&kept, 5);
+    let (counted_output, counted_report) = run(&counted, 5);
+    assert!(!kept_report.faults.events.is_empty());
+    assert!(counted_report.faults.events.is_empty(), "nothing kept");
+    assert_eq!(
+        counted_output, kept_output,
+        "the same run, the same fault schedule line"
+    );
+    assert!(counted_output.contains(&kept_report.faults.summary()));
 }

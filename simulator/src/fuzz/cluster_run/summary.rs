@@ -152,16 +152,20 @@ impl Summary {
             *counted.entry(Fault::Outage.kind()).or_default() += world.outages.made().len() as u64;
         }
         let faults_line = summary_line(&counted);
-        let faults = FaultSchedule::new(
-            harness
-                .faults_made()
-                .into_iter()
-                .chain(world.outages.made().iter().map(|&tick| FaultEvent {
-                    tick,
-                    fault: Fault::Outage,
-                }))
-                .collect(),
-        );
+        let faults = if args.keeps_fault_schedule() {
+            FaultSchedule::new(
+                harness
+                    .faults_made()
+                    .into_iter()
+                    .chain(world.outages.made().iter().map(|&tick| FaultEvent {
+                        tick,
+                        fault: Fault::Outage,
+                    }))
+                    .collect(),
+            )
+        } else {
+            FaultSchedule::default()
+        };
         let contended = linearizability.map(|report| {
             let requests = workload
                 .contended()
