@@ -43,6 +43,13 @@ pub const PIECE_BYTES_MIN: usize = 512;
 /// at most this much.
 pub const PIECE_BYTES_MAX: usize = 8 * 1024;
 
+/// Bytes a file holds in its tail alone, uncut, until it grows past them: 64 KiB.
+/// Superblocks (16 KiB), publish frontiers (8 KiB) and small checkpoints are rewritten
+/// in place again and again and differ between replicas (each names its replica), so
+/// cutting and interning them cost a quarter of a metadata-plane run's time and shared
+/// nothing; logs and large checkpoints, which replicas hold alike, grow past this.
+const SMALL_FILE_BYTES_MAX: usize = 64 * 1024;
+
 /// A boundary after a byte whose rolling hash has these bits all zero: one byte in
 /// 1,024 past the minimum, so pieces average about 1.5 KiB, near one prepare record of
 /// a partition run, and replicas whose files fell out of step share again within about
@@ -150,6 +157,9 @@ pub struct StableBytes {
     /// below `scanned` starts the scan over).
     scanned: usize,
     hash: u64,
+    /// Whether the file is cut into pieces: one that never grew past
+    /// [`SMALL_FILE_BYTES_MAX`] keeps its bytes in its tail alone, uncut and unshared.
+    pieced: bool,
 }
 
 impl PartialEq for StableBytes {
@@ -173,6 +183,10 @@ impl StableBytes {
 
     /// Cut to `len`, or grow to it with zeros.
     pub fn resize(&mut self, len: usize) {
+        if len == 0 {
+            *self = Self::default();
+            return;
+        }
         if len >= self.sealed {
             let keep = len - self.sealed;
             if keep < self.scanned {
@@ -297,10 +311,27 @@ impl StableBytes {
     /// Seal every piece the tail now ends: scan the tail bytes not yet hashed and cut
     /// at each boundary.
     fn seal_ready(&mut self) {
+        if !self.pieced {
+            if self.tail.len() <= SMALL_FILE_BYTES_MAX {
+                return;
+            }
+            // Grown past a small file: cut into pieces from here on.
+            self.pieced = true;
+            self.restart_scan();
+        }
         let mut start = 0;
         let mut at = start + self.scanned;
         let mut hash = self.hash;
         while at < self.tail.len() {
+            // No boundary lies within a piece's first PIECE_BYTES_MIN bytes, and the
+            // hash at the first place one may lie depends on the 64 bytes before it
+            // alone: the bytes before those need no hashing.
+            let unhashed_end = start + PIECE_BYTES_MIN - 64;
+            if at < unhashed_end {
+                at = unhashed_end.min(self.tail.len());
+                hash = 0;
+                continue;
+            }
             hash = roll(hash, self.tail[at]);
             at += 1;
             let len = at - start;
@@ -322,7 +353,7 @@ impl StableBytes {
 
     /// A tail that once held a large write gives most of its room back.
     fn shrink_tail(&mut self) {
-        if self.tail.capacity() > 2 * PIECE_BYTES_MAX && self.tail.len() <= PIECE_BYTES_MAX {
+        if self.pieced && self.tail.capacity() > 2 * PIECE_BYTES_MAX && self.tail.len() <= PIECE_BYTES_MAX {
             self.tail.shrink_to(PIECE_BYTES_MAX);
         }
     }
@@ -344,7 +375,7 @@ mod tests {
         let mut rng = SimRng::new(7);
         let mut pieced = StableBytes::default();
         let mut model: Vec<u8> = Vec::new();
-        let size_max = 5 * PIECE_BYTES_MAX + 123;
+        let size_max = 3 * SMALL_FILE_BYTES_MAX + 123;
         for step in 0..2_000 {
             match rng.index(6) {
                 0 => {
@@ -379,7 +410,10 @@ mod tests {
                 _ => {}
             }
             assert_eq!(pieced.len(), model.len(), "length at step {step}");
-            assert!(pieced.tail.len() < PIECE_BYTES_MAX, "the tail holds less than a piece");
+            assert!(
+                pieced.tail.len() < PIECE_BYTES_MAX || (!pieced.pieced && pieced.tail.len() <= SMALL_FILE_BYTES_MAX),
+                "the tail holds less than a piece, or a small file whole"
+            );
             if step % 50 == 0 || model.len() < 3 * PIECE_BYTES_MAX {
                 assert_eq!(pieced.to_vec(), model, "bytes at step {step}");
             }
@@ -441,7 +475,7 @@ mod tests {
     #[test]
     fn rewriting_the_same_bytes_keeps_sharing() {
         let mut rng = SimRng::new(3);
-        let bytes = random_bytes(&mut rng, 40_000);
+        let bytes = random_bytes(&mut rng, 200_000);
         let (mut a, mut b) = (StableBytes::default(), StableBytes::default());
         a.write_extending(0, &bytes);
         b.write_extending(0, &bytes);
@@ -449,12 +483,56 @@ mod tests {
         b.write(4_096, &bytes[4_096..8_192]);
         assert_eq!(distinct_pieces(&[&a, &b]), shared);
         assert_eq!(shared, a.pieces.len());
+        assert!(shared > 0, "a large file is cut into pieces");
+    }
+
+    /// The cuts are where hashing every byte from each piece's start puts them (the
+    /// bytes the scan skips cannot move one).
+    #[test]
+    fn boundaries_are_where_hashing_every_byte_puts_them() {
+        let mut rng = SimRng::new(8);
+        let bytes = random_bytes(&mut rng, 300_000);
+        let mut file = StableBytes::default();
+        for chunk in bytes.chunks(777) {
+            let end = file.len();
+            file.write_extending(end, chunk);
+        }
+        let mut expected = Vec::new();
+        let (mut start, mut hash) = (0, 0u64);
+        for (at, &byte) in bytes.iter().enumerate() {
+            hash = roll(hash, byte);
+            let len = at + 1 - start;
+            if (len >= PIECE_BYTES_MIN && hash & BOUNDARY_MASK == 0) || len == PIECE_BYTES_MAX {
+                expected.push(at + 1);
+                start = at + 1;
+                hash = 0;
+            }
+        }
+        assert_eq!(file.ends, expected);
+        assert_eq!(file.to_vec(), bytes);
+    }
+
+    #[test]
+    fn a_small_file_stays_whole_until_it_grows_past_the_bound() {
+        let mut rng = SimRng::new(4);
+        let mut file = StableBytes::default();
+        file.write_extending(0, &random_bytes(&mut rng, SMALL_FILE_BYTES_MAX));
+        assert!(
+            file.pieces.is_empty() && !file.pieced,
+            "a superblock-sized file is one buffer"
+        );
+        file.write(100, &[7; 10]);
+        assert!(file.pieces.is_empty());
+        file.write_extending(SMALL_FILE_BYTES_MAX, &[1]);
+        assert!(file.pieced && !file.pieces.is_empty(), "past the bound it is cut");
+        file.resize(0);
+        assert!(!file.pieced, "an emptied file starts small again");
     }
 
     #[test]
     fn a_piece_no_file_holds_leaves_the_pool() {
         let mut rng = SimRng::new(5);
-        let bytes = random_bytes(&mut rng, 30_000);
+        let bytes = random_bytes(&mut rng, 100_000);
         let before = pooled_pieces();
         let mut file = StableBytes::default();
         file.write_extending(0, &bytes);
