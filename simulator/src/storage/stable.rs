@@ -43,12 +43,14 @@ pub const PIECE_BYTES_MIN: usize = 512;
 /// at most this much.
 pub const PIECE_BYTES_MAX: usize = 8 * 1024;
 
-/// Bytes a file holds in its tail alone, uncut, until it grows past them: 64 KiB.
-/// Superblocks (16 KiB), publish frontiers (8 KiB) and small checkpoints are rewritten
-/// in place again and again and differ between replicas (each names its replica), so
-/// cutting and interning them cost a quarter of a metadata-plane run's time and shared
-/// nothing; logs and large checkpoints, which replicas hold alike, grow past this.
-const SMALL_FILE_BYTES_MAX: usize = 64 * 1024;
+/// Bytes a file holds in its tail alone, uncut, until it grows past them: 16 KiB.
+/// Superblocks (16 KiB) and publish frontiers (8 KiB) are rewritten in place again and
+/// again and differ between replicas (each names its replica), so cutting and
+/// interning them cost a quarter of a metadata-plane run's time and shared nothing;
+/// logs and checkpoints, which replicas hold alike, grow past this. (At 64 KiB the
+/// partition checkpoints stayed private too: a 100,000-tick light partition run
+/// peaked 1 MB higher.)
+const SMALL_FILE_BYTES_MAX: usize = 16 * 1024;
 
 /// A boundary after a byte whose rolling hash has these bits all zero: one byte in
 /// 1,024 past the minimum, so pieces average about 1.5 KiB, near one prepare record of
