@@ -4,13 +4,6 @@ use clap::{Parser, ValueEnum};
 
 use cluster::node::JournalBounds;
 
-/// Applied ops whose frames a simulated replica's journal keeps in memory: 32, where a
-/// node keeps 128 (`JOURNAL_APPLIED_FRAMES_IN_MEMORY_OPS`). Every frame is also on the
-/// simulated disk, and three replicas held the same 128 frames of every group in
-/// memory besides: a quarter of a 100,000-tick partition run's heap. With 32, a repair
-/// of an op further behind is served from the store, so simulated runs also read
-/// frames back from disk (under its read faults) far more often.
-pub const SIM_APPLIED_FRAMES_IN_MEMORY_OPS: u64 = 32;
 use cluster::vsr::constants::JOURNAL_SLOTS_DEFAULT;
 
 use super::run_flags::RunFlags;
@@ -472,7 +465,7 @@ impl FuzzArgs {
             journal_slots: self.run.journal_slots,
             ring_entries: self.run.ring_entries,
             ring_bytes: self.run.ring_bytes,
-            applied_frames_in_memory_ops: SIM_APPLIED_FRAMES_IN_MEMORY_OPS,
+            applied_frames_in_memory_ops: super::run_flags::SIM_APPLIED_FRAMES_IN_MEMORY_OPS,
         }
     }
 

@@ -31,6 +31,14 @@ use crate::harness::StorageModel;
 /// `--ring-entries 65536` runs the node's bound.
 pub const SIM_RING_ENTRIES_DEFAULT: u64 = 128;
 
+/// Applied ops whose frames a simulated replica's journal keeps in memory: 32, where a
+/// node keeps 128 (`JOURNAL_APPLIED_FRAMES_IN_MEMORY_OPS`). Every frame is also on the
+/// simulated disk, and three replicas held the same 128 frames of every group in
+/// memory besides: a quarter of a 100,000-tick partition run's heap. With 32, a repair
+/// of an op further behind is served from the store, so simulated runs also read
+/// frames back from disk (under its read faults) far more often.
+pub const SIM_APPLIED_FRAMES_IN_MEMORY_OPS: u64 = 32;
+
 /// The world, the faults, the phases and the checks' floors of one run.
 #[derive(Args, Clone, Debug)]
 pub struct RunFlags {

@@ -81,3 +81,19 @@ pub(super) fn checker_of<'a>(
     }
     Ok(checkers.entry(group).or_insert_with(new))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_op_of_a_retired_group_is_refused_and_any_other_group_gets_a_checker() {
+        let mut checkers = BTreeMap::new();
+        let retired = BTreeSet::from([7]);
+        let error = checker_of(&mut checkers, &retired, 7, || StateChecker::new(1)).expect_err("retired");
+        assert!(error.contains("group 0x7") && error.contains("tombstoned"), "{error}");
+        assert!(checkers.is_empty(), "no checker is made for a retired group");
+        checker_of(&mut checkers, &retired, 8, || StateChecker::new(1)).expect("a live group");
+        assert!(checkers.contains_key(&8));
+    }
+}

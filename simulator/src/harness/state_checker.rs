@@ -103,9 +103,6 @@ pub struct StateChecker {
     floors: BTreeMap<usize, u64>,
     /// Links forgotten below the floor (the root among them), still counted as commits.
     links_forgotten: u64,
-    /// Ops applied again below the floor (checked by their parent link only, and
-    /// vouched for by the next op at or above it).
-    ops_below_floor: u64,
     op_of_checksum: BTreeMap<u128, u64>,
     root: u128,
     ops_compared: u64,
@@ -121,7 +118,6 @@ impl StateChecker {
             forgotten_below: 0,
             floors: BTreeMap::new(),
             links_forgotten: 0,
-            ops_below_floor: 0,
             op_of_checksum: BTreeMap::from([(root, 0)]),
             root,
             ops_compared: 0,
@@ -181,7 +177,6 @@ impl StateChecker {
         let op = committed.op;
         assert!(op > 0, "op 0 is the root, never applied");
         if op < self.forgotten_below {
-            self.ops_below_floor += 1;
             return match own_previous() {
                 Some(previous) if previous != committed.parent => Err(format!(
                     "committed op {op} on replica {replica} (incarnation {incarnation:#x}) has parent {:#034x}, but \
