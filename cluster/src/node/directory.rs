@@ -9,7 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::metadata::{Durability, MetadataState};
+use crate::metadata::{Durability, MetadataState, PARTITION_GROUP_OP_LIMIT, PARTITION_ID_BITS};
+use crate::storage::tombstone_set::Settled;
 
 /// What a node needs to host one partition's group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,5 +64,70 @@ impl Directory {
             version: state.partitions_changed_at(),
             partitions,
         }
+    }
+}
+
+/// The directory knows every partition the applied metadata holds: every group id
+/// whose creating op is at or below its version either names a listed partition or
+/// names none for good (op numbers are never reused, and the partition set has not
+/// changed since that op).
+impl Settled for Directory {
+    fn settled_through(&self) -> u64 {
+        if self.version >= PARTITION_GROUP_OP_LIMIT {
+            // No group can be created at or past the limit: everything is settled.
+            return u64::MAX;
+        }
+        (self.version << PARTITION_ID_BITS) | ((1 << PARTITION_ID_BITS) - 1)
+    }
+
+    fn any_live_in(&self, low: u64, high: u64) -> bool {
+        self.partitions.range(low..=high).next().is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::partition_group_id;
+    use crate::storage::tombstone_set::TombstoneSet;
+
+    fn spec(group: u64) -> PartitionSpec {
+        PartitionSpec {
+            group,
+            stream_id: 1,
+            topic_id: 1,
+            partition_id: 0,
+            created_in_view: 0,
+            message_expiry_micros: 0,
+            durability: Durability::Replicated,
+        }
+    }
+
+    #[test]
+    fn deletes_seen_in_a_directory_fill_only_gaps_of_settled_ops_with_no_listed_partition() {
+        // As of op 100, the partitions of ops 10 and 60 are live.
+        let live = [partition_group_id(10, 0), partition_group_id(60, 2)];
+        let directory = Directory {
+            version: 100,
+            partitions: live.iter().map(|&group| (group, spec(group))).collect(),
+        };
+        assert_eq!(directory.settled_through(), partition_group_id(100, 1023));
+        let mut tombstones = TombstoneSet::new();
+        for op in [5, 20, 30, 70, 90] {
+            tombstones.insert(partition_group_id(op, 1), &directory);
+        }
+        assert_eq!(
+            tombstones.ranges().collect::<Vec<_>>(),
+            vec![
+                (partition_group_id(5, 1), partition_group_id(5, 1)),
+                (partition_group_id(20, 1), partition_group_id(30, 1)),
+                (partition_group_id(70, 1), partition_group_id(90, 1)),
+            ],
+            "the live partitions of ops 10 and 60 keep their gaps open"
+        );
+        assert!(live.iter().all(|&group| !tombstones.contains(group)));
+        // An op after the directory's version may still create partitions.
+        tombstones.insert(partition_group_id(150, 0), &directory);
+        assert!(!tombstones.contains(partition_group_id(120, 0)));
     }
 }

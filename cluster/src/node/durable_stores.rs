@@ -67,6 +67,7 @@ use crate::storage::read_retry::{ReadErrors, RetryReads};
 use crate::storage::snapshot_file::{SnapshotFileError, read_snapshot, remove_leftover_tmp, write_snapshot};
 use crate::storage::superblock::{Identity, SuperblockError, SuperblockFile, SuperblockState};
 use crate::storage::tombstone_log::{TombstoneError, TombstoneLog};
+use crate::storage::tombstone_set::Settled;
 use crate::storage::wal::{Wal, WalError, join_path};
 use crate::vsr::store::{Checkpoint, ReplicaStore, StorageBreak, StoreError, StoredRecord, Superblock};
 use crate::wire::HEADER_BYTES;
@@ -187,7 +188,7 @@ impl<S: DurableStorage> fmt::Debug for DurableStores<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DurableStores")
             .field("identity", &self.identity)
-            .field("deleted", &self.tombstones.borrow().len())
+            .field("tombstones", &*self.tombstones.borrow())
             .finish()
     }
 }
@@ -275,12 +276,12 @@ impl<S: DurableStorage> StoreProvider for DurableStores<S> {
         )
     }
 
-    fn remove(&self, group: u64) {
+    fn remove(&self, group: u64, settled: &dyn Settled) {
         // The tombstone is made durable first: a crash after it and before the files
         // are gone leaves files nobody opens, never a deleted group reopened. Without a
         // durable tombstone the files stay: a group a later boot does open again then
         // still holds its data, rather than nothing.
-        let appended = now(self.tombstones.borrow_mut().append(group));
+        let appended = now(self.tombstones.borrow_mut().append(group, settled));
         self.durability.borrow_mut().remove(&group);
         match appended {
             Some(Ok(())) => {}

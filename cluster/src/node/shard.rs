@@ -282,8 +282,10 @@ impl<P: StoreProvider> Shard<P> {
         })
     }
 
-    /// Whether this node deleted `group` (its tombstone is written: the node never
-    /// opens the group again).
+    /// Whether this node's tombstones cover `group`: it never opens the group again.
+    /// The tombstones may cover a settled id before the shard that hosts it has seen its
+    /// delete (`storage::tombstone_set`), so "no op of it is applied here again" also
+    /// needs that no shard of the node hosts it.
     pub fn group_deleted(&self, group: u64) -> bool {
         self.stores.is_deleted(group)
     }
@@ -540,7 +542,7 @@ impl<P: StoreProvider> Shard<P> {
             self.partitions.remove(&group);
             self.catching_up.retain(|&busy| busy != group);
             self.group_set_changes += 1;
-            self.stores.remove(group);
+            self.stores.remove(group, &*directory);
             self.stats.groups_closed += 1;
             tracing::info!(replica = self.config.replica, group, "partition group closed");
         }

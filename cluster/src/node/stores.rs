@@ -8,10 +8,11 @@
 //! storage issue.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use crate::metadata::Durability;
+use crate::storage::tombstone_set::{Settled, TombstoneSet};
 use crate::vsr::{MemoryStore, ReplicaStore, StoreError};
 
 /// Opens and removes the per-group stores of one node.
@@ -28,8 +29,12 @@ pub trait StoreProvider: 'static {
     /// run on this node: booting it as fresh could forget promises it made.
     fn open(&self, group: u64) -> Result<Self::Store, StoreError>;
     /// Forget `group`'s store (its partition was deleted) and remember that it was.
-    fn remove(&self, group: u64);
-    /// Whether `group`'s store was removed (the group must never be opened again).
+    /// `settled` (the directory the delete was seen in) says which ids around it name
+    /// no group that can still be live, so the tombstones may cover them too and stay
+    /// as few ranges as there are live groups (`storage::tombstone_set`).
+    fn remove(&self, group: u64, settled: &dyn Settled);
+    /// Whether `group` must never be opened (its store was removed, or it is a settled
+    /// id that names no group).
     fn is_deleted(&self, group: u64) -> bool;
     /// The durability of `group`'s topic changed (or is first known): a `persisted`
     /// partition makes every prepare durable before acknowledging it. Stores that are
@@ -44,9 +49,8 @@ pub trait StoreProvider: 'static {
 #[derive(Clone, Default)]
 pub struct MemoryStores {
     stores: Rc<RefCell<BTreeMap<u64, MemoryStore>>>,
-    /// Groups whose stores were removed. Grows by one id per deleted partition; the
-    /// metadata snapshot that will let a node forget them comes with catch-up work.
-    deleted: Rc<RefCell<BTreeSet<u64>>>,
+    /// Groups whose stores were removed, as ranges (`storage::tombstone_set`).
+    deleted: Rc<RefCell<TombstoneSet>>,
 }
 
 impl MemoryStores {
@@ -77,12 +81,12 @@ impl StoreProvider for MemoryStores {
         Ok(self.stores.borrow_mut().entry(group).or_default().clone())
     }
 
-    fn remove(&self, group: u64) {
+    fn remove(&self, group: u64, settled: &dyn Settled) {
         self.stores.borrow_mut().remove(&group);
-        self.deleted.borrow_mut().insert(group);
+        self.deleted.borrow_mut().insert(group, settled);
     }
 
     fn is_deleted(&self, group: u64) -> bool {
-        self.deleted.borrow().contains(&group)
+        self.deleted.borrow().contains(group)
     }
 }

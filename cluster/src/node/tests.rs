@@ -313,7 +313,7 @@ fn a_directory_listing_a_deleted_group_does_not_reopen_it() {
         .find(|group| owner_shard(*group, 2) == 1)
         .expect("some group hashes to shard 1");
     stores.open(group).expect("memory stores always open");
-    stores.remove(group);
+    stores.remove(group, &crate::storage::tombstone_set::NothingSettled);
     let spec = PartitionSpec {
         group,
         stream_id: 0,

@@ -24,4 +24,5 @@ pub mod segment;
 pub mod snapshot_file;
 pub mod superblock;
 pub mod tombstone_log;
+pub mod tombstone_set;
 pub mod wal;

@@ -10,10 +10,14 @@
 //! delete), and a growing share of long simulated runs. Appending one record costs
 //! the same whatever came before.
 //!
-//! File `node/tombstones`: records ([`super::record`], magic `TOMB`, kind 1, key = the
-//! group id, no payload), all [`TOMBSTONE_RECORD_BYTES`] long, record `i` at offset
-//! `i * TOMBSTONE_RECORD_BYTES`. Created on the first delete; each process syncs its
-//! directory entry with the first record it appends.
+//! File `node/tombstones`: records ([`super::record`], magic `TOMB`, no payload), all
+//! [`TOMBSTONE_RECORD_BYTES`] long, record `i` at offset `i * TOMBSTONE_RECORD_BYTES`:
+//! - kind 1: one deleted group (the key), appended per delete;
+//! - kind 2 then kind 3: the ids from the first record's key through the second's, both
+//!   included, written by compaction (a range of [`TombstoneSet`]).
+//!
+//! Created on the first delete; each process syncs its directory entry with the first
+//! record it appends.
 //!
 //! Appends: each record is written at the end of the durable records (not at the
 //! file's end) and synced before [`TombstoneLog::append`] returns. A failed write or
@@ -21,22 +25,28 @@
 //! over whatever the failed one left (cutting the file to the durable length first):
 //! a failed append never leaves damage in the middle of the log.
 //!
-//! Recovery ([`TombstoneLog::open`]): every record is read; a record that does not
-//! decode, with no valid record after it, is the torn tail of an append that never
-//! returned (its delete never went on), and is ignored (the next append cuts it); one
-//! with a valid record after it is damage in the middle, which loses tombstones, and
-//! refuses the boot with the offset and the reason. Records of another kind are damage
-//! too.
+//! Compaction: once the log holds [`TOMBSTONE_LOG_COMPACT_RECORDS_MIN`] records and
+//! four times as many as the set has ranges, the set is written whole to
+//! `node/tombstones.tmp`, synced, renamed over the log, and the directory synced. A
+//! crash before the rename leaves the old log (and a `.tmp` the next compaction
+//! removes); after it, the new one, whole. Appends go to the new file from then on, and
+//! the first of them syncs the directory again if the compaction's own sync failed.
+//! Each compaction writes at most twice as many records as ranges and comes after at
+//! least twice as many appends, so a delete costs a bounded amount of writing however
+//! many came before, and the log stays small: a node that deleted millions of groups
+//! keeps about as many ranges as it has live groups (see [`TombstoneSet`]).
 //!
-//! Size: the log is never compacted. At 40 bytes a delete it stays small for any node's
-//! life (a million deletes are 40 MB), and boot reads it whole, within
-//! [`super::record::READ_TO_END_BYTES_MAX`] (1 GiB, about 26 million deletes).
+//! Recovery ([`TombstoneLog::open`]): every record is read; a record that does not
+//! decode (or a range's first record without its last), with no valid record after it,
+//! is the torn tail of an append that never returned (its delete never went on), and is
+//! ignored (the next append cuts it); one with a valid record after it is damage in the
+//! middle, which loses tombstones, and refuses the boot with the offset and the reason.
+//! Records of another kind are damage too.
 //!
 //! The older format, `node/deleted` (one snapshot file of little-endian u64 group ids),
 //! is still read at boot and never written: a data directory written before the log
 //! keeps its tombstones.
 
-use std::collections::BTreeSet;
 use std::fmt;
 use std::io;
 
@@ -44,6 +54,7 @@ use futures::FutureExt;
 
 use super::record::{self, RECORD_HEADER_BYTES, RecordError};
 use super::snapshot_file::read_snapshot;
+use super::tombstone_set::{Settled, TombstoneSet};
 use super::wal::sync_ancestors;
 use crate::seam::{DurableFile, DurableStorage, OpenMode};
 
@@ -54,11 +65,26 @@ pub const TOMBSTONE_LOG_PATH: &str = "node/tombstones";
 /// boot and never written.
 pub const LEGACY_DELETED_PATH: &str = "node/deleted";
 
+/// Where a compaction writes the new log before renaming it over the old one.
+pub const TOMBSTONE_LOG_TMP_PATH: &str = "node/tombstones.tmp";
+
 /// Magic of tombstone records ("TOMB").
 const TOMBSTONE_MAGIC: u32 = u32::from_le_bytes(*b"TOMB");
 
-/// Kind of a tombstone record.
+/// Kind of a record naming one deleted group.
 const TOMBSTONE_KIND: u8 = 1;
+
+/// Kind of the record that opens a range (its key is the range's first id); the next
+/// record must be of kind [`RANGE_LAST_KIND`].
+const RANGE_FIRST_KIND: u8 = 2;
+
+/// Kind of the record that closes a range (its key is the range's last id).
+const RANGE_LAST_KIND: u8 = 3;
+
+/// Fewest records in the log before a compaction: 1,024 records are 40 KiB, so a
+/// node's log stays tiny, while a compaction (a rewrite of every range, two syncs, a
+/// rename) stays rare next to the deletes, each already a sync of its own.
+pub const TOMBSTONE_LOG_COMPACT_RECORDS_MIN: u64 = 1024;
 
 /// Bytes of one tombstone record: a record header (the group id is its key) and no
 /// payload.
@@ -123,13 +149,17 @@ pub struct TombstoneLog<S: DurableStorage> {
     /// Whether the file may hold bytes past `durable_bytes` (a torn tail found at boot,
     /// or a failed append): the next append cuts them first.
     tail_unclean: bool,
-    deleted: BTreeSet<u64>,
+    deleted: TombstoneSet,
+    /// Records in the log from which a compaction is due (also at least four per range).
+    compact_records_min: u64,
+    /// Compactions this process made.
+    compactions: u64,
 }
 
 impl<S: DurableStorage> fmt::Debug for TombstoneLog<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TombstoneLog")
-            .field("deleted", &self.deleted.len())
+            .field("ranges", &self.deleted.range_count())
             .field("durable_bytes", &self.durable_bytes)
             .field("tail_unclean", &self.tail_unclean)
             .finish()
@@ -175,28 +205,44 @@ impl<S: DurableStorage> TombstoneLog<S> {
             durable_bytes,
             tail_unclean,
             deleted,
+            compact_records_min: TOMBSTONE_LOG_COMPACT_RECORDS_MIN,
+            compactions: 0,
         })
     }
 
-    /// Whether `group` was deleted.
-    pub fn contains(&self, group: u64) -> bool {
-        self.deleted.contains(&group)
+    /// Compact once the log holds `records` records (and four per range), instead of
+    /// [`TOMBSTONE_LOG_COMPACT_RECORDS_MIN`]: for sweeps and tests, which reach a
+    /// compaction in a few deletes.
+    pub fn set_compact_records_min(&mut self, records: u64) {
+        assert!(records > 0, "a log of no records needs no compaction");
+        self.compact_records_min = records;
     }
 
-    /// Every deleted group, ascending.
-    pub fn groups(&self) -> impl Iterator<Item = u64> + '_ {
-        self.deleted.iter().copied()
+    /// Whether `group` must never be opened again (it was deleted, or it is a settled
+    /// id that names no group: see [`TombstoneSet`]).
+    pub fn contains(&self, group: u64) -> bool {
+        self.deleted.contains(group)
+    }
+
+    /// The tombstones.
+    pub fn set(&self) -> &TombstoneSet {
+        &self.deleted
+    }
+
+    /// Compactions this process made.
+    pub fn compactions(&self) -> u64 {
+        self.compactions
+    }
+
+    /// Whole records in the log.
+    pub fn records(&self) -> u64 {
+        self.durable_bytes / TOMBSTONE_RECORD_BYTES as u64
     }
 
     /// Whether the file holds bytes past its whole records (a torn tail boot found, or
     /// a failed append since): the next append cuts them.
     pub fn has_torn_tail(&self) -> bool {
         self.tail_unclean
-    }
-
-    /// Deleted groups, for tests and accounting.
-    pub fn len(&self) -> usize {
-        self.deleted.len()
     }
 
     /// Whether no group was deleted.
@@ -206,9 +252,16 @@ impl<S: DurableStorage> TombstoneLog<S> {
 
     /// Record `group` as deleted, durably: `Ok` only once its record is synced (and the
     /// log's directory entry, the first time). The group counts as deleted in memory
-    /// whatever the outcome: this process never reopens it.
-    pub async fn append(&mut self, group: u64) -> Result<(), TombstoneError> {
-        self.deleted.insert(group);
+    /// whatever the outcome: this process never reopens it. `settled` says which gaps
+    /// around it may be filled (see [`TombstoneSet`]).
+    ///
+    /// A record is appended even when the set already covers `group` (a filled gap):
+    /// until a compaction writes the gap, only the record makes it durable.
+    ///
+    /// Then, if one is due, the log is compacted; a compaction that fails is logged and
+    /// leaves the old log in use, and the append's result stands.
+    pub async fn append(&mut self, group: u64, settled: &dyn Settled) -> Result<(), TombstoneError> {
+        self.deleted.insert(group, settled);
         let result = self.write_record(group).await;
         match &result {
             Ok(()) => {
@@ -218,7 +271,69 @@ impl<S: DurableStorage> TombstoneLog<S> {
             Err(_) => self.tail_unclean = true,
         }
         debug_assert_eq!(self.durable_bytes % TOMBSTONE_RECORD_BYTES as u64, 0);
+        if result.is_ok() && self.compaction_due() {
+            self.deleted.fill_gaps(settled);
+            if let Err(error) = self.compact().await {
+                tracing::warn!(%error, "tombstone log compaction failed; the old log stays in use");
+            }
+        }
         result
+    }
+
+    fn compaction_due(&self) -> bool {
+        let ranges = self.deleted.range_count() as u64;
+        self.records() >= self.compact_records_min.max(ranges.saturating_mul(4))
+    }
+
+    /// Replace the log with one that holds the set's ranges (module docs).
+    async fn compact(&mut self) -> Result<(), TombstoneError> {
+        let io = |path: &'static str, action: &'static str| {
+            move |source: io::Error| TombstoneError::Io { path, action, source }
+        };
+        let mut bytes = Vec::new();
+        for (first, last) in self.deleted.ranges() {
+            if first == last {
+                bytes.extend_from_slice(&record::encode(TOMBSTONE_MAGIC, TOMBSTONE_KIND, first, &[]));
+            } else {
+                bytes.extend_from_slice(&record::encode(TOMBSTONE_MAGIC, RANGE_FIRST_KIND, first, &[]));
+                bytes.extend_from_slice(&record::encode(TOMBSTONE_MAGIC, RANGE_LAST_KIND, last, &[]));
+            }
+        }
+        debug_assert_eq!(bytes.len() % TOMBSTONE_RECORD_BYTES, 0);
+        match self.storage.remove(TOMBSTONE_LOG_TMP_PATH).await {
+            Err(error) if error.kind() != io::ErrorKind::NotFound => {
+                return Err(io(TOMBSTONE_LOG_TMP_PATH, "removing a leftover")(error));
+            }
+            _ => {}
+        }
+        let file = self
+            .storage
+            .open(TOMBSTONE_LOG_TMP_PATH, OpenMode::CreateNew)
+            .await
+            .map_err(io(TOMBSTONE_LOG_TMP_PATH, "creating"))?;
+        file.write_at(0, &bytes)
+            .await
+            .map_err(io(TOMBSTONE_LOG_TMP_PATH, "writing"))?;
+        file.sync().await.map_err(io(TOMBSTONE_LOG_TMP_PATH, "syncing"))?;
+        // A failed rename renamed nothing (it is one atomic step), so the old log and
+        // its handle stay in use.
+        self.storage
+            .rename(TOMBSTONE_LOG_TMP_PATH, TOMBSTONE_LOG_PATH)
+            .await
+            .map_err(io(TOMBSTONE_LOG_PATH, "renaming the compacted log over"))?;
+        // The name is the new file's now: appends go to it, and none is acknowledged
+        // before the rename is durable (the next append syncs the directory if the sync
+        // below fails).
+        self.file = Some(file);
+        self.durable_bytes = bytes.len() as u64;
+        self.tail_unclean = false;
+        self.entry_durable = false;
+        self.compactions += 1;
+        sync_ancestors(&self.storage, TOMBSTONE_LOG_PATH)
+            .await
+            .map_err(io(TOMBSTONE_LOG_PATH, "syncing the directory after a compaction"))?;
+        self.entry_durable = true;
+        Ok(())
     }
 
     async fn write_record(&mut self, group: u64) -> Result<(), TombstoneError> {
@@ -258,7 +373,7 @@ impl<S: DurableStorage> TombstoneLog<S> {
 }
 
 /// The group ids of the older snapshot file, if there is one.
-fn read_legacy<R: DurableStorage>(reads: &R) -> Result<BTreeSet<u64>, TombstoneError> {
+fn read_legacy<R: DurableStorage>(reads: &R) -> Result<TombstoneSet, TombstoneError> {
     let pending = || TombstoneError::Pending(LEGACY_DELETED_PATH);
     // Its `.tmp` (an older build's write cut short) is left alone: nothing reads it, and
     // not looking keeps boot's storage calls as they were (one per file).
@@ -267,7 +382,7 @@ fn read_legacy<R: DurableStorage>(reads: &R) -> Result<BTreeSet<u64>, TombstoneE
         .ok_or_else(pending)?
         .map_err(|error| TombstoneError::Legacy(error.to_string()))?;
     let Some(snapshot) = snapshot else {
-        return Ok(BTreeSet::new());
+        return Ok(TombstoneSet::new());
     };
     if snapshot.bytes.len() % 8 != 0 {
         return Err(TombstoneError::Legacy(format!(
@@ -275,25 +390,42 @@ fn read_legacy<R: DurableStorage>(reads: &R) -> Result<BTreeSet<u64>, TombstoneE
             snapshot.bytes.len()
         )));
     }
-    Ok(snapshot
-        .bytes
-        .chunks_exact(8)
-        .map(|chunk| u64::from_le_bytes(chunk.try_into().expect("chunks of 8 bytes")))
-        .collect())
+    let mut deleted = TombstoneSet::new();
+    for chunk in snapshot.bytes.chunks_exact(8) {
+        let group = u64::from_le_bytes(chunk.try_into().expect("chunks of 8 bytes"));
+        deleted.insert_range(group, group);
+    }
+    Ok(deleted)
 }
 
-/// Add the group of every whole record of `bytes` to `deleted`; returns the bytes of
-/// whole records before the first that does not decode, if nothing valid follows it
-/// (a torn tail, or zeros where nothing was written).
-fn scan(bytes: &[u8], deleted: &mut BTreeSet<u64>) -> Result<usize, TombstoneError> {
+/// Add the ids of every whole record of `bytes` to `deleted`; returns the bytes of
+/// whole records before the first that does not decode (or a range's first record
+/// whose last does not follow), if nothing valid follows it (a torn tail, or zeros
+/// where nothing was written).
+fn scan(bytes: &[u8], deleted: &mut TombstoneSet) -> Result<usize, TombstoneError> {
     let mut at = 0;
     while at < bytes.len() {
         let reason = match decode(&bytes[at..]) {
-            Ok(group) => {
-                deleted.insert(group);
+            Ok((TOMBSTONE_KIND, group)) => {
+                deleted.insert_range(group, group);
                 at += TOMBSTONE_RECORD_BYTES;
                 continue;
             }
+            Ok((RANGE_FIRST_KIND, first)) => match bytes.get(at + TOMBSTONE_RECORD_BYTES..).map(decode) {
+                Some(Ok((RANGE_LAST_KIND, last))) if last >= first => {
+                    deleted.insert_range(first, last);
+                    at += 2 * TOMBSTONE_RECORD_BYTES;
+                    continue;
+                }
+                Some(Ok((kind, key))) => {
+                    format!(
+                        "a range from {first:#x} followed by a record of kind {kind} with key {key:#x}, not its last id"
+                    )
+                }
+                Some(Err(reason)) => format!("a range from {first:#x} whose last id does not decode ({reason})"),
+                None => format!("a range from {first:#x} whose last id is missing"),
+            },
+            Ok((kind, key)) => format!("a record of kind {kind} with key {key:#x} outside a range"),
             Err(reason) => reason,
         };
         // Damage: a tail only if nothing valid comes after it. Records are written whole
@@ -312,17 +444,19 @@ fn scan(bytes: &[u8], deleted: &mut BTreeSet<u64>) -> Result<usize, TombstoneErr
     Ok(at)
 }
 
-/// The group of the record at the start of `bytes`, or why it is not a tombstone.
-fn decode(bytes: &[u8]) -> Result<u64, String> {
+/// The kind and key of the record at the start of `bytes`, or why it is not a
+/// tombstone record.
+fn decode(bytes: &[u8]) -> Result<(u8, u64), String> {
     let record = record::decode(TOMBSTONE_MAGIC, bytes).map_err(|error: RecordError| error.to_string())?;
-    if record.kind != TOMBSTONE_KIND || !record.payload.is_empty() {
+    if !matches!(record.kind, TOMBSTONE_KIND | RANGE_FIRST_KIND | RANGE_LAST_KIND) || !record.payload.is_empty() {
         return Err(format!(
-            "a record of kind {} with {} payload bytes, not a tombstone (kind {TOMBSTONE_KIND}, no payload)",
+            "a record of kind {} with {} payload bytes, not a tombstone (kinds {TOMBSTONE_KIND} to \
+             {RANGE_LAST_KIND}, no payload)",
             record.kind,
             record.payload.len()
         ));
     }
-    Ok(record.key)
+    Ok((record.kind, record.key))
 }
 
 #[cfg(test)]

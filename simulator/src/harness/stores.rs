@@ -14,6 +14,7 @@ use std::str::FromStr;
 
 use cluster::metadata::Durability;
 use cluster::node::{DurableReplicaStore, DurableStores, MemoryStores, StoreProvider};
+use cluster::storage::tombstone_set::Settled;
 use cluster::vsr::store::{Checkpoint, MemoryStore, ReplicaStore, StoreError, StoredRecord, Superblock};
 use cluster::wire::HEADER_BYTES;
 
@@ -97,10 +98,10 @@ impl StoreProvider for SimStores {
         }
     }
 
-    fn remove(&self, group: u64) {
+    fn remove(&self, group: u64, settled: &dyn Settled) {
         match self {
-            SimStores::Memory(stores) => stores.remove(group),
-            SimStores::Durable(stores) => stores.remove(group),
+            SimStores::Memory(stores) => stores.remove(group, settled),
+            SimStores::Durable(stores) => stores.remove(group, settled),
         }
     }
 

@@ -25,5 +25,6 @@ pub fn all() -> Vec<Box<dyn Sweep>> {
         Box::new(snapshot_write::SnapshotWrite),
         Box::new(state_transfer_install::StateTransferInstall),
         Box::new(tombstone_log_append::TombstoneLogAppend),
+        Box::new(tombstone_log_append::TombstoneLogCompact),
     ]
 }
