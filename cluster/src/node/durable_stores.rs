@@ -236,6 +236,14 @@ impl<S: DurableStorage> DurableStores<S> {
         self
     }
 
+    /// Compact the tombstone log from `records` records (and four per range) instead of
+    /// `TOMBSTONE_LOG_COMPACT_RECORDS_MIN`: the simulator's runs are short, and this
+    /// makes them cross compactions (and crash in them).
+    pub fn with_tombstone_compact_records_min(self, records: u64) -> Self {
+        self.tombstones.borrow_mut().set_compact_records_min(records);
+        self
+    }
+
     /// The storage the stores live on.
     pub fn storage(&self) -> &S {
         &self.storage
