@@ -175,6 +175,7 @@ fn summarize(report: &CampaignReport, dir: &std::path::Path, known: Option<&[Str
          {exercised} of {} runs installed at least one",
         report.runs.len()
     );
+    println!("{}", report.failover_line());
     let reached = report.coverage();
     let never = report.marks_never_reached();
     println!(

@@ -10,6 +10,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::harness::failover::quantile;
+
 /// The report format version; a reader refuses other versions.
 pub const REPORT_FORMAT_VERSION: u32 = 1;
 
@@ -71,6 +73,16 @@ pub struct RunRecord {
     /// State transfers installed (absent from older reports).
     #[serde(default)]
     pub transfers_installed: u64,
+    /// Failover time of each primary loss that ended, ticks, ascending (absent from
+    /// older reports; see `harness::failover`).
+    #[serde(default)]
+    pub failover_ticks: Vec<u64>,
+    /// Primary losses still open when the run ended.
+    #[serde(default)]
+    pub failover_unresolved: u64,
+    /// View changes started while the old primary was healthy.
+    #[serde(default)]
+    pub spurious_view_changes: u64,
     /// Wall time of the run, milliseconds.
     pub wall_ms: f64,
     /// The executor's schedule hash, hex.
@@ -79,6 +91,30 @@ pub struct RunRecord {
     /// reports written before marks existed).
     #[serde(default)]
     pub coverage: Vec<String>,
+}
+
+impl CampaignReport {
+    /// The `failover:` line: every timed primary loss of every run (see
+    /// `harness::failover`), its quantiles, and the spurious view changes.
+    pub fn failover_line(&self) -> String {
+        let mut ticks: Vec<u64> = self
+            .runs
+            .iter()
+            .flat_map(|run| run.failover_ticks.iter().copied())
+            .collect();
+        ticks.sort_unstable();
+        let show = |q: f64| quantile(&ticks, q).map_or_else(|| "-".to_owned(), |ticks| ticks.to_string());
+        let unresolved: u64 = self.runs.iter().map(|run| run.failover_unresolved).sum();
+        let spurious: u64 = self.runs.iter().map(|run| run.spurious_view_changes).sum();
+        format!(
+            "failover: {} primary losses timed over all runs, p50 {} p99 {} max {} ticks; {unresolved} still open \
+             at their run's end; {spurious} view changes started while the old primary was healthy",
+            ticks.len(),
+            show(0.5),
+            show(0.99),
+            show(1.0),
+        )
+    }
 }
 
 impl RunRecord {

@@ -46,6 +46,9 @@ pub fn execute(run: &PlannedRun, campaign: &str) -> RunRecord {
         ops_compared: 0,
         checkpoints: 0,
         transfers_installed: 0,
+        failover_ticks: Vec::new(),
+        failover_unresolved: 0,
+        spurious_view_changes: 0,
         wall_ms,
         schedule_hash: String::new(),
         // Read even after a panic: the marks show how far the run got.
@@ -58,6 +61,9 @@ pub fn execute(run: &PlannedRun, campaign: &str) -> RunRecord {
             record.ops_compared = report.ops_compared;
             record.checkpoints = report.checkpoints;
             record.transfers_installed = report.transfers_installed;
+            record.failover_ticks = report.failover.ended_ticks.clone();
+            record.failover_unresolved = report.failover.unresolved;
+            record.spurious_view_changes = report.failover.spurious;
             record.schedule_hash = format!("{:#018x}", report.schedule_hash);
             match report.verdict {
                 Verdict::Pass => {}

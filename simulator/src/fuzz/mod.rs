@@ -88,6 +88,9 @@ pub struct RunReport {
     pub shape: (usize, usize, usize),
     /// With `--trace`, the run's timeline (consensus planes).
     pub trace: Option<crate::trace::TraceRecorder>,
+    /// Primary losses, their failover times, and spurious view changes (consensus
+    /// planes).
+    pub failover: crate::harness::failover::FailoverFigures,
 }
 
 /// Run the workload described by `args` with `seed`, printing the banner, the figures
@@ -112,6 +115,7 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
         requests: 0,
         shape: (0, 0, 0),
         trace: None,
+        failover: Default::default(),
     };
     let (config, resolved) = match configure(args, seed) {
         Ok(configured) => configured,

@@ -83,6 +83,8 @@ pub(super) struct GroupChecks<'a> {
     pub checkers: &'a mut BTreeMap<u64, StateChecker>,
     /// Groups whose checkers were retired: none may apply an op again.
     pub retired: &'a BTreeSet<u64>,
+    /// Failover timing, told what every visit sees.
+    pub failover: &'a mut super::failover::Failover,
     pub checkpoints: &'a mut CheckpointChecker,
     pub tick: u64,
     /// Test only: fail on a committed op whose checksum ends in twelve zero bits.
@@ -121,6 +123,7 @@ impl Harness {
         let mut checks = GroupChecks {
             checkers: &mut self.checkers,
             retired: &self.retired_checkers.groups,
+            failover: &mut self.failover,
             checkpoints: &mut self.checkpoints,
             tick,
             break_check: self.break_check,
@@ -296,6 +299,7 @@ fn check_group<S: StateMachine>(
     let GroupChecks {
         checkers,
         retired,
+        failover,
         checkpoints,
         tick,
         break_check,
@@ -310,6 +314,12 @@ fn check_group<S: StateMachine>(
     };
     check_quiet_unchanged(&visit, watch, *full)?;
     check_never_back(&visit, watch)?;
+    failover.observe(
+        *tick,
+        group,
+        (replica.view(), replica.status(), replica.is_primary()),
+        |view| replica.primary_of(view),
+    );
     let commit_min = replica.commit_min();
     check_new_commits(&visit, watch, checkers, retired, *break_check)?;
     checkpoints

@@ -12,6 +12,7 @@ use cluster::metadata::DEFAULT_ROOT_PASSWORD;
 use cluster::node::{DurableStores, METADATA_GROUP, Node, NodeConfig, NodeIdentity};
 use cluster::seam::ProcessId;
 use cluster::storage::superblock::cluster_id;
+use cluster::vsr::Status;
 use std::collections::BTreeSet;
 
 use super::crash::{CrashAction, Moment, ReplicaLife};
@@ -451,10 +452,16 @@ impl Harness {
         }
         self.simulation.crash(ProcessId(index as u32));
         let slot = &mut self.slots[index];
+        let mut primaries = Vec::new();
         if let Some(node) = &slot.node {
             self.retired = self.retired.plus(&CatchUpCounters::of_node(node));
+            primaries = led_groups(node);
         }
         slot.node = None;
+        let up_after = self.slots.iter().filter(|slot| slot.node.is_some()).count();
+        self.failover
+            .process_ended(tick, primaries, up_after, self.replica_count / 2 + 1);
+        let slot = &mut self.slots[index];
         slot.since = tick;
         if let Disk::Sim(storage) = &slot.disk {
             if power_loss {
@@ -490,4 +497,24 @@ impl Harness {
             self.trace_fault(index, "restart", format!("incarnation {incarnation:#x}"));
         }
     }
+}
+
+/// The groups `node` is the Normal primary of, each with its view.
+fn led_groups(node: &Node<SimStores>) -> Vec<(u64, u64)> {
+    let mut led = Vec::new();
+    for shard in node.shards() {
+        let shard = shard.borrow();
+        if let Some(metadata) = shard.metadata()
+            && metadata.status() == Status::Normal
+            && metadata.is_primary()
+        {
+            led.push((METADATA_GROUP, metadata.view()));
+        }
+        for (&group, replica) in shard.partitions() {
+            if replica.status() == Status::Normal && replica.is_primary() {
+                led.push((group, replica.view()));
+            }
+        }
+    }
+    led
 }

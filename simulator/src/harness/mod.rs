@@ -16,6 +16,7 @@ pub mod catch_up;
 pub mod client;
 pub mod crash;
 mod disk_faults;
+pub mod failover;
 mod group_check;
 mod lifecycle;
 mod queries;
@@ -212,6 +213,8 @@ pub struct Harness {
     checkers: BTreeMap<u64, StateChecker>,
     /// The partition groups whose checkers were retired, and what they had counted.
     retired_checkers: RetiredCheckers,
+    /// Primary losses and their failover times, and spurious view changes.
+    failover: failover::Failover,
     clients: Vec<Rc<RefCell<ClientStats>>>,
     stats: HarnessStats,
     crashes_enabled: bool,
@@ -296,6 +299,7 @@ impl Harness {
             crash,
             checkers: BTreeMap::from([(METADATA_GROUP, StateChecker::new(metadata_root))]),
             retired_checkers: RetiredCheckers::default(),
+            failover: failover::Failover::default(),
             clients: Vec::new(),
             stats: HarnessStats::default(),
             crashes_enabled: true,
@@ -439,11 +443,28 @@ impl Harness {
     /// [`FULL_CHECK_INTERVAL_TICKS`]; see `group_check`).
     fn check(&mut self, tick: u64) -> Result<(), CheckFailure> {
         let full = tick.is_multiple_of(FULL_CHECK_INTERVAL_TICKS);
+        self.failover.set_healthy(self.healthy_replicas());
         self.group_ticks += self.check_groups(tick, full)?;
         if full {
             self.retire_deleted_groups();
         }
         Ok(())
+    }
+
+    /// The replicas that are up and not cut off by a partition from a quorum of the
+    /// replicas (counting themselves), a bit each (see `failover`).
+    fn healthy_replicas(&self) -> u64 {
+        let network = self.simulation.network();
+        let quorum = self.replica_count / 2 + 1;
+        (0..self.slots.len())
+            .filter(|&index| self.slots[index].node.is_some())
+            .filter(|&index| {
+                let reached = (0..self.slots.len())
+                    .filter(|&peer| peer == index || (!network.path_cut(index, peer) && !network.path_cut(peer, index)))
+                    .count();
+                reached >= quorum
+            })
+            .fold(0, |healthy, index| healthy | 1 << index)
     }
 
     /// The full check, now: every group of every live replica, whatever its activity,

@@ -71,6 +71,11 @@ impl Harness {
             .fold(self.retired, |sum, (_, node)| sum.plus(&CatchUpCounters::of_node(node)))
     }
 
+    /// Primary losses, their failover times, and spurious view changes so far.
+    pub fn failover(&self) -> super::failover::FailoverFigures {
+        self.failover.figures()
+    }
+
     /// Checkpoint states compared between replicas (see [`CheckpointChecker`]).
     pub fn checkpoints_compared(&self) -> u64 {
         self.checkpoints.compared()

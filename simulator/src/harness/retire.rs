@@ -63,6 +63,7 @@ impl Harness {
             .collect();
         for group in done {
             self.retired_checkers.tombstoned.remove(&group);
+            self.failover.forget(group);
             if let Some(checker) = self.checkers.remove(&group) {
                 self.retired_checkers.commits += checker.commits();
                 self.retired_checkers.ops_compared += checker.ops_compared();

@@ -379,6 +379,10 @@ async fn one_run(
         ops_compared: s.acked_messages + s.linearized_operations,
         checkpoints: 0,
         transfers_installed: 0,
+        // The nemesis reports its failovers in its own figures (wall-clock, per fault).
+        failover_ticks: Vec::new(),
+        failover_unresolved: 0,
+        spurious_view_changes: 0,
         wall_ms: outcome.wall_ms as f64,
         schedule_hash: format!("{:016x}", fnv1a(schedule.as_bytes())),
         coverage: Vec::new(),

@@ -211,6 +211,7 @@ fn write_totals(out: &mut String, report: &CampaignReport, totals: &Totals, grou
             plural(groups as u64)
         )?;
     }
+    writeln!(out, "<p id=\"failover\">{}</p>", escape(&report.failover_line()))?;
     if report.not_started > 0 {
         writeln!(
             out,

@@ -92,6 +92,9 @@ fn run(profile: &str, plane: &str, seed: u64, verdict: RunVerdict, signature: Op
         ops_compared: 300 + seed,
         checkpoints: seed % 3,
         transfers_installed: seed % 2,
+        failover_ticks: vec![400 + seed, 500 + seed],
+        failover_unresolved: seed % 2,
+        spurious_view_changes: seed % 4,
         wall_ms: 10.0 + seed as f64 * 1.5,
         schedule_hash: format!("{seed:016x}"),
         coverage: Vec::new(),
@@ -169,6 +172,17 @@ fn header_and_totals() {
     }
     assert!(html.contains("class=\"badge fail\">FAIL<"));
     assert!(html.contains("INCOMPLETE"));
+    // Two timed losses per run (400 + seed and 500 + seed); the largest is seed 30's.
+    let failover = html
+        .split("<p id=\"failover\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</p>").next())
+        .expect("a failover paragraph");
+    assert!(
+        failover.starts_with("failover: 20 primary losses timed over all runs"),
+        "{failover}"
+    );
+    assert!(failover.contains("max 530 ticks"), "{failover}");
 }
 
 #[test]

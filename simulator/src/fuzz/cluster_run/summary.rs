@@ -19,6 +19,7 @@ use crate::fault_schedule::{Fault, FaultEvent, FaultSchedule, summary_line};
 use crate::harness::catch_up::CatchUpCounters;
 use crate::harness::client::ClientStats;
 use crate::harness::crash::Moment;
+use crate::harness::failover::FailoverFigures;
 use crate::harness::{HarnessStats, StorageFaultCounts, StorageModel};
 use crate::network::NetworkStats;
 use crate::workload::{LinearizabilityReport, WorkloadReport};
@@ -101,6 +102,8 @@ pub(super) struct Summary {
     pub catch_up: CatchUpCounters,
     /// Checkpoint states compared across replicas.
     pub checkpoint_states_compared: u64,
+    /// Primary losses, their failover times, and spurious view changes.
+    pub failover: FailoverFigures,
     /// The most entries and frame bytes a journal held.
     pub journal_peak: (usize, u64),
     /// The live nodes' counters (this incarnation).
@@ -195,6 +198,7 @@ impl Summary {
             storage: (args.run.storage == StorageModel::Sim).then(|| harness.storage_fault_counts()),
             catch_up: harness.catch_up(),
             checkpoint_states_compared: harness.checkpoints_compared(),
+            failover: harness.failover(),
             journal_peak: harness.journal_peak(),
             nodes,
             commits: harness.commits_total(),
@@ -226,6 +230,7 @@ impl Summary {
         report.schedule_hash = self.schedule_hash;
         report.checkpoints = self.catch_up.checkpoints;
         report.transfers_installed = self.catch_up.transfers_installed;
+        report.failover = self.failover.clone();
         report.commits = self.commits;
         report.ops_compared = self.ops_compared;
     }
@@ -281,6 +286,7 @@ impl Summary {
             "{} checkpoint_states_compared={} journal_peak_entries={peak_entries} journal_peak_bytes={peak_bytes}",
             self.catch_up, self.checkpoint_states_compared
         )?;
+        writeln!(out, "failover: {}", self.failover.line())?;
         self.print_nodes(out)?;
         let mut compared = format!(
             "compared: commits={} ops_compared={} metadata_commits={} groups_checked={}",
