@@ -201,7 +201,10 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 ///   their slot (none here) and the `coverage:` line lists 5 marks, not 6. Every
 ///   other line, schedule 0x56df7940efae953f and replies 0xa5463830960878d9
 ///   unchanged, checked against the previous build.
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x5602_4e8b_97fe_b64f;
+/// - 2026-12-05: re-locked (issue #44): the output gains the `failover:` line (2
+///   primary losses here), which only observes: schedule 0x56df7940efae953f and replies
+///   0xa5463830960878d9 unchanged.
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x5834_4a42_cb35_6a38;
 
 #[test]
 fn workload_replay_is_deterministic() {
@@ -285,7 +288,10 @@ fn workload_replay_is_deterministic() {
 ///   against the previous build.
 /// - 2026-12-03: re-locked (issue #21): the `coverage:` line counts 51 marks (see the
 ///   echo lock); schedule 0xf3907496ace2c05b and replies 0x2348436af96e8379 unchanged.
-const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x239a_b772_649b_5d98;
+/// - 2026-12-05: re-locked (issue #44): the output gains the `failover:` line (18
+///   primary losses here), which only observes: schedule 0xf3907496ace2c05b and replies
+///   0x2348436af96e8379 unchanged.
+const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x42a8_3633_3120_cd67;
 
 #[test]
 fn multi_shard_replay_is_deterministic() {

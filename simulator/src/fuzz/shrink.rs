@@ -33,7 +33,7 @@ use std::io::{self, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use super::{FuzzArgs, RunReport, Verdict};
-use crate::fault_schedule::{FaultClass, FaultSchedule};
+use crate::fault_schedule::{Fault, FaultClass, FaultEvent, FaultSchedule};
 use crate::signature::signature;
 
 /// Candidate runs the passes after delta debugging keep for themselves: the failing
@@ -376,7 +376,8 @@ impl Search<'_> {
     }
 
     /// Pass 3: ddmin over the schedule's events: remove chunks (their complements
-    /// kept), halving the chunk size whenever a whole sweep removed nothing. A sweep
+    /// kept, with the heal of every partition they keep, see [`without_chunk`]),
+    /// halving the chunk size whenever a whole sweep removed nothing. A sweep
     /// goes on after a removal from where it was (the chunks before it were just
     /// found to be needed), a common economy on Zeller's algorithm.
     fn events(&mut self) -> io::Result<()> {
@@ -395,7 +396,12 @@ impl Search<'_> {
                     break;
                 }
                 let end = (start + size).min(events.len());
-                let kept: Vec<_> = events[..start].iter().chain(&events[end..]).cloned().collect();
+                let kept = without_chunk(&events, start..end);
+                if kept.len() == events.len() {
+                    // The chunk held only heals of partitions that stay: nothing to try.
+                    start = end;
+                    continue;
+                }
                 let mut candidate = self.best.clone();
                 candidate.schedule = Some(FaultSchedule::new(kept));
                 let what = format!("without fault events {}..{} of {}", start + 1, end, events.len());
@@ -564,4 +570,81 @@ pub fn shrink(
     };
     writeln!(search.out, "{}", shrunk.summary())?;
     Ok(Some(shrunk))
+}
+
+/// `events` without those in `chunk`, except the heal that ended each partition kept:
+/// a candidate that keeps a partition and drops its heal cuts replicas off for the rest
+/// of the run, and a check that then finds them unsettled fails with the signature of
+/// the original, fair failure (a partition that healed), so the shrink would end on an
+/// unfair run. A partition and its heal go together, or the partition goes alone.
+fn without_chunk(events: &[FaultEvent], chunk: std::ops::Range<usize>) -> Vec<FaultEvent> {
+    let mut kept: Vec<bool> = (0..events.len()).map(|index| !chunk.contains(&index)).collect();
+    for index in 0..events.len() {
+        if kept[index] && matches!(events[index].fault, Fault::Partition(_)) {
+            // The next heal in the original ends this partition (or a later one that
+            // replaced it).
+            if let Some(heal) = (index + 1..events.len()).find(|&later| matches!(events[later].fault, Fault::Heal)) {
+                kept[heal] = true;
+            }
+        }
+    }
+    events
+        .iter()
+        .zip(kept)
+        .filter(|&(_, kept)| kept)
+        .map(|(event, _)| event.clone())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::network::PartitionCut;
+
+    fn event(tick: u64, fault: Fault) -> FaultEvent {
+        FaultEvent { tick, fault }
+    }
+
+    fn partition() -> Fault {
+        Fault::Partition(PartitionCut {
+            side_a: vec![1],
+            cut_a_to_b: true,
+            cut_b_to_a: true,
+        })
+    }
+
+    fn clog(ticks: u64) -> Fault {
+        Fault::Clog {
+            from: "r0".into(),
+            to: "r1".into(),
+            ticks,
+        }
+    }
+
+    #[test]
+    fn a_kept_partition_keeps_its_heal_and_a_dropped_one_lets_it_go() {
+        let events = vec![
+            event(10, partition()),
+            event(20, clog(5)),
+            event(30, Fault::Heal),
+            event(40, clog(6)),
+        ];
+        let ticks = |kept: Vec<FaultEvent>| kept.iter().map(|event| event.tick).collect::<Vec<_>>();
+        assert_eq!(
+            ticks(without_chunk(&events, 1..3)),
+            vec![10, 30, 40],
+            "the heal stays with its partition"
+        );
+        assert_eq!(
+            ticks(without_chunk(&events, 0..1)),
+            vec![20, 30, 40],
+            "a heal alone is harmless"
+        );
+        assert_eq!(ticks(without_chunk(&events, 0..3)), vec![40]);
+        assert_eq!(
+            ticks(without_chunk(&events, 2..3)),
+            vec![10, 20, 30, 40],
+            "nothing removable"
+        );
+    }
 }
