@@ -182,25 +182,28 @@ fn gap_fillable(below: u64, above: u64, settled: &dyn Settled) -> bool {
     high <= settled.settled_through() && !settled.any_live_in(low, high)
 }
 
+/// Tests' stand-in for a directory: settled through `through`, with the live groups
+/// `live`.
+#[cfg(test)]
+pub(crate) struct Known {
+    pub through: u64,
+    pub live: Vec<u64>,
+}
+
+#[cfg(test)]
+impl Settled for Known {
+    fn settled_through(&self) -> u64 {
+        self.through
+    }
+
+    fn any_live_in(&self, low: u64, high: u64) -> bool {
+        self.live.iter().any(|&group| (low..=high).contains(&group))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Settled through `through`, with the live groups `live`.
-    struct Known {
-        through: u64,
-        live: Vec<u64>,
-    }
-
-    impl Settled for Known {
-        fn settled_through(&self) -> u64 {
-            self.through
-        }
-
-        fn any_live_in(&self, low: u64, high: u64) -> bool {
-            self.live.iter().any(|&group| (low..=high).contains(&group))
-        }
-    }
 
     #[test]
     fn without_settled_ids_only_neighbours_merge() {

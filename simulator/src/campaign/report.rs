@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::harness::failover::quantile;
+use crate::harness::failover::{quantile, ticks_or_dash};
 
 /// The report format version; a reader refuses other versions.
 pub const REPORT_FORMAT_VERSION: u32 = 1;
@@ -103,7 +103,7 @@ impl CampaignReport {
             .flat_map(|run| run.failover_ticks.iter().copied())
             .collect();
         ticks.sort_unstable();
-        let show = |q: f64| quantile(&ticks, q).map_or_else(|| "-".to_owned(), |ticks| ticks.to_string());
+        let show = |q: f64| ticks_or_dash(quantile(&ticks, q));
         let unresolved: u64 = self.runs.iter().map(|run| run.failover_unresolved).sum();
         let spurious: u64 = self.runs.iter().map(|run| run.spurious_view_changes).sum();
         format!(

@@ -49,7 +49,7 @@ pub struct Failover {
     /// Per group, its open loss.
     open: BTreeMap<u64, Loss>,
     /// Per group, the highest view any replica was seen in and the highest some replica
-    /// was Normal in (dropped with the group's checker, see `retire.rs`).
+    /// was Normal in (dropped once every replica tombstoned the group, see `retire.rs`).
     views: BTreeMap<u64, Views>,
     /// The failover time of each loss that ended, in ticks, in the order they ended.
     /// One per primary loss: bounded by the run's crashes times the groups a node leads.
@@ -84,7 +84,7 @@ impl FailoverFigures {
 
     /// The `failover:` output line's text after its label.
     pub fn line(&self) -> String {
-        let show = |value: Option<u64>| value.map_or_else(|| "-".to_owned(), |ticks| ticks.to_string());
+        let show = ticks_or_dash;
         format!(
             "primary_losses={} ended={} p50_ticks={} p99_ticks={} max_ticks={} unresolved={} dropped={} \
              spurious_view_changes={}",
@@ -98,6 +98,11 @@ impl FailoverFigures {
             self.spurious
         )
     }
+}
+
+/// A tick figure as printed: `-` when there is none (no loss ended).
+pub fn ticks_or_dash(ticks: Option<u64>) -> String {
+    ticks.map_or_else(|| "-".to_owned(), |ticks| ticks.to_string())
 }
 
 /// The nearest-rank `q` quantile of `sorted` (ascending), `None` when it is empty.
@@ -172,6 +177,11 @@ impl Failover {
         if status == Status::Normal {
             views.established = views.established.max(view);
         }
+    }
+
+    /// The groups it keeps a record of.
+    pub fn groups(&self) -> impl Iterator<Item = u64> + '_ {
+        self.views.keys().copied()
     }
 
     /// `group` was deleted everywhere: its open loss (if any) is dropped untimed.

@@ -451,13 +451,11 @@ impl Harness {
             self.trace_fault(index, kind, format!("replica {index}'s process ends"));
         }
         self.simulation.crash(ProcessId(index as u32));
-        let slot = &mut self.slots[index];
         let mut primaries = Vec::new();
-        if let Some(node) = &slot.node {
-            self.retired = self.retired.plus(&CatchUpCounters::of_node(node));
-            primaries = led_groups(node);
+        if let Some(node) = self.slots[index].node.take() {
+            self.retired = self.retired.plus(&CatchUpCounters::of_node(&node));
+            primaries = led_groups(&node);
         }
-        slot.node = None;
         let up_after = self.slots.iter().filter(|slot| slot.node.is_some()).count();
         self.failover
             .process_ended(tick, primaries, up_after, self.replica_count / 2 + 1);

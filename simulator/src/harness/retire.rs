@@ -41,7 +41,19 @@ impl Harness {
         let everyone = (1u64 << self.slots.len()) - 1;
         for (index, slot) in self.slots.iter().enumerate() {
             let Some(node) = &slot.node else { continue };
-            for &group in self.checkers.keys().filter(|&&group| group != METADATA_GROUP) {
+            // A group's failover record is kept even if it never committed (and so has
+            // no checker): it goes with the rest once the group is tombstoned everywhere.
+            let failover_only = self
+                .failover
+                .groups()
+                .filter(|group| !self.checkers.contains_key(group));
+            for group in self
+                .checkers
+                .keys()
+                .copied()
+                .chain(failover_only)
+                .filter(|&group| group != METADATA_GROUP)
+            {
                 // Covered by the tombstones and hosted by no shard: the tombstones may
                 // cover a dead group before the shard hosting it has closed it.
                 let shards = node.shards();

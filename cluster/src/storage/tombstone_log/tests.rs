@@ -10,7 +10,7 @@ use futures::FutureExt;
 use super::*;
 use crate::runtime::DiskStorage;
 use crate::storage::snapshot_file::write_snapshot;
-use crate::storage::tombstone_set::{NothingSettled, Settled};
+use crate::storage::tombstone_set::{Known, NothingSettled};
 
 /// DiskStorage calls block and complete at once: their futures are always ready.
 fn ready<T>(future: impl std::future::Future<Output = T>) -> T {
@@ -224,22 +224,6 @@ fn a_failed_append_is_written_over_by_the_next_never_left_in_the_middle() {
     assert!(log.contains(1) && log.contains(3), "{log:?}");
     assert!(!log.contains(2), "the failed delete's record was replaced, not kept");
     let _ = std::fs::remove_dir_all(root);
-}
-
-/// Settled through `through`, with the live groups `live` (a directory's answer).
-struct Known {
-    through: u64,
-    live: Vec<u64>,
-}
-
-impl Settled for Known {
-    fn settled_through(&self) -> u64 {
-        self.through
-    }
-
-    fn any_live_in(&self, low: u64, high: u64) -> bool {
-        self.live.iter().any(|&group| (low..=high).contains(&group))
-    }
 }
 
 #[test]
