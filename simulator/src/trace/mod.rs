@@ -385,6 +385,16 @@ impl TraceRecorder {
     /// unanswered requests (outcome "open at end"). Idempotent.
     pub fn finish(&mut self, tick: u64) {
         self.saw_tick(tick);
+        // The spans closed here go before the failure marks at the end, so the failing
+        // check stays the final event.
+        let failures_from = self.events.len()
+            - self
+                .events
+                .iter()
+                .rev()
+                .take_while(|event| matches!(event, Event::Failure { .. }))
+                .count();
+        let failures = self.events.split_off(failures_from);
         let states: Vec<(usize, u64)> = self.open_states.keys().copied().collect();
         for key in states {
             self.close_state(tick, key);
@@ -399,6 +409,7 @@ impl TraceRecorder {
                 outcome: REQUEST_OPEN_AT_END.to_owned(),
             });
         }
+        self.events.extend(failures);
         self.timeline.finish(tick);
     }
 
