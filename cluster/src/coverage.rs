@@ -69,6 +69,22 @@ marks! {
         "a view starts below the merged commit point (ops every replica lost)";
     ViewChangeEscalated => "vc.escalated":
         "a view change ran out of time and moved to the next view";
+    PeerConnectionClosed => "node.peer_connection_closed":
+        "a node's transport reported a peer replica's connection closed";
+    RecoveringJoinsViewChange => "vc.recovering_joins_view_change":
+        "a recovering replica hears a view change for a view at least as new as its own and joins it";
+    LeaveVoteWithdrawn => "vc.leave_vote_withdrawn":
+        "a backup that voted to leave its view heard its primary again and withdrew the vote";
+    LeaveViewOnOthersVotes => "vc.leave_view_on_others_votes":
+        "a replica that still hears its primary leaves the view because a quorum of others voted to";
+    LeaveVoteAnsweredWithStartView => "vc.leave_vote_answered_with_start_view":
+        "a primary answers a vote to leave an older view with its StartView";
+    LivenessHastenedPrimaryClosed => "vc.liveness_hastened_primary_closed":
+        "a backup's connection from its primary closed: the liveness window shrinks to the confirmation wait";
+    LivenessEndedPrimaryAsks => "vc.liveness_ended_primary_asks":
+        "a backup's primary asked who leads its own view (it restarted): the backup gives the view up at once";
+    EscalationHastenedPrimaryClosed => "vc.escalation_hastened_primary_closed":
+        "a view change whose primary's connection is closed moves on after the confirmation wait";
     ViewChangeAfterUnansweredProbes => "vc.after_unanswered_probes":
         "a recovering replica's probes went unanswered and it started a view change";
     StartViewToRecovering => "vc.start_view_to_recovering":

@@ -32,6 +32,11 @@ where
                     bus.send(outgoing.to, outgoing.frame);
                 }
             }
+            peer = inbox.closed().fuse() => {
+                if let Ok(peer) = u8::try_from(peer.0) {
+                    replica.borrow_mut().on_peer_closed(peer, bus.realtime_micros());
+                }
+            }
             () = (&mut tick).fuse() => {
                 let mut replica = replica.borrow_mut();
                 replica.tick(bus.realtime_micros());

@@ -11,6 +11,15 @@
 //!    arrive this tick);
 //! 4. advance the network (partitions and clogs start or end).
 //!
+//! A crashed replica's connections close: with [`Simulation::notify_closed_connections`]
+//! on, every other live replica gets a closed-connection notice ([`Inbox::push_closed`],
+//! on every shard) one mean link delay after the crash, behind the packets the process
+//! sent before it, as its kernel resets the connections. Across a partition the reset
+//! waits until the cut heals (a peer's next packet to the dead port is answered with
+//! one). A machine that loses its power ([`Ending::PowerLoss`]) resets nothing, and a
+//! paused, partitioned or clogged process sends no notice (its connections stay open);
+//! neither does a client.
+//!
 //! A process can *stall* (its thread blocked in a slow disk call): whoever owns its
 //! storage adds ticks to its stall counter ([`Simulation::set_stall_source`]); before
 //! phase 3 the simulation turns a non-zero counter into a pause of that many ticks.
@@ -138,6 +147,8 @@ pub struct SimulationStats {
     pub crashes: u64,
     /// Restarts performed.
     pub restarts: u64,
+    /// Closed-connection notices handed to live replicas (see the module doc).
+    pub close_notices_delivered: u64,
 }
 
 struct Process {
@@ -149,6 +160,15 @@ struct Process {
     stall_source: Option<Rc<std::cell::Cell<u64>>>,
     /// The tick its current stall ends (it runs again in that tick's step).
     paused_until: Option<u64>,
+}
+
+/// How a process ends (see [`Simulation::crash`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// The process dies and its machine's kernel resets its connections.
+    Process,
+    /// The machine loses its power: nothing is reset, peers hear only silence.
+    PowerLoss,
 }
 
 /// A simulated world of replicas and clients.
@@ -164,6 +184,12 @@ pub struct Simulation {
     /// Draws the shard a packet enters a replica on (its own stream: the shard count
     /// never shifts another fault class's draws).
     entry_shard: SimRng,
+    /// Replica processes (`0..replicas`).
+    replicas: usize,
+    /// Whether a crash sends closed-connection notices (see the module doc).
+    close_notices: bool,
+    /// Notices on their way: (due network tick, receiver, crashed peer), in crash order.
+    closes_in_flight: Vec<(u64, usize, usize)>,
 }
 
 impl Simulation {
@@ -199,7 +225,18 @@ impl Simulation {
             stats: SimulationStats::default(),
             deliveries: Vec::new(),
             entry_shard: SimRng::new(seeds.entry_shard),
+            replicas: config.replicas,
+            close_notices: false,
+            closes_in_flight: Vec::new(),
         }
+    }
+
+    /// Whether a replica's crash closes its connections where its peers can see it
+    /// (see the module doc). Off by default: only a world whose replica tasks take
+    /// the notices (the cluster's shard pumps) may turn it on, since a notice nobody
+    /// takes is a lost wakeup.
+    pub fn notify_closed_connections(&mut self, on: bool) {
+        self.close_notices = on;
     }
 
     /// The seeds of this run.
@@ -260,8 +297,9 @@ impl Simulation {
     }
 
     /// Crash `process`: drop its tasks mid-await, its unsent outbox and its inbox, and
-    /// everything in flight to it. Its storage (kept by the caller) survives.
-    pub fn crash(&mut self, process: ProcessId) {
+    /// everything in flight to it; with `Ending::Process`, its peers see its
+    /// connections close (see the module doc). Its storage (kept by the caller) survives.
+    pub fn crash(&mut self, process: ProcessId, ending: Ending) {
         let slot = &mut self.processes[process.index()];
         assert!(slot.up, "crashing {process}, which is already down");
         slot.up = false;
@@ -278,6 +316,23 @@ impl Simulation {
         self.executor.abort_owner(process);
         self.network.crash(process.index());
         self.stats.crashes += 1;
+        if self.close_notices && ending == Ending::Process && process.index() < self.replicas {
+            // The reset travels like a packet, one mean delay, behind whatever the
+            // process sent before it (a stream stays in order: a commit broadcast
+            // overtaken by the reset would make the peer think it alive again).
+            let config = self.network.config();
+            let delay = config
+                .one_way_delay_mean_ticks
+                .max(config.one_way_delay_min_ticks)
+                .max(1);
+            let now = self.network.tick();
+            for peer in 0..self.replicas {
+                if peer != process.index() && self.processes[peer].up {
+                    let due = (now + delay).max(self.network.in_flight_due_by(process.index(), peer));
+                    self.closes_in_flight.push((due, peer, process.index()));
+                }
+            }
+        }
     }
 
     /// Bring `process` back up with a fresh inbox and outbox; the caller spawns its tasks.
@@ -333,6 +388,7 @@ impl Simulation {
             }
         }
         self.deliveries = deliveries;
+        self.deliver_close_notices();
         self.run_to_quiescence()?;
 
         // Stalls the storage reported this tick begin now (see the module doc).
@@ -366,14 +422,43 @@ impl Simulation {
         Ok(())
     }
 
+    /// Hand every closed-connection notice due by now to its receiver, if it is up:
+    /// after the tick's packets, so one due with the last packet the crashed process
+    /// sent comes behind it.
+    fn deliver_close_notices(&mut self) {
+        if self.closes_in_flight.is_empty() {
+            return;
+        }
+        // On the network's clock, as packets are (it advances at the end of a step).
+        let now = self.network.tick();
+        let processes = &self.processes;
+        let network = &self.network;
+        let stats = &mut self.stats;
+        self.closes_in_flight.retain(|&(due, to, from)| {
+            if due > now || network.path_cut(from, to) {
+                // Not yet, or a partition holds it until it heals.
+                return true;
+            }
+            if processes[to].up {
+                // Indices fit u32 (see `step`).
+                for inbox in &processes[to].inboxes {
+                    inbox.push_closed(ProcessId(from as u32));
+                }
+                stats.close_notices_delivered += 1;
+            }
+            false
+        });
+    }
+
     fn run_to_quiescence(&mut self) -> Result<(), SimulationError> {
         self.executor.run_until_idle()?;
         for (index, slot) in self.processes.iter().enumerate() {
             for inbox in &slot.inboxes {
-                if slot.up && slot.paused_until.is_none() && !inbox.is_empty() {
+                let waiting = inbox.len() + inbox.closed_waiting();
+                if slot.up && slot.paused_until.is_none() && waiting > 0 {
                     return Err(SimulationError::LostWakeup {
                         process: ProcessId(index as u32),
-                        frames: inbox.len(),
+                        frames: waiting,
                         tick: self.tick,
                     });
                 }

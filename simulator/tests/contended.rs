@@ -75,7 +75,11 @@ fn shared_needs_a_consensus_plane() {
     assert!(text.contains("--shared"), "{text}");
 }
 
-/// A short campaign of `plane` on the `split` profile with the planted bug.
+/// A short campaign of `plane` on the `split` profile with the planted bug. Forty
+/// seeds: the bug shows only while a deposed primary still hears clients, and since a
+/// view is left only on a quorum's votes (issue #44) fewer views end without cause,
+/// so fewer runs depose a primary at the wrong moment (3 of these 40 catch it; 1..8,
+/// which used to, no longer does).
 fn planted_campaign(plane: &str, out: &std::path::Path) -> std::process::Output {
     common::campaign(&[
         "--profiles",
@@ -83,7 +87,7 @@ fn planted_campaign(plane: &str, out: &std::path::Path) -> std::process::Output 
         "--planes",
         plane,
         "--seeds",
-        "1..8",
+        "1..40",
         "--clients",
         "8",
         "--crash-prob",

@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use cluster::seam::{Bus, ProcessId, TICK};
 use cluster::wire::{self, Command};
-use simulator::simulation::{Simulation, SimulationConfig, SimulationError};
+use simulator::simulation::{Ending, Simulation, SimulationConfig, SimulationError};
 
 fn world(replicas: usize, clients: usize) -> Simulation {
     Simulation::new(7, &SimulationConfig::perfect(replicas, clients, 1))
@@ -99,7 +99,7 @@ fn a_crash_drops_the_process_tasks_and_traffic_and_a_restart_brings_it_back() {
     assert!(before_crash > 10, "p1 received {before_crash} frames");
     assert_eq!(simulation.executor().tasks_of(ProcessId(1)), 1);
 
-    simulation.crash(ProcessId(1));
+    simulation.crash(ProcessId(1), Ending::Process);
     assert!(!simulation.is_up(ProcessId(1)));
     assert_eq!(
         simulation.executor().tasks_of(ProcessId(1)),
@@ -137,4 +137,108 @@ fn frames_to_a_process_outside_the_world_are_counted_as_unroutable() {
     });
     simulation.step().expect("step");
     assert_eq!(simulation.stats().frames_unroutable, 1);
+}
+
+/// What a process took, by tick: `Some(peer)` for a closed-connection notice, `None`
+/// for a frame.
+type Arrivals = Rc<std::cell::RefCell<Vec<(u64, Option<ProcessId>)>>>;
+
+/// Runs a task on `process` that records, per tick, the frames and closed-connection
+/// notices it takes: `(tick, Some(peer))` for a notice, `(tick, None)` for a frame.
+fn record_arrivals(simulation: &Simulation, process: ProcessId) -> Arrivals {
+    use futures::{FutureExt, select_biased};
+    let seen = Rc::new(std::cell::RefCell::new(Vec::new()));
+    let log = seen.clone();
+    let inbox = simulation.inbox(process);
+    let bus = simulation.bus(process);
+    simulation.spawn(process, async move {
+        loop {
+            let arrival = select_biased! {
+                _ = inbox.recv().fuse() => None,
+                peer = inbox.closed().fuse() => Some(peer),
+            };
+            let tick = (bus.realtime_micros() - simulator::clock::SIMULATION_EPOCH_MICROS) / TICK.as_micros() as u64;
+            log.borrow_mut().push((tick, arrival));
+        }
+    });
+    seen
+}
+
+#[test]
+fn a_crashed_process_s_peers_see_its_connection_close_after_what_it_sent() {
+    let mut simulation = world(2, 0);
+    simulation.notify_closed_connections(true);
+    let seen = record_arrivals(&simulation, ProcessId(1));
+    let sender = simulation.bus(ProcessId(0));
+    simulation.spawn(ProcessId(0), async move {
+        sender.send(ProcessId(1), wire::seal(Command::Commit, b"sent before the crash"));
+        std::future::pending::<()>().await;
+    });
+    simulation.step().expect("step");
+    assert!(simulation.network().queued() > 0, "the frame is on its way");
+    simulation.crash(ProcessId(0), Ending::Process);
+    for _ in 0..20 {
+        simulation.step().expect("step");
+    }
+    let seen = seen.borrow();
+    let notices: Vec<_> = seen.iter().filter(|(_, peer)| peer.is_some()).collect();
+    assert_eq!(notices.len(), 1, "one notice for one closed connection: {seen:?}");
+    assert_eq!(notices[0].1, Some(ProcessId(0)));
+    let frame_at = seen
+        .iter()
+        .position(|(_, peer)| peer.is_none())
+        .expect("the frame arrived");
+    let notice_at = seen
+        .iter()
+        .position(|(_, peer)| peer.is_some())
+        .expect("the notice arrived");
+    assert!(
+        frame_at < notice_at,
+        "the close comes behind the data sent before it: {seen:?}"
+    );
+    assert_eq!(simulation.stats().close_notices_delivered, 1);
+}
+
+#[test]
+fn a_power_loss_closes_nothing_and_a_partition_holds_the_close_until_it_heals() {
+    let mut simulation = world(3, 0);
+    simulation.notify_closed_connections(true);
+    let seen = record_arrivals(&simulation, ProcessId(1));
+    simulation.step().expect("step");
+    simulation.crash(ProcessId(2), Ending::PowerLoss);
+    for _ in 0..20 {
+        simulation.step().expect("step");
+    }
+    assert!(seen.borrow().is_empty(), "a machine without power resets nothing");
+
+    simulation.network_mut().partition_now(&[0]);
+    simulation.crash(ProcessId(0), Ending::Process);
+    for _ in 0..20 {
+        simulation.step().expect("step");
+    }
+    assert!(seen.borrow().is_empty(), "the reset does not cross the cut");
+    simulation.network_mut().heal_now();
+    for _ in 0..5 {
+        simulation.step().expect("step");
+    }
+    assert_eq!(
+        seen.borrow().iter().map(|(_, peer)| *peer).collect::<Vec<_>>(),
+        [Some(ProcessId(0))]
+    );
+}
+
+#[test]
+fn without_notices_turned_on_a_crash_closes_nothing() {
+    let mut simulation = world(2, 0);
+    let seen = record_arrivals(&simulation, ProcessId(1));
+    simulation.step().expect("step");
+    simulation.crash(ProcessId(0), Ending::Process);
+    for _ in 0..20 {
+        simulation.step().expect("step");
+    }
+    assert!(
+        seen.borrow().is_empty(),
+        "a world whose tasks do not take notices gets none"
+    );
+    assert_eq!(simulation.stats().close_notices_delivered, 0);
 }

@@ -236,7 +236,8 @@ impl<P: StoreProvider> Node<P> {
     }
 }
 
-/// One shard's pump: frames first (a burst drains before the tick), then the tick,
+/// One shard's pump: frames first (a burst drains before the tick), then notices of
+/// closed peer connections, then the tick,
 /// re-armed only after its work. Router hops go straight into the owner shard's inbox
 /// with the original sender, so the owner answers the sender directly.
 pub async fn run_shard<B: Bus, P: StoreProvider>(
@@ -254,6 +255,9 @@ pub async fn run_shard<B: Bus, P: StoreProvider>(
                 let mut shard = shard.borrow_mut();
                 shard.on_frame(from, frame, bus.realtime_micros());
                 flush(&bus, &peers, &mut shard, &forwards_dropped_full);
+            }
+            peer = inbox.closed().fuse() => {
+                shard.borrow_mut().on_peer_closed(peer, bus.realtime_micros());
             }
             () = (&mut tick).fuse() => {
                 let mut shard = shard.borrow_mut();

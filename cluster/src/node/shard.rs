@@ -394,6 +394,31 @@ impl<P: StoreProvider> Shard<P> {
         self.reconcile();
     }
 
+    /// The transport reports the connection from `peer` closed: every hosted group
+    /// hears of it (each decides whether it leads it; see
+    /// [`crate::vsr::Replica::on_peer_closed`]). A notice naming anything but another
+    /// replica is ignored.
+    pub fn on_peer_closed(&mut self, peer: ProcessId, realtime_micros: u64) {
+        if self.storage_failure.get().is_some() {
+            return;
+        }
+        let Some(peer) = u8::try_from(peer.0)
+            .ok()
+            .filter(|&peer| peer < self.config.replicas && peer != self.config.replica)
+        else {
+            return;
+        };
+        crate::cover!(PeerConnectionClosed);
+        if let Some(metadata) = self.metadata.as_mut() {
+            metadata.on_peer_closed(peer, realtime_micros);
+        }
+        for replica in self.partitions.values_mut() {
+            replica.skip_quiet_ticks_to(self.group_ticks, self.last_tick_realtime_micros);
+            replica.on_peer_closed(peer, realtime_micros);
+            self.partitions_due_at = self.partitions_due_at.min(replica.next_tick_that_runs());
+        }
+    }
+
     /// A client asked for a group this node does not host (it has not applied the
     /// create yet, or the partition is gone): say so at once, never taken, naming the
     /// next replica to try, instead of leaving the client to its resend timeout.

@@ -13,7 +13,11 @@
 //!   cluster and the sender's replica index, checked before any frame is read. A
 //!   broken connection is redialled with exponential backoff between
 //!   [`DIAL_BACKOFF_MIN_MS`] and [`DIAL_BACKOFF_MAX_MS`]; frames wait in a queue of at
-//!   most [`PEER_QUEUE_FRAMES_MAX`] meanwhile.
+//!   most [`PEER_QUEUE_FRAMES_MAX`] meanwhile. When a peer's connection ends (its
+//!   incoming one reaches its end or fails, its outgoing one fails, or a dial of it
+//!   is refused: the kernel's word that its process is gone), every shard hears of it
+//!   ([`Inbox::push_closed`]), so the groups that peer led fail over without waiting
+//!   out their liveness window.
 //! - **Clients.** Each accepted client connection becomes its own [`ProcessId`]
 //!   (from [`CLIENT_PROCESS_BASE`] up, never reused while the process lives), which
 //!   is what the node's session bindings are keyed by. A client connection may carry
@@ -145,6 +149,8 @@ pub struct TransportStats {
     pub peer_frames_rejected: u64,
     /// Dials of a peer that failed or timed out.
     pub dials_failed: u64,
+    /// Times a peer's connection was reported closed to the shards.
+    pub peer_closed_notices: u64,
     /// Frames dropped: the peer's queue was full.
     pub dropped_peer_queue_full: u64,
     /// Frames dropped: the client's queue was full.
@@ -246,6 +252,16 @@ impl TcpTransport {
         }
     }
 
+    /// Tell every shard that `replica`'s connection closed (see the module doc).
+    fn peer_closed(&self, replica: u8) {
+        let mut state = self.state.borrow_mut();
+        state.stats.peer_closed_notices += 1;
+        for inbox in state.inboxes.iter() {
+            // A full notice queue drops it: the liveness window still runs.
+            inbox.push_closed(ProcessId(u32::from(replica)));
+        }
+    }
+
     /// Keep a connection to one peer and write its queue on it.
     async fn dial_peer(self, replica: u8, address: SocketAddr, outgoing: Rc<Outgoing>) {
         let hello = {
@@ -265,6 +281,10 @@ impl TcpTransport {
                 Ok(Err(error)) => {
                     self.state.borrow_mut().stats.dials_failed += 1;
                     tracing::debug!(peer = replica, %address, %error, "dial failed");
+                    if error.kind() == std::io::ErrorKind::ConnectionRefused {
+                        // Nothing listens there: the peer's process is gone.
+                        self.peer_closed(replica);
+                    }
                     tokio::time::sleep(Duration::from_millis(backoff_ms)).await;
                     backoff_ms = (backoff_ms * 2).min(DIAL_BACKOFF_MAX_MS);
                     continue;
@@ -288,6 +308,7 @@ impl TcpTransport {
             backoff_ms = DIAL_BACKOFF_MIN_MS;
             if let Err(error) = self.write_queue(&mut stream, &outgoing).await {
                 tracing::info!(peer = replica, %address, %error, "peer connection lost; redialling");
+                self.peer_closed(replica);
             }
         }
     }
@@ -390,6 +411,7 @@ impl TcpTransport {
                         tracing::warn!(peer = hello.replica, %error, total, "rejected a frame from a peer; closing");
                     } else {
                         tracing::info!(peer = hello.replica, %error, "peer connection ended");
+                        self.peer_closed(hello.replica);
                     }
                     return;
                 }

@@ -1,4 +1,5 @@
-//! A shard's inbox: frames delivered by the bus wait here until the pump takes them.
+//! A shard's inbox: frames delivered by the bus wait here until the pump takes them,
+//! and so do notices that a peer's connection closed ([`Inbox::push_closed`]).
 //!
 //! Single-threaded on purpose (`Rc`, no locks): the producer is the simulator's
 //! delivery phase or the production transport task on the same shard thread. A push
@@ -19,6 +20,13 @@ use super::ProcessId;
 /// from each of 64 peers. Past it, frames are dropped and counted, like a lossy network.
 pub const INBOX_FRAMES_MAX: usize = 4_096;
 
+/// Closed-connection notices an inbox holds at most. A notice names a peer, and one
+/// already waiting is not queued twice, so only a caller naming many distinct peers
+/// between two polls reaches this; the replicas of a cluster are far fewer
+/// (`REPLICAS_MAX`). Past it, notices are dropped: a notice only hastens a view
+/// change the liveness window would start anyway.
+pub const CLOSED_NOTICES_MAX: usize = 16;
+
 /// What happened to a pushed frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InboxPush {
@@ -31,6 +39,8 @@ pub enum InboxPush {
 #[derive(Default)]
 struct InboxState {
     frames: VecDeque<(ProcessId, Vec<u8>)>,
+    /// Peers whose connection closed, oldest first, each at most once.
+    closed: VecDeque<ProcessId>,
     waker: Option<Waker>,
     dropped_full: u64,
 }
@@ -63,6 +73,38 @@ impl Inbox {
             waker.wake();
         }
         InboxPush::Queued
+    }
+
+    /// Note that the connection from `peer` closed (the transport saw it end, or a
+    /// dial of it refused) and wake the receiver. A notice already waiting for the
+    /// same peer is not queued again. Returns false if it was dropped (the inbox
+    /// already held [`CLOSED_NOTICES_MAX`] notices).
+    pub fn push_closed(&self, peer: ProcessId) -> bool {
+        let waker = {
+            let mut state = self.state.borrow_mut();
+            if state.closed.contains(&peer) {
+                return true;
+            }
+            if state.closed.len() >= CLOSED_NOTICES_MAX {
+                return false;
+            }
+            state.closed.push_back(peer);
+            state.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+        true
+    }
+
+    /// Wait for the next closed-connection notice (see [`Inbox::push_closed`]).
+    pub fn closed(&self) -> Closed {
+        Closed { inbox: self.clone() }
+    }
+
+    /// Closed-connection notices waiting.
+    pub fn closed_waiting(&self) -> usize {
+        self.state.borrow().closed.len()
     }
 
     /// Take the oldest frame without waiting.
@@ -104,16 +146,43 @@ impl Future for Recv {
         match state.frames.pop_front() {
             Some(frame) => Poll::Ready(frame),
             None => {
-                // One receiver per inbox: the pump. Replace rather than accumulate, and
-                // keep the stored waker when it already wakes this task (the pump polls
-                // its inbox at every tick; a clone and a drop each time were two atomic
-                // reference-count updates).
-                match &mut state.waker {
-                    Some(waker) => waker.clone_from(cx.waker()),
-                    empty => *empty = Some(cx.waker().clone()),
-                }
+                state.register(cx);
                 Poll::Pending
             }
+        }
+    }
+}
+
+/// Future returned by [`Inbox::closed`]: the next peer whose connection closed.
+pub struct Closed {
+    inbox: Inbox,
+}
+
+impl Future for Closed {
+    type Output = ProcessId;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut state = self.inbox.state.borrow_mut();
+        match state.closed.pop_front() {
+            Some(peer) => Poll::Ready(peer),
+            None => {
+                state.register(cx);
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl InboxState {
+    /// Remember the task to wake. One receiver per inbox (the pump, which may wait on
+    /// frames and notices at once: the same task, so one slot serves both). Replace
+    /// rather than accumulate, and keep the stored waker when it already wakes this
+    /// task (the pump polls its inbox at every tick; a clone and a drop each time were
+    /// two atomic reference-count updates).
+    fn register(&mut self, cx: &Context<'_>) {
+        match &mut self.waker {
+            Some(waker) => waker.clone_from(cx.waker()),
+            empty => *empty = Some(cx.waker().clone()),
         }
     }
 }
@@ -147,6 +216,34 @@ mod tests {
         assert_eq!(inbox.len(), 1);
         assert_eq!(inbox.try_recv(), Some((ProcessId(2), vec![2])));
         assert!(inbox.is_empty());
+    }
+
+    #[test]
+    fn a_closed_notice_wakes_the_receiver_once_per_peer_and_comes_out_in_order() {
+        let inbox = Inbox::new();
+        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
+        let waker = Waker::from(counter.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut closed = inbox.closed();
+        assert!(Pin::new(&mut closed).poll(&mut cx).is_pending());
+        assert!(inbox.push_closed(ProcessId(2)));
+        assert!(
+            inbox.push_closed(ProcessId(2)),
+            "a second notice for a waiting peer is the same notice"
+        );
+        assert!(inbox.push_closed(ProcessId(0)));
+        assert_eq!(counter.0.load(Ordering::SeqCst), 1, "one wake per registration");
+        assert_eq!(inbox.closed_waiting(), 2);
+        assert_eq!(Pin::new(&mut closed).poll(&mut cx), Poll::Ready(ProcessId(2)));
+        assert_eq!(Pin::new(&mut inbox.closed()).poll(&mut cx), Poll::Ready(ProcessId(0)));
+        assert!(inbox.is_empty(), "notices are not frames");
+        for peer in 0..CLOSED_NOTICES_MAX as u32 {
+            assert!(inbox.push_closed(ProcessId(peer)));
+        }
+        assert!(
+            !inbox.push_closed(ProcessId(1_000)),
+            "past the bound a notice is dropped"
+        );
     }
 
     #[test]

@@ -5,10 +5,20 @@
 /// starts an election.
 pub const COMMIT_BROADCAST_TICKS: u64 = 50;
 
-/// Ticks a backup waits without a commit broadcast from its primary before it gives up
-/// on the view. Only a commit broadcast resets it (a Prepare does not), so a primary
-/// that can send but not commit is still replaced.
+/// Ticks a backup waits without a commit broadcast from its primary before it votes to
+/// leave the view (see `vsr::leave_view`). Only a commit broadcast resets it (a Prepare
+/// does not), so a primary that can send but not commit is still replaced.
 pub const LIVENESS_WINDOW_TICKS: u64 = 500;
+
+/// Ticks a backup waits, after its primary's connection closed (the transport saw
+/// it end, or a dial of it refused: the kernel's word that the process is gone), for
+/// a commit broadcast that proves the primary still leads, before it gives up on the
+/// view; the same wait for a view change whose primary's connection is closed. A
+/// healthy primary broadcasts every `COMMIT_BROADCAST_TICKS`, and a connection that
+/// dropped under a live process is redialled within milliseconds, so one interval
+/// and a half covers the broadcast due plus its delivery. Silence without a close
+/// (a pause, a partition, a one-way cut) still waits the whole liveness window.
+pub const PRIMARY_CLOSED_CONFIRM_TICKS: u64 = COMMIT_BROADCAST_TICKS + COMMIT_BROADCAST_TICKS / 2;
 
 /// Ticks before a primary resends a query confirmation round nobody confirmed yet
 /// (see `vsr::query`): the same wait as a prepare's first resend, since a round is a
@@ -41,19 +51,28 @@ pub const PREPARE_RESEND_WINDOW_OPS: usize = 4;
 /// Ticks between resends of StartViewChange and DoViewChange while a view change runs.
 pub const VIEW_CHANGE_RESEND_TICKS: u64 = 50;
 
-/// Ticks a view change may run without a started view before everyone moves to the
-/// next view (and the next primary). Not randomized: replicas that time out together
-/// ask for the same view with the same primary, so there is no split vote.
+/// Ticks a vote to leave a view counts after it was heard (see `vsr::leave_view`):
+/// two resend intervals, so a voter that still wants out is always counted (it
+/// resends every `VIEW_CHANGE_RESEND_TICKS`), and one that heard its primary again
+/// and stopped drops out soon, before its old vote can join a later, unrelated one.
+pub const LEAVE_VOTE_FRESH_TICKS: u64 = 2 * VIEW_CHANGE_RESEND_TICKS;
+
+/// Unanswered RequestStartView probes after which a recovering replica votes to leave
+/// its view (see `vsr::leave_view`). One: a Normal primary answers a probe within a
+/// round trip, so a whole probe interval without an answer means there is no view to
+/// adopt. The vote only counts with a quorum's, so a replica cut off from a view that
+/// stands cannot end it.
+pub const REQUEST_START_VIEW_PROBES_UNANSWERED_BEFORE_VOTING: u64 = 1;
+
+/// Ticks a view change may run without a started view before a replica votes to move
+/// to the next view (and the next primary; it moves once a view-change quorum votes
+/// so, see `vsr::leave_view`). Not randomized: replicas that time out together ask for
+/// the same view with the same primary, so there is no split vote.
 pub const VIEW_CHANGE_ESCALATE_TICKS: u64 = 500;
 
-/// Ticks after boot before a recovering replica's first RequestStartView, and between
-/// probes.
+/// Ticks between a recovering replica's RequestStartView probes (the first goes at the
+/// first tick after boot).
 pub const REQUEST_START_VIEW_TICKS: u64 = 100;
-
-/// Unanswered RequestStartView probes after which a recovering replica starts an
-/// ordinary view change with the log it recovered (about five seconds: the same as the
-/// liveness window, so a whole-cluster restart converges).
-pub const REQUEST_START_VIEW_PROBES_MAX: u64 = 4;
 
 /// Ticks before a repair request is retried when its answer did not arrive.
 pub const REPAIR_RETRY_TICKS: u64 = 100;
@@ -171,6 +190,10 @@ pub const REPLICAS_MAX: usize = 6;
 
 const _: () = assert!(VIEW_CHANGE_HEADERS_MAX as usize > PIPELINE_PREPARES_MAX);
 const _: () = assert!(LIVENESS_WINDOW_TICKS >= 5 * COMMIT_BROADCAST_TICKS);
+const _: () = assert!(PRIMARY_CLOSED_CONFIRM_TICKS > COMMIT_BROADCAST_TICKS);
+const _: () = assert!(
+    PRIMARY_CLOSED_CONFIRM_TICKS < LIVENESS_WINDOW_TICKS && PRIMARY_CLOSED_CONFIRM_TICKS < VIEW_CHANGE_ESCALATE_TICKS
+);
 const _: () = assert!(JOURNAL_SLOTS_DEFAULT >= JOURNAL_OPS_MIN && RING_ENTRIES_DEFAULT >= JOURNAL_OPS_MIN);
 const _: () = assert!(RING_BYTES_MIN <= RING_BYTES_DEFAULT && RING_BYTES_DEFAULT <= RING_BYTES_MAX);
 const _: () = assert!(TRANSFER_CHUNK_BYTES + crate::wire::HEADER_BYTES <= crate::wire::FRAME_BYTES_MAX);

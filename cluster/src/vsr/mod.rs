@@ -8,6 +8,7 @@
 //!
 //! Files, by concern: [`replica`] (state, boot, dispatch, invariants), `normal`
 //! (request, prepare, prepare-ok, commit, reply, heartbeat),
+//! `leave_view` (a view is left only when a quorum votes to leave it),
 //! [`view_change`] (StartViewChange / DoViewChange / StartView and the merge),
 //! [`recovery`] (RequestStartView after a restart), [`repair`] (fetching prepares and
 //! the chain walk), [`checkpoint`] (durable checkpoints and the journal's bounds),
@@ -21,6 +22,7 @@ pub mod client_table;
 pub mod constants;
 mod idle_ticks;
 pub mod journal;
+mod leave_view;
 mod normal;
 mod query;
 pub mod recovery;
@@ -33,6 +35,8 @@ pub mod view_change;
 
 #[cfg(test)]
 mod catch_up_tests;
+#[cfg(test)]
+mod leave_view_tests;
 #[cfg(test)]
 mod query_tests;
 #[cfg(test)]

@@ -533,6 +533,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             return;
         }
         self.liveness.reset();
+        self.withdraw_leave_vote();
         self.commit_max = self.commit_max.max(header.commit);
         if header.request != 0 {
             // The primary asks whether it still leads this view, for its queries.

@@ -244,6 +244,13 @@ pub struct Replica<S, T> {
     pub(crate) request_start_view: Timeout,
     pub(crate) request_start_view_probes: u64,
     pub(crate) repair_retry: Timeout,
+    /// This replica voted to leave its view and still wants out (see `vsr::leave_view`).
+    pub(crate) leaving: bool,
+    /// Other replicas' votes to leave views, by replica.
+    pub(crate) leave_votes: super::leave_view::LeaveVotes,
+    /// Replicas whose connection the transport reported closed and which sent
+    /// nothing since (see [`Replica::on_peer_closed`]): bit per replica.
+    pub(crate) peers_closed: u8,
     // View change.
     pub(crate) start_view_change_from: u8,
     pub(crate) do_view_change_from: BTreeMap<u8, DoViewChangeLog>,
@@ -387,7 +394,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             replica.checkpoint_op = op;
         }
         if recovering {
+            // The first probe goes at the next tick: a primary that is there answers
+            // at once, and the backups of a view this replica led learn that it
+            // leads it no more (`on_request_start_view`).
             replica.request_start_view.start();
+            replica.request_start_view.shorten_to(1);
         } else {
             // A fresh group starts in its initial view, started by definition. The
             // superblock is written now so that a restart is recognised as one.
@@ -509,6 +520,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             request_start_view: Timeout::new("request_start_view", REQUEST_START_VIEW_TICKS),
             request_start_view_probes: 0,
             repair_retry: Timeout::new("repair_retry", REPAIR_RETRY_TICKS),
+            leaving: false,
+            leave_votes: [None; REPLICAS_MAX],
+            peers_closed: 0,
             start_view_change_from: 0,
             do_view_change_from: BTreeMap::new(),
             do_view_change_sent: false,
@@ -635,6 +649,52 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.receive(from, Some(header), frame, realtime_micros);
     }
 
+    /// The transport reports that the connection from replica `peer` closed (it saw
+    /// the connection end, or a dial of it refused): strong evidence that its process
+    /// is gone. If it leads this replica's view, the view is given up after
+    /// [`PRIMARY_CLOSED_CONFIRM_TICKS`] without a commit broadcast from it instead of
+    /// the whole liveness window (see [`Replica::hasten_if_primary_closed`]). Any
+    /// frame from `peer` afterwards withdraws the evidence. A `peer` that is not
+    /// another replica of this group is ignored.
+    pub fn on_peer_closed(&mut self, peer: u8, realtime_micros: u64) {
+        if peer >= self.config.replicas || peer == self.config.replica || self.storage_failure.is_some() {
+            return;
+        }
+        self.activity += 1;
+        self.settle_skipped_ticks();
+        self.realtime_micros = realtime_micros;
+        self.peers_closed |= bit(peer);
+        self.hasten_if_primary_closed();
+        self.ticks_quiet_ahead = self.quiet_ticks_ahead();
+    }
+
+    /// If the primary of the current view is a replica whose connection closed, wait
+    /// for it no longer than [`PRIMARY_CLOSED_CONFIRM_TICKS`]: a Normal backup's
+    /// liveness window, or a view change's escalation, is shortened to it. Only ever
+    /// shortens a wait, and only one that runs; a commit broadcast from the primary
+    /// restarts the liveness window in full. Called when a notice arrives and when a
+    /// view begins or a view change starts.
+    pub(crate) fn hasten_if_primary_closed(&mut self) {
+        let primary = self.primary_of(self.view);
+        if primary == self.config.replica || self.peers_closed & bit(primary) == 0 {
+            return;
+        }
+        match self.status {
+            Status::Normal if self.liveness.ticking() => {
+                crate::cover!(LivenessHastenedPrimaryClosed);
+                self.liveness.shorten_to(PRIMARY_CLOSED_CONFIRM_TICKS);
+            }
+            Status::ViewChange if self.view_change_escalate.ticking() => {
+                crate::cover!(EscalationHastenedPrimaryClosed);
+                self.view_change_escalate.shorten_to(PRIMARY_CLOSED_CONFIRM_TICKS);
+            }
+            _ => {}
+        }
+        debug_assert!(
+            self.liveness.ticks_before_firing() < PRIMARY_CLOSED_CONFIRM_TICKS || self.status != Status::Normal
+        );
+    }
+
     fn receive(&mut self, from: ProcessId, verified: Option<&Header>, frame: &[u8], realtime_micros: u64) {
         self.activity += 1;
         self.settle_skipped_ticks();
@@ -674,6 +734,13 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.stats.frames_misrouted += 1;
             return;
         }
+        // A verified frame of this group that came from a replica (on the bus, not as
+        // named in the header: prepares are relayed) says its process is up again.
+        if let Ok(sender) = u8::try_from(from.0)
+            && sender < self.config.replicas
+        {
+            self.peers_closed &= !bit(sender);
+        }
         // A prepare names the replica that prepared it, not the one relaying it (chain
         // forwarding, retransmits after a view change), so it is accepted from anyone:
         // its checksum and view decide. Every other replica message names its sender.
@@ -686,6 +753,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             (Command::Commit, Some(sender)) => self.on_commit(sender, &header),
             (Command::CommitOk, Some(sender)) => self.on_commit_ok(sender, &header),
             (Command::StartViewChange, Some(sender)) => self.on_start_view_change(sender, &header),
+            (Command::LeaveView, Some(sender)) => self.on_leave_view(sender, &header),
             (Command::DoViewChange, Some(sender)) => self.on_do_view_change(sender, &header, body),
             (Command::StartView, Some(sender)) => self.on_start_view(sender, &header, body),
             (Command::RequestStartView, Some(sender)) => self.on_request_start_view(sender, &header),
@@ -740,17 +808,23 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if self.liveness.tick() {
             fired = true;
             debug_assert!(self.status == Status::Normal && !self.is_primary());
-            self.start_view_change(self.view + 1);
+            self.vote_to_leave_view();
         }
         if self.view_change_escalate.tick() {
             fired = true;
-            crate::cover!(ViewChangeEscalated);
             debug_assert_eq!(self.status, Status::ViewChange);
-            self.start_view_change(self.view + 1);
+            // No view started in time: want the next one (with a quorum, see
+            // `vsr::leave_view`).
+            self.vote_to_leave_view();
         }
         if self.view_change_resend.tick() {
             fired = true;
-            self.resend_view_change();
+            if self.status == Status::Normal {
+                // A vote to leave the view, still wanted.
+                self.send_leave_view();
+            } else {
+                self.resend_view_change();
+            }
         }
         if self.request_start_view.tick() {
             fired = true;
@@ -851,6 +925,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     }
 
     pub(crate) fn enter_normal_timers(&mut self) {
+        self.clear_leave_votes();
         self.view_change_resend.stop();
         self.view_change_escalate.stop();
         self.request_start_view.stop();
@@ -860,6 +935,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         } else {
             self.commit_broadcast.stop();
             self.liveness.start();
+            self.hasten_if_primary_closed();
         }
     }
 
@@ -918,6 +994,22 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.commit_min
         );
         assert!(self.served.len() <= TRANSFERS_SERVED_MAX);
+        if self.leaving {
+            assert!(
+                !(self.status == Status::Normal && self.is_primary()),
+                "a Normal primary never votes against its own view"
+            );
+            assert!(
+                self.status != Status::Normal || self.view_change_resend.ticking(),
+                "a standing vote is resent"
+            );
+        }
+        if self.status == Status::Normal && !self.leaving {
+            assert!(
+                !self.view_change_resend.ticking(),
+                "nothing to resend in a Normal view without a vote"
+            );
+        }
         if self.transfer.is_some() {
             assert!(
                 self.status != Status::Recovering,

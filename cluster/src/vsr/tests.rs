@@ -34,12 +34,12 @@ impl StateMachine for Counter {
 }
 
 /// A fresh replica `index` of the counter on an in-memory store.
-fn counter(index: u8) -> Replica<Counter, MemoryStore> {
+pub(super) fn counter(index: u8) -> Replica<Counter, MemoryStore> {
     Replica::open(config(index), Counter(0), MemoryStore::new(), 0).expect("open")
 }
 
 /// Three fresh replicas of the counter on in-memory stores, indexes 0 to 2.
-fn three_counters() -> Vec<Replica<Counter, MemoryStore>> {
+pub(super) fn three_counters() -> Vec<Replica<Counter, MemoryStore>> {
     (0..3u8).map(counter).collect()
 }
 
@@ -553,7 +553,7 @@ fn assert_guarded(guarded: &[Replica<Counter, MemoryStore>], lost: bool) {
 /// Deliver frames among the `live` replicas for the ticks in `ticks` (10 ms each) and
 /// tick them, dropping frames to or from any other replica and every frame whose
 /// (sender, receiver, command) `cut` matches.
-fn exchange_cutting(
+pub(super) fn exchange_cutting(
     replicas: &mut [Replica<Counter, MemoryStore>],
     live: &[usize],
     ticks: std::ops::Range<u64>,

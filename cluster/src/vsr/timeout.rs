@@ -71,6 +71,16 @@ impl Timeout {
         self.ticks += n;
     }
 
+    /// If running, make it fire within `ticks` ticks (at most `ticks` more calls of
+    /// [`Timeout::tick`]); one already due sooner is left alone. For evidence that the
+    /// wait it measures is already over (a closed connection).
+    pub fn shorten_to(&mut self, ticks: u64) {
+        assert!(ticks > 0, "{}: a timeout cannot fire in zero ticks", self.name);
+        if self.ticking && self.after - self.ticks > ticks {
+            self.ticks = self.after - ticks;
+        }
+    }
+
     /// Advance one tick; true when it fires (it keeps running from zero).
     pub fn tick(&mut self) -> bool {
         if !self.ticking {
@@ -114,6 +124,26 @@ mod tests {
         assert_eq!(timeout.ticks_before_firing(), 0);
         assert!(timeout.tick(), "the next tick fires, as five ticks would have");
         assert_eq!(timeout.ticks_before_firing(), 4, "and it counts again from zero");
+    }
+
+    #[test]
+    fn shortening_brings_the_firing_closer_but_never_later_and_never_starts_it() {
+        let mut timeout = Timeout::new("test", 10);
+        timeout.shorten_to(3);
+        assert!(!timeout.ticking(), "a stopped timeout stays stopped");
+        timeout.start();
+        timeout.shorten_to(3);
+        assert_eq!(timeout.ticks_before_firing(), 2);
+        assert!(
+            !timeout.tick() && !timeout.tick() && timeout.tick(),
+            "fires on the third tick"
+        );
+        timeout.start();
+        (0..8).for_each(|_| assert!(!timeout.tick()));
+        timeout.shorten_to(5);
+        assert_eq!(timeout.ticks_before_firing(), 1, "already due sooner: unchanged");
+        timeout.reset();
+        assert_eq!(timeout.ticks_before_firing(), 9, "a reset restores the whole wait");
     }
 
     #[test]

@@ -111,12 +111,22 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// Give up on the current view and ask for `view`.
     pub(crate) fn start_view_change(&mut self, view: u64) {
         assert!(view > self.view || (view == self.view && self.status == Status::Recovering));
+        // A view starts at most once: a replica that took part in a view (its log is
+        // that view's) never goes back into a view change for it. A recovering primary
+        // doing so would start its view a second time, with another log.
+        assert!(
+            self.log_view < view,
+            "replica {} group {:#x}: a view change for view {view}, whose log it already holds",
+            self.config.replica,
+            self.config.group
+        );
         tracing::info!(replica = self.config.replica, group = self.config.group, from = self.view, view, status = ?self.status, "start view change");
         if self.status == Status::Normal && self.is_primary() {
             self.abandon_client_requests();
         }
         self.status = Status::ViewChange;
         self.view = view;
+        self.clear_leave_votes();
         self.pipeline.clear();
         self.pipeline_inherited = 0;
         self.request_queue.clear();
@@ -129,6 +139,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.repair_retry.stop();
         self.view_change_escalate.start();
         self.view_change_resend.start();
+        self.hasten_if_primary_closed();
         // The promise not to take part in older views must survive a crash before it is
         // made to anyone.
         if self.persist(Superblock {
@@ -145,6 +156,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// Resend StartViewChange and DoViewChange (the resend timer fired).
     pub(crate) fn resend_view_change(&mut self) {
         debug_assert_eq!(self.status, Status::ViewChange);
+        if self.leaving {
+            self.send_leave_view();
+        }
         if !self.persist(Superblock {
             view: self.view,
             log_view: self.log_view,
@@ -161,11 +175,13 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     }
 
     pub(crate) fn on_start_view_change(&mut self, sender: u8, header: &Header) {
-        if self.status == Status::Recovering || header.view < self.view {
+        if header.view < self.view {
             return;
         }
-        if header.view > self.view {
-            self.start_view_change(header.view);
+        self.heard_view_change(header.view);
+        if header.view != self.view {
+            // Only a StartViewChange for this replica's own view counts toward it.
+            return;
         }
         match self.status {
             Status::ViewChange => {
@@ -175,6 +191,25 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             Status::Normal if self.is_primary() => self.send_start_view(ProcessId(u32::from(sender)), 0),
             _ => {}
         }
+    }
+
+    /// Another replica is in a view change for `view` (it sent a StartViewChange, a
+    /// DoViewChange or a LeaveView from it). Every such view was asked for by a
+    /// view-change quorum (`vsr::leave_view`), so a replica behind it follows, whatever
+    /// its status: a recovering one too, with the log it recovered (marked incomplete
+    /// if it may be; the merge weighs it so), as its own election would.
+    pub(crate) fn heard_view_change(&mut self, view: u64) {
+        // A recovering replica rejoins a view change for its own view only if that view
+        // never started with it (its log is older): a view starts at most once.
+        let follow =
+            view > self.view || (view == self.view && self.status == Status::Recovering && self.log_view < self.view);
+        if !follow {
+            return;
+        }
+        if self.status == Status::Recovering {
+            crate::cover!(RecoveringJoinsViewChange);
+        }
+        self.start_view_change(view);
     }
 
     fn maybe_send_do_view_change(&mut self) {
@@ -306,13 +341,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     }
 
     pub(crate) fn on_do_view_change(&mut self, sender: u8, header: &Header, body: &[u8]) {
-        if self.status == Status::Recovering || header.view < self.view {
+        if header.view < self.view {
             return;
         }
-        if header.view > self.view {
-            self.start_view_change(header.view);
-        }
-        if self.primary_of(header.view) != self.config.replica {
+        self.heard_view_change(header.view);
+        if header.view != self.view || self.primary_of(header.view) != self.config.replica {
             return;
         }
         match self.status {

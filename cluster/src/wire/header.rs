@@ -73,6 +73,9 @@ pub enum Command {
     /// A backup confirms a commit broadcast that asked for it (`request`: the
     /// primary's query round): it is Normal in that view (see `vsr::query`).
     CommitOk = 16,
+    /// A Normal replica that hears no primary votes to leave `view` (see
+    /// `vsr::leave_view`): a view change starts only on a view-change quorum of them.
+    LeaveView = 17,
     /// Echo plane: a client request.
     EchoRequest = 100,
     /// Echo plane: a replica's echo.
@@ -83,7 +86,7 @@ pub enum Command {
 
 impl Command {
     /// Every command, for tables and tests.
-    pub const ALL: [Command; 19] = [
+    pub const ALL: [Command; 20] = [
         Command::Request,
         Command::Prepare,
         Command::PrepareOk,
@@ -100,6 +103,7 @@ impl Command {
         Command::RequestCheckpoint,
         Command::CheckpointChunk,
         Command::CommitOk,
+        Command::LeaveView,
         Command::EchoRequest,
         Command::EchoReply,
         Command::EchoHeartbeat,

@@ -7,6 +7,7 @@
 use super::catch_up::CatchUpCounters;
 use super::stores::SimStores;
 use crate::fault_schedule::{Fault, FaultEvent};
+use crate::simulation::Ending;
 use crate::storage::{CrashKind, FaultRates};
 use cluster::metadata::DEFAULT_ROOT_PASSWORD;
 use cluster::node::{DurableStores, METADATA_GROUP, Node, NodeConfig, NodeIdentity};
@@ -124,7 +125,7 @@ impl Harness {
         let memory = matches!(self.slots[index].disk, Disk::Memory(_));
         if memory || self.injected_on(index) > self.slots[index].injected_at_boot {
             tracing::info!(replica = index, why, "boot failed on an injected disk fault; fail-stop");
-            self.simulation.crash(ProcessId(index as u32));
+            self.simulation.crash(ProcessId(index as u32), Ending::Process);
             let slot = &mut self.slots[index];
             slot.node = None;
             slot.since = tick;
@@ -450,7 +451,8 @@ impl Harness {
             let kind = if power_loss { "power-loss" } else { "crash" };
             self.trace_fault(index, kind, format!("replica {index}'s process ends"));
         }
-        self.simulation.crash(ProcessId(index as u32));
+        let ending = if power_loss { Ending::PowerLoss } else { Ending::Process };
+        self.simulation.crash(ProcessId(index as u32), ending);
         let mut primaries = Vec::new();
         if let Some(node) = self.slots[index].node.take() {
             self.retired = self.retired.plus(&CatchUpCounters::of_node(&node));

@@ -286,7 +286,10 @@ pub struct Harness {
 impl Harness {
     /// Boot `config.simulation.replicas` fresh nodes and the clients, driven by `driver`.
     pub fn new(seed: u64, config: &HarnessConfig, driver: Rc<RefCell<dyn ClientDriver>>) -> Self {
-        let simulation = Simulation::new(seed, &config.simulation);
+        let mut simulation = Simulation::new(seed, &config.simulation);
+        // The cluster's pumps take closed-connection notices: a crashed node's peers
+        // see its connections reset, as a real node's kernel reports them.
+        simulation.notify_closed_connections(true);
         let replicas = config.simulation.replicas;
         let quorum = cluster::vsr::constants::quorum_replication(replicas)
             .max(cluster::vsr::constants::quorum_view_change(replicas));

@@ -543,6 +543,16 @@ impl<P: Payload> PacketSimulator<P> {
         }
     }
 
+    /// The network tick by which everything now in flight from `from` to `to` has
+    /// come due and the path is no longer clogged: a connection's end (the reset a
+    /// crash sends after the data it had sent) arrives no sooner, as TCP keeps a
+    /// stream in order. A replay drawn later may still come after it.
+    pub fn in_flight_due_by(&self, from: ProcessIndex, to: ProcessIndex) -> u64 {
+        let link = &self.links[self.link_index(from, to)];
+        let latest = link.queue.iter().map(|packet| packet.due).max().unwrap_or(0);
+        latest.max(link.clogged_until)
+    }
+
     /// Whether a partition stands (even one that happens to cut nothing).
     pub fn is_partitioned(&self) -> bool {
         self.partition.is_partitioned()
