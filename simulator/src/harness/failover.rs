@@ -13,7 +13,9 @@
 //! - a *spurious view change*: a view above every view seen so far for the group, first
 //!   seen while no loss of the group is open, when the highest view seen before was
 //!   established (some replica was Normal in it) and its primary was healthy: up, and
-//!   not cut off by a partition from a quorum of the replicas (counting itself). The
+//!   not cut off by a partition from a quorum of the replicas (counting itself), and
+//!   its process did not end while it led that view (an outage ends every primary
+//!   without opening a loss; the view changes after it are recovery, not spurious). The
 //!   views a view change escalates through count once, with the first. A clogged link
 //!   or a slow disk does not make a primary unhealthy, so view changes they cause count
 //!   as spurious: that is the point.
@@ -61,6 +63,10 @@ pub struct Failover {
     /// Replicas healthy this tick, a bit each (see the module docs), set once per tick
     /// before the groups are checked.
     healthy: u64,
+    /// Per group, the latest view whose Normal primary's process ended (with or
+    /// without a quorum up): a view change past it is never spurious. Dropped when the
+    /// group's view moves past it, or with the group.
+    unled: BTreeMap<u64, u64>,
 }
 
 /// A run's failover figures, as printed and reported.
@@ -132,6 +138,11 @@ impl Failover {
         up_after: usize,
         quorum: usize,
     ) {
+        let primaries: Vec<(u64, u64)> = primaries.into_iter().collect();
+        for &(group, view) in &primaries {
+            let unled = self.unled.entry(group).or_insert(view);
+            *unled = (*unled).max(view);
+        }
         if up_after < quorum {
             // Recovery now waits for a restart: not a failover.
             self.dropped += self.open.len() as u64;
@@ -167,8 +178,10 @@ impl Failover {
         if view > views.highest {
             let before = views.highest;
             views.highest = view;
+            let primary_ended = self.unled.remove(&group).is_some_and(|unled| unled >= before);
             if before == views.established
                 && !self.open.contains_key(&group)
+                && !primary_ended
                 && self.healthy & (1 << primary_of(before)) != 0
             {
                 self.spurious += 1;
@@ -187,6 +200,7 @@ impl Failover {
     /// `group` was deleted everywhere: its open loss (if any) is dropped untimed.
     pub fn forget(&mut self, group: u64) {
         self.views.remove(&group);
+        self.unled.remove(&group);
         if self.open.remove(&group).is_some() {
             self.dropped += 1;
         }
@@ -277,6 +291,30 @@ mod tests {
         );
         failover.forget(9);
         assert_eq!(failover.figures().dropped, 3);
+    }
+
+    #[test]
+    fn a_view_change_after_an_outage_ended_its_primary_is_not_spurious() {
+        let mut failover = Failover::default();
+        failover.set_healthy(0b111);
+        failover.observe(10, 7, (0, Status::Normal, true), primary_of);
+        failover.observe(10, 8, (1, Status::Normal, false), primary_of);
+        // Every replica ends (an outage): no loss is timed, and after the restarts
+        // everyone is up (healthy) again when the views change.
+        failover.process_ended(100, [(7, 0)], 2, 2);
+        failover.process_ended(100, [], 1, 2);
+        failover.process_ended(100, [(8, 1)], 0, 2);
+        assert_eq!(failover.figures().dropped, 1);
+        failover.observe(300, 7, (1, Status::ViewChange, false), primary_of);
+        failover.observe(300, 8, (2, Status::ViewChange, false), primary_of);
+        assert_eq!(failover.figures().spurious, 0, "both primaries' processes ended");
+        failover.observe(310, 7, (1, Status::Normal, true), primary_of);
+        failover.observe(400, 7, (2, Status::ViewChange, false), primary_of);
+        assert_eq!(
+            failover.figures().spurious,
+            1,
+            "view 1's primary is up and led it throughout"
+        );
     }
 
     #[test]
