@@ -184,8 +184,6 @@ pub struct Simulation {
     /// Draws the shard a packet enters a replica on (its own stream: the shard count
     /// never shifts another fault class's draws).
     entry_shard: SimRng,
-    /// Replica processes (`0..replicas`).
-    replicas: usize,
     /// Whether a crash sends closed-connection notices (see the module doc).
     close_notices: bool,
     /// Notices on their way: (due network tick, receiver, crashed peer), in crash order.
@@ -225,7 +223,6 @@ impl Simulation {
             stats: SimulationStats::default(),
             deliveries: Vec::new(),
             entry_shard: SimRng::new(seeds.entry_shard),
-            replicas: config.replicas,
             close_notices: false,
             closes_in_flight: Vec::new(),
         }
@@ -316,7 +313,8 @@ impl Simulation {
         self.executor.abort_owner(process);
         self.network.crash(process.index());
         self.stats.crashes += 1;
-        if self.close_notices && ending == Ending::Process && process.index() < self.replicas {
+        let replicas = self.network.replicas();
+        if self.close_notices && ending == Ending::Process && process.index() < replicas {
             // The reset travels like a packet, one mean delay, behind whatever the
             // process sent before it (a stream stays in order: a commit broadcast
             // overtaken by the reset would make the peer think it alive again).
@@ -326,7 +324,7 @@ impl Simulation {
                 .max(config.one_way_delay_min_ticks)
                 .max(1);
             let now = self.network.tick();
-            for peer in 0..self.replicas {
+            for peer in 0..replicas {
                 if peer != process.index() && self.processes[peer].up {
                     let due = (now + delay).max(self.network.in_flight_due_by(process.index(), peer));
                     self.closes_in_flight.push((due, peer, process.index()));

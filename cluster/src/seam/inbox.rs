@@ -201,11 +201,16 @@ mod tests {
         }
     }
 
+    /// A waker that counts its wakes, and the count.
+    fn counting_waker() -> (Waker, Arc<CountingWaker>) {
+        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
+        (Waker::from(counter.clone()), counter)
+    }
+
     #[test]
     fn push_wakes_a_pending_receiver_and_frames_come_out_in_order() {
         let inbox = Inbox::new();
-        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
-        let waker = Waker::from(counter.clone());
+        let (waker, counter) = counting_waker();
         let mut cx = Context::from_waker(&waker);
         let mut recv = inbox.recv();
         assert!(Pin::new(&mut recv).poll(&mut cx).is_pending());
@@ -221,8 +226,7 @@ mod tests {
     #[test]
     fn a_closed_notice_wakes_the_receiver_once_per_peer_and_comes_out_in_order() {
         let inbox = Inbox::new();
-        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
-        let waker = Waker::from(counter.clone());
+        let (waker, counter) = counting_waker();
         let mut cx = Context::from_waker(&waker);
         let mut closed = inbox.closed();
         assert!(Pin::new(&mut closed).poll(&mut cx).is_pending());

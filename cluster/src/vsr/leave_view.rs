@@ -166,6 +166,14 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
 
     /// Another replica votes to leave `header.view` (a LeaveView).
     pub(crate) fn on_leave_view(&mut self, sender: u8, header: &Header) {
+        if !matches!(
+            header.flags,
+            LEAVE_VIEW_FROM_NORMAL | LEAVE_VIEW_FROM_VIEW_CHANGE | LEAVE_VIEW_FROM_RECOVERING
+        ) {
+            // Not a status any replica sends: nothing of this frame is acted on.
+            self.stats.frames_rejected += 1;
+            return;
+        }
         let view = header.view;
         if view <= self.view && self.status == Status::Normal && self.is_primary() {
             // The sender missed this view's start (it may be cut off from it, or just
@@ -192,11 +200,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 // replica. Ask its primary for it.
                 self.ask_for_start_view(self.primary_of(view));
             }
-            LEAVE_VIEW_FROM_VIEW_CHANGE | LEAVE_VIEW_FROM_NORMAL | LEAVE_VIEW_FROM_RECOVERING => {}
-            _ => {
-                self.stats.frames_rejected += 1;
-                return;
-            }
+            _ => {}
         }
         self.note_leave_vote(sender, view);
     }

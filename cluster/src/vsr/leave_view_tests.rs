@@ -156,3 +156,20 @@ fn a_recovering_replica_follows_a_view_change_for_a_later_view_at_once() {
     recovering.on_frame(ProcessId(1), &crate::wire::seal_header(start_view_change, &[]), 0);
     assert_eq!((recovering.status(), recovering.view()), (Status::ViewChange, 1));
 }
+
+#[test]
+fn a_leave_view_naming_no_status_is_rejected_before_anything_is_done() {
+    // Hostile input: a well-formed LeaveView whose flags name no status. The primary
+    // must neither answer it with a StartView nor count it as a vote.
+    let mut primary = counter(0);
+    primary.drain_outbox().for_each(drop);
+    let mut vote = Header::new(Command::LeaveView);
+    vote.cluster = 7;
+    vote.replica = 1;
+    vote.view = 0;
+    vote.flags = 7;
+    primary.on_frame(ProcessId(1), &crate::wire::seal_header(vote, &[]), 0);
+    assert_eq!(primary.stats().frames_rejected, 1);
+    assert_eq!(primary.drain_outbox().count(), 0, "nothing is sent for it");
+    assert!(primary.leave_votes.iter().all(Option::is_none), "and it is no vote");
+}
