@@ -214,7 +214,10 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 ///   replica probes at once, votes after an unanswered interval and follows a view
 ///   change it hears; backups give up a view whose primary asks who leads it. Schedule
 ///   and replies move.
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xf6b3_b5df_f231_72b4;
+/// - 2026-12-05: re-locked (issue #44): clients resend on a timeout learned from their
+///   round trips (`harness/resend_clock.rs`), first to the same replica, instead of
+///   after a fixed 200 ticks to the next one. Schedule and replies move.
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x9e97_9062_a7ec_a9bc;
 
 #[test]
 fn workload_replay_is_deterministic() {
@@ -303,7 +306,9 @@ fn workload_replay_is_deterministic() {
 ///   0x2348436af96e8379 unchanged.
 /// - 2026-12-05: re-locked (issue #44): fast failover and leaving a view by votes, a
 ///   behaviour change (see the metadata lock). Schedule and replies move.
-const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0xcdf5_fc43_6b53_3c48;
+/// - 2026-12-05: re-locked (issue #44): clients resend on a learned timeout (see the
+///   metadata lock). Schedule and replies move.
+const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x525f_be98_e17a_a155;
 
 #[test]
 fn multi_shard_replay_is_deterministic() {

@@ -1,7 +1,9 @@
 //! A simulated client: one request in flight, sent first to the replica that last
 //! answered for its group, resent (same bytes) at once to the primary a refusal names
-//! (`TransientNotAccepted`: never taken), and otherwise after [`CLIENT_RESEND_TICKS`]
-//! to the next replica in turn or the one a refusal named.
+//! (`TransientNotAccepted`: never taken), and otherwise after a timeout learned from
+//! its measured round trips ([`ResendClock`]): once more to the same replica, then to
+//! the one a refusal named or the next in turn, backing off only once every replica
+//! has had its chance.
 //!
 //! Sessions: the client remembers the session its last successful login opened (the
 //! `LoggedIn` reply's id and secret) and the newest metadata op it has seen (every
@@ -30,10 +32,10 @@ use cluster::vsr::ClientError;
 use cluster::wire::{self, Command, HEADER_BYTES, Header};
 
 use crate::executor::Fnv1a64;
+use crate::harness::resend_clock::ResendClock;
 
-/// Ticks before a client resends: four commit broadcasts, so a request that is only
-/// waiting for the next broadcast is not resent.
-pub const CLIENT_RESEND_TICKS: u64 = 200;
+/// One tick in the client clock's micros.
+const TICK_MICROS: u64 = TICK.as_micros() as u64;
 
 /// Ticks an idle client waits before asking its driver again.
 pub const CLIENT_IDLE_TICKS: u64 = 10;
@@ -209,6 +211,7 @@ pub async fn run_client<B: Bus>(
         target: 0,
         leaders: BTreeMap::new(),
         sessions: SessionState::default(),
+        resend: ResendClock::default(),
     };
     let mut own_login = !driver.borrow().logs_in_itself();
     loop {
@@ -248,6 +251,8 @@ struct ClientTask<B: Bus> {
     /// Per group, the replica that last answered for it.
     leaders: BTreeMap<u64, u32>,
     sessions: SessionState,
+    /// The learned resend timeout.
+    resend: ResendClock,
 }
 
 /// The request in flight and what its exchange has learned so far.
@@ -260,6 +265,11 @@ struct Outstanding {
     /// Immediate redirects to a refusal's hint, at most one per replica per request,
     /// so two replicas that name each other cannot bounce a request forever.
     redirects: u32,
+    /// Resends after a timeout so far: the backoff exponent, and (non-zero) why the
+    /// answer's round trip is not learned (Karn's rule).
+    timeouts: u32,
+    /// When the latest send that can be measured went out (the client's clock, micros).
+    sent_at_micros: u64,
 }
 
 /// What one frame means for the request in flight.
@@ -296,7 +306,8 @@ impl<B: Bus> ClientTask<B> {
             "send"
         );
         self.bus.send(ProcessId(self.target), outstanding.frame.clone());
-        let mut deadline = self.bus.sleep(TICK * CLIENT_RESEND_TICKS as u32);
+        outstanding.sent_at_micros = self.bus.realtime_micros();
+        let mut deadline = self.resend_deadline(&outstanding);
         loop {
             select_biased! {
                 (_, frame) = self.inbox.recv().fuse() => {
@@ -304,23 +315,46 @@ impl<B: Bus> ClientTask<B> {
                         Step::Wait => {}
                         Step::SendAgain => {
                             self.bus.send(ProcessId(self.target), outstanding.frame.clone());
-                            deadline = self.bus.sleep(TICK * CLIENT_RESEND_TICKS as u32);
+                            outstanding.sent_at_micros = self.bus.realtime_micros();
+                            deadline = self.resend_deadline(&outstanding);
                         }
-                        Step::Answer(header, body) => return (header, body),
+                        Step::Answer(header, body) => {
+                            if outstanding.timeouts == 0 {
+                                let elapsed = self.bus.realtime_micros().saturating_sub(outstanding.sent_at_micros);
+                                self.resend.learn(elapsed / TICK_MICROS);
+                            }
+                            return (header, body);
+                        }
                     }
                 }
                 () = (&mut deadline).fuse() => {
                     tracing::debug!(client = self.client, request = self.request_number, target = self.target, "resend after timeout");
                     self.stats.borrow_mut().resends += 1;
+                    outstanding.timeouts = outstanding.timeouts.saturating_add(1);
+                    // The first timeout resends to the same replica: a lost request or
+                    // reply is likelier than a lost primary (and a resend of a
+                    // committed request fetches its reply from the client table).
                     self.target = match outstanding.hinted.take() {
                         Some(hint) if hint != self.target => hint,
+                        _ if outstanding.timeouts == 1 => self.target,
                         _ => (self.target + 1) % self.replicas,
                     };
                     self.bus.send(ProcessId(self.target), outstanding.frame.clone());
-                    deadline = self.bus.sleep(TICK * CLIENT_RESEND_TICKS as u32);
+                    deadline = self.resend_deadline(&outstanding);
                 }
             }
         }
+    }
+
+    /// The timer for the next resend of `outstanding`, from the learned timeout and the
+    /// request's unanswered sends.
+    fn resend_deadline(&self, outstanding: &Outstanding) -> B::Sleep {
+        // Twice to the same replica, then once to every other one, at the learned pace;
+        // only a request the whole cluster left unanswered backs off.
+        let backoff = outstanding.timeouts.saturating_sub(self.replicas + 1);
+        let ticks = self.resend.timeout_ticks(backoff);
+        // The timeout is at most CLIENT_RESEND_MAX_TICKS, far inside u32.
+        self.bus.sleep(TICK * u32::try_from(ticks).unwrap_or(u32::MAX))
     }
 
     /// The next request's header and frame, counted in the stats, addressed to the
@@ -358,6 +392,8 @@ impl<B: Bus> ClientTask<B> {
             give_up_when_not_committed,
             hinted: None,
             redirects: 0,
+            timeouts: 0,
+            sent_at_micros: 0,
         }
     }
 

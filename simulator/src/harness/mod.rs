@@ -20,6 +20,7 @@ pub mod failover;
 mod group_check;
 mod lifecycle;
 mod queries;
+pub mod resend_clock;
 mod retire;
 mod schedule;
 pub mod state_checker;
