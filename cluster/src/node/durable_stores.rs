@@ -640,7 +640,16 @@ impl<S: DurableStorage> DurableReplicaStore<S> {
     }
 
     fn put(&mut self, op: u64, record: &StoredRecord) -> Result<(), StoreError> {
-        let durability = match self.durability.get() {
+        // The primary's demand counts as much as this node's own view of the topic: a
+        // node that has not yet applied a change to `persisted` would otherwise
+        // acknowledge unpublished an op the primary promises its client is durable.
+        let demanded = matches!(record, StoredRecord::Prepare(frame) if crate::wire::prepare_demands_persisted(frame));
+        let durability = if demanded {
+            Durability::Persisted
+        } else {
+            self.durability.get()
+        };
+        let durability = match durability {
             // The broken answer: a persisted prepare is acknowledged unpublished.
             Durability::Persisted if self.ack_persisted_before_publish => Durability::Replicated,
             durability => durability,
@@ -880,6 +889,10 @@ impl<S: DurableStorage> ReplicaStore for DurableReplicaStore<S> {
 
     fn may_lack_acknowledged_ops(&self) -> bool {
         self.may_lack_acknowledged_ops || self.unreadable_at_open.get()
+    }
+
+    fn persisted(&self) -> bool {
+        self.durability.get() == Durability::Persisted
     }
 
     fn write_checkpoint(&mut self, op: u64, bytes: &Rc<[u8]>) -> Result<(), StoreError> {

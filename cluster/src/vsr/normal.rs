@@ -223,6 +223,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.last_timestamp = self.realtime_micros.max(self.last_timestamp + 1);
         header.timestamp = self.last_timestamp;
         header.nonce = mix(self.config.entropy_seed ^ mix(op ^ (self.view << 32)));
+        if self.store.persisted() {
+            header.flags |= wire::PREPARE_FLAG_PERSISTED;
+        }
         let frame = wire::seal_header(header, body);
         let (sealed, _) = wire::open(&frame).expect("a frame we just sealed opens");
         if !self.journal_prepare(sealed, &frame) {
@@ -284,6 +287,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             return;
         }
         if self.status != Status::Normal || self.is_primary() {
+            return;
+        }
+        if header.flags & !wire::PREPARE_FLAG_PERSISTED != 0 {
+            // No primary sets other bits: nothing of this frame is acted on.
+            self.stats.frames_rejected += 1;
             return;
         }
         if header.op <= self.journal.floor() && header.op > 0 {

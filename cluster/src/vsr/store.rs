@@ -72,6 +72,12 @@ pub trait ReplicaStore {
     fn shares_frames_in_memory(&self) -> bool {
         false
     }
+    /// Whether ops of this group must be durable before a replica acknowledges them
+    /// (a `persisted` topic's partition). A primary marks its prepares with it
+    /// ([`crate::wire::PREPARE_FLAG_PERSISTED`]) so backups honour it too. No default:
+    /// a wrapping store that forgot to forward it would silently prepare every op of a
+    /// persisted topic unmarked.
+    fn persisted(&self) -> bool;
     /// Whether the log this store recovered may lack ops the replica acknowledged
     /// before it stopped (a partition WAL discards its unpublished tail at boot). Such
     /// a replica must rejoin through a primary's StartView and never start a view
@@ -377,6 +383,11 @@ impl ReplicaStore for MemoryStore {
             Some(StoredRecord::Prepare(frame)) => Some(Rc::clone(frame)),
             _ => None,
         }
+    }
+
+    fn persisted(&self) -> bool {
+        // In memory nothing is ever durable or not: no prepare is marked.
+        false
     }
 
     fn may_lack_acknowledged_ops(&self) -> bool {

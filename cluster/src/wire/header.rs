@@ -29,6 +29,23 @@ use super::FrameError;
 
 /// Bytes in a header.
 pub const HEADER_BYTES: usize = 256;
+
+/// Prepare header flag: the op belongs to a `persisted` topic, so every replica must
+/// make it durable (publish its WAL frontier) before acknowledging it. The primary sets
+/// it from its own node's view of the topic; a backup whose node has not yet applied a
+/// durability change still honours it, since its PrepareOk is what lets the primary
+/// acknowledge the client.
+pub const PREPARE_FLAG_PERSISTED: u8 = 1;
+
+/// The byte of a frame that holds its header's flags.
+pub const FLAGS_OFFSET: usize = 159;
+
+/// Whether `frame` (a sealed Prepare) demands durability before acknowledgement.
+pub fn prepare_demands_persisted(frame: &[u8]) -> bool {
+    frame
+        .get(FLAGS_OFFSET)
+        .is_some_and(|flags| flags & PREPARE_FLAG_PERSISTED != 0)
+}
 pub(crate) const SIZE_OFFSET: usize = 152;
 pub(crate) const COMMAND_OFFSET: usize = 156;
 const RESERVED_OFFSET: usize = 160;
@@ -237,7 +254,7 @@ impl Header {
         bytes[COMMAND_OFFSET] = self.command as u8;
         bytes[157] = self.replica;
         bytes[158] = self.operation;
-        bytes[159] = self.flags;
+        bytes[FLAGS_OFFSET] = self.flags;
     }
 
     /// The header as 256 bytes with its checksum computed (what `parent` of the next
@@ -295,7 +312,7 @@ impl Header {
             command,
             replica: bytes[157],
             operation: bytes[158],
-            flags: bytes[159],
+            flags: bytes[FLAGS_OFFSET],
         })
     }
 

@@ -8,7 +8,7 @@
 
 mod header;
 
-pub use header::{Command, HEADER_BYTES, Header};
+pub use header::{Command, HEADER_BYTES, Header, PREPARE_FLAG_PERSISTED, prepare_demands_persisted};
 
 use std::fmt;
 

@@ -184,6 +184,13 @@ impl ReplicaStore for SimReplicaStore {
         }
     }
 
+    fn persisted(&self) -> bool {
+        match self {
+            SimReplicaStore::Memory(store) => store.persisted(),
+            SimReplicaStore::Durable(store) => store.persisted(),
+        }
+    }
+
     fn may_lack_acknowledged_ops(&self) -> bool {
         match self {
             SimReplicaStore::Memory(store) => store.may_lack_acknowledged_ops(),

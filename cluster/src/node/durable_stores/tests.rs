@@ -636,3 +636,36 @@ fn the_wal_drop_last_record_break_silently_forgets_a_partition_wal_s_last_publis
     assert_eq!(std::fs::metadata(dir.join("wal")).expect("the WAL").len(), wal_bytes);
     std::fs::remove_dir_all(root).expect("cleanup");
 }
+
+#[test]
+fn a_backup_whose_node_still_thinks_a_topic_replicated_publishes_a_prepare_its_primary_marked_persisted() {
+    // Found by a fresh campaign (`--seed 9997019 --plane mixed --faults split`): a
+    // topic changed to `persisted`; the partition's primary knew, a backup's node had
+    // not applied the change yet, acknowledged two prepares unpublished, and a
+    // whole-cluster power outage took them: 48 acknowledged messages gone.
+    let root = temp_root("stores-test-demanded-persisted");
+    let storage = DiskStorage::new(&root).expect("temp dir");
+    let stores = DurableStores::open(storage.clone(), identity()).expect("node storage");
+    // This node's view of the topic: still `replicated`.
+    stores.set_durability(PARTITION, TopicDurability::Replicated);
+    let mut store = StoreProvider::open(&stores, PARTITION).expect("open");
+    assert!(!store.persisted(), "the node's own view is replicated");
+    store.write_prepare(1, &frame(1)).expect("an unmarked prepare");
+    assert!(
+        published(&store).is_none_or(|frontier| frontier.last_op < 1),
+        "an unmarked prepare of a replicated topic is not published before its ack"
+    );
+    let mut header = crate::wire::Header::new(crate::wire::Command::Prepare);
+    header.op = 2;
+    header.flags = crate::wire::PREPARE_FLAG_PERSISTED;
+    let marked: Rc<[u8]> = Rc::from(crate::wire::seal_header(header, &[2; 33]));
+    store.write_prepare(2, &marked).expect("a marked prepare");
+    let frontier = published(&store).expect("the marked prepare published the frontier");
+    assert_eq!(
+        frontier.last_op, 2,
+        "durable before write_prepare returned (the ack follows it)"
+    );
+    drop(store);
+    drop(stores);
+    std::fs::remove_dir_all(root).expect("cleanup");
+}
