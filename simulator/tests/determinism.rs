@@ -217,7 +217,9 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 /// - 2026-12-05: re-locked (issue #44): clients resend on a timeout learned from their
 ///   round trips (`harness/resend_clock.rs`), first to the same replica, instead of
 ///   after a fixed 200 ticks to the next one. Schedule and replies move.
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x9e97_9062_a7ec_a9bc;
+/// - 2026-12-05: re-locked (issue #44): the output gains the two `timeliness` lines,
+///   which only observe: schedule and replies unchanged.
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xddc6_2ce5_0355_4ea2;
 
 #[test]
 fn workload_replay_is_deterministic() {
@@ -308,7 +310,9 @@ fn workload_replay_is_deterministic() {
 ///   behaviour change (see the metadata lock). Schedule and replies move.
 /// - 2026-12-05: re-locked (issue #44): clients resend on a learned timeout (see the
 ///   metadata lock). Schedule and replies move.
-const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x525f_be98_e17a_a155;
+/// - 2026-12-05: re-locked (issue #44): the `timeliness` lines (see the metadata lock);
+///   schedule and replies unchanged.
+const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x658e_2fa9_7251_ea9d;
 
 #[test]
 fn multi_shard_replay_is_deterministic() {

@@ -177,19 +177,21 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             .get(self.commit_min)
             .map(|entry| entry.header())
             .expect("the applied head stays in the journal");
-        let digests = CheckpointDigests {
-            op: self.commit_min,
-            state: self.state_machine.digest(),
-            client_table: self.clients.digest(),
-        };
-        self.last_encoded_checkpoint.set(Some(digests));
-        encode_checkpoint(
+        let state = self.state_machine.digest();
+        let encoded = encode_checkpoint(
             self.config.group,
             &header,
-            digests.state,
+            state,
             &self.clients.encode(),
             &self.state_machine.snapshot(),
-        )
+        );
+        self.last_encoded_checkpoint.set(Some(CheckpointDigests {
+            op: self.commit_min,
+            state,
+            client_table: self.clients.digest(),
+            bytes: encoded.len() as u64,
+        }));
+        encoded
     }
 
     /// The highest op this replica may journal: past it, the ops above its checkpoint

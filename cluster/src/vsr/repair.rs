@@ -208,7 +208,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if op == self.repair_first || self.journal.ready(self.repair_first) {
             self.repair_misses = 0;
             self.repair_retry.stop();
-            self.repair_window = (self.repair_window * 2).min(REPAIR_PREPARES_MAX);
+            self.repair_window = if self.config.storage_break == super::store::StorageBreak::RepairOneOpARound {
+                1
+            } else {
+                (self.repair_window * 2).min(REPAIR_PREPARES_MAX)
+            };
         }
     }
 

@@ -197,6 +197,9 @@ pub struct CheckpointDigests {
     pub state: u128,
     /// The client table's digest at `op` ([`Replica::client_table_digest`]).
     pub client_table: u128,
+    /// The encoded checkpoint's length: what a state transfer of it ships, in
+    /// `TRANSFER_CHUNK_BYTES` chunks.
+    pub bytes: u64,
 }
 
 /// A VSR replica of one group.
@@ -278,6 +281,9 @@ pub struct Replica<S, T> {
     /// its top (a burst cut short), kept when nothing arrives (a lost path), doubled
     /// when it fills the lowest gap (up to `REPAIR_PREPARES_MAX`).
     pub(crate) repair_window: u64,
+    /// Test-only (`StorageBreak::LeaveViewAfterTenWindows`): liveness expiries not yet
+    /// acted on.
+    liveness_fires_ignored: u8,
     /// The top of the range the outstanding repair request asked for.
     pub(crate) repair_first: u64,
     /// Some answer to the outstanding repair request arrived (its top may not have):
@@ -534,7 +540,12 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             chain_dirty: true,
             pipeline_inherited: 0,
             commit_heard: (0, 0),
-            repair_window: config.buggify.repair_window_initial,
+            repair_window: if config.storage_break == StorageBreak::RepairOneOpARound {
+                1
+            } else {
+                config.buggify.repair_window_initial
+            },
+            liveness_fires_ignored: 0,
             repair_first: 0,
             repair_round_answered: false,
             repair_buffer: BTreeMap::new(),
@@ -675,6 +686,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// restarts the liveness window in full. Called when a notice arrives and when a
     /// view begins or a view change starts.
     pub(crate) fn hasten_if_primary_closed(&mut self) {
+        if self.config.storage_break == StorageBreak::LeaveViewAfterTenWindows {
+            return;
+        }
         let primary = self.primary_of(self.view);
         if primary == self.config.replica || self.peers_closed & bit(primary) == 0 {
             return;
@@ -808,7 +822,13 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if self.liveness.tick() {
             fired = true;
             debug_assert!(self.status == Status::Normal && !self.is_primary());
-            self.vote_to_leave_view();
+            if self.config.storage_break == StorageBreak::LeaveViewAfterTenWindows && self.liveness_fires_ignored < 9 {
+                self.liveness_fires_ignored += 1;
+                self.liveness.start();
+            } else {
+                self.liveness_fires_ignored = 0;
+                self.vote_to_leave_view();
+            }
         }
         if self.view_change_escalate.tick() {
             fired = true;

@@ -177,6 +177,15 @@ pub enum StorageBreak {
     /// check of what clients saw against real-time order (the contended plane's
     /// linearizability check) can tell.
     AnswerQueriesUnconfirmed,
+    /// A slow recovery, not a wrong one: a lagging replica repairs one op per round
+    /// trip instead of growing its window to `REPAIR_PREPARES_MAX`. Everything still
+    /// settles; only the harness's timeliness check (catch-up bound) can tell.
+    RepairOneOpARound,
+    /// A slow failover, not a wrong one: a backup votes to leave its view only after its
+    /// liveness window ran out ten times, and a closed connection from its primary
+    /// hastens nothing. Views still change; only the timeliness check (election bound)
+    /// can tell.
+    LeaveViewAfterTenWindows,
 }
 
 impl StorageBreak {
@@ -202,11 +211,13 @@ impl StorageBreak {
             StorageBreak::ViewChangeWaitsForEveryReplica => "view-change-waits-for-every-replica",
             StorageBreak::InstallCheckpointWithoutClientTable => "install-checkpoint-without-client-table",
             StorageBreak::AnswerQueriesUnconfirmed => "answer-queries-unconfirmed",
+            StorageBreak::RepairOneOpARound => "repair-one-op-a-round",
+            StorageBreak::LeaveViewAfterTenWindows => "leave-view-after-ten-windows",
         }
     }
 
     /// Every breakage, for parsing and error messages.
-    pub const ALL: [StorageBreak; 10] = [
+    pub const ALL: [StorageBreak; 12] = [
         StorageBreak::None,
         StorageBreak::KeepGoingAfterFailedWrite,
         StorageBreak::CutDamageAsTornTail,
@@ -217,6 +228,8 @@ impl StorageBreak {
         StorageBreak::ViewChangeWaitsForEveryReplica,
         StorageBreak::InstallCheckpointWithoutClientTable,
         StorageBreak::AnswerQueriesUnconfirmed,
+        StorageBreak::RepairOneOpARound,
+        StorageBreak::LeaveViewAfterTenWindows,
     ];
 }
 

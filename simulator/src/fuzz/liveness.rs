@@ -30,6 +30,7 @@ use cluster::node::{Directory, METADATA_GROUP};
 use cluster::vsr::Status;
 use cluster::vsr::constants::{quorum_replication, quorum_view_change};
 
+use super::timeliness::{Timeliness, TimelinessFigures};
 use crate::harness::{CheckFailure, Harness};
 use crate::rng::SimRng;
 use crate::workload::MetadataWorkload;
@@ -83,6 +84,8 @@ pub(super) struct LivenessOutcome {
     pub ticks: u64,
     /// Groups checked settled at the end (metadata plus partitions).
     pub groups: usize,
+    /// How quickly the core elected and caught up, against the timeliness bounds.
+    pub timeliness: TimelinessFigures,
 }
 
 /// Run the phase: heal the core, then step until it has settled (Ok) or the bound ran
@@ -120,13 +123,16 @@ pub(super) fn run(
         harness.restart_now(replica, CORE_RESTART_INCARNATION + replica as u64);
     }
     let started = harness.simulation().tick();
+    let mut timeliness = Timeliness::new(harness, "liveness", core.clone(), outside.len(), network_loss(harness));
     loop {
+        timeliness.observe(harness, &groups(harness, &core))?;
         let stuck = stuck(harness, workload, &core);
         let Some(stuck) = stuck else {
             return Ok(LivenessOutcome {
                 ticks: harness.simulation().tick() - started,
                 groups: groups(harness, &core).len(),
                 core,
+                timeliness: timeliness.figures(),
             });
         };
         if harness.simulation().tick() - started >= LIVENESS_TICKS_MAX {
@@ -146,6 +152,12 @@ pub(super) fn run(
             failure
         })?;
     }
+}
+
+/// The chance the network loses or corrupts a packet, which the phase keeps.
+pub(super) fn network_loss(harness: &Harness) -> f64 {
+    let config = harness.simulation().network().config();
+    config.packet_loss_probability + config.packet_corruption_probability
 }
 
 /// The groups the core must settle: the metadata group and every partition group in

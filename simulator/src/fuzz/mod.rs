@@ -12,6 +12,7 @@ pub mod outage;
 mod run_flags;
 mod settle;
 pub mod shrink;
+mod timeliness;
 
 use std::io::{self, Write};
 

@@ -44,6 +44,26 @@ pub(super) fn settled(harness: &Harness) -> bool {
             .all(|group| partition_settled(harness, *group, live.len()))
 }
 
+/// The groups a settled cluster settles: the metadata group and every partition group
+/// in the applied metadata of the metadata primary (or of any live replica, if none
+/// is primary).
+pub(super) fn settled_groups(harness: &Harness) -> Vec<u64> {
+    let live = harness.live_replicas();
+    let source = live
+        .iter()
+        .find(|(_, r)| r.borrow().is_primary() && r.borrow().status() == Status::Normal)
+        .or_else(|| live.first());
+    let mut groups = vec![cluster::node::METADATA_GROUP];
+    if let Some((_, replica)) = source {
+        groups.extend(
+            Directory::from_metadata(replica.borrow().state_machine().state())
+                .partitions
+                .keys(),
+        );
+    }
+    groups
+}
+
 /// Whether `group` is hosted by all `live` nodes, all Normal in one view, with one
 /// primary that has committed everything it holds, and every replica has applied that.
 fn partition_settled(harness: &Harness, group: u64, live: usize) -> bool {

@@ -47,8 +47,9 @@ pub(super) fn run(
         }
     }
     // Drain: everything back, every request answered, one view.
+    let mut drain_timeliness = None;
     if failure.is_none() && !args.run.no_quiesce {
-        failure = drain::run(&mut world, args.run.heal_before_quiesce || liveness.is_some());
+        (failure, drain_timeliness) = drain::run(&mut world, args.run.heal_before_quiesce || liveness.is_some());
     }
     // Final checks: every group in full, then the shared objects' histories.
     failure = failure.or_else(|| checks::in_full(&mut world));
@@ -73,7 +74,7 @@ pub(super) fn run(
         },
     };
     // Summary and verdict.
-    let mut summary = Summary::gather(args, &world, ran, liveness, oracle, linearizability);
+    let mut summary = Summary::gather(args, &world, ran, liveness, drain_timeliness, oracle, linearizability);
     summary.record(report);
     summary.print(out)?;
     report.failure_tick = failure.as_ref().map(|failure| failure.tick);

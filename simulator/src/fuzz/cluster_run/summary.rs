@@ -11,6 +11,7 @@ use cluster::node::NodeStats;
 
 use super::super::liveness::{LIVENESS_TICKS_MAX, LivenessOutcome};
 use super::super::outage::OutageStats;
+use super::super::timeliness::TimelinessFigures;
 use super::super::{RunReport, packets_line};
 use super::oracle::Compared;
 use super::setup::World;
@@ -73,6 +74,8 @@ impl ClientTotals {
 pub(super) struct Summary {
     /// How the liveness phase went, if it ran and passed.
     pub liveness: Option<LivenessOutcome>,
+    /// How quickly a healed drain elected and caught up, if it was healed.
+    pub drain_timeliness: Option<TimelinessFigures>,
     /// The tick the fault phase ended at.
     pub ran: u64,
     /// The tick the run ended at (after the liveness phase and the drain).
@@ -139,6 +142,7 @@ impl Summary {
         world: &World,
         ran: u64,
         liveness: Option<LivenessOutcome>,
+        drain_timeliness: Option<TimelinessFigures>,
         oracle: Option<Compared>,
         linearizability: Option<LinearizabilityReport>,
     ) -> Self {
@@ -184,6 +188,7 @@ impl Summary {
         });
         Self {
             liveness,
+            drain_timeliness,
             ran,
             ticks: simulation.tick(),
             requests_handed_out: workload.handed_out(),
@@ -243,6 +248,25 @@ impl Summary {
                 "liveness: core {:?} settled {} groups and answered every request in {} ticks (bound {LIVENESS_TICKS_MAX})",
                 outcome.core, outcome.groups, outcome.ticks,
             )?;
+        }
+        for (phase, figures) in [
+            ("liveness", self.liveness.as_ref().map(|outcome| outcome.timeliness)),
+            ("drain", self.drain_timeliness),
+        ] {
+            if let Some(f) = figures {
+                writeln!(
+                    out,
+                    "timeliness ({phase}): elections={} election_ticks_max={} catch_ups={} catch_up_ticks_max={} \
+                     ops_behind_max={} slack_ticks_min={} loss_ppm_max={}",
+                    f.elections,
+                    f.election_ticks_max,
+                    f.catch_ups,
+                    f.catch_up_ticks_max,
+                    f.ops_behind_max,
+                    f.slack_ticks_min,
+                    f.loss_ppm_max
+                )?;
+            }
         }
         let c = &self.clients;
         let h = &self.harness;

@@ -1,0 +1,89 @@
+//! The timeliness check: a recovery that still finishes, but slower than the design's
+//! own timeouts allow, fails the run. Each bound has a test-only slowed recovery
+//! (`--break-storage`) that the check catches while the unslowed build passes. Each
+//! slowdown is sized to finish well inside the phase's own 10,000-tick limit, which
+//! alone would not have caught it.
+
+mod common;
+
+use simulator::fuzz::Verdict;
+
+/// One run's verdict and output.
+fn run(seed: u64, flags: &[&str]) -> (Verdict, String) {
+    common::fuzz(seed, flags)
+}
+
+#[test]
+fn a_failover_that_waits_ten_liveness_windows_misses_the_election_bound() {
+    // The liveness phase crashes the replica outside its core; where that replica led
+    // the metadata group, the core must elect. A backup that votes to leave only after
+    // ten windows (5,000 ticks) still gets there inside the phase's 10,000-tick limit,
+    // so only the election bound (window + escalations + resends) sees it.
+    let flags = common::flags("--ticks 3000 --plane metadata --faults light");
+    let (healthy, text) = run(1, &flags);
+    assert_eq!(healthy, Verdict::Pass, "{text}");
+    assert!(
+        common::counter_on(&text, "timeliness (liveness)", "elections") > 0,
+        "the healthy run timed elections:\n{text}"
+    );
+    let slowed: Vec<&str> = flags
+        .iter()
+        .copied()
+        .chain(["--break-storage", "leave-view-after-ten-windows"])
+        .collect();
+    let (verdict, text) = run(1, &slowed);
+    let Verdict::Failed(failure) = &verdict else {
+        panic!("the slowed failover must fail:\n{text}");
+    };
+    assert!(
+        failure.starts_with("timeliness") && failure.contains("has not elected a primary"),
+        "{failure}"
+    );
+}
+
+#[test]
+fn a_repair_that_asks_for_one_op_a_round_misses_the_catch_up_bound() {
+    // Replica 2 crashes at tick 100 and stays down through the fault phase; the
+    // liveness phase restarts it (too few replicas are whole for a smaller core) about
+    // 400 ops behind. Four windows of 128 ops and the resends allow 1,500 ticks; one
+    // op per round trip takes far longer, yet still settles inside the phase's limit.
+    let dir = common::scratch("timeliness-one-op-repair");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let schedule = dir.join("crash-replica-2.jsonl");
+    std::fs::write(
+        &schedule,
+        "{\"tick\":100,\"fault\":\"crash\",\"replica\":2,\"power_loss\":false}\n",
+    )
+    .expect("write the schedule");
+    let schedule = schedule.display().to_string();
+    let flags = vec![
+        "--ticks",
+        "5000",
+        "--plane",
+        "metadata",
+        "--faults",
+        "light",
+        "--faults-from",
+        schedule.as_str(),
+    ];
+    let (healthy, text) = run(1, &flags);
+    assert_eq!(healthy, Verdict::Pass, "{text}");
+    assert!(
+        common::counter_on(&text, "timeliness (liveness)", "ops_behind_max") >= 300,
+        "the restarted replica was far behind:\n{text}"
+    );
+    let slowed: Vec<&str> = flags
+        .iter()
+        .copied()
+        .chain(["--break-storage", "repair-one-op-a-round"])
+        .collect();
+    let (verdict, text) = run(1, &slowed);
+    let Verdict::Failed(failure) = &verdict else {
+        panic!("the slowed repair must fail:\n{text}");
+    };
+    assert!(
+        failure.starts_with("timeliness") && failure.contains("replica 2 has applied"),
+        "{failure}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
