@@ -54,7 +54,7 @@ pub(crate) type LeaveVotes = [Option<LeaveVote>; REPLICAS_MAX];
 /// whether to ask for a started view or to follow a view change.
 const LEAVE_VIEW_FROM_NORMAL: u8 = 0;
 const LEAVE_VIEW_FROM_VIEW_CHANGE: u8 = 1;
-const LEAVE_VIEW_FROM_RECOVERING: u8 = 2;
+pub(super) const LEAVE_VIEW_FROM_RECOVERING: u8 = 2;
 
 impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// This replica has reason to give up its view (see the module doc): vote to leave
@@ -185,10 +185,14 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             return;
         }
         match header.flags {
-            LEAVE_VIEW_FROM_VIEW_CHANGE | LEAVE_VIEW_FROM_NORMAL if view > self.view => {
+            LEAVE_VIEW_FROM_VIEW_CHANGE | LEAVE_VIEW_FROM_NORMAL | LEAVE_VIEW_FROM_RECOVERING if view > self.view => {
                 // The sender is in a later view: a view change for it (which a quorum
-                // asked for) or a view that started without this replica. Either way
-                // this replica's own view is over: follow into a view change for it,
+                // asked for) or a view that started without this replica; a recovering
+                // sender restarted in such a view, and can never come back to this one
+                // (`--seed 9997270 --plane partition --faults split`: a replica moved to
+                // view 5 on a quorum of votes, the other voter withdrew, the mover
+                // restarted, and the healthy pair stayed in view 4 without it for good).
+                // Either way this replica's own view is over: follow into a view change for it,
                 // whose StartViewChange its primary, if alive, answers with the view.
                 // (Asking for the StartView and waiting would wait for ever on a
                 // primary that is gone, while the sender's vote to leave its view

@@ -173,3 +173,25 @@ fn a_leave_view_naming_no_status_is_rejected_before_anything_is_done() {
     assert_eq!(primary.drain_outbox().count(), 0, "nothing is sent for it");
     assert!(primary.leave_votes.iter().all(Option::is_none), "and it is no vote");
 }
+
+#[test]
+fn a_replica_restarted_in_a_later_view_is_followed_by_the_healthy_pair() {
+    // `--seed 9997270 --plane partition --faults split`: replica 2 moved to view 1 on a
+    // quorum's votes, the other voter withdrew, and replica 2 restarted recovering in
+    // view 1. It can never come back to view 0, so a Normal replica in view 0 that hears
+    // its vote to leave view 1 must follow it into that view change, not wait for ever.
+    let mut backup = counter(1);
+    backup.drain_outbox().for_each(drop);
+    assert_eq!((backup.status(), backup.view()), (Status::Normal, 0));
+    let mut vote = Header::new(Command::LeaveView);
+    vote.cluster = 7;
+    vote.replica = 2;
+    vote.view = 1;
+    vote.flags = super::leave_view::LEAVE_VIEW_FROM_RECOVERING;
+    backup.on_frame(ProcessId(2), &crate::wire::seal_header(vote, &[]), 0);
+    assert_eq!(
+        (backup.status(), backup.view()),
+        (Status::ViewChange, 1),
+        "the healthy replica follows the restarted one's view"
+    );
+}
