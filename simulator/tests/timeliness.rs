@@ -8,11 +8,6 @@ mod common;
 
 use simulator::fuzz::Verdict;
 
-/// One run's verdict and output.
-fn run(seed: u64, flags: &[&str]) -> (Verdict, String) {
-    common::fuzz(seed, flags)
-}
-
 #[test]
 fn a_failover_that_waits_ten_liveness_windows_misses_the_election_bound() {
     // The liveness phase crashes the replica outside its core; where that replica led
@@ -20,7 +15,7 @@ fn a_failover_that_waits_ten_liveness_windows_misses_the_election_bound() {
     // ten windows (5,000 ticks) still gets there inside the phase's 10,000-tick limit,
     // so only the election bound (window + escalations + resends) sees it.
     let flags = common::flags("--ticks 3000 --plane metadata --faults light");
-    let (healthy, text) = run(1, &flags);
+    let (healthy, text) = common::fuzz(1, &flags);
     assert_eq!(healthy, Verdict::Pass, "{text}");
     assert!(
         common::counter_on(&text, "timeliness (liveness)", "elections") > 0,
@@ -31,7 +26,7 @@ fn a_failover_that_waits_ten_liveness_windows_misses_the_election_bound() {
         .copied()
         .chain(["--break-storage", "leave-view-after-ten-windows"])
         .collect();
-    let (verdict, text) = run(1, &slowed);
+    let (verdict, text) = common::fuzz(1, &slowed);
     let Verdict::Failed(failure) = &verdict else {
         panic!("the slowed failover must fail:\n{text}");
     };
@@ -66,7 +61,7 @@ fn a_repair_that_asks_for_one_op_a_round_misses_the_catch_up_bound() {
         "--faults-from",
         schedule.as_str(),
     ];
-    let (healthy, text) = run(1, &flags);
+    let (healthy, text) = common::fuzz(1, &flags);
     assert_eq!(healthy, Verdict::Pass, "{text}");
     assert!(
         common::counter_on(&text, "timeliness (liveness)", "ops_behind_max") >= 300,
@@ -77,7 +72,7 @@ fn a_repair_that_asks_for_one_op_a_round_misses_the_catch_up_bound() {
         .copied()
         .chain(["--break-storage", "repair-one-op-a-round"])
         .collect();
-    let (verdict, text) = run(1, &slowed);
+    let (verdict, text) = common::fuzz(1, &slowed);
     let Verdict::Failed(failure) = &verdict else {
         panic!("the slowed repair must fail:\n{text}");
     };

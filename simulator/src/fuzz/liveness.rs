@@ -26,11 +26,11 @@
 //! What it does not model: a core that loses a member mid-phase (crashes stop), or
 //! slow disks (disk faults stop with the crashes).
 
-use cluster::node::{Directory, METADATA_GROUP};
 use cluster::vsr::Status;
 use cluster::vsr::constants::{quorum_replication, quorum_view_change};
 
-use super::timeliness::{Timeliness, TimelinessFigures};
+use super::settle::groups_known_to;
+use super::timeliness::{Member, Timeliness, TimelinessFigures, group_members};
 use crate::harness::{CheckFailure, Harness};
 use crate::rng::SimRng;
 use crate::workload::MetadataWorkload;
@@ -164,81 +164,43 @@ pub(super) fn network_loss(harness: &Harness) -> f64 {
 /// the directory of the core's metadata primary (or of any core replica, if none is
 /// primary yet).
 fn groups(harness: &Harness, core: &[usize]) -> Vec<u64> {
-    let live = harness.live_replicas();
-    let members: Vec<_> = live.iter().filter(|(index, _)| core.contains(index)).collect();
-    let source = members
-        .iter()
-        .find(|(_, replica)| replica.borrow().is_primary())
-        .or_else(|| members.first());
-    let mut groups = vec![METADATA_GROUP];
-    if let Some((_, replica)) = source {
-        groups.extend(
-            Directory::from_metadata(replica.borrow().state_machine().state())
-                .partitions
-                .keys(),
-        );
-    }
-    groups
+    groups_known_to(harness, Some(core))
 }
 
 /// What keeps the core from being settled, or None when it is.
 fn stuck(harness: &Harness, workload: &std::cell::RefCell<MetadataWorkload>, core: &[usize]) -> Option<String> {
-    // (replica, status, view, is primary, commit_min, commit_max, head) per core member.
-    type Member = (usize, Status, u64, bool, u64, u64, u64);
-    // Metadata and partition replicas are different types with the same accessors.
-    macro_rules! member {
-        ($index:expr, $replica:expr) => {
-            (
-                $index,
-                $replica.status(),
-                $replica.view(),
-                $replica.is_primary(),
-                $replica.commit_min(),
-                $replica.commit_max(),
-                $replica.head(),
-            )
-        };
-    }
-    let live = harness.live_replicas();
     for group in groups(harness, core) {
-        let members: Vec<Member> = if group == METADATA_GROUP {
-            live.iter()
-                .filter(|(index, _)| core.contains(index))
-                .map(|(index, replica)| member!(*index, replica.borrow()))
-                .collect()
-        } else {
-            harness
-                .partition_replicas(group)
-                .iter()
-                .filter(|(index, _)| core.contains(index))
-                .map(|(index, replica)| member!(*index, replica))
-                .collect()
-        };
+        let members: Vec<Member> = group_members(harness, group)
+            .into_iter()
+            .filter(|member| core.contains(&member.replica))
+            .collect();
         if members.len() < core.len() {
-            let hosting: Vec<usize> = members.iter().map(|member| member.0).collect();
+            let hosting: Vec<usize> = members.iter().map(|member| member.replica).collect();
             return Some(format!("group {group:#x} is hosted by core replicas {hosting:?} only"));
         }
-        let mut primaries = members.iter().filter(|member| member.3 && member.1 == Status::Normal);
+        let mut primaries = members
+            .iter()
+            .filter(|member| member.primary && member.status == Status::Normal);
         let (Some(primary), None) = (primaries.next(), primaries.next()) else {
             return Some(format!("group {group:#x} has no primary in the core"));
         };
-        if primary.6 != primary.5 {
+        if primary.head != primary.commit_max {
             return Some(format!(
                 "group {group:#x}'s primary (replica {}) has committed {} of the {} ops it holds",
-                primary.0, primary.5, primary.6
+                primary.replica, primary.commit_max, primary.head
             ));
         }
         for member in &members {
-            if member.1 != Status::Normal || member.2 != primary.2 {
+            if member.status != Status::Normal || member.view != primary.view {
                 return Some(format!(
                     "group {group:#x}: core replica {} is {:?} in view {}, the primary's view is {}",
-                    member.0, member.1, member.2, primary.2
+                    member.replica, member.status, member.view, primary.view
                 ));
             }
-            if member.4 != primary.5 {
+            if member.commit_min != primary.commit_max {
                 return Some(format!(
                     "group {group:#x}: core replica {} has applied {} of {} committed ops",
-                    member.0, member.4, primary.5
+                    member.replica, member.commit_min, primary.commit_max
                 ));
             }
         }

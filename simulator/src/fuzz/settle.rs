@@ -44,15 +44,19 @@ pub(super) fn settled(harness: &Harness) -> bool {
             .all(|group| partition_settled(harness, *group, live.len()))
 }
 
-/// The groups a settled cluster settles: the metadata group and every partition group
-/// in the applied metadata of the metadata primary (or of any live replica, if none
-/// is primary).
-pub(super) fn settled_groups(harness: &Harness) -> Vec<u64> {
+/// The groups to settle: the metadata group and every partition group in the applied
+/// metadata of the metadata primary among `among` (every live replica if None), or of
+/// the first of them if none is primary yet.
+pub(super) fn groups_known_to(harness: &Harness, among: Option<&[usize]>) -> Vec<u64> {
     let live = harness.live_replicas();
-    let source = live
+    let members: Vec<_> = live
         .iter()
-        .find(|(_, r)| r.borrow().is_primary() && r.borrow().status() == Status::Normal)
-        .or_else(|| live.first());
+        .filter(|(index, _)| among.is_none_or(|among| among.contains(index)))
+        .collect();
+    let source = members
+        .iter()
+        .find(|(_, r)| r.borrow().is_primary())
+        .or_else(|| members.first());
     let mut groups = vec![cluster::node::METADATA_GROUP];
     if let Some((_, replica)) = source {
         groups.extend(

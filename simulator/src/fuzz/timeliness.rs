@@ -60,6 +60,7 @@ pub(super) struct Member {
     pub view: u64,
     pub primary: bool,
     pub commit_min: u64,
+    pub commit_max: u64,
     pub head: u64,
     pub journal_floor: u64,
     pub checkpoint_bytes: u64,
@@ -144,11 +145,8 @@ impl Bounds {
 struct GroupClock {
     /// When every expected replica first hosted it.
     hosted_at: Option<u64>,
-    /// The current election: when, and per member still catching up, (ops behind,
-    /// target op, the bound).
+    /// The current election: when, and the members still catching up.
     elected: Option<Election>,
-    /// Whether every member caught up in the current election.
-    done: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -278,7 +276,6 @@ impl Timeliness {
         };
         let Some(primary) = elected_view else {
             clock.elected = None;
-            clock.done = false;
             let waited = now - hosted_at;
             let bound = bounds.election_ticks_max();
             if waited > bound {
@@ -318,12 +315,11 @@ impl Timeliness {
                 view: primary.view,
                 behind,
             });
-            clock.done = false;
-        }
-        if clock.done {
-            return Ok(());
         }
         let election = clock.elected.as_mut().expect("set above");
+        if election.behind.is_empty() {
+            return Ok(());
+        }
         let elapsed = now - election.at;
         let mut missed = None;
         election.behind.retain(|&(replica, ops, target, bound)| {
@@ -351,11 +347,7 @@ impl Timeliness {
             }
             true
         });
-        if let Some(missed) = missed {
-            return Err(missed);
-        }
-        clock.done = election.behind.is_empty();
-        Ok(())
+        missed.map_or(Ok(()), Err)
     }
 }
 
@@ -394,6 +386,7 @@ pub(super) fn group_members(harness: &Harness, group: u64) -> Vec<Member> {
                 view: $replica.view(),
                 primary: $replica.is_primary(),
                 commit_min: $replica.commit_min(),
+                commit_max: $replica.commit_max(),
                 head: $replica.head(),
                 journal_floor: $replica.journal_floor(),
                 checkpoint_bytes: $replica.last_encoded_checkpoint().map_or(0, |c| c.bytes),

@@ -4,7 +4,7 @@
 //! the cluster must settle on one view within [`QUIESCE_TICKS_MAX`].
 
 use super::super::liveness::network_loss;
-use super::super::settle::{settled, settled_groups};
+use super::super::settle::{groups_known_to, settled};
 use super::super::timeliness::{Timeliness, TimelinessFigures};
 use super::fault_phase::workload_failure;
 use super::setup::World;
@@ -36,7 +36,7 @@ pub(super) fn run(world: &mut World, heal: bool) -> (Option<CheckFailure>, Optio
     let mut drained = false;
     for _ in 0..QUIESCE_TICKS_MAX {
         if let Some(timeliness) = &mut timeliness
-            && let Err(error) = timeliness.observe(harness, &settled_groups(harness))
+            && let Err(error) = timeliness.observe(harness, &groups_known_to(harness, None))
         {
             return (Some(error), None);
         }
