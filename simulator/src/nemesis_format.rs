@@ -181,6 +181,11 @@ pub struct RunStats {
     /// send, milliseconds.
     #[serde(default)]
     pub recovery_by_kind_ms: BTreeMap<String, u64>,
+    /// Per fault kind, one entry per fault in start order: milliseconds from the fault's
+    /// start until every client had a send acknowledged after it (the client it stalled
+    /// longest; a client never served again counts until the clients stopped).
+    #[serde(default)]
+    pub served_after_fault_ms: BTreeMap<String, Vec<u64>>,
     /// Supervisor restarts after storage failures.
     pub supervisor_restarts: u64,
     /// Milliseconds from healed to every group agreed.
@@ -211,6 +216,10 @@ pub struct NemesisSummary {
     /// over every run, milliseconds.
     #[serde(default)]
     pub recovery_by_kind_ms: BTreeMap<String, u64>,
+    /// Per kind: every fault's wait from its start until every client had a send
+    /// acknowledged, over every run, milliseconds, sorted (medians and worst cases).
+    #[serde(default)]
+    pub served_after_fault_ms: BTreeMap<String, Vec<u64>>,
     /// The liveness bound the runs were held to, milliseconds.
     pub liveness_gap_ms_max: u64,
     /// Every run.
@@ -246,8 +255,43 @@ impl NemesisSummary {
             let entry = self.recovery_by_kind_ms.entry(kind.clone()).or_default();
             *entry = (*entry).max(*wait);
         }
+        for (kind, waits) in &run.stats.served_after_fault_ms {
+            let entry = self.served_after_fault_ms.entry(kind.clone()).or_default();
+            entry.extend_from_slice(waits);
+            entry.sort_unstable();
+        }
         self.runs.push(run);
     }
+
+    /// Per kind: how many faults, and the median and longest wait from a fault's start
+    /// until every client had a send acknowledged, milliseconds.
+    pub fn served_figures(&self) -> Vec<(String, usize, u64, u64)> {
+        self.served_after_fault_ms
+            .iter()
+            .filter(|(_, waits)| !waits.is_empty())
+            .map(|(kind, waits)| {
+                (
+                    kind.clone(),
+                    waits.len(),
+                    median(waits),
+                    waits.iter().copied().max().unwrap_or(0),
+                )
+            })
+            .collect()
+    }
+
+    /// The median over runs of each run's longest stretch without an acknowledged send,
+    /// milliseconds (none without runs).
+    pub fn longest_gap_median_ms(&self) -> Option<u64> {
+        let mut gaps: Vec<u64> = self.runs.iter().map(|run| run.stats.longest_gap_ms).collect();
+        gaps.sort_unstable();
+        (!gaps.is_empty()).then(|| median(&gaps))
+    }
+}
+
+/// The median of sorted `values` (the lower middle of an even count).
+fn median(values: &[u64]) -> u64 {
+    values.get(values.len().saturating_sub(1) / 2).copied().unwrap_or(0)
 }
 
 /// The HTML section of a nemesis campaign.
@@ -268,12 +312,18 @@ pub fn write_html(out: &mut String, summary: &NemesisSummary) -> fmt::Result {
         out,
         "<table><thead><tr><th>fault kind</th><th>injected</th><th>per run</th><th>longest gap without an \
          acknowledged send overlapping it (ms)</th><th>longest wait from its end to the next acknowledged send \
-         (ms)</th></tr></thead><tbody>"
+         (ms)</th><th>from its start until every client had a send acknowledged: median (ms)</th><th>the same: \
+         longest (ms)</th></tr></thead><tbody>"
     )?;
+    let served = summary.served_figures();
     for (kind, count) in &summary.faults_by_kind {
+        let (median, longest) = served
+            .iter()
+            .find(|(served_kind, ..)| served_kind == kind)
+            .map_or((0, 0), |(_, _, median, longest)| (*median, *longest));
         writeln!(
             out,
-            "<tr><td>{}</td><td>{count}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{count}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{median}</td><td>{longest}</td></tr>",
             escape(kind),
             *count as f64 / runs,
             summary.gap_by_kind_ms.get(kind).copied().unwrap_or(0),

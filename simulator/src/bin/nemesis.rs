@@ -96,6 +96,12 @@ struct Args {
     /// logs and schedules always are).
     #[arg(long)]
     keep_data: bool,
+    /// One fault at a time, each dealt only once every client had a send acknowledged
+    /// after the last one ended (or the liveness bound passed): a fault's cost is then
+    /// its own, not the mix's. For measuring failover per kind (the figures line
+    /// "from a fault's start until every client had a send acknowledged").
+    #[arg(long)]
+    one_fault_at_a_time: bool,
 }
 
 fn config_of(args: Args) -> Result<NemesisConfig, String> {
@@ -148,6 +154,7 @@ fn config_of(args: Args) -> Result<NemesisConfig, String> {
         requests_max: args.requests_max,
         node_break: args.node_break,
         keep_data: args.keep_data,
+        one_fault_at_a_time: args.one_fault_at_a_time,
     })
 }
 
@@ -210,6 +217,18 @@ fn main() -> ExitCode {
             .map(|(kind, count)| format!("{kind} {count}"))
             .collect();
         println!("nemesis: faults injected: {}", counts.join(", "));
+        let served: Vec<String> = summary
+            .served_figures()
+            .iter()
+            .map(|(kind, count, median, longest)| format!("{kind} {count}x median {median} max {longest}"))
+            .collect();
+        println!(
+            "nemesis: from a fault's start until every client had a send acknowledged, ms: {}",
+            served.join(", ")
+        );
+        if let Some(median) = summary.longest_gap_median_ms() {
+            println!("nemesis: longest stretch without an acknowledged send, median over runs: {median} ms");
+        }
     }
     for run in report.runs.iter().filter(|run| run.verdict != RunVerdict::Pass) {
         println!(

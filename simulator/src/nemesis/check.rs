@@ -249,6 +249,14 @@ fn availability(run: &Run, window: Window, stats: &mut RunStats, failures: &mut 
     // Per fault: how long after it ended the first send was acknowledged (overlapping
     // faults confound it: the figure is the kind's worst case in this run).
     let writes = &edges[1..edges.len() - 1];
+    for (kind, start, _) in &faults {
+        let served = served_after(&recorded.writes_by_client_ms, run.spec.clients, *start, window.end_ms);
+        stats
+            .served_after_fault_ms
+            .entry(kind.name().to_owned())
+            .or_default()
+            .push(served);
+    }
     for (kind, _, end) in &faults {
         let after = match writes.iter().find(|t| **t >= *end) {
             Some(t) => t - end,
@@ -290,6 +298,24 @@ fn availability(run: &Run, window: Window, stats: &mut RunStats, failures: &mut 
             ));
         }
     }
+}
+
+/// How long after `start` every one of the `clients` had a send acknowledged, in
+/// milliseconds: the time from a fault to the next acknowledged send of the client it
+/// stalled longest. A client with no acknowledged send after `start` counts until `end`
+/// (the clients stopped): its wait is at least that.
+fn served_after(writes_by_client: &BTreeMap<usize, Vec<u64>>, clients: usize, start: u64, end: u64) -> u64 {
+    (0..clients)
+        .map(|client| {
+            let first = writes_by_client.get(&client).and_then(|times| {
+                // Acknowledgements are recorded as they complete, so the list is sorted.
+                let at = times.partition_point(|t| *t < start);
+                times.get(at).copied()
+            });
+            first.unwrap_or(end.max(start)).saturating_sub(start)
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 fn status_client(run: &Run) -> Option<Client> {
@@ -539,5 +565,30 @@ mod tests {
             first_words,
             ["divergence", "lost", "linearizability", "crash", "liveness", "nemesis"]
         );
+    }
+
+    #[test]
+    fn a_fault_is_over_for_the_clients_when_the_one_it_stalled_longest_is_served() {
+        // Client 0 writes to a healthy partition throughout; client 1's primary died at
+        // 1,000 ms and its next send was acknowledged at 1,900 ms; client 2 was never
+        // served again before the clients stopped at 5,000 ms.
+        let writes: BTreeMap<usize, Vec<u64>> = [
+            (0, vec![900, 1_010, 1_020, 1_030]),
+            (1, vec![950, 1_900, 1_950]),
+            (2, vec![990]),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(served_after(&writes, 2, 1_000, 5_000), 900, "the stalled client's wait");
+        assert_eq!(
+            served_after(&writes, 3, 1_000, 5_000),
+            4_000,
+            "never served: counted to the end"
+        );
+        assert_eq!(served_after(&writes, 1, 1_000, 5_000), 10, "a healthy client alone");
+        // A send acknowledged at the fault's very start is after it (nothing waited).
+        assert_eq!(served_after(&writes, 1, 1_010, 5_000), 0);
+        // A client that never wrote at all waits from the start to the end.
+        assert_eq!(served_after(&BTreeMap::new(), 1, 1_000, 5_000), 4_000);
     }
 }

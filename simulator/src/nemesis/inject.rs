@@ -10,6 +10,7 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use super::check::LIVENESS_GAP_MS_MAX;
 use super::faults::{Category, FAULTS_CONCURRENT_MAX, FaultKind, FaultRecord, Plan, PlannedFault};
 use super::procs::{Clock, SUPERVISOR_RESTART_MS};
 use super::run::{DECK_DEAL_MS_MAX, FAULT_DRAIN_MS_MAX, Run};
@@ -36,6 +37,10 @@ pub(super) async fn drive_faults(run: &Rc<Run>) {
             if start.elapsed() >= hard_end {
                 break 'deal;
             }
+            if run.spec.one_fault_at_a_time && !served_since_last_fault(run) {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
             if let Some(id) = admit(run, planned.kind) {
                 let run = Rc::clone(run);
                 tasks.push(tokio::task::spawn_local(async move { apply(&run, id, planned).await }));
@@ -59,6 +64,24 @@ pub(super) async fn drive_faults(run: &Rc<Run>) {
             "a fault was still under way {FAULT_DRAIN_MS_MAX} ms after the fault phase"
         ));
     }
+}
+
+/// With one fault at a time: whether none is under way and every client had a send
+/// acknowledged since the last one ended, or [`LIVENESS_GAP_MS_MAX`] passed since (the
+/// availability check judges that wait; the plan goes on).
+fn served_since_last_fault(run: &Run) -> bool {
+    let state = run.state.borrow();
+    if !state.active.is_empty() || !state.reserved.is_empty() {
+        return false;
+    }
+    let Some(last_end) = state.done.iter().filter_map(|record| record.end_ms).max() else {
+        return true;
+    };
+    if run.now_ms() >= last_end + LIVENESS_GAP_MS_MAX {
+        return true;
+    }
+    let recorded = run.workload.recorded.borrow();
+    (0..run.spec.clients).all(|client| recorded.last_write_ms.get(&client).is_some_and(|at| *at > last_end))
 }
 
 /// Reserve a slot for a fault of `kind` if the bounds allow one now.

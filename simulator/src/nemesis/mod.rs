@@ -106,6 +106,8 @@ pub struct NemesisConfig {
     pub node_break: Option<String>,
     /// Keep every run's data dirs (default: only a failing run's).
     pub keep_data: bool,
+    /// One fault at a time, the next only once every client was served again.
+    pub one_fault_at_a_time: bool,
 }
 
 impl NemesisConfig {
@@ -152,6 +154,9 @@ impl NemesisConfig {
         );
         if let Some(name) = &self.node_break {
             command.push_str(&format!(" --node-break {name}"));
+        }
+        if self.one_fault_at_a_time {
+            command.push_str(" --one-fault-at-a-time");
         }
         command
     }
@@ -336,6 +341,7 @@ async fn one_run(
         faketime: setup.faketime.clone(),
         fiu: setup.fiu,
         namespace_prefix: setup.prefix.clone(),
+        one_fault_at_a_time: config.one_fault_at_a_time,
     };
     let outcome = run::run(spec).await;
     let schedule: String = outcome
@@ -416,6 +422,15 @@ fn print_outcome(outcome: &run::RunOutcome, verdict: RunVerdict) {
         s.settle_ms,
         s.supervisor_restarts,
         outcome.wall_ms as f64 / 1000.0
+    );
+    let served: Vec<String> = s
+        .served_after_fault_ms
+        .iter()
+        .map(|(kind, waits)| format!("{kind} {waits:?}"))
+        .collect();
+    println!(
+        "  from each fault's start until every client was served, ms: {}",
+        served.join(", ")
     );
     println!("  successes per second: {:?}", s.successes_by_second);
 }

@@ -68,6 +68,8 @@ pub struct RunSpec {
     pub fiu: bool,
     /// Namespace name prefix (unique per nemesis process).
     pub namespace_prefix: String,
+    /// One fault at a time, each dealt once every client was served after the last.
+    pub one_fault_at_a_time: bool,
 }
 
 /// What a run found.

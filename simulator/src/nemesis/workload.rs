@@ -87,6 +87,10 @@ pub struct Recorded {
     pub writes_ms: Vec<u64>,
     /// Per client: when its last send was acknowledged, milliseconds.
     pub last_write_ms: BTreeMap<usize, u64>,
+    /// Per client: when each of its sends was acknowledged, milliseconds, in order (a
+    /// fault's cost is how long the clients it stalled waited, not whether some other
+    /// client on a healthy partition carried on).
+    pub writes_by_client_ms: BTreeMap<usize, Vec<u64>>,
     /// Per client: why its sends have failed since its last acknowledged one (the
     /// latest failure; none if its last send was acknowledged), for a liveness failure
     /// to say what the clients were told.
@@ -263,6 +267,7 @@ fn record_ack(
     recorded.successes_ms.push(complete);
     recorded.writes_ms.push(complete);
     recorded.last_write_ms.insert(index, complete);
+    recorded.writes_by_client_ms.entry(index).or_default().push(complete);
     // A failure before this success is not what the client is told now.
     recorded.last_send_failure.remove(&index);
     if last_offset + 1 - base_offset != ids.len() as u64 {
