@@ -80,8 +80,12 @@ fn assert_caught(name: &str, signatures: &[&str]) {
 fn a_replica_that_keeps_going_after_its_disk_failed_is_caught_by_a_short_campaign() {
     // The outage this handling fixes: a primary whose disk refuses its prepares goes on
     // heartbeating, so its backups never elect another and nothing commits (seen by
-    // the per-tick commit check, or by the liveness phase when its core holds it).
-    assert_caught("keep-going-after-failed-write", &["commit stuck", "drain", "liveness"]);
+    // the per-tick commit check, by the liveness phase when its core holds it, or by
+    // the timeliness check when a group it leads is left behind past the bound).
+    assert_caught(
+        "keep-going-after-failed-write",
+        &["commit stuck", "drain", "liveness", "timeliness"],
+    );
 }
 
 #[test]

@@ -159,20 +159,22 @@ fn a_fail_stopped_replica_outside_the_liveness_core_stays_down_through_the_phase
     // unused seeds 6001201..=6001400, by a script reading the `fail-stop` log lines and
     // the `liveness: core` line; three did) held it until clients learned their resend
     // timeout from round trips (issue #44; other request timing, other draws). Seed
-    // 6001401 (the same scan over the unused seeds 6001401..=6001486; three did) holds
-    // it now: replica 4 fail-stops at tick 9905, so its supervisor would start it at
-    // tick 10005, inside the liveness phase (64 ticks long) whose core is [1, 2, 3]; it
-    // stays down until the phase ends. The schedule pins that run; whether the harness
+    // 6001401 (the same scan over the unused seeds 6001401..=6001486; three did) held
+    // it until a node's liveness frames of many groups began to leave as one batch per
+    // peer (issue #44; other packets, other draws). Seed 6002244 (the same scan over
+    // the unused seeds 6002201..=6002380; five did) holds it now: replica 4 fail-stops
+    // at tick 9946, so its supervisor would start it at tick 10046, inside the liveness
+    // phase whose core is [0, 2, 3]; it stays down until the phase ends. The schedule pins that run; whether the harness
     // before the fix fails on this seed was not checked (only that the scenario
     // occurs).
     let text = replay_command(
         &common::flags(
             "--ticks 10000 --replicas 5 --clients 4 --plane metadata --faults light --crash-prob 0.01 --restart-prob 0.05 --power-loss-prob 0.3 --crash-primary",
         ),
-        6_001_401,
+        6_002_244,
     );
     assert!(
-        text.contains("schedule_hash=0xc47583b1bbfc074d"),
+        text.contains("schedule_hash=0xde505e228854d9cd"),
         "the run with the scenario:\n{text}"
     );
     assert!(
@@ -199,20 +201,21 @@ fn a_transferred_reply_with_a_corrupted_header_is_caught_at_install_not_as_a_wed
     // checkpoint check now compares what each replica encodes (taken or shipped) and
     // verifies every cached reply of a replica at its checkpoint. Fast failover (issue
     // #44) moved seed 57 off the scenario; seed 12 held it until clients learned their
-    // resend timeout (issue #44 too); seed 2 holds it now (the first of the seeds
-    // 1..=200 whose broken run fails this way while the unbroken one passes: twelve
-    // did).
+    // resend timeout (issue #44 too); seed 2 held it until liveness frames of many
+    // groups began to leave a node as one batch per peer (issue #44); seed 8 holds it
+    // now (the first of the seeds 1..=200 whose broken run fails this way while the
+    // unbroken one passes: fourteen of 1..=182 did).
     let flags = common::flags(
         "--ticks 15000 --clients 1 --shards 2 --plane uniform --faults light --crash-prob 0.02 --restart-prob 0.02 --power-loss-prob 0.3 --crash-primary --journal-slots 80 --ring-entries 80 --packet-corruption 0.05",
     );
     // The same run with verified transfers passes: the break is what the check sees.
-    replay_command(&flags, 2);
+    replay_command(&flags, 8);
     let broken: Vec<&str> = flags
         .iter()
         .copied()
         .chain(["--break-storage", "install-unverified-transfer"])
         .collect();
-    let (verdict, text) = run_command(&broken, 2);
+    let (verdict, text) = run_command(&broken, 8);
     let Verdict::Failed(failure) = &verdict else {
         panic!("the broken run must fail:\n{text}");
     };

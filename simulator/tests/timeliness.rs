@@ -39,8 +39,7 @@ fn a_failover_that_waits_ten_liveness_windows_misses_the_election_bound() {
 #[test]
 fn a_repair_that_asks_for_one_op_a_round_misses_the_catch_up_bound() {
     // Replica 2 crashes at tick 100 and stays down through the fault phase; the
-    // liveness phase restarts it (too few replicas are whole for a smaller core) about
-    // 400 ops behind. Four windows of 128 ops and the resends allow 1,500 ticks; one
+    // liveness phase or the drain restarts it about 400 ops behind. Four windows of 128 ops and the resends allow 1,500 ticks; one
     // op per round trip takes far longer, yet still settles inside the phase's limit.
     let dir = common::scratch("timeliness-one-op-repair");
     std::fs::create_dir_all(&dir).expect("scratch dir");
@@ -63,10 +62,13 @@ fn a_repair_that_asks_for_one_op_a_round_misses_the_catch_up_bound() {
     ];
     let (healthy, text) = common::fuzz(1, &flags);
     assert_eq!(healthy, Verdict::Pass, "{text}");
-    assert!(
-        common::counter_on(&text, "timeliness (liveness)", "ops_behind_max") >= 300,
-        "the restarted replica was far behind:\n{text}"
-    );
+    // It catches up in the liveness phase or the healed drain, whichever restarts it.
+    let behind = ["timeliness (liveness)", "timeliness (drain)"]
+        .iter()
+        .map(|line| common::counter_on(&text, line, "ops_behind_max"))
+        .max()
+        .unwrap_or(0);
+    assert!(behind >= 300, "the restarted replica was far behind:\n{text}");
     let slowed: Vec<&str> = flags
         .iter()
         .copied()

@@ -18,6 +18,7 @@
 //! | `durable_stores.rs` | [`DurableStores`]: the stores on the production formats over the storage seam |
 
 pub mod access;
+pub mod coalesce;
 pub mod directory;
 pub mod durable_stores;
 pub mod group_table;
@@ -109,6 +110,7 @@ impl std::ops::AddAssign for NodeStats {
         mine.frames_routed += theirs.frames_routed;
         mine.frames_unknown_group += theirs.frames_unknown_group;
         mine.frames_rejected += theirs.frames_rejected;
+        mine.batches_received += theirs.batches_received;
         mine.groups_opened += theirs.groups_opened;
         mine.groups_closed += theirs.groups_closed;
         mine.groups_deleted_skipped += theirs.groups_deleted_skipped;
@@ -277,7 +279,7 @@ fn flush<B: Bus, P: StoreProvider>(
     forwards_dropped_full: &RefCell<u64>,
 ) {
     let (outgoing, forwards) = shard.drain();
-    for frame in outgoing {
+    for frame in coalesce::coalesce(outgoing, shard.replicas(), shard.cluster()) {
         bus.send(frame.to, frame.frame);
     }
     for forward in forwards {

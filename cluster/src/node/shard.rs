@@ -39,8 +39,11 @@ pub struct ShardStats {
     pub frames_routed: u64,
     /// Frames for a group this node does not host (not created yet, or deleted).
     pub frames_unknown_group: u64,
-    /// Frames whose header failed to verify (dropped before routing).
+    /// Frames whose header failed to verify (dropped before routing), and batches
+    /// refused whole (damaged, not whole frames, nested, or not from a replica).
     pub frames_rejected: u64,
+    /// Batches taken apart (`wire::batch`); their frames are then counted as any other.
+    pub batches_received: u64,
     /// Partition groups opened.
     pub groups_opened: u64,
     /// Partition groups dropped (deleted partitions).
@@ -319,6 +322,16 @@ impl<P: StoreProvider> Shard<P> {
         self.group_set_changes
     }
 
+    /// The cluster's id (every frame names it).
+    pub fn cluster(&self) -> u64 {
+        self.config.cluster
+    }
+
+    /// Replicas in the cluster (addresses below this are replicas, the rest clients).
+    pub fn replicas(&self) -> u8 {
+        self.config.replicas
+    }
+
     /// Take the frames to send and the frames to forward to other shards.
     pub fn drain(&mut self) -> (Vec<Outgoing>, Vec<Forward>) {
         (std::mem::take(&mut self.outbox), std::mem::take(&mut self.forwards))
@@ -338,6 +351,10 @@ impl<P: StoreProvider> Shard<P> {
             self.stats.frames_rejected += 1;
             return;
         };
+        if header.command == Command::Batch {
+            self.on_batch(from, &header, &frame, realtime_micros);
+            return;
+        }
         let owner = owner_shard(header.group, self.config.shards);
         if owner != self.index {
             self.stats.frames_routed += 1;
@@ -392,6 +409,27 @@ impl<P: StoreProvider> Shard<P> {
             return;
         }
         self.reconcile();
+    }
+
+    /// A batch of header-only frames from another replica (`wire::batch`): each inner
+    /// frame is taken as if it had arrived alone, verified, routed and counted on its
+    /// own. A batch from anything but another replica of this cluster, damaged, or not
+    /// made of whole frames is refused whole; batches do not nest.
+    fn on_batch(&mut self, from: ProcessId, header: &Header, frame: &[u8], realtime_micros: u64) {
+        let from_peer = from.0 < u32::from(self.config.replicas) && from.0 != u32::from(self.config.replica);
+        let frames = crate::wire::open_body_with(header, frame, crate::wire::Checksums::Verify)
+            .ok()
+            .filter(|_| from_peer && header.cluster == self.config.cluster)
+            .and_then(|body| crate::wire::batch::unpack(body).ok());
+        let Some(frames) = frames else {
+            self.stats.frames_rejected += 1;
+            return;
+        };
+        self.stats.batches_received += 1;
+        for inner in frames {
+            // Not a batch (`unpack` refused nesting), so this does not come back here.
+            self.on_frame(from, inner.to_vec(), realtime_micros);
+        }
     }
 
     /// The transport reports the connection from `peer` closed: every hosted group

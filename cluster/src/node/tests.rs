@@ -578,3 +578,65 @@ fn a_request_replayed_from_an_older_session_does_not_act_as_the_newer_one() {
     SESSION.with(|current| current.set(new));
     assert_first_send_committed(&shard, ProcessId(9), group, 5, "sent in the current session: appended");
 }
+
+/// A batch from a peer replica is taken apart and each frame handled as if it had come
+/// alone: routed to its own shard, answered by its own group. One from a client, or
+/// damaged, is refused whole.
+#[test]
+fn a_peer_s_batch_is_taken_apart_and_each_frame_routed_on_its_own() {
+    let node = Node::open(
+        &NodeConfig {
+            replicas: 3,
+            ..config(2)
+        },
+        MemoryStores::new(),
+        0,
+    );
+    let shard0 = node.shards()[0].clone();
+    // Replica 1 restarted and asks who leads the metadata group (replica 0, view 0);
+    // its Commit for a partition group owned by shard 1 rides in the same batch.
+    let mut probe = Header::new(Command::RequestStartView);
+    probe.cluster = CLUSTER;
+    probe.group = METADATA_GROUP;
+    probe.replica = 1;
+    probe.nonce = 77;
+    let other_group = (1..)
+        .map(|op| crate::metadata::partition_group_id(op, 0))
+        .find(|group| owner_shard(*group, 2) == 1)
+        .expect("some group hashes to shard 1");
+    let mut heartbeat = Header::new(Command::Commit);
+    heartbeat.cluster = CLUSTER;
+    heartbeat.group = other_group;
+    heartbeat.replica = 1;
+    let inner = [wire::seal_header(probe, &[]), wire::seal_header(heartbeat, &[])];
+    let batch = wire::batch::pack(CLUSTER, inner.iter().map(Vec::as_slice));
+
+    shard0.borrow_mut().on_frame(ProcessId(1), batch.clone(), 0);
+    let (outgoing, forwards) = shard0.borrow_mut().drain();
+    let answer = outgoing
+        .iter()
+        .map(|out| (out.to, wire::open(&out.frame).expect("sealed").0))
+        .find(|(_, header)| header.command == Command::StartView)
+        .expect("the probe in the batch was answered");
+    assert_eq!((answer.0, answer.1.nonce), (ProcessId(1), 77));
+    assert_eq!(forwards.len(), 1, "the other group's frame hops to its shard");
+    assert_eq!((forwards[0].shard, forwards[0].from), (1, ProcessId(1)));
+    assert_eq!(forwards[0].frame, inner[1]);
+    assert_eq!(shard0.borrow().stats().batches_received, 1);
+    assert_eq!(shard0.borrow().stats().frames_rejected, 0);
+
+    // From a client, or naming another cluster: refused whole, nothing answered or
+    // forwarded.
+    shard0.borrow_mut().on_frame(ProcessId(9), batch.clone(), 0);
+    let foreign = wire::batch::pack(CLUSTER + 1, inner.iter().map(Vec::as_slice));
+    shard0.borrow_mut().on_frame(ProcessId(1), foreign, 0);
+    // Damaged in transit (the header still verifies; the body does not).
+    let mut damaged = batch;
+    let last = damaged.len() - 1;
+    damaged[last] ^= 1;
+    shard0.borrow_mut().on_frame(ProcessId(1), damaged, 0);
+    let (outgoing, forwards) = shard0.borrow_mut().drain();
+    assert!(outgoing.is_empty() && forwards.is_empty());
+    assert_eq!(shard0.borrow().stats().frames_rejected, 3);
+    assert_eq!(shard0.borrow().stats().batches_received, 1);
+}

@@ -93,6 +93,10 @@ pub enum Command {
     /// A Normal replica that hears no primary votes to leave `view` (see
     /// `vsr::leave_view`): a view change starts only on a view-change quorum of them.
     LeaveView = 17,
+    /// Header-only frames of several groups from one node to another, carried as one
+    /// frame (the body: the frames end to end, see `wire::batch`), so a node leading many
+    /// groups sends one heartbeat message per peer, not one per group.
+    Batch = 18,
     /// Echo plane: a client request.
     EchoRequest = 100,
     /// Echo plane: a replica's echo.
@@ -103,7 +107,7 @@ pub enum Command {
 
 impl Command {
     /// Every command, for tables and tests.
-    pub const ALL: [Command; 20] = [
+    pub const ALL: [Command; 21] = [
         Command::Request,
         Command::Prepare,
         Command::PrepareOk,
@@ -121,6 +125,7 @@ impl Command {
         Command::CheckpointChunk,
         Command::CommitOk,
         Command::LeaveView,
+        Command::Batch,
         Command::EchoRequest,
         Command::EchoReply,
         Command::EchoHeartbeat,

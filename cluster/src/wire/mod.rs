@@ -6,6 +6,7 @@
 //! check is rejected with a typed [`FrameError`], counted by the receiver and dropped,
 //! never applied.
 
+pub mod batch;
 mod header;
 
 pub use header::{Command, HEADER_BYTES, Header, PREPARE_FLAG_PERSISTED, prepare_demands_persisted};
