@@ -84,3 +84,58 @@ fn a_repair_that_asks_for_one_op_a_round_misses_the_catch_up_bound() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_state_transfer_in_tiny_chunks_misses_the_catch_up_bound() {
+    // Replica 2 crashes at tick 100 and stays down through the fault phase; with a
+    // journal of 80 ops its peers no longer hold what it missed (377 ops), so it must
+    // fetch a checkpoint (one chunk of a few KiB). The slowed build serves the same
+    // checkpoint 4 bytes a chunk: every byte still arrives and verifies, and each chunk
+    // is progress (neither stuck check fires), but the transfer takes hundreds of round
+    // trips where the bound allows one chunk and the resends.
+    let dir = common::scratch("timeliness-tiny-chunks");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let schedule = dir.join("crash-replica-2.jsonl");
+    std::fs::write(
+        &schedule,
+        "{\"tick\":100,\"fault\":\"crash\",\"replica\":2,\"power_loss\":false}\n",
+    )
+    .expect("write the schedule");
+    let schedule = schedule.display().to_string();
+    let flags = vec![
+        "--ticks",
+        "5000",
+        "--plane",
+        "metadata",
+        "--faults",
+        "light",
+        "--journal-slots",
+        "80",
+        "--faults-from",
+        schedule.as_str(),
+    ];
+    let (healthy, text) = common::fuzz(1, &flags);
+    assert_eq!(healthy, Verdict::Pass, "{text}");
+    assert!(
+        common::counter_on(&text, "catch-up:", "transfers_installed") >= 1,
+        "the restarted replica caught up by a state transfer:\n{text}"
+    );
+    let slowed: Vec<&str> = flags
+        .iter()
+        .copied()
+        .chain(["--break-storage", "transfer-tiny-chunks"])
+        .collect();
+    let (verdict, text) = common::fuzz(1, &slowed);
+    let Verdict::Failed(failure) = &verdict else {
+        panic!("the slowed transfer must fail:\n{text}");
+    };
+    assert!(
+        failure.starts_with("timeliness") && failure.contains("replica 2 has applied 0 of"),
+        "{failure}"
+    );
+    assert!(
+        common::counter_on(&text, "catch-up:", "chunks_served") > 100,
+        "the checkpoint went in many tiny chunks:\n{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -186,7 +186,16 @@ pub enum StorageBreak {
     /// hastens nothing. Views still change; only the timeliness check (election bound)
     /// can tell.
     LeaveViewAfterTenWindows,
+    /// A slow state transfer, not a wrong one: a replica serving its checkpoint ships
+    /// it in chunks of [`TRANSFER_CHUNK_BYTES_SLOWED`] bytes instead of
+    /// `TRANSFER_CHUNK_BYTES`, so the receiver pays a round trip per 4 bytes. The
+    /// state still arrives whole and verified; only the timeliness check (the transfer
+    /// term of the catch-up bound) can tell.
+    TransferTinyChunks,
 }
+
+/// The chunk a replica under `StorageBreak::TransferTinyChunks` serves, in bytes.
+pub const TRANSFER_CHUNK_BYTES_SLOWED: usize = 4;
 
 impl StorageBreak {
     /// Whether WAL reads verify checksums.
@@ -213,11 +222,12 @@ impl StorageBreak {
             StorageBreak::AnswerQueriesUnconfirmed => "answer-queries-unconfirmed",
             StorageBreak::RepairOneOpARound => "repair-one-op-a-round",
             StorageBreak::LeaveViewAfterTenWindows => "leave-view-after-ten-windows",
+            StorageBreak::TransferTinyChunks => "transfer-tiny-chunks",
         }
     }
 
     /// Every breakage, for parsing and error messages.
-    pub const ALL: [StorageBreak; 12] = [
+    pub const ALL: [StorageBreak; 13] = [
         StorageBreak::None,
         StorageBreak::KeepGoingAfterFailedWrite,
         StorageBreak::CutDamageAsTornTail,
@@ -230,6 +240,7 @@ impl StorageBreak {
         StorageBreak::AnswerQueriesUnconfirmed,
         StorageBreak::RepairOneOpARound,
         StorageBreak::LeaveViewAfterTenWindows,
+        StorageBreak::TransferTinyChunks,
     ];
 }
 

@@ -98,6 +98,15 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         self.transfer.is_some()
     }
 
+    /// The state transfer this replica is receiving, if any: the checkpoint op it
+    /// fetches (0 until the first chunk names it) and the bytes received so far. Moves
+    /// with every chunk, so a watcher can tell a slow transfer from a stalled one.
+    pub fn transfer_received(&self) -> Option<(u64, u64)> {
+        self.transfer
+            .as_ref()
+            .map(|transfer| (transfer.op, transfer.bytes.len() as u64))
+    }
+
     /// The lowest op a served transfer pins in the ring.
     pub(crate) fn pinned_op(&self) -> Option<u64> {
         self.served.iter().map(|served| served.op).min()
@@ -276,7 +285,12 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if start > served.bytes.len() {
             return;
         }
-        let end = (start + TRANSFER_CHUNK_BYTES).min(served.bytes.len());
+        let chunk_bytes = if self.config.storage_break == StorageBreak::TransferTinyChunks {
+            super::store::TRANSFER_CHUNK_BYTES_SLOWED
+        } else {
+            TRANSFER_CHUNK_BYTES
+        };
+        let end = (start + chunk_bytes).min(served.bytes.len());
         let chunk = served.bytes[start..end].to_vec();
         let (op, total, sum) = (served.op, served.bytes.len() as u64, served.checksum);
         let mut reply = self.header(Command::CheckpointChunk);

@@ -226,8 +226,9 @@ pub struct RunFlags {
     /// polls without a quorum confirming its view, so a deposed one serves stale reads;
     /// `install-checkpoint-without-client-table`: an
     /// installed checkpoint keeps the replica's old client table; the slowed recoveries
-    /// `repair-one-op-a-round` and `leave-view-after-ten-windows`, which only the
-    /// timeliness check sees), so tests can show the campaigns catch it.
+    /// `repair-one-op-a-round`, `leave-view-after-ten-windows` and
+    /// `transfer-tiny-chunks`, which only the timeliness check sees), so tests can show
+    /// the campaigns catch it.
     #[arg(long, hide = true, default_value = "none", value_parser = parse_storage_break)]
     pub break_storage: cluster::vsr::StorageBreak,
 }

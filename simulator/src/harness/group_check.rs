@@ -331,8 +331,8 @@ fn check_group<S: StateMachine>(
             &mut watch.encoded_seen,
         )
         .map_err(|detail| visit.fail("checkpoint diverged", detail))?;
-    check_transfer(&visit, watch)?;
-    track_progress(&visit, watch, commit_min, lagging);
+    let chunk_arrived = check_transfer(&visit, watch)?;
+    track_progress(&visit, watch, commit_min, chunk_arrived, lagging);
     Ok(())
 }
 
@@ -484,47 +484,57 @@ fn check_new_commits<S: StateMachine>(
     Ok(())
 }
 
-/// A state transfer still running long after its retry budget would have ended it is
-/// stuck.
-fn check_transfer<S: StateMachine>(visit: &Visit<'_, S>, watch: &mut GroupWatch) -> Result<(), CheckFailure> {
+/// A state transfer that received no chunk for longer than its retry budget could
+/// last is stuck (a slow one that moves is the timeliness check's to judge). Returns
+/// whether a chunk arrived since the last check: progress for the stuck check too.
+fn check_transfer<S: StateMachine>(visit: &Visit<'_, S>, watch: &mut GroupWatch) -> Result<bool, CheckFailure> {
     let Visit {
         at: GroupAt { index, group, .. },
         replica,
         tick,
         ..
     } = *visit;
-    // A transfer ends within its retry budget when its peer is silent, so one still
-    // running after this long is making no progress it will ever finish.
-    match (replica.transferring(), watch.transfer_since) {
-        (false, _) => watch.transfer_since = None,
-        (true, None) => watch.transfer_since = Some(tick),
-        (true, Some(since)) if tick - since > COMMIT_STUCK_TICKS_MAX => {
+    // A transfer ends within its retry budget when its peer is silent, so one that
+    // took no chunk for this long is making no progress it will ever finish.
+    match (replica.transfer_received(), watch.transfer_since) {
+        (None, _) => watch.transfer_since = None,
+        (Some(received), Some((seen, _))) if received != seen => {
+            watch.transfer_since = Some((received, tick));
+            return Ok(true);
+        }
+        (Some(received), None) => watch.transfer_since = Some((received, tick)),
+        (Some((_, bytes)), Some((_, since))) if tick - since > COMMIT_STUCK_TICKS_MAX => {
             return Err(visit.fail(
                 "transfer stuck",
                 format!(
-                    "replica {index} group {group:#x} has been receiving a state transfer for {} ticks \
-                     (applied {}, committed {})",
+                    "replica {index} group {group:#x} has received no chunk of its state transfer for {} ticks \
+                     ({bytes} bytes so far; applied {}, committed {})",
                     tick - since,
                     replica.commit_min(),
                     replica.commit_max()
                 ),
             ));
         }
-        (true, Some(_)) => {}
+        (Some(_), Some(_)) => {}
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Whether the group is steady (then quiet until its next input) or behind its
-/// commit point (then lagging, and stuck past `COMMIT_STUCK_TICKS_MAX`).
+/// commit point (then lagging, and stuck past `COMMIT_STUCK_TICKS_MAX` without
+/// applying an op or taking a chunk of the state transfer that will bring it up).
 fn track_progress<S: StateMachine>(
     visit: &Visit<'_, S>,
     watch: &mut GroupWatch,
     commit_min: u64,
+    chunk_arrived: bool,
     lagging: &mut Vec<Lagging>,
 ) {
     let (replica, tick) = (visit.replica, visit.tick);
     let steady = replica.status() != Status::Normal || commit_min >= replica.commit_max();
+    if chunk_arrived && !steady {
+        watch.progress = (commit_min, tick);
+    }
     if commit_min != watch.progress.0 || steady {
         watch.progress = (commit_min, tick);
         // Quiet: no clock runs for it (it is not behind its commit point, nor

@@ -32,8 +32,10 @@ pub(super) struct GroupWatch {
     /// The op of the encoded checkpoint last compared, this incarnation
     /// (`Replica::last_encoded_checkpoint`).
     pub encoded_seen: u64,
-    /// The tick the state transfer in progress was first seen, this incarnation.
-    pub transfer_since: Option<u64>,
+    /// The state transfer in progress, this incarnation: what it had received (its
+    /// checkpoint op and bytes, `Replica::transfer_received`) and the tick that last
+    /// changed.
+    pub transfer_since: Option<((u64, u64), u64)>,
     /// (log view, held head) when this incarnation crashed: the most it may have
     /// acknowledged in that log view (see `Replica::held_head`). Taken at the crash
     /// (what the last check saw, since a crash comes between steps), not every tick.
