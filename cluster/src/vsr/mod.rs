@@ -46,6 +46,7 @@ pub use buggify::Buggify;
 pub use normal::{ClientError, seal_refusal};
 pub use replica::{CheckpointDigests, Replica, ReplicaConfig, ReplicaStats, Status};
 pub use store::{MemoryStore, ReplicaStore, StorageBreak, StoreError, StoredRecord, Superblock};
+pub use transfer::TransferProgress;
 
 use crate::wire::Header;
 

@@ -65,6 +65,17 @@ fn checksum(bytes: &[u8]) -> u128 {
     crate::wire::checksum(bytes)
 }
 
+/// How far a state transfer has come (`Replica::transfer_received`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TransferProgress {
+    /// The checkpoint op fetched (0 until the first chunk names it).
+    pub op: u64,
+    /// The checkpoint's length in bytes (0 until the first chunk names it).
+    pub total: u64,
+    /// Bytes received so far.
+    pub received: u64,
+}
+
 impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// Ticks [`Replica::tick_transfers`] may be skipped for: none of them releases an
     /// idle pin or retries the transfer in progress (see `vsr::idle_ticks`).
@@ -99,12 +110,15 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     }
 
     /// The state transfer this replica is receiving, if any: the checkpoint op it
-    /// fetches (0 until the first chunk names it) and the bytes received so far. Moves
-    /// with every chunk, so a watcher can tell a slow transfer from a stalled one.
-    pub fn transfer_received(&self) -> Option<(u64, u64)> {
-        self.transfer
-            .as_ref()
-            .map(|transfer| (transfer.op, transfer.bytes.len() as u64))
+    /// fetches and its length in bytes (both 0 until the first chunk names them), and
+    /// the bytes received so far. Moves with every chunk, so a watcher can tell a slow
+    /// transfer from a stalled one.
+    pub fn transfer_received(&self) -> Option<TransferProgress> {
+        self.transfer.as_ref().map(|transfer| TransferProgress {
+            op: transfer.op,
+            total: transfer.total,
+            received: transfer.bytes.len() as u64,
+        })
     }
 
     /// The lowest op a served transfer pins in the ring.

@@ -38,7 +38,7 @@ use super::catch_up::CheckpointChecker;
 use super::retire::checker_of;
 use super::state_checker::{CommittedOp, StateChecker};
 use super::stores::SimStores;
-use super::watches::{GroupSeen, GroupWatch, Quiet};
+use super::watches::{GroupSeen, GroupWatch, Quiet, TransferSeen};
 use super::{COMMIT_STUCK_TICKS_MAX, CheckFailure, Harness, SIMULATED_CLUSTER_ID, SimReplicaStore};
 
 /// Ticks between full checks, which check every group whatever its activity and verify
@@ -484,9 +484,12 @@ fn check_new_commits<S: StateMachine>(
     Ok(())
 }
 
-/// A state transfer that received no chunk for longer than its retry budget could
-/// last is stuck (a slow one that moves is the timeliness check's to judge). Returns
-/// whether a chunk arrived since the last check: progress for the stuck check too.
+/// A state transfer is stuck when no chunk arrived for `COMMIT_STUCK_TICKS_MAX`, or
+/// when it ran longer than that per `TRANSFER_CHUNK_BYTES` chunk of its checkpoint (a
+/// small one must finish within the old whole-transfer bound; a large one may take a
+/// round trip per chunk). A slow transfer within that is the timeliness check's to
+/// judge. Returns whether a chunk arrived since the last check: progress for the
+/// stuck check too.
 fn check_transfer<S: StateMachine>(visit: &Visit<'_, S>, watch: &mut GroupWatch) -> Result<bool, CheckFailure> {
     let Visit {
         at: GroupAt { index, group, .. },
@@ -494,28 +497,45 @@ fn check_transfer<S: StateMachine>(visit: &Visit<'_, S>, watch: &mut GroupWatch)
         tick,
         ..
     } = *visit;
-    // A transfer ends within its retry budget when its peer is silent, so one that
-    // took no chunk for this long is making no progress it will ever finish.
-    match (replica.transfer_received(), watch.transfer_since) {
-        (None, _) => watch.transfer_since = None,
-        (Some(received), Some((seen, _))) if received != seen => {
-            watch.transfer_since = Some((received, tick));
-            return Ok(true);
-        }
-        (Some(received), None) => watch.transfer_since = Some((received, tick)),
-        (Some((_, bytes)), Some((_, since))) if tick - since > COMMIT_STUCK_TICKS_MAX => {
-            return Err(visit.fail(
-                "transfer stuck",
-                format!(
-                    "replica {index} group {group:#x} has received no chunk of its state transfer for {} ticks \
-                     ({bytes} bytes so far; applied {}, committed {})",
-                    tick - since,
-                    replica.commit_min(),
-                    replica.commit_max()
-                ),
-            ));
-        }
-        (Some(_), Some(_)) => {}
+    let Some(progress) = replica.transfer_received() else {
+        watch.transfer_since = None;
+        return Ok(false);
+    };
+    let seen = watch.transfer_since.get_or_insert(TransferSeen {
+        started: tick,
+        progress,
+        moved: tick,
+    });
+    if seen.progress != progress {
+        seen.progress = progress;
+        seen.moved = tick;
+        return Ok(true);
+    }
+    let chunks = progress
+        .total
+        .div_ceil(cluster::vsr::constants::TRANSFER_CHUNK_BYTES as u64)
+        .max(1);
+    let stuck = if tick - seen.moved > COMMIT_STUCK_TICKS_MAX {
+        Some(format!("received no chunk for {} ticks", tick - seen.moved))
+    } else if tick - seen.started > COMMIT_STUCK_TICKS_MAX * chunks {
+        Some(format!(
+            "has run {} ticks for a checkpoint of {chunks} chunks ({COMMIT_STUCK_TICKS_MAX} a chunk at most)",
+            tick - seen.started
+        ))
+    } else {
+        None
+    };
+    if let Some(why) = stuck {
+        return Err(visit.fail(
+            "transfer stuck",
+            format!(
+                "replica {index} group {group:#x}: its state transfer {why} ({} of {} bytes; applied {}, committed {})",
+                progress.received,
+                progress.total,
+                replica.commit_min(),
+                replica.commit_max()
+            ),
+        ));
     }
     Ok(false)
 }

@@ -15,6 +15,17 @@
 
 use cluster::vsr::{Replica, ReplicaStore, StateMachine, Status};
 
+/// A state transfer as the checks last saw it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TransferSeen {
+    /// The tick it was first seen.
+    pub started: u64,
+    /// What it had received then (`Replica::transfer_received`).
+    pub progress: cluster::vsr::TransferProgress,
+    /// The tick that last changed.
+    pub moved: u64,
+}
+
 /// What the per-tick checks remember about one group on one replica.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct GroupWatch {
@@ -32,10 +43,8 @@ pub(super) struct GroupWatch {
     /// The op of the encoded checkpoint last compared, this incarnation
     /// (`Replica::last_encoded_checkpoint`).
     pub encoded_seen: u64,
-    /// The state transfer in progress, this incarnation: what it had received (its
-    /// checkpoint op and bytes, `Replica::transfer_received`) and the tick that last
-    /// changed.
-    pub transfer_since: Option<((u64, u64), u64)>,
+    /// The state transfer in progress, this incarnation.
+    pub transfer_since: Option<TransferSeen>,
     /// (log view, held head) when this incarnation crashed: the most it may have
     /// acknowledged in that log view (see `Replica::held_head`). Taken at the crash
     /// (what the last check saw, since a crash comes between steps), not every tick.
