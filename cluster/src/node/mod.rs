@@ -9,7 +9,8 @@
 //!
 //! | file | what it holds |
 //! |---|---|
-//! | `shard.rs` | [`Shard`]: owned groups, routing, reconciliation with the directory |
+//! | `shard.rs` | [`Shard`]: owned groups, routing, reconciliation with the directory, a peer's batches taken apart |
+//! | `coalesce.rs` | each flush's liveness frames of several groups for one peer packed into batches |
 //! | `shard/admission.rs` | admission of client requests: bound senders, sessions, permissions, a bounded wait for metadata the client has seen; `BindSession` |
 //! | `directory.rs` | [`Directory`]: the partition groups in the applied metadata |
 //! | `access.rs` | [`AccessView`] (sessions and permissions of the applied metadata) and [`Bindings`] (which sender is which client) |

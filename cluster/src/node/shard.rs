@@ -411,9 +411,10 @@ impl<P: StoreProvider> Shard<P> {
         self.reconcile();
     }
 
-    /// A batch of header-only frames from another replica (`wire::batch`): each inner
+    /// A batch of liveness frames from another replica (`wire::batch`): each inner
     /// frame is taken as if it had arrived alone, verified, routed and counted on its
-    /// own. A batch from anything but another replica of this cluster, damaged, or not
+    /// own. A batch names group 0, so the transport hands it to shard 0, which forwards
+    /// the frames of other shards' groups as it would any frame that entered on it. A batch from anything but another replica of this cluster, damaged, or not
     /// made of whole frames is refused whole; batches do not nest.
     fn on_batch(&mut self, from: ProcessId, header: &Header, frame: &[u8], realtime_micros: u64) {
         let from_peer = from.0 < u32::from(self.config.replicas) && from.0 != u32::from(self.config.replica);
