@@ -335,3 +335,41 @@ fn a_replica_that_installed_a_transfer_releases_its_peers_pin_at_once() {
     assert_eq!(verdict, simulator::fuzz::Verdict::Pass, "{text}");
     assert!(outage_count(&text, "cut") >= 1, "{text}");
 }
+
+/// The outage check judges what the network lets settle: a partition that cuts a
+/// replica off through the whole recovery (only a replayed or edited schedule holds one
+/// that long) leaves the outage unjudged and counted, not failed; the same outage whose
+/// partition heals is judged as any other. Issue #44: a shrunk run kept an outage and a
+/// one-way cut it never healed, and failed `outage recovery` with the original's
+/// signature though nothing could have settled.
+#[test]
+fn an_outage_under_a_partition_that_never_heals_is_left_unjudged_not_failed() {
+    let dir = scratch("outage-under-partition");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let cut = r#"{"tick":1010,"fault":"partition","side_a":[2],"cut_a_to_b":true,"cut_b_to_a":true}"#;
+    let run = |name: &str, events: &[&str]| {
+        let schedule = dir.join(name);
+        let mut lines = vec![r#"{"tick":1000,"fault":"outage"}"#];
+        lines.extend_from_slice(events);
+        std::fs::write(&schedule, lines.join("\n") + "\n").expect("write the schedule");
+        let schedule = schedule.display().to_string();
+        let mut flags = common::flags("--ticks 3000 --plane metadata --faults light --storage sim");
+        flags.extend(["--faults-from", schedule.as_str()]);
+        common::fuzz(1, &flags)
+    };
+    let (verdict, never_healed) = run("never-healed.jsonl", &[cut]);
+    assert_eq!(verdict, simulator::fuzz::Verdict::Pass, "{never_healed}");
+    assert_eq!(
+        common::counter_on(&never_healed, "outages: cut=", "unjudged_partitioned"),
+        1,
+        "{never_healed}"
+    );
+    let (verdict, healed) = run("healed.jsonl", &[cut, r#"{"tick":1500,"fault":"heal"}"#]);
+    assert_eq!(verdict, simulator::fuzz::Verdict::Pass, "{healed}");
+    assert!(
+        !healed.contains("unjudged_partitioned"),
+        "a partition that heals leaves the outage judged:\n{healed}"
+    );
+    assert_eq!(common::counter_on(&healed, "outages: cut=", "cut"), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -28,6 +28,10 @@ const GROUP_BYTES: std::ops::Range<usize> = 88..96;
 /// place of its first packed frame. `replicas` says which addresses are replicas;
 /// batches carry `cluster`, as every frame does.
 pub fn coalesce(outgoing: Vec<Outgoing>, replicas: u8, cluster: u64) -> Vec<Outgoing> {
+    // Most flushes (one frame in, one or two out) have nothing to pack.
+    if outgoing.len() < 2 {
+        return outgoing;
+    }
     let is_peer = |to: ProcessId| to.0 < u32::from(replicas);
     // Per peer: the groups of its batchable frames (only the first two matter).
     let mut groups: BTreeMap<ProcessId, (u64, bool)> = BTreeMap::new();
