@@ -219,10 +219,7 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 ///   after a fixed 200 ticks to the next one. Schedule and replies move.
 /// - 2026-12-05: re-locked (issue #44): the output gains the two `timeliness` lines,
 ///   which only observe: schedule and replies unchanged.
-/// - 2026-12-06: re-locked (issue #44): a repair round asks for every missing run that
-///   fits in its window, not only the lowest (`Replica::repair_range`), so a replica
-///   with many short holes repairs in fewer rounds. Schedule and replies move.
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x6f74_862c_3ec4_2b85;
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xddc6_2ce5_0355_4ea2;
 
 #[test]
 fn workload_replay_is_deterministic() {

@@ -72,35 +72,8 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             op += 1;
         }
         let run_end = op;
-        if run_end + 1 - run_start >= self.repair_window {
-            // A run at least a window long: its top window, which the op above proves.
-            return Some((run_end + 1 - self.repair_window, run_end));
-        }
-        // The runs above it that fit in the same window go in the same round: every
-        // run's top sits right under an op held ready, which proves the answers for it,
-        // and the ops held between them come back too and are dropped as held. On a
-        // lossy link a replica holds many short runs, and a round each (a lost one costing
-        // `REPAIR_RETRY_TICKS`) left a replica 400 ops behind for 3,200 ticks
-        // (`--seed 9998185 --plane metadata --faults swarm`, six replicas, 14% loss).
-        let mut last = run_end;
-        let mut op = run_end + 1;
-        loop {
-            while op <= top && self.journal.ready(op) {
-                op += 1;
-            }
-            if op > top {
-                break;
-            }
-            while op < top && !self.journal.ready(op + 1) {
-                op += 1;
-            }
-            if op + 1 - run_start > self.repair_window {
-                break;
-            }
-            last = op;
-            op += 1;
-        }
-        Some((run_start, last))
+        let low = run_start.max((run_end + 1).saturating_sub(self.repair_window));
+        Some((low, run_end))
     }
 
     /// Ask a peer for the lowest missing range, unless a request is outstanding.

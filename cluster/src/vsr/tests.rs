@@ -209,18 +209,11 @@ fn repair_asks_first_for_the_gap_that_blocks_applying_when_it_connects() {
     }
     backup.commit_max = 6;
     backup.commit_min = 1;
-    backup.repair_window = 1;
     assert_eq!(
         backup.repair_range(),
         Some((2, 2)),
         "the gap that blocks applying first"
     );
-    // A window that reaches the run above asks for both in one round (ops 3 and 4,
-    // held, come back too and are dropped): each run's top sits under a ready op.
-    backup.repair_window = 4;
-    assert_eq!(backup.repair_range(), Some((2, 5)), "both runs in one round");
-    backup.repair_window = 3;
-    assert_eq!(backup.repair_range(), Some((2, 2)), "a run that does not fit waits");
     // With the bottom gap filled, the top run is next.
     backup.on_frame(crate::seam::ProcessId(0), &prepares[1], 0);
     backup.commit_min = 4;
