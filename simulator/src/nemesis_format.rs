@@ -289,9 +289,9 @@ impl NemesisSummary {
     }
 }
 
-/// The median of sorted `values` (the lower middle of an even count).
+/// The median of sorted `values` (nearest rank: the lower middle of an even count).
 fn median(values: &[u64]) -> u64 {
-    values.get(values.len().saturating_sub(1) / 2).copied().unwrap_or(0)
+    crate::harness::failover::quantile(values, 0.5).unwrap_or(0)
 }
 
 /// The HTML section of a nemesis campaign.

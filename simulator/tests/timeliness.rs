@@ -6,7 +6,36 @@
 
 mod common;
 
+use std::path::PathBuf;
+
 use simulator::fuzz::Verdict;
+
+/// A scratch directory for test `name` holding a schedule that crashes replica 2 at
+/// tick 100 (it stays down until the liveness phase or the drain restarts it), and the
+/// schedule's path.
+fn crash_replica_2_at_tick_100(name: &str) -> (PathBuf, String) {
+    let dir = common::scratch(name);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let schedule = dir.join("crash-replica-2.jsonl");
+    std::fs::write(
+        &schedule,
+        "{\"tick\":100,\"fault\":\"crash\",\"replica\":2,\"power_loss\":false}\n",
+    )
+    .expect("write the schedule");
+    let schedule = schedule.display().to_string();
+    (dir, schedule)
+}
+
+/// Run seed 1 with `flags` and `--break-storage slowdown`: it must fail; the failure
+/// and the output.
+fn slowed(flags: &[&str], slowdown: &str) -> (String, String) {
+    let slowed: Vec<&str> = flags.iter().copied().chain(["--break-storage", slowdown]).collect();
+    let (verdict, text) = common::fuzz(1, &slowed);
+    let Verdict::Failed(failure) = verdict else {
+        panic!("the run slowed by {slowdown} must fail:\n{text}");
+    };
+    (failure, text)
+}
 
 #[test]
 fn a_failover_that_waits_ten_liveness_windows_misses_the_election_bound() {
@@ -21,15 +50,7 @@ fn a_failover_that_waits_ten_liveness_windows_misses_the_election_bound() {
         common::counter_on(&text, "timeliness (liveness)", "elections") > 0,
         "the healthy run timed elections:\n{text}"
     );
-    let slowed: Vec<&str> = flags
-        .iter()
-        .copied()
-        .chain(["--break-storage", "leave-view-after-ten-windows"])
-        .collect();
-    let (verdict, text) = common::fuzz(1, &slowed);
-    let Verdict::Failed(failure) = &verdict else {
-        panic!("the slowed failover must fail:\n{text}");
-    };
+    let (failure, _) = slowed(&flags, "leave-view-after-ten-windows");
     assert!(
         failure.starts_with("timeliness") && failure.contains("has not elected a primary"),
         "{failure}"
@@ -39,17 +60,10 @@ fn a_failover_that_waits_ten_liveness_windows_misses_the_election_bound() {
 #[test]
 fn a_repair_that_asks_for_one_op_a_round_misses_the_catch_up_bound() {
     // Replica 2 crashes at tick 100 and stays down through the fault phase; the
-    // liveness phase or the drain restarts it about 400 ops behind. Four windows of 128 ops and the resends allow 1,500 ticks; one
-    // op per round trip takes far longer, yet still settles inside the phase's limit.
-    let dir = common::scratch("timeliness-one-op-repair");
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    let schedule = dir.join("crash-replica-2.jsonl");
-    std::fs::write(
-        &schedule,
-        "{\"tick\":100,\"fault\":\"crash\",\"replica\":2,\"power_loss\":false}\n",
-    )
-    .expect("write the schedule");
-    let schedule = schedule.display().to_string();
+    // liveness phase or the drain restarts it about 400 ops behind. Four windows of 128
+    // ops and the resends allow 1,500 ticks; one op per round trip takes far longer,
+    // yet still settles inside the phase's limit.
+    let (dir, schedule) = crash_replica_2_at_tick_100("timeliness-one-op-repair");
     let flags = vec![
         "--ticks",
         "5000",
@@ -69,15 +83,7 @@ fn a_repair_that_asks_for_one_op_a_round_misses_the_catch_up_bound() {
         .max()
         .unwrap_or(0);
     assert!(behind >= 300, "the restarted replica was far behind:\n{text}");
-    let slowed: Vec<&str> = flags
-        .iter()
-        .copied()
-        .chain(["--break-storage", "repair-one-op-a-round"])
-        .collect();
-    let (verdict, text) = common::fuzz(1, &slowed);
-    let Verdict::Failed(failure) = &verdict else {
-        panic!("the slowed repair must fail:\n{text}");
-    };
+    let (failure, _) = slowed(&flags, "repair-one-op-a-round");
     assert!(
         failure.starts_with("timeliness") && failure.contains("replica 2 has applied"),
         "{failure}"
@@ -96,15 +102,7 @@ fn a_state_transfer_in_tiny_chunks_misses_the_catch_up_bound() {
     // the bound (1,900 ticks here), under the 2,000 ticks a one-chunk transfer may run
     // before the stuck check calls it stuck: the slowed run fails on timeliness, at
     // the bound.
-    let dir = common::scratch("timeliness-tiny-chunks");
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    let schedule = dir.join("crash-replica-2.jsonl");
-    std::fs::write(
-        &schedule,
-        "{\"tick\":100,\"fault\":\"crash\",\"replica\":2,\"power_loss\":false}\n",
-    )
-    .expect("write the schedule");
-    let schedule = schedule.display().to_string();
+    let (dir, schedule) = crash_replica_2_at_tick_100("timeliness-tiny-chunks");
     let flags = vec![
         "--ticks",
         "5000",
@@ -125,15 +123,7 @@ fn a_state_transfer_in_tiny_chunks_misses_the_catch_up_bound() {
         common::counter_on(&text, "catch-up:", "transfers_installed") >= 1,
         "the restarted replica caught up by a state transfer:\n{text}"
     );
-    let slowed: Vec<&str> = flags
-        .iter()
-        .copied()
-        .chain(["--break-storage", "transfer-tiny-chunks"])
-        .collect();
-    let (verdict, text) = common::fuzz(1, &slowed);
-    let Verdict::Failed(failure) = &verdict else {
-        panic!("the slowed transfer must fail:\n{text}");
-    };
+    let (failure, text) = slowed(&flags, "transfer-tiny-chunks");
     assert!(
         failure.starts_with("timeliness") && failure.contains("replica 2 has applied 0 of"),
         "{failure}"

@@ -17,11 +17,8 @@ use std::collections::BTreeMap;
 
 use crate::seam::ProcessId;
 use crate::vsr::replica::Outgoing;
-use crate::wire::HEADER_BYTES;
 use crate::wire::batch::{BATCH_BODY_BYTES_MAX, batchable, pack};
-
-/// The byte range of a header's group id (see `wire::header`).
-const GROUP_BYTES: std::ops::Range<usize> = 88..96;
+use crate::wire::peek_group;
 
 /// `outgoing` with the batchable frames of two or more groups for the same replica
 /// packed into batches (as many as their bytes need). Every other frame keeps its place; a peer's batches take the
@@ -36,7 +33,7 @@ pub fn coalesce(outgoing: Vec<Outgoing>, replicas: u8, cluster: u64) -> Vec<Outg
     // Per peer: the groups of its batchable frames (only the first two matter).
     let mut groups: BTreeMap<ProcessId, (u64, bool)> = BTreeMap::new();
     for out in outgoing.iter().filter(|out| is_peer(out.to) && batchable(&out.frame)) {
-        let group = group_of(&out.frame);
+        let group = peek_group(&out.frame);
         groups
             .entry(out.to)
             .and_modify(|(first, several)| *several |= *first != group)
@@ -91,13 +88,6 @@ pub fn coalesce(outgoing: Vec<Outgoing>, replicas: u8, cluster: u64) -> Vec<Outg
     }
     debug_assert!(batched.is_empty(), "every peer's batch took its place");
     result
-}
-
-fn group_of(frame: &[u8]) -> u64 {
-    debug_assert!(frame.len() >= HEADER_BYTES);
-    let mut bytes = [0u8; 8];
-    bytes.copy_from_slice(&frame[GROUP_BYTES]);
-    u64::from_le_bytes(bytes)
 }
 
 #[cfg(test)]

@@ -48,6 +48,7 @@ pub fn prepare_demands_persisted(frame: &[u8]) -> bool {
 }
 pub(crate) const SIZE_OFFSET: usize = 152;
 pub(crate) const COMMAND_OFFSET: usize = 156;
+pub(crate) const GROUP_OFFSET: usize = 88;
 const RESERVED_OFFSET: usize = 160;
 
 /// Message types. The numbering is part of the wire and disk format: append only.
@@ -244,7 +245,7 @@ impl Header {
         bytes[64..80].copy_from_slice(&self.context.to_le_bytes());
         for (offset, value) in [
             (80, self.cluster),
-            (88, self.group),
+            (GROUP_OFFSET, self.group),
             (96, self.view),
             (104, self.op),
             (112, self.commit),
@@ -305,7 +306,7 @@ impl Header {
             client: u128_at(bytes, 48),
             context: u128_at(bytes, 64),
             cluster: u64_at(bytes, 80),
-            group: u64_at(bytes, 88),
+            group: u64_at(bytes, GROUP_OFFSET),
             view: u64_at(bytes, 96),
             op: u64_at(bytes, 104),
             commit: u64_at(bytes, 112),

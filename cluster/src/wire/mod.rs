@@ -184,6 +184,14 @@ pub fn peek_command(frame: &[u8]) -> u8 {
     frame.get(COMMAND_OFFSET).copied().unwrap_or(0)
 }
 
+/// The group id of a frame without verifying it (for a sender sorting its own frames);
+/// 0 if the frame is too short to have one.
+pub fn peek_group(frame: &[u8]) -> u64 {
+    frame
+        .get(header::GROUP_OFFSET..header::GROUP_OFFSET + 8)
+        .map_or(0, |bytes| u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8])))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
