@@ -103,6 +103,35 @@ proptest! {
     }
 
     #[test]
+    fn random_batch_bodies_never_panic_and_every_piece_lies_inside_the_body(input in bytes(2048)) {
+        // A batch's body comes from a peer: sizes are read before any checksum, so a
+        // lying size may only cut the body wrongly, never reach past it or allocate.
+        if let Ok(frames) = wire::batch::unpack(&input) {
+            prop_assert_eq!(frames.iter().map(|frame| frame.len()).sum::<usize>(), input.len());
+            prop_assert!(frames.iter().all(|frame| frame.len() >= HEADER_BYTES));
+            prop_assert!(frames.iter().all(|frame| wire::peek_command(frame) != Command::Batch as u8));
+        }
+    }
+
+    #[test]
+    fn a_packed_batch_unpacks_to_exactly_its_frames(
+        frames in prop::collection::vec(header(), 1..20),
+        cluster in any::<u64>(),
+    ) {
+        let frames: Vec<Vec<u8>> = frames
+            .into_iter()
+            .filter(|header| header.command != Command::Batch)
+            .map(|header| wire::seal_header(header, &[]))
+            .collect();
+        prop_assume!(!frames.is_empty());
+        let batch = wire::batch::pack(cluster, frames.iter().map(Vec::as_slice));
+        let (header, body) = wire::open(&batch).expect("a sealed batch opens");
+        prop_assert_eq!((header.command, header.cluster), (Command::Batch, cluster));
+        let inner = wire::batch::unpack(body).expect("a packed body unpacks");
+        prop_assert_eq!(inner, frames.iter().map(Vec::as_slice).collect::<Vec<_>>());
+    }
+
+    #[test]
     fn random_bytes_never_panic_the_header_decoders(input in bytes(600)) {
         // Unverified decoding checks only the command and the reserved bytes: what it
         // returns must be exactly those 256 bytes again.
