@@ -38,8 +38,10 @@ run() {
     clients+="${clients:+,}127.0.0.1:$cport"
   done
   pids=()
+  # Every node proves itself with the same secret, as in production.
+  head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/$name.secret"
   for i in $(seq 0 $((nodes - 1))); do
-    local flags=(--cluster "$name" --data-dir "$work/$name/$i")
+    local flags=(--cluster "$name" --data-dir "$work/$name/$i" --secret-file "$work/$name.secret")
     if [ "$nodes" -gt 1 ]; then
       flags+=(--replica "$i" --roster "$roster")
     else

@@ -109,7 +109,7 @@ fn a_port_in_use_and_a_bad_roster_are_refused_with_the_address_or_field() {
     let taken = holder.local_addr().expect("address");
     let cluster = LoopbackCluster::new("port-in-use", 1, 1);
     let output = std::process::Command::new(support::node_binary())
-        .args(["--cluster", "x", "--data-dir"])
+        .args(["--cluster", "x", "--insecure-dev", "--data-dir"])
         .arg(cluster.data_dir(0))
         .arg("--client-address")
         .arg(taken.to_string())
@@ -198,4 +198,66 @@ fn malformed_truncated_and_corrupted_frames_are_rejected_and_counted_while_other
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn a_node_without_a_cluster_secret_refuses_to_start_and_says_how_to_give_one() {
+    let cluster = LoopbackCluster::new("no-secret", 1, 1);
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let taken = holder.local_addr().expect("address").to_string();
+    let run = |extra: &[&str], env_secret: Option<&str>| {
+        let mut command = std::process::Command::new(support::node_binary());
+        command
+            .args(["--cluster", "x", "--data-dir"])
+            .arg(cluster.data_dir(0))
+            .args(["--client-address", &taken])
+            .args(extra)
+            .env_remove(cluster::server::SECRET_ENV);
+        if let Some(secret) = env_secret {
+            command.env(cluster::server::SECRET_ENV, secret);
+        }
+        let output = command.output().expect("run node");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (status, stderr) = run(&[], None);
+    assert_eq!(status, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no cluster secret") && stderr.contains("--secret-file") && stderr.contains("CLUSTER_SECRET"),
+        "{stderr}"
+    );
+    let (status, stderr) = run(&[], Some("short"));
+    assert_eq!(status, Some(2), "{stderr}");
+    assert!(stderr.contains("at least 16"), "{stderr}");
+    let missing = cluster.dir().join("no-such-file");
+    let (status, stderr) = run(&["--secret-file", &missing.display().to_string()], None);
+    assert_eq!(status, Some(2), "{stderr}");
+    assert!(stderr.contains("no-such-file"), "the error names the file: {stderr}");
+    // With a secret the start goes on, to the next problem (the port is taken).
+    let (status, stderr) = run(&[], Some("a secret long enough to use"));
+    assert_eq!(status, Some(1), "{stderr}");
+    assert!(stderr.contains("cannot listen"), "{stderr}");
+}
+
+#[test]
+fn a_node_whose_superblock_was_deleted_refuses_to_start_instead_of_formatting_a_new_identity() {
+    let mut cluster = LoopbackCluster::new("lost-identity", 1, 1);
+    cluster.start_all();
+    cluster.kill(0);
+    let superblock = cluster.data_dir(0).join("node").join("superblock");
+    std::fs::remove_file(&superblock).expect("the node superblock exists after a start");
+    let output = cluster
+        .command(0, &cluster.data_dir(0))
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run node");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "exit status; stderr:\n{stderr}");
+    assert!(
+        stderr.contains("node/superblock is missing") && stderr.contains("refusing to start"),
+        "the error names the missing file:\n{stderr}"
+    );
+    assert!(!superblock.exists(), "nothing was formatted in its place");
 }

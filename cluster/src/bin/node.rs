@@ -29,9 +29,10 @@ use cluster::server::{
 /// over TCP, with its data in one directory.
 ///
 /// Give either --config (a JSON file with the same fields: cluster, replica, data_dir,
-/// shards, roster [{replica_address, client_address}], client_address, root_password)
-/// or the flags. Every node of a cluster needs the same --cluster, --roster (in the
-/// same order) and root password; --replica is this node's index in the roster.
+/// shards, roster [{replica_address, client_address}], client_address, root_password,
+/// secret_file, insecure_dev) or the flags. Every node of a cluster needs the same
+/// --cluster, --roster (in the same order), root password and cluster secret
+/// (--secret-file or CLUSTER_SECRET); --replica is this node's index in the roster.
 #[derive(Parser, Debug)]
 #[command(name = "node", version, about, long_about)]
 struct Args {
@@ -61,6 +62,20 @@ struct Args {
     /// the environment variable CLUSTER_ROOT_PASSWORD; default "secret".
     #[arg(long, value_name = "PASSWORD", env = "CLUSTER_ROOT_PASSWORD", hide_env_values = true)]
     root_password: Option<String>,
+    /// A file holding the cluster's shared secret (one line, at least 16 bytes; e.g.
+    /// `openssl rand -hex 32 > cluster.secret`), the same on every node: replicas prove
+    /// they hold it before any of their messages is read. Without it the secret is
+    /// read from the environment variable CLUSTER_SECRET; there is no flag for the
+    /// secret itself, so it never shows in `ps`.
+    #[arg(long, value_name = "PATH")]
+    secret_file: Option<PathBuf>,
+    /// Run without a cluster secret, for development on a machine nobody else can
+    /// reach: replica connections still handshake, but with a key derived from the
+    /// cluster name, so anyone who reaches the replica port can act as a replica. The
+    /// node logs a warning. Without a secret and without this flag the node refuses to
+    /// start.
+    #[arg(long)]
+    insecure_dev: bool,
     /// TEST-ONLY, never in production: start with a deliberately broken behaviour
     /// (`wal-drop-last-record`), so a fault harness on real nodes can show it catches
     /// the bug (see `cluster::node::TestBreak`). Hidden from --help. Allowed with
@@ -80,6 +95,10 @@ fn config_of(args: Args) -> Result<ServerConfig, String> {
         if args.test_break.is_some() {
             config.test_break = args.test_break;
         }
+        if args.secret_file.is_some() {
+            config.secret_file = args.secret_file;
+        }
+        config.insecure_dev |= args.insecure_dev;
         return Ok(config);
     }
     let cluster = args.cluster.ok_or("--cluster NAME is required (or --config PATH)")?;
@@ -98,6 +117,8 @@ fn config_of(args: Args) -> Result<ServerConfig, String> {
         root_password: args
             .root_password
             .unwrap_or_else(|| cluster::metadata::DEFAULT_ROOT_PASSWORD.to_owned()),
+        secret_file: args.secret_file,
+        insecure_dev: args.insecure_dev,
         test_break: args.test_break,
     })
 }

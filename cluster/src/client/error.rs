@@ -104,6 +104,21 @@ pub enum Error {
     },
     /// The call itself is invalid (empty roster, batch too large, unknown node index).
     InvalidRequest(String),
+    /// A node refused the request as malformed: its operation is unknown to the group,
+    /// or its body does not decode as that operation's (a client of another version).
+    /// Never taken; sending it again gets the same answer.
+    Malformed {
+        /// The group the request was for.
+        group: u64,
+        /// The node (roster index) that refused.
+        node: usize,
+    },
+    /// The node refused to try the login: too many failed logins lately from this
+    /// address or for this user. Never taken; try again after a pause.
+    Throttled {
+        /// The node (roster index) that refused.
+        node: usize,
+    },
 }
 
 impl Error {
@@ -117,6 +132,8 @@ impl Error {
                 | Error::Unreachable { .. }
                 | Error::Timeout { .. }
                 | Error::InvalidRequest(_)
+                | Error::Malformed { .. }
+                | Error::Throttled { .. }
         )
     }
 }
@@ -187,6 +204,17 @@ impl fmt::Display for Error {
                 write!(f, "node {node} sent an unexpected answer for group {group}: {what}")
             }
             Error::InvalidRequest(why) => write!(f, "invalid request: {why}"),
+            Error::Malformed { group, node } => write!(
+                f,
+                "node {node} refused the request to group {group} as malformed: the operation is unknown to it, or \
+                 the body does not decode as that operation's (a client and cluster of different versions?); \
+                 it was not taken"
+            ),
+            Error::Throttled { node } => write!(
+                f,
+                "node {node} refused to try the login: too many failed logins lately from this address or for this \
+                 user; it was not tried; wait a minute and try again"
+            ),
         }
     }
 }

@@ -280,6 +280,8 @@ impl Client {
                 }
                 ControlFlow::Continue(())
             }
+            Refusal::Malformed => ControlFlow::Break(Err(Error::Malformed { group, node })),
+            Refusal::Throttled => ControlFlow::Break(Err(Error::Throttled { node })),
             Refusal::Unbound => self.bind(exchange, node).await,
             Refusal::TransientNotAccepted => {
                 self.not_accepted(exchange, node, hint).await;

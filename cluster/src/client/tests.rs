@@ -64,7 +64,8 @@ impl FakeNode {
                 let this = connection;
                 connection += 1;
                 tokio::spawn(async move {
-                    let (mut read, mut write) = stream.into_split();
+                    let (read, mut write) = stream.into_split();
+                    let mut read = tokio::io::BufReader::new(read);
                     while let Ok(frame) = read_frame(&mut read, cluster).await {
                         let Ok((header, body)) = wire::open(&frame) else { return };
                         let got = Received {

@@ -61,11 +61,11 @@ use futures::FutureExt;
 use super::stores::StoreProvider;
 use crate::metadata::Durability as TopicDurability;
 use crate::node::METADATA_GROUP;
-use crate::seam::DurableStorage;
+use crate::seam::{DurableStorage, OpenMode};
 use crate::storage::partition_wal::{Durability, PartitionWal};
 use crate::storage::read_retry::{ReadErrors, RetryReads};
 use crate::storage::snapshot_file::{SnapshotFileError, read_snapshot, remove_leftover_tmp, write_snapshot};
-use crate::storage::superblock::{Identity, SuperblockError, SuperblockFile, SuperblockState};
+use crate::storage::superblock::{Identity, SUPERBLOCK_FILE, SuperblockError, SuperblockFile, SuperblockState};
 use crate::storage::tombstone_log::{TombstoneError, TombstoneLog};
 use crate::storage::tombstone_set::Settled;
 use crate::storage::wal::{Wal, WalError, join_path};
@@ -153,6 +153,15 @@ pub enum StoresOpenError {
     /// A storage call did not complete on its first poll (the synchronous stores need
     /// storage that completes at once, as `SimStorage` and `DiskStorage` do).
     Pending(&'static str),
+    /// The node superblock is missing while the directory holds groups' data: it was a
+    /// node's directory and lost the file that says whose. Formatting a new identity
+    /// over it would run this replica on data nobody can vouch for.
+    IdentityLost {
+        /// The missing file.
+        path: String,
+        /// The group file found, which only a node that ran can have written.
+        found: String,
+    },
 }
 
 impl fmt::Display for StoresOpenError {
@@ -161,6 +170,12 @@ impl fmt::Display for StoresOpenError {
             Self::Superblock(error) => write!(f, "node superblock: {error}"),
             Self::Tombstones(error) => write!(f, "deleted groups: {error}"),
             Self::Pending(what) => write!(f, "{what}: the storage call did not complete on its first poll"),
+            Self::IdentityLost { path, found } => write!(
+                f,
+                "{path} is missing, but {found} is there: this directory belonged to a node and lost the file \
+                 that says which; refusing to start on it (restore {path}, or move the directory aside and start \
+                 this replica on an empty one: its peers will fill it)"
+            ),
         }
     }
 }
@@ -203,7 +218,15 @@ impl<S: DurableStorage> DurableStores<S> {
         let opened = now(SuperblockFile::open(&reads, NODE_DIR, node)).ok_or_else(pending_superblock)?;
         match opened {
             Ok(_) => {}
-            Err(SuperblockError::NotFormatted { .. }) => {
+            Err(SuperblockError::NotFormatted { path }) => {
+                // A fresh directory has no groups yet (the metadata group's files are
+                // made after this format), so the metadata group's superblock without
+                // the node's means the node's was lost, not never made (found: a deleted
+                // node/superblock was silently formatted anew at the next start).
+                let found = join_path(&Self::group_dir(METADATA_GROUP), SUPERBLOCK_FILE);
+                if let Some(Ok(_)) = now(storage.open(&found, OpenMode::Existing)) {
+                    return Err(StoresOpenError::IdentityLost { path, found });
+                }
                 now(SuperblockFile::format(&storage, NODE_DIR, node))
                     .ok_or_else(pending_superblock)?
                     .map_err(StoresOpenError::Superblock)?;

@@ -15,7 +15,9 @@
 use std::fmt;
 use std::io;
 
-use tokio::io::{AsyncRead, AsyncReadExt};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 use crate::wire::{self, FRAME_BYTES_MAX, FrameError, HEADER_BYTES, Header};
 
@@ -38,6 +40,13 @@ pub enum ReadFrameError {
         /// The cluster id it carries.
         cluster: u64,
     },
+    /// The stream was too slow: no frame started, or a started one did not finish, in time.
+    TimedOut {
+        /// What was waited for.
+        what: &'static str,
+        /// The limit, in milliseconds.
+        limit_ms: u64,
+    },
 }
 
 impl fmt::Display for ReadFrameError {
@@ -48,6 +57,7 @@ impl fmt::Display for ReadFrameError {
             Self::Io(error) => write!(f, "{error}"),
             Self::Invalid(error) => write!(f, "invalid frame: {error}"),
             Self::WrongCluster { cluster } => write!(f, "frame for cluster {cluster:#018x}, not this one"),
+            Self::TimedOut { what, limit_ms } => write!(f, "waited {limit_ms} ms for {what}"),
         }
     }
 }
@@ -65,29 +75,101 @@ impl ReadFrameError {
     }
 }
 
-/// Fill `buf` from `stream`; `Ok(n)` with `n < buf.len()` only when the stream ended.
-async fn read_full<R: AsyncRead + Unpin>(stream: &mut R, buf: &mut [u8]) -> io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match stream.read(&mut buf[filled..]).await {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error),
-        }
-    }
-    Ok(filled)
+/// How long a reader waits, for a frame to start and for a started one to finish.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadLimits {
+    /// The longest wait for the first byte of the next frame; `None`: no limit (a
+    /// replica's connection, quiet while its group is).
+    pub idle_ms: Option<u64>,
+    /// The longest a frame may take from its first byte to its last.
+    pub frame_ms: u64,
+}
+
+impl ReadLimits {
+    /// No time limit at all: for a reader that bounds time itself (the client library,
+    /// whose every exchange has its own deadline) or that reads from memory.
+    pub const UNBOUNDED: Self = Self {
+        idle_ms: None,
+        frame_ms: u64::MAX,
+    };
 }
 
 /// Read one verified frame of cluster `cluster` (header and body) from `stream`.
-pub async fn read_frame<R: AsyncRead + Unpin>(stream: &mut R, cluster: u64) -> Result<Vec<u8>, ReadFrameError> {
-    let mut frame = vec![0u8; HEADER_BYTES];
-    let got = read_full(stream, &mut frame).await.map_err(ReadFrameError::Io)?;
-    if got == 0 {
+///
+/// Memory follows the bytes that arrived, never the size a header declares: the body
+/// is appended as it comes in, so a peer that declares a 1 MiB body and sends 100
+/// bytes of it costs 100 bytes (and the `Vec`'s doubling), not a megabyte
+/// (found by a slow-loris of 1,000 such connections, which took a node from 5 MB to
+/// 1.09 GB). With [`ReadLimits`], a stream that starts no frame for `idle_ms`, or
+/// takes longer than `frame_ms` over one, fails with [`ReadFrameError::TimedOut`].
+pub async fn read_frame_within<R: AsyncBufRead + Unpin>(
+    stream: &mut R,
+    cluster: u64,
+    limits: ReadLimits,
+) -> Result<Vec<u8>, ReadFrameError> {
+    // Wait for the next frame's first byte without taking it.
+    let first = stream.fill_buf();
+    let started = match limits.idle_ms {
+        Some(idle_ms) => tokio::time::timeout(Duration::from_millis(idle_ms), first)
+            .await
+            .map_err(|_| ReadFrameError::TimedOut {
+                what: "the next frame to start",
+                limit_ms: idle_ms,
+            })?,
+        None => first.await,
+    };
+    if started.map_err(ReadFrameError::Io)?.is_empty() {
         return Err(ReadFrameError::Closed);
     }
-    if got < HEADER_BYTES {
-        return Err(ReadFrameError::Truncated { received: got });
+    if limits.frame_ms == u64::MAX {
+        return read_started_frame(stream, cluster).await;
+    }
+    tokio::time::timeout(
+        Duration::from_millis(limits.frame_ms),
+        read_started_frame(stream, cluster),
+    )
+    .await
+    .map_err(|_| ReadFrameError::TimedOut {
+        what: "a started frame to arrive whole",
+        limit_ms: limits.frame_ms,
+    })?
+}
+
+/// [`read_frame_within`] without time limits.
+pub async fn read_frame<R: AsyncBufRead + Unpin>(stream: &mut R, cluster: u64) -> Result<Vec<u8>, ReadFrameError> {
+    read_frame_within(stream, cluster, ReadLimits::UNBOUNDED).await
+}
+
+/// Append bytes from `stream` to `frame` until it holds `len` bytes; `Ok(false)` if the
+/// stream ended first. Grows `frame` only by what arrived.
+async fn append_until<R: AsyncBufRead + Unpin>(stream: &mut R, frame: &mut Vec<u8>, len: usize) -> io::Result<bool> {
+    while frame.len() < len {
+        let available = match stream.fill_buf().await {
+            Ok(available) => available,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        if available.is_empty() {
+            return Ok(false);
+        }
+        let take = available.len().min(len - frame.len());
+        frame.extend_from_slice(&available[..take]);
+        stream.consume(take);
+    }
+    Ok(true)
+}
+
+async fn read_started_frame<R: AsyncBufRead + Unpin>(stream: &mut R, cluster: u64) -> Result<Vec<u8>, ReadFrameError> {
+    let mut frame = Vec::with_capacity(HEADER_BYTES);
+    if !append_until(stream, &mut frame, HEADER_BYTES)
+        .await
+        .map_err(ReadFrameError::Io)?
+    {
+        return Err(if frame.is_empty() {
+            ReadFrameError::Closed
+        } else {
+            ReadFrameError::Truncated { received: frame.len() }
+        });
     }
     let header = Header::decode_verified(&frame).map_err(ReadFrameError::Invalid)?;
     let size = header.size as usize;
@@ -105,14 +187,11 @@ pub async fn read_frame<R: AsyncRead + Unpin>(stream: &mut R, cluster: u64) -> R
             cluster: header.cluster,
         });
     }
-    frame.resize(size, 0);
-    let got = read_full(stream, &mut frame[HEADER_BYTES..])
+    if !append_until(stream, &mut frame, size)
         .await
-        .map_err(ReadFrameError::Io)?;
-    if got < size - HEADER_BYTES {
-        return Err(ReadFrameError::Truncated {
-            received: HEADER_BYTES + got,
-        });
+        .map_err(ReadFrameError::Io)?
+    {
+        return Err(ReadFrameError::Truncated { received: frame.len() });
     }
     wire::open(&frame).map_err(ReadFrameError::Invalid)?;
     Ok(frame)

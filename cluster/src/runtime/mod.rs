@@ -12,6 +12,8 @@ mod bus;
 pub mod clock;
 mod disk;
 pub mod framing;
+pub mod handshake;
+pub mod log_limit;
 pub mod tcp;
 
 pub use bus::{LocalRouter, TokioBus, Transport, run_local};

@@ -46,6 +46,17 @@ pub struct ServerConfig {
     /// one: it is part of the first replicated state.
     #[serde(default = "default_root_password")]
     pub root_password: String,
+    /// A file holding the cluster's shared secret (a line of at least 16 bytes), with
+    /// which replicas prove themselves to each other (see `runtime::handshake`). The
+    /// same secret on every node. Absent: the `CLUSTER_SECRET` environment variable
+    /// gives it, and without either the node refuses to start unless `insecure_dev`.
+    #[serde(default)]
+    pub secret_file: Option<PathBuf>,
+    /// Development only: run without a secret. Replica connections still handshake,
+    /// with a key anyone can derive from the cluster's name, so they prove nothing; the
+    /// node logs a warning at start. Never on a network anyone else can reach.
+    #[serde(default)]
+    pub insecure_dev: bool,
     /// **Test-only: never set in production.** A deliberately broken behaviour (see
     /// [`TestBreak`]), so a fault harness on real nodes can show it catches the bug it
     /// plants. Absent (the default): the node is the production node, unchanged.
@@ -232,6 +243,8 @@ mod tests {
             .expect("roster"),
             client_address: None,
             root_password: "secret".to_owned(),
+            secret_file: None,
+            insecure_dev: true,
             test_break: None,
         }
     }

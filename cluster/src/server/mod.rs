@@ -45,6 +45,7 @@ pub use signal::stop_signal;
 
 use crate::node::{DurableStores, JournalBounds, Node, NodeConfig, NodeIdentity, StorageFailure, StoresOpenError};
 use crate::partition::OwnerFence;
+use crate::runtime::handshake::{self, ClusterSecret};
 use crate::runtime::tcp::{TcpTransport, TransportStats};
 use crate::runtime::{DiskStorage, TokioBus, realtime_micros};
 use crate::seam::{Bus, Inbox, ProcessId};
@@ -231,11 +232,60 @@ fn startup_error_of(error: &StoresOpenError, config: &ServerConfig) -> StartupEr
     }
 }
 
+/// The environment variable that may hold the cluster secret (when no `secret_file`
+/// is configured). An environment variable, like a file, stays out of `ps` output;
+/// a command-line flag would not, so there is none.
+pub const SECRET_ENV: &str = "CLUSTER_SECRET";
+
+/// The cluster secret this node proves itself with: from `secret_file`, else from
+/// `env_secret` (the [`SECRET_ENV`] variable's value), else the insecure development
+/// stand-in if `insecure_dev`; refused otherwise, saying how to give one.
+pub fn load_secret(config: &ServerConfig, env_secret: Option<&[u8]>) -> Result<ClusterSecret, StartupError> {
+    let refuse = |problem: String| {
+        StartupError::Config(ConfigError {
+            field: "secret_file".to_owned(),
+            problem,
+        })
+    };
+    if let Some(path) = &config.secret_file {
+        let shown = path.display();
+        let metadata = std::fs::metadata(path).map_err(|error| refuse(format!("cannot read {shown}: {error}")))?;
+        if metadata.len() > handshake::SECRET_BYTES_MAX as u64 {
+            return Err(refuse(format!(
+                "{shown} holds {} bytes; a secret file holds one line of at most {} bytes",
+                metadata.len(),
+                handshake::SECRET_BYTES_MAX
+            )));
+        }
+        let text = std::fs::read(path).map_err(|error| refuse(format!("cannot read {shown}: {error}")))?;
+        return ClusterSecret::from_text(&text).map_err(|problem| refuse(format!("{shown}: {problem}")));
+    }
+    if let Some(text) = env_secret {
+        return ClusterSecret::from_text(text).map_err(|problem| refuse(format!("${SECRET_ENV}: {problem}")));
+    }
+    if config.insecure_dev {
+        return Ok(ClusterSecret::insecure_development(&config.cluster));
+    }
+    Err(refuse(format!(
+        "no cluster secret: give every node the same secret with --secret-file PATH (or \"secret_file\" in the \
+         config) or the {SECRET_ENV} environment variable, e.g. `openssl rand -hex 32 > cluster.secret`; or, on a \
+         machine nobody else can reach, run with --insecure-dev"
+    )))
+}
+
 async fn serve(config: &ServerConfig, shutdown: impl Future<Output = ()>) -> Result<Stopped, StartupError> {
     let data_dir_error = |problem: String| StartupError::DataDir {
         path: config.data_dir.clone(),
         problem,
     };
+    let env_secret = std::env::var_os(SECRET_ENV).map(|value| value.into_encoded_bytes());
+    let secret = load_secret(config, env_secret.as_deref())?;
+    if secret.is_insecure() {
+        tracing::warn!(
+            "INSECURE DEVELOPMENT MODE: replica connections are not authenticated (--insecure-dev); anyone who can \
+             reach the replica port can act as a replica. Never run this way on a shared network."
+        );
+    }
     let storage = DiskStorage::new(&config.data_dir).map_err(|error| data_dir_error(error.to_string()))?;
     let replicas = config.replicas();
     let identity = NodeIdentity {
@@ -302,7 +352,7 @@ async fn serve(config: &ServerConfig, shutdown: impl Future<Output = ()>) -> Res
         ));
     }
     let inboxes: Rc<[Inbox]> = (0..config.shards).map(|_| Inbox::new()).collect();
-    let transport = TcpTransport::new(cluster, config.replica, replicas, inboxes.clone());
+    let transport = TcpTransport::new(cluster, config.replica, replicas, secret, inboxes.clone());
     let bus = TokioBus::new(ProcessId(u32::from(config.replica)), Rc::new(transport.clone()));
     for pump in node.pumps(&bus, &inboxes) {
         bus.spawn(pump);
@@ -458,6 +508,8 @@ mod tests {
             roster: Vec::new(),
             client_address: None,
             root_password: "secret".to_owned(),
+            secret_file: None,
+            insecure_dev: true,
             test_break: None,
         }
     }

@@ -210,6 +210,17 @@ pub enum SuperblockError {
         /// What is wrong with each copy.
         damaged: Vec<CopyDamage>,
     },
+    /// The newest intact copy holds a value no running replica can have written (a view
+    /// past `wire::VIEW_MAX`, a log view past the view, a commit point past
+    /// `wire::OP_MAX`): its checksum says the bytes are as written, so whatever wrote
+    /// them was not this cluster's code. Refused rather than run on: the core's
+    /// arithmetic on it would overflow.
+    Impossible {
+        /// The superblock file.
+        path: String,
+        /// What is impossible about it.
+        problem: String,
+    },
     /// An extension longer than [`SUPERBLOCK_EXTENSION_BYTES_MAX`].
     ExtensionTooLong {
         /// Its length in bytes.
@@ -267,6 +278,11 @@ impl fmt::Display for SuperblockError {
                 }
                 write!(f, "); restore the directory or rebuild this replica from its peers")
             }
+            Self::Impossible { path, problem } => write!(
+                f,
+                "{path}: {problem}; no replica of this cluster writes such a superblock, so refusing to start on it \
+                 (restore the directory or rebuild this replica from its peers)"
+            ),
             Self::ExtensionTooLong { len } => write!(
                 f,
                 "superblock extension of {len} bytes exceeds SUPERBLOCK_EXTENSION_BYTES_MAX {SUPERBLOCK_EXTENSION_BYTES_MAX}"
@@ -290,6 +306,26 @@ fn io_error<'a>(path: &'a str, action: &'static str) -> impl FnOnce(io::Error) -
         path: path.to_owned(),
         action,
         source,
+    }
+}
+
+/// What no replica can have written into a superblock, if anything.
+fn impossible(state: &SuperblockState) -> Option<String> {
+    use crate::wire::{OP_MAX, VIEW_MAX};
+    if state.view > VIEW_MAX {
+        Some(format!(
+            "view {} is past the largest possible view {VIEW_MAX}",
+            state.view
+        ))
+    } else if state.log_view > state.view {
+        Some(format!("log view {} is past the view {}", state.log_view, state.view))
+    } else if state.commit_max > OP_MAX {
+        Some(format!(
+            "commit point {} is past the largest possible op {OP_MAX}",
+            state.commit_max
+        ))
+    } else {
+        None
     }
 }
 
@@ -539,6 +575,9 @@ impl<S: DurableStorage> SuperblockFile<S> {
                 found: winner.identity,
             });
         }
+        if let Some(problem) = impossible(&winner.state) {
+            return Err(SuperblockError::Impossible { path, problem });
+        }
         let report = SuperblockOpenReport {
             sequence: newest,
             damaged,
@@ -636,6 +675,44 @@ mod tests {
             commit_max: view * 10,
             extension: vec![view as u8; 7],
         }
+    }
+
+    #[test]
+    fn a_superblock_holding_a_view_no_replica_can_reach_refuses_to_open_naming_the_file() {
+        let (storage, root) = temp_storage("impossible");
+        let mut superblock = ready(SuperblockFile::format(&storage, "", identity())).expect("format");
+        // What a forged StartViewChange for view 2^64-1 left on every node's disk.
+        let forged = SuperblockState {
+            view: u64::MAX,
+            log_view: 3,
+            commit_max: 30,
+            extension: Vec::new(),
+        };
+        ready(superblock.write(forged)).expect("the write itself is not checked");
+        let refused = ready(SuperblockFile::open(&storage, "", identity())).expect_err("impossible view");
+        let text = refused.to_string();
+        assert!(matches!(refused, SuperblockError::Impossible { .. }), "{refused:?}");
+        assert!(
+            text.contains(SUPERBLOCK_FILE) && text.contains("view 18446744073709551615"),
+            "{text}"
+        );
+        let backwards = SuperblockState {
+            view: 4,
+            log_view: 5,
+            ..state(6)
+        };
+        ready(superblock.write(backwards)).expect("write");
+        let refused = ready(SuperblockFile::open(&storage, "", identity())).expect_err("log view past view");
+        assert!(
+            refused.to_string().contains("log view 5 is past the view 4"),
+            "{refused}"
+        );
+        ready(superblock.write(state(6))).expect("write");
+        assert!(
+            ready(SuperblockFile::open(&storage, "", identity())).is_ok(),
+            "a sane state opens"
+        );
+        std::fs::remove_dir_all(root).expect("cleanup");
     }
 
     #[test]

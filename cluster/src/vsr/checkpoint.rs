@@ -394,7 +394,12 @@ mod proptests {
     /// A checkpoint's parts: header, digest, client table bytes, state.
     fn checkpoint() -> impl Strategy<Value = (Header, u128, Vec<u8>, Vec<u8>)> {
         (
-            any::<(u64, u64, u128, u128)>(),
+            (
+                0..=crate::wire::OP_MAX,
+                0..=crate::wire::VIEW_MAX,
+                any::<u128>(),
+                any::<u128>(),
+            ),
             prop::collection::btree_map(
                 any::<u128>(),
                 (any::<u64>(), prop::collection::vec(any::<u8>(), 0..32)),

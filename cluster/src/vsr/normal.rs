@@ -34,6 +34,14 @@ pub enum ClientError {
     PermissionDenied = 4,
     /// The session's user was deleted or deactivated: log in again. Never taken.
     Unauthenticated = 5,
+    /// The request's operation is unknown to the group, or its body does not decode
+    /// as that operation's: a client of another version, or a broken one. Never taken;
+    /// sending it again gets the same answer.
+    Malformed = 6,
+    /// Too many failed logins lately from the client's address or for the user it
+    /// named (see `runtime::tcp::login_throttle`): the login was not tried. Never
+    /// taken; try again after a pause.
+    Throttled = 7,
 }
 
 impl ClientError {
@@ -50,6 +58,8 @@ impl ClientError {
             [3] => Some(ClientError::Unbound),
             [4] => Some(ClientError::PermissionDenied),
             [5] => Some(ClientError::Unauthenticated),
+            [6] => Some(ClientError::Malformed),
+            [7] => Some(ClientError::Throttled),
             _ => None,
         }
     }
@@ -124,7 +134,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             return;
         }
         if !self.state_machine.validate_request(header.operation, body) {
-            self.stats.frames_rejected += 1;
+            // Answered, not dropped: a silent drop left the client waiting out its
+            // whole budget to report an unknown outcome for a request never taken.
+            self.stats.requests_malformed += 1;
+            self.refuse_with(from, &header, ClientError::Malformed);
             return;
         }
         match self.clients.check(header.client, header.request) {

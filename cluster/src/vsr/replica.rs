@@ -87,6 +87,13 @@ pub struct ReplicaStats {
     pub frames_rejected: u64,
     /// Frames for another cluster or group.
     pub frames_misrouted: u64,
+    /// Replica messages whose sender, as the transport authenticated it, is not the
+    /// replica the header names (or not a replica at all: a prepare from a client).
+    /// Refused unread: only a replica speaks for itself.
+    pub frames_sender_mismatch: u64,
+    /// Requests refused `Malformed`: an operation the state machine does not know, or
+    /// a body that does not decode as its operation's.
+    pub requests_malformed: u64,
     /// Superblock writes that failed (the replica stayed silent).
     pub superblock_write_failures: u64,
     /// Views started with this replica as primary.
@@ -755,11 +762,25 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         {
             self.peers_closed &= !bit(sender);
         }
-        // A prepare names the replica that prepared it, not the one relaying it (chain
-        // forwarding, retransmits after a view change), so it is accepted from anyone:
-        // its checksum and view decide. Every other replica message names its sender.
-        let from_replica =
-            Some(header.replica).filter(|&replica| replica < self.config.replicas && replica != self.config.replica);
+        // Who sent it is the transport's word (an authenticated peer connection, or the
+        // simulated network's sender), never the header's: a header is only checksummed,
+        // so anyone can write any replica index into one. A prepare names the replica
+        // that prepared it, not the one relaying it (chain forwarding, retransmits after
+        // a view change), so it is accepted from any replica: its checksum and view
+        // decide. Every other replica message must come from the replica it names.
+        let from_any_replica = from.0 < u32::from(self.config.replicas);
+        let from_replica = Some(header.replica).filter(|&replica| {
+            replica < self.config.replicas && replica != self.config.replica && from.0 == u32::from(replica)
+        });
+        let sender_mismatch = match header.command {
+            Command::Request => false,
+            Command::Prepare => !from_any_replica,
+            _ => from.0 != u32::from(header.replica),
+        };
+        if sender_mismatch {
+            self.stats.frames_sender_mismatch += 1;
+            return;
+        }
         match (header.command, from_replica) {
             (Command::Request, _) => self.on_request(from, header, body),
             (Command::Prepare, _) => self.on_prepare(header, frame),

@@ -299,6 +299,20 @@ impl Header {
         }
         let mut size = [0u8; 4];
         size.copy_from_slice(&bytes[SIZE_OFFSET..SIZE_OFFSET + 4]);
+        // Numbers no honest frame can hold are refused here, once, for every header
+        // that enters: from a peer, a client, a body (a DoViewChange's headers) or a disk.
+        for (field, offset, max) in [
+            ("view", 96, super::VIEW_MAX),
+            ("log_view", 136, super::VIEW_MAX),
+            ("op", 104, super::OP_MAX),
+            ("commit", 112, super::OP_MAX),
+            ("timestamp", 128, super::TIMESTAMP_MAX_MICROS),
+        ] {
+            let value = u64_at(bytes, offset);
+            if value > max {
+                return Err(FrameError::OutOfRange { field, value, max });
+            }
+        }
         Ok(Self {
             checksum: u128_at(bytes, 0),
             checksum_body: u128_at(bytes, 16),
@@ -366,6 +380,32 @@ mod tests {
         let decoded = Header::decode_verified(&bytes).expect("valid");
         assert_eq!(decoded.checksum, header.compute_checksum());
         assert_eq!(Header { checksum: 0, ..decoded }, header);
+    }
+
+    #[test]
+    fn numbers_no_honest_frame_holds_are_refused_with_the_field_named() {
+        let mut header = Header::new(Command::StartViewChange);
+        header.view = super::super::VIEW_MAX;
+        assert!(
+            Header::decode_verified(&header.to_bytes()).is_ok(),
+            "the bound itself is allowed"
+        );
+        for (field, set) in [
+            ("view", (|h: &mut Header| h.view = u64::MAX) as fn(&mut Header)),
+            ("log_view", |h| h.log_view = super::super::VIEW_MAX + 1),
+            ("op", |h| h.op = u64::MAX),
+            ("commit", |h| h.commit = super::super::OP_MAX + 1),
+            ("timestamp", |h| h.timestamp = u64::MAX),
+        ] {
+            let mut header = Header::new(Command::StartViewChange);
+            set(&mut header);
+            let refused = Header::decode_verified(&header.to_bytes()).expect_err(field);
+            assert!(
+                matches!(refused, FrameError::OutOfRange { field: named, .. } if named == field),
+                "{field}: {refused:?}"
+            );
+            assert!(refused.to_string().contains(field), "{refused}");
+        }
     }
 
     #[test]

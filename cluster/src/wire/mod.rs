@@ -18,6 +18,24 @@ use std::fmt;
 /// StartView's headers (128 x 256 bytes) with room to spare.
 pub const FRAME_BYTES_MAX: usize = 1 << 20;
 
+/// Largest view number a header may carry. A view moves by one per view change, so a
+/// cluster that changed view every millisecond would need 8,900 years to reach it; a
+/// larger value is not a view but a forged or broken frame. Bounding it at decode time
+/// leaves `2^64 - 2^48` of headroom, so `view + 1` anywhere in the core cannot overflow
+/// on a number that came from outside (found by a forged StartViewChange for view
+/// `2^64-1`, which moved every node there and then panicked them all on the next
+/// view change).
+pub const VIEW_MAX: u64 = 1 << 48;
+
+/// Largest op number (and commit point, and byte offset in a checkpoint exchange) a
+/// header may carry: a million ops a second for 2,000 years. Same reason as
+/// [`VIEW_MAX`]: arithmetic on a checked op never overflows.
+pub const OP_MAX: u64 = 1 << 56;
+
+/// Largest timestamp a header may carry, in microseconds since the Unix epoch (the
+/// year 146,000): the primary computes `last + 1` on the timestamps it inherits.
+pub const TIMESTAMP_MAX_MICROS: u64 = 1 << 62;
+
 /// Offset of the command byte in a frame, so the network can filter and count by
 /// message type without decoding.
 pub const COMMAND_OFFSET: usize = header::COMMAND_OFFSET;
@@ -66,6 +84,16 @@ pub enum FrameError {
     },
     /// Reserved header bytes are not zero.
     ReservedNotZero,
+    /// A number in the header is past what any real frame can hold ([`VIEW_MAX`],
+    /// [`OP_MAX`], [`TIMESTAMP_MAX_MICROS`]).
+    OutOfRange {
+        /// The header field.
+        field: &'static str,
+        /// Its value.
+        value: u64,
+        /// The largest value allowed.
+        max: u64,
+    },
 }
 
 impl fmt::Display for FrameError {
@@ -84,6 +112,12 @@ impl fmt::Display for FrameError {
             FrameError::BodyChecksum => write!(f, "body checksum mismatch (corrupted in transit or on disk)"),
             FrameError::UnknownCommand { command } => write!(f, "unknown command byte {command}"),
             FrameError::ReservedNotZero => write!(f, "reserved header bytes are not zero"),
+            FrameError::OutOfRange { field, value, max } => {
+                write!(
+                    f,
+                    "header field {field} is {value}, past its largest possible value {max}"
+                )
+            }
         }
     }
 }

@@ -19,7 +19,21 @@ pub(crate) fn identity() -> Identity {
 }
 
 pub(crate) fn superblock_state() -> impl Strategy<Value = SuperblockState> {
-    arbitrary! { SuperblockState { view: any::<u64>(), log_view: any::<u64>(), commit_max: any::<u64>(), extension: bytes(200) } }
+    // What a replica can write: a view up to `wire::VIEW_MAX`, a log view not past it, a
+    // commit point up to `wire::OP_MAX` (anything else is refused at open as impossible).
+    (
+        0..=cluster::wire::VIEW_MAX,
+        any::<u64>(),
+        0..=cluster::wire::OP_MAX,
+        bytes(200),
+    )
+        .prop_map(|(view, log_view, commit_max, extension)| SuperblockState {
+            view,
+            log_view: log_view % (view + 1),
+            commit_max,
+            extension,
+        })
+        .boxed()
 }
 
 /// A formatted superblock file after writing each of `states` in turn.

@@ -37,7 +37,7 @@ pub(crate) use cluster::partition::{
 #[allow(unused_imports)]
 pub(crate) use cluster::runtime::framing::{ReadFrameError, read_frame};
 #[allow(unused_imports)]
-pub(crate) use cluster::runtime::tcp::{PEER_HELLO_BYTES, PeerHello};
+pub(crate) use cluster::runtime::handshake::{HELLO_BYTES as PEER_HELLO_BYTES, Hello as PeerHello, NONCE_BYTES};
 #[allow(unused_imports)]
 pub(crate) use cluster::seam::{DurableFile, DurableStorage, OpenMode, ProcessId, validate_relative_path};
 #[allow(unused_imports)]

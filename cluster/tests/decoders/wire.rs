@@ -11,7 +11,9 @@ pub(crate) fn command() -> impl Strategy<Value = Command> {
     prop::sample::select(Command::ALL.to_vec())
 }
 
-/// A header with every field arbitrary (sealing sets `size` and the checksums).
+/// A header with every field arbitrary within what a header may hold (sealing sets
+/// `size` and the checksums): views, ops, commit points and timestamps are drawn up
+/// to their bounds (`wire::VIEW_MAX` and the like), past which no header decodes.
 pub(crate) fn header() -> impl Strategy<Value = Header> {
     (any::<[u128; 4]>(), any::<[u64; 9]>(), command(), any::<[u8; 3]>()).prop_map(|(wide, narrow, command, small)| {
         let mut header = Header::new(command);
@@ -28,6 +30,11 @@ pub(crate) fn header() -> impl Strategy<Value = Header> {
             header.nonce,
         ] = narrow;
         [header.replica, header.operation, header.flags] = small;
+        header.view %= wire::VIEW_MAX + 1;
+        header.log_view %= wire::VIEW_MAX + 1;
+        header.op %= wire::OP_MAX + 1;
+        header.commit %= wire::OP_MAX + 1;
+        header.timestamp %= wire::TIMESTAMP_MAX_MICROS + 1;
         header.size = (HEADER_BYTES as u32).wrapping_add(narrow[0] as u32 % 4096);
         header
     })
@@ -260,10 +267,14 @@ proptest! {
         cluster in any::<u64>(),
         replica in any::<u8>(),
         replicas in any::<u8>(),
-        input in any::<[u8; PEER_HELLO_BYTES]>(),
+        nonce in any::<[u8; NONCE_BYTES]>(),
+        input in prop::collection::vec(any::<u8>(), PEER_HELLO_BYTES),
         flip in 0..PEER_HELLO_BYTES * 8,
     ) {
-        let hello = PeerHello { cluster, replica, replicas };
+        let hello = PeerHello { cluster, replica, replicas, nonce };
+        let mut random = [0u8; PEER_HELLO_BYTES];
+        random.copy_from_slice(&input);
+        let input = random;
         let bytes = hello.encode();
         prop_assert_eq!(PeerHello::decode(&bytes), Ok(hello));
         // The hello has no checksum: a flipped bit is refused (magic, padding) or gives

@@ -100,6 +100,9 @@ pub fn node_binary() -> &'static str {
     env!("CARGO_BIN_EXE_node")
 }
 
+/// The name of the cluster secret's file in a test's directory.
+pub const SECRET_FILE: &str = "cluster.secret";
+
 impl LoopbackCluster {
     /// A cluster of `replicas` nodes (not started yet), in a fresh directory named
     /// after `test`.
@@ -107,6 +110,8 @@ impl LoopbackCluster {
         let dir = std::env::temp_dir().join(format!("cluster-loopback-{test}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).expect("test directory");
+        // The cluster secret every node proves itself with, as an operator would give it.
+        fs::write(dir.join(SECRET_FILE), format!("loopback-secret-of-{test}\n")).expect("secret file");
         let addresses = free_addresses(replicas * 2);
         let roster = (0..replicas)
             .map(|i| (addresses[2 * i], addresses[2 * i + 1]))
@@ -124,6 +129,11 @@ impl LoopbackCluster {
     /// The test's directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The file holding the cluster's secret.
+    pub fn secret_file(&self) -> PathBuf {
+        self.dir.join(SECRET_FILE)
     }
 
     /// Node `index`'s data directory.
@@ -166,6 +176,8 @@ impl LoopbackCluster {
             .arg(self.shards.to_string())
             .arg("--roster")
             .arg(self.roster_flag())
+            .arg("--secret-file")
+            .arg(self.secret_file())
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::null());

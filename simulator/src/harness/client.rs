@@ -491,7 +491,12 @@ impl<B: Bus> ClientTask<B> {
                 }
             }
             Some(ClientError::Unbound) => return self.bind(outstanding, reply),
-            Some(ClientError::PermissionDenied | ClientError::Unauthenticated) => {
+            Some(
+                ClientError::PermissionDenied
+                | ClientError::Unauthenticated
+                | ClientError::Malformed
+                | ClientError::Throttled,
+            ) => {
                 let mut stats = self.stats.borrow_mut();
                 stats.denied += 1;
                 let mut hash = Fnv1a64::from_state(stats.reply_hash);

@@ -409,6 +409,16 @@ fn check_never_back<S: StateMachine>(visit: &Visit<'_, S>, watch: &mut GroupWatc
             ),
         ));
     }
+    if replica.stats().frames_sender_mismatch > 0 {
+        return Err(fail(
+            "forged sender",
+            format!(
+                "replica {index} group {group:#x} received {} replica messages whose header names another sender \
+                 than the one the network delivered them from (no honest replica sends one)",
+                replica.stats().frames_sender_mismatch
+            ),
+        ));
+    }
     if replica.stats().frames_misrouted > 0 {
         return Err(fail(
             "misrouted frame",

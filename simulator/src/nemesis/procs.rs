@@ -135,6 +135,12 @@ impl Nodes {
         self.dir.join(format!("data-{node}"))
     }
 
+    /// The file holding the cluster's secret, shared by every node (written on the
+    /// first start: the nemesis runs the nodes as an operator would, authenticated).
+    pub fn secret_file(&self) -> PathBuf {
+        self.dir.join("cluster.secret")
+    }
+
     /// Whether node `node` has a process.
     pub fn is_running(&self, node: usize) -> bool {
         self.running[node].is_some()
@@ -167,6 +173,11 @@ impl Nodes {
         let err = file
             .try_clone()
             .map_err(|error| format!("{}: {error}", log.display()))?;
+        let secret = self.secret_file();
+        if !secret.exists() {
+            std::fs::write(&secret, format!("nemesis-secret-of-{}\n", self.command.cluster))
+                .map_err(|error| format!("writing {}: {error}", secret.display()))?;
+        }
         let c = &self.command;
         let mut argv: Vec<String> = c.prefixes[node].clone();
         if c.fiu {
@@ -199,6 +210,8 @@ impl Nodes {
             self.data_dir(node).display().to_string(),
             "--roster".into(),
             c.roster.clone(),
+            "--secret-file".into(),
+            self.secret_file().display().to_string(),
         ]);
         argv.extend(c.extra.iter().cloned());
         let mut process = Command::new(&argv[0]);

@@ -182,7 +182,7 @@ fn an_entry_reads_its_header_back_from_its_frame_and_keeps_it_when_the_frame_goe
 #[test]
 fn the_fields_read_in_place_are_the_decoded_headers() {
     let mut header = Header::new(Command::Prepare);
-    header.op = 0x0102_0304_0506_0708;
+    header.op = 0x0002_0304_0506_0708;
     header.parent = 0x1112_1314_1516_1718_191a_1b1c_1d1e_1f20;
     let frame = crate::wire::seal_header(header, b"body");
     let (header, _) = crate::wire::open(&frame).expect("a frame just sealed opens");
