@@ -8,7 +8,9 @@
 # - a C compiler driver `cc` links the test binaries (rustup does not ship one);
 # - the loopback tests drive real `node` processes and fail a node's fdatasync with
 #   Debian's `strace` (cluster/tests/failover.rs), which must be allowed to trace
-#   (ptrace: a container needs the SYS_PTRACE capability).
+#   (ptrace: a container needs the SYS_PTRACE capability);
+# - the hostile-input suite needs about 12,000 open files (the soft limit is raised to
+#   the hard one here).
 # A missing Debian package is installed (scripts/install-test-tools.sh) when the script
 # runs as root with apt-get, as CI does; otherwise the package is named with the command
 # that installs it, and the suite does not start. Nothing touches the network when
@@ -58,5 +60,14 @@ if ! probe=$(strace -f -qq -o /dev/null -e trace=fdatasync -e inject=fdatasync:e
   say "allow ptrace (in a container: --cap-add=SYS_PTRACE; or kernel.yama.ptrace_scope=0), or use strace 4.15 or newer"
   exit 1
 fi
+
+# The hostile-input suite (cluster/tests/hostile.rs) holds 5,000 idle connections at
+# once: raise the soft limit on open files to the hard one (no privilege needed).
+hard=$(ulimit -Hn)
+if [ "$hard" != unlimited ] && [ "$hard" -lt 12000 ]; then
+  say "the hard limit on open files is $hard; the hostile-input suite needs 12000 (raise it: ulimit -Hn, or the container's nofile)"
+  exit 1
+fi
+ulimit -Sn "$hard"
 
 exec cargo test --workspace --locked "$@"

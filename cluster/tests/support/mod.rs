@@ -95,9 +95,19 @@ pub fn free_addresses(count: usize) -> Vec<SocketAddr> {
         .collect()
 }
 
-/// The `node` binary cargo built for this test.
-pub fn node_binary() -> &'static str {
-    env!("CARGO_BIN_EXE_node")
+/// The environment variable naming another `node` binary to test instead of this
+/// build's: how the hostile-input suite is shown to fail on an older build. Such a
+/// binary is started without `--secret-file` (older builds have no such flag).
+pub const NODE_UNDER_TEST_ENV: &str = "NODE_UNDER_TEST";
+
+/// The `node` binary under test: this build's, unless [`NODE_UNDER_TEST_ENV`] names one.
+pub fn node_binary() -> String {
+    std::env::var(NODE_UNDER_TEST_ENV).unwrap_or_else(|_| env!("CARGO_BIN_EXE_node").to_owned())
+}
+
+/// Whether the node under test is another build's (see [`NODE_UNDER_TEST_ENV`]).
+pub fn testing_another_build() -> bool {
+    std::env::var_os(NODE_UNDER_TEST_ENV).is_some()
 }
 
 /// The name of the cluster secret's file in a test's directory.
@@ -146,6 +156,16 @@ impl LoopbackCluster {
         self.roster.iter().map(|(_, client)| *client).collect()
     }
 
+    /// The replica addresses in replica order (where peers dial).
+    pub fn replica_addresses(&self) -> Vec<SocketAddr> {
+        self.roster.iter().map(|(replica, _)| *replica).collect()
+    }
+
+    /// The process id of node `index`, if it runs.
+    pub fn pid(&self, index: usize) -> Option<u32> {
+        self.nodes[index].as_ref().map(|node| node.child.id())
+    }
+
     /// The `--roster` flag's value.
     pub fn roster_flag(&self) -> String {
         cluster::server::roster_flag(&self.roster)
@@ -176,11 +196,12 @@ impl LoopbackCluster {
             .arg(self.shards.to_string())
             .arg("--roster")
             .arg(self.roster_flag())
-            .arg("--secret-file")
-            .arg(self.secret_file())
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::null());
+        if !testing_another_build() {
+            command.arg("--secret-file").arg(self.secret_file());
+        }
         command
     }
 
