@@ -112,6 +112,7 @@ impl std::ops::AddAssign for NodeStats {
         mine.frames_unknown_group += theirs.frames_unknown_group;
         mine.frames_rejected += theirs.frames_rejected;
         mine.batches_received += theirs.batches_received;
+        mine.frames_refused_not_from_replica += theirs.frames_refused_not_from_replica;
         mine.groups_opened += theirs.groups_opened;
         mine.groups_closed += theirs.groups_closed;
         mine.groups_deleted_skipped += theirs.groups_deleted_skipped;

@@ -44,6 +44,9 @@ pub struct ShardStats {
     pub frames_rejected: u64,
     /// Batches taken apart (`wire::batch`); their frames are then counted as any other.
     pub batches_received: u64,
+    /// Protocol frames (anything but a request) from a process that is not a replica,
+    /// refused unread.
+    pub frames_refused_not_from_replica: u64,
     /// Partition groups opened.
     pub groups_opened: u64,
     /// Partition groups dropped (deleted partitions).
@@ -351,6 +354,14 @@ impl<P: StoreProvider> Shard<P> {
             self.stats.frames_rejected += 1;
             return;
         };
+        // Only a replica speaks the protocol: anyone else (a client's connection, or in
+        // the simulator any process that is not a replica) may only ask. The transport
+        // already holds client connections to requests and authenticates peers; this
+        // holds every path to the same rule.
+        if from.0 >= u32::from(self.config.replicas) && header.command != Command::Request {
+            self.stats.frames_refused_not_from_replica += 1;
+            return;
+        }
         if header.command == Command::Batch {
             self.on_batch(from, &header, &frame, realtime_micros);
             return;

@@ -17,7 +17,7 @@ use std::io;
 
 use std::time::Duration;
 
-use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt};
 
 use crate::wire::{self, FRAME_BYTES_MAX, FrameError, HEADER_BYTES, Header};
 
@@ -159,6 +159,29 @@ async fn append_until<R: AsyncBufRead + Unpin>(stream: &mut R, frame: &mut Vec<u
     Ok(true)
 }
 
+/// The least a body read grows the frame by: small next to any buffer, large enough
+/// that a big body is read in few system calls.
+pub const BODY_STEP_MIN_BYTES: usize = 4 * 1024;
+
+/// Read a body into `frame` until it holds `size` bytes; `Ok(false)` if the stream
+/// ended first. Each step asks for at most what has arrived so far (doubling from
+/// [`BODY_STEP_MIN_BYTES`]), so the frame's allocation is never more than twice the
+/// bytes received plus that step, whatever size the header declared; a step larger
+/// than the reader's buffer is read straight into the frame, in one system call.
+async fn read_body<R: AsyncBufRead + Unpin>(stream: &mut R, frame: &mut Vec<u8>, size: usize) -> io::Result<bool> {
+    while frame.len() < size {
+        let step = (size - frame.len()).min(frame.len().max(BODY_STEP_MIN_BYTES));
+        frame.reserve_exact(step);
+        match (&mut *stream).take(step as u64).read_buf(frame).await {
+            Ok(0) => return Ok(false),
+            Ok(_) => {}
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(true)
+}
+
 async fn read_started_frame<R: AsyncBufRead + Unpin>(stream: &mut R, cluster: u64) -> Result<Vec<u8>, ReadFrameError> {
     let mut frame = Vec::with_capacity(HEADER_BYTES);
     if !append_until(stream, &mut frame, HEADER_BYTES)
@@ -187,10 +210,7 @@ async fn read_started_frame<R: AsyncBufRead + Unpin>(stream: &mut R, cluster: u6
             cluster: header.cluster,
         });
     }
-    if !append_until(stream, &mut frame, size)
-        .await
-        .map_err(ReadFrameError::Io)?
-    {
+    if !read_body(stream, &mut frame, size).await.map_err(ReadFrameError::Io)? {
         return Err(ReadFrameError::Truncated { received: frame.len() });
     }
     wire::open(&frame).map_err(ReadFrameError::Invalid)?;

@@ -55,12 +55,16 @@ impl TcpTransport {
     /// if its address or user has failed too often lately, else remembered so that its
     /// answer's failure counts (true: deliver it). Any other request: true.
     fn screen_login(&self, process: ProcessId, address: SocketAddr, frame: &[u8]) -> bool {
-        let Ok((header, body)) = crate::wire::open(frame) else {
+        // The reader verified the whole frame; only the header is read again here, so
+        // a request that is not a login costs a header decode, not a second checksum
+        // of its body.
+        let Some(header) = frame.get(..HEADER_BYTES).and_then(|bytes| Header::decode(bytes).ok()) else {
             return true;
         };
         if header.group != METADATA_GROUP || !MetadataOp::is_login_operation(header.operation) {
             return true;
         }
+        let body = &frame[HEADER_BYTES..];
         let user = match MetadataOp::decode(body) {
             Ok(MetadataOp::LoginUser { username, .. }) => Some(username),
             // A token names no user; an undecodable login is the group's to refuse.
