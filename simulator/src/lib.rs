@@ -4,6 +4,7 @@
 //! loss, partitions, task order, crashes) from one 64-bit seed, so a run replays
 //! bit for bit on the same build. See `ARCHITECTURE.md` for the map.
 
+pub mod adversary;
 pub mod bus;
 pub mod campaign;
 pub mod clock;

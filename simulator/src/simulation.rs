@@ -40,6 +40,7 @@ use std::rc::Rc;
 use cluster::seam::{Inbox, InboxPush, ProcessId, TICK_MICROS};
 use cluster::wire;
 
+use crate::adversary::{Adversary, AdversaryStats};
 use crate::bus::{Outbox, SimBus};
 use crate::clock::SimClock;
 use crate::executor::{DetExecutor, ExecutorError};
@@ -115,6 +116,9 @@ pub struct SimulationConfig {
     pub shards: usize,
     /// The network they share.
     pub network: NetworkConfig,
+    /// Per tick, the probability that the adversary (see [`crate::adversary`]) sends a
+    /// replica a forged, replayed or foreign frame; 0 for none (it then draws nothing).
+    pub adversary_probability: f64,
 }
 
 impl SimulationConfig {
@@ -127,6 +131,7 @@ impl SimulationConfig {
             clients,
             shards,
             network: NetworkConfig::perfect(),
+            adversary_probability: 0.0,
         }
     }
 }
@@ -188,6 +193,13 @@ pub struct Simulation {
     close_notices: bool,
     /// Notices on their way: (due network tick, receiver, crashed peer), in crash order.
     closes_in_flight: Vec<(u64, usize, usize)>,
+    /// The adversary, when the run has one.
+    adversary: Option<Adversary>,
+    /// Per process since it last started: the adversary's frames handed to it, (in
+    /// range, out of range: refused at decode).
+    adversary_delivered: Vec<(u64, u64)>,
+    /// The adversary's frames handed to any replica over the whole run.
+    adversary_delivered_total: u64,
 }
 
 impl Simulation {
@@ -225,6 +237,52 @@ impl Simulation {
             entry_shard: SimRng::new(seeds.entry_shard),
             close_notices: false,
             closes_in_flight: Vec::new(),
+            adversary: (config.adversary_probability > 0.0).then(|| Adversary::new(seed, config.adversary_probability)),
+            adversary_delivered: vec![(0, 0); config.replicas + config.clients],
+            adversary_delivered_total: 0,
+        }
+    }
+
+    /// What the adversary sent so far; `None` if the run has none.
+    pub fn adversary_stats(&self) -> Option<AdversaryStats> {
+        self.adversary.as_ref().map(Adversary::stats)
+    }
+
+    /// The adversary's frames handed to any replica over the whole run.
+    pub fn adversary_delivered_total(&self) -> u64 {
+        self.adversary_delivered_total
+    }
+
+    /// The adversary's frames handed to `process` since it last started: (in range,
+    /// out of range).
+    pub fn adversary_delivered(&self, process: usize) -> (u64, u64) {
+        self.adversary_delivered.get(process).copied().unwrap_or((0, 0))
+    }
+
+    /// The adversary's move this tick (it watched what replicas sent as it was
+    /// delivered): maybe send a frame of its own to an up, unpaused replica (from its own process id, past every process).
+    fn adversary_turn(&mut self) {
+        let Some(adversary) = self.adversary.as_mut() else {
+            return;
+        };
+        let replicas = self.network.replicas();
+        let Some(forged) = adversary.forge() else { return };
+        let up: Vec<usize> = (0..replicas)
+            .filter(|&index| self.processes[index].up && self.processes[index].paused_until.is_none())
+            .collect();
+        let Some(target) = adversary.target(&up) else { return };
+        let slot = &self.processes[target];
+        let shard = adversary.entry_shard(slot.inboxes.len());
+        // Process counts are far below u32::MAX.
+        let outsider = ProcessId(self.processes.len() as u32);
+        if slot.inboxes[shard].push(outsider, forged.frame) == InboxPush::Queued {
+            self.adversary_delivered_total += 1;
+            let delivered = &mut self.adversary_delivered[target];
+            if forged.out_of_range {
+                delivered.1 += 1;
+            } else {
+                delivered.0 += 1;
+            }
         }
     }
 
@@ -341,6 +399,7 @@ impl Simulation {
         for inbox in &mut slot.inboxes {
             *inbox = Inbox::new();
         }
+        self.adversary_delivered[process.index()] = (0, 0);
         slot.outbox = Rc::new(RefCell::new(Vec::new()));
         self.network.restart(process.index());
         self.stats.restarts += 1;
@@ -371,6 +430,12 @@ impl Simulation {
             // Process indices fit u32: the world is built from a usize count far below it.
             let from = ProcessId(delivered.from as u32);
             let corrupted = delivered.corrupted;
+            if let Some(adversary) = self.adversary.as_mut()
+                && delivered.from < self.network.replicas()
+                && !corrupted
+            {
+                adversary.watch(&delivered.payload.0);
+            }
             let shard = if slot.inboxes.len() > 1 {
                 // The count is a small usize, so the draw fits back.
                 self.entry_shard.below(slot.inboxes.len() as u64) as usize
@@ -386,6 +451,9 @@ impl Simulation {
             }
         }
         self.deliveries = deliveries;
+        if self.adversary.is_some() {
+            self.adversary_turn();
+        }
         self.deliver_close_notices();
         self.run_to_quiescence()?;
 

@@ -64,6 +64,7 @@ fn harness(
             clients: 1,
             shards: 1,
             network,
+            adversary_probability: 0.0,
         })
     };
     let harness = Harness::new(seed, &config, driver.clone());

@@ -176,6 +176,16 @@ fn summarize(report: &CampaignReport, dir: &std::path::Path, known: Option<&[Str
         report.runs.len()
     );
     println!("{}", report.failover_line());
+    let (sent, refused) = report.runs.iter().fold((0, 0), |(sent, refused), run| {
+        (sent + run.adversary_sent, refused + run.adversary_refused)
+    });
+    let attacked = report.runs.iter().filter(|run| run.adversary_sent > 0).count();
+    if attacked > 0 {
+        println!(
+            "adversary: {sent} forged, replayed or foreign frames sent over {attacked} runs; {refused} reached a \
+             replica, and every one was refused (a run where one was not fails `adversary frame acted on`)"
+        );
+    }
     let reached = report.coverage();
     let never = report.marks_never_reached();
     println!(

@@ -73,6 +73,13 @@ pub struct RunRecord {
     /// State transfers installed (absent from older reports).
     #[serde(default)]
     pub transfers_installed: u64,
+    /// Frames the adversary sent (absent without one, and from older reports).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub adversary_sent: u64,
+    /// Of those, the ones that reached a replica: every one refused, or the run
+    /// failed (absent without an adversary).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub adversary_refused: u64,
     /// Failover time of each primary loss that ended, ticks, ascending (absent from
     /// older reports; see `harness::failover`).
     #[serde(default)]
@@ -432,4 +439,9 @@ impl CampaignReport {
             .dedup_by(|later, first| later.signature == first.signature);
         Ok(merged)
     }
+}
+
+/// For `skip_serializing_if`: a count that is zero is left out of the report.
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }

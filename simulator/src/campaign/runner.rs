@@ -46,6 +46,8 @@ pub fn execute(run: &PlannedRun, campaign: &str) -> RunRecord {
         ops_compared: 0,
         checkpoints: 0,
         transfers_installed: 0,
+        adversary_sent: 0,
+        adversary_refused: 0,
         failover_ticks: Vec::new(),
         failover_unresolved: 0,
         spurious_view_changes: 0,
@@ -61,6 +63,7 @@ pub fn execute(run: &PlannedRun, campaign: &str) -> RunRecord {
             record.ops_compared = report.ops_compared;
             record.checkpoints = report.checkpoints;
             record.transfers_installed = report.transfers_installed;
+            (record.adversary_sent, record.adversary_refused) = report.adversary;
             record.failover_ticks = report.failover.ended_ticks.clone();
             record.failover_unresolved = report.failover.unresolved;
             record.spurious_view_changes = report.failover.spurious;

@@ -536,6 +536,9 @@ impl FuzzArgs {
         if let Some(probability) = self.run.power_outage_prob {
             parts.push(format!("--power-outage-prob {probability}"));
         }
+        if let Some(probability) = self.run.adversary_prob {
+            parts.push(format!("--adversary-prob {probability}"));
+        }
         parts.extend(self.run.network.flags());
         parts.join(" ")
     }
@@ -561,6 +564,8 @@ mod tests {
             "77",
             "--disk-slow-prob",
             "0.25",
+            "--adversary-prob",
+            "0.125",
         ])
         .expect("valid flags");
         assert_eq!(args.seed, Some(16));
@@ -576,6 +581,7 @@ mod tests {
         assert_eq!(reparsed.run.network.partition_mode, Some(PartitionMode::IsolateSingle));
         assert_eq!(reparsed.ticks, 77);
         assert_eq!(reparsed.run.disk_slow_prob, Some(0.25));
+        assert_eq!(reparsed.run.adversary_prob, Some(0.125));
         let (from_command, seed) = FuzzArgs::from_repro_command(&command).expect("reads back");
         assert_eq!((from_command.repro_command(seed), seed), (command, 16));
     }

@@ -92,6 +92,9 @@ pub struct RunReport {
     /// Primary losses, their failover times, and spurious view changes (consensus
     /// planes).
     pub failover: crate::harness::failover::FailoverFigures,
+    /// Frames the adversary sent, and how many of them reached a replica (each of
+    /// those refused: checked every tick); zero without an adversary.
+    pub adversary: (u64, u64),
 }
 
 /// Run the workload described by `args` with `seed`, printing the banner, the figures
@@ -117,6 +120,7 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
         shape: (0, 0, 0),
         trace: None,
         failover: Default::default(),
+        adversary: (0, 0),
     };
     let (config, resolved) = match configure(args, seed) {
         Ok(configured) => configured,
@@ -287,11 +291,20 @@ fn configure(args: &FuzzArgs, seed: u64) -> Result<(SimulationConfig, ResolvedPr
         ),
     };
     let shards = if args.plane == Plane::Echo { 1 } else { shards };
+    if let Some(probability) = args.run.adversary_prob {
+        resolved.adversary.forged_frame_probability = probability;
+    }
+    // The adversary attacks the cluster's nodes; the echo plane's replicas are not them.
+    if args.plane == Plane::Echo {
+        resolved.adversary.forged_frame_probability = 0.0;
+    }
+    let adversary_probability = resolved.adversary.forged_frame_probability;
     let config = SimulationConfig {
         replicas,
         clients,
         shards,
         network: resolved.network.clone(),
+        adversary_probability,
     };
     Ok((config, resolved))
 }

@@ -124,6 +124,16 @@ pub struct RunFlags {
     #[arg(long, value_parser = parse_probability)]
     pub power_outage_prob: Option<f64>,
 
+    /// The adversary, overriding the profile's `adversary.forged_frame_probability`:
+    /// the probability, per tick, that a party on the network that is not a replica
+    /// sends a replica a forged, replayed or foreign frame (forged votes and prepares,
+    /// views past any real one, replays of frames it watched, frames of another
+    /// cluster, batches). The cluster must refuse every one, unread, and stay safe and
+    /// live; the run's `adversary:` line counts what was sent and what was refused.
+    /// Not on the echo plane.
+    #[arg(long, value_parser = parse_probability)]
+    pub adversary_prob: Option<f64>,
+
     /// `budgeted` (default): disk faults as the profile and the two flags above ask,
     /// within the budget that keeps every failure a bug (errors on one replica at a
     /// time, corruption on one replica per run). `off`: no disk faults whatever the

@@ -447,10 +447,39 @@ impl Harness {
     /// [`FULL_CHECK_INTERVAL_TICKS`]; see `group_check`).
     fn check(&mut self, tick: u64) -> Result<(), CheckFailure> {
         let full = tick.is_multiple_of(FULL_CHECK_INTERVAL_TICKS);
+        self.check_adversary_refused(tick)?;
         self.failover.set_healthy(self.healthy_replicas());
         self.group_ticks += self.check_groups(tick, full)?;
         if full {
             self.retire_deleted_groups();
+        }
+        Ok(())
+    }
+
+    /// With an adversary: every frame it handed a live node since the node started was
+    /// refused unread, the in-range ones by the shard's rule that only a replica
+    /// speaks the protocol (counted exactly: nothing honest trips it), the ones holding
+    /// impossible numbers at decode (counted among the node's rejected headers, with
+    /// the network's corrupted packets). Anything else was acted on.
+    fn check_adversary_refused(&self, tick: u64) -> Result<(), CheckFailure> {
+        if self.simulation.adversary_stats().is_none() {
+            return Ok(());
+        }
+        for (index, node) in self.live_nodes() {
+            let (in_range, out_of_range) = self.simulation.adversary_delivered(index);
+            let shard = node.stats().shard;
+            if shard.frames_refused_not_from_replica != in_range || shard.frames_rejected < out_of_range {
+                return Err(CheckFailure {
+                    check: "adversary frame acted on",
+                    detail: format!(
+                        "replica {index} was handed {in_range} well-formed frames by the adversary since it started \
+                         and refused {} as not from a replica; and {out_of_range} with impossible numbers, with {} \
+                         headers rejected in all: some frame of a party that is not a replica got past the refusal",
+                        shard.frames_refused_not_from_replica, shard.frames_rejected
+                    ),
+                    tick,
+                });
+            }
         }
         Ok(())
     }

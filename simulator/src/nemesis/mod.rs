@@ -385,6 +385,8 @@ async fn one_run(
         ops_compared: s.acked_messages + s.linearized_operations,
         checkpoints: 0,
         transfers_installed: 0,
+        adversary_sent: 0,
+        adversary_refused: 0,
         // The nemesis reports its failovers in its own figures (wall-clock, per fault).
         failover_ticks: Vec::new(),
         failover_unresolved: 0,

@@ -25,9 +25,18 @@ use std::path::PathBuf;
 
 pub use error::{ProfileError, ProfileErrorKind};
 pub use swarm::{
-    IntRange, MAX_GRID_STEPS, ProbabilityRange, SwarmClusterRanges, SwarmDraw, SwarmNetworkRanges, SwarmRanges,
-    SwarmStorageRanges,
+    IntRange, MAX_GRID_STEPS, ProbabilityRange, SwarmAdversaryRanges, SwarmClusterRanges, SwarmDraw,
+    SwarmNetworkRanges, SwarmRanges, SwarmStorageRanges,
 };
+
+/// A profile's adversary (the optional `adversary` section; absent: none): a party on
+/// the network, not a replica, sending replicas forged, replayed and foreign frames
+/// (see `crate::adversary`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct AdversaryRates {
+    /// Probability, per tick, that the adversary sends one frame to a replica.
+    pub forged_frame_probability: f64,
+}
 
 /// A profile's disk faults inside cluster runs (the `storage` section).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -194,6 +203,8 @@ pub enum FaultProfile {
         network: NetworkConfig,
         /// The disk fault rates, used as is.
         storage: StorageRates,
+        /// The adversary, used as is.
+        adversary: AdversaryRates,
     },
     /// Every parameter drawn per seed.
     Swarm {
@@ -229,9 +240,15 @@ impl FaultProfile {
     fn validate_as(&self, origin: &str) -> Result<(), ProfileError> {
         validate::name(origin, self.name())?;
         match self {
-            Self::Fixed { network, storage, .. } => {
+            Self::Fixed {
+                network,
+                storage,
+                adversary,
+                ..
+            } => {
                 validate::network(origin, "network", network)?;
-                validate::storage(origin, storage)
+                validate::storage(origin, storage)?;
+                validate::adversary(origin, adversary)
             }
             Self::Swarm { ranges, .. } => validate::swarm(origin, ranges),
         }
@@ -242,10 +259,16 @@ impl FaultProfile {
     /// function of the seed).
     pub fn resolve(&self, swarm_seed: u64) -> ResolvedProfile {
         match self {
-            Self::Fixed { name, network, storage } => ResolvedProfile {
+            Self::Fixed {
+                name,
+                network,
+                storage,
+                adversary,
+            } => ResolvedProfile {
                 name: name.clone(),
                 network: network.clone(),
                 storage: *storage,
+                adversary: *adversary,
                 swarm: None,
             },
             Self::Swarm { name, ranges } => {
@@ -254,6 +277,7 @@ impl FaultProfile {
                     name: name.clone(),
                     network,
                     storage: draw.storage,
+                    adversary: draw.adversary,
                     swarm: Some(draw),
                 }
             }
@@ -270,6 +294,8 @@ pub struct ResolvedProfile {
     pub network: NetworkConfig,
     /// The disk fault rates, fixed or drawn.
     pub storage: StorageRates,
+    /// The adversary, fixed or drawn.
+    pub adversary: AdversaryRates,
     /// What a swarm profile drew beyond the network; `None` for fixed profiles.
     pub swarm: Option<SwarmDraw>,
 }
@@ -322,6 +348,13 @@ impl ResolvedProfile {
             self.storage.disk_slow_probability,
             self.storage.power_outage_probability
         ));
+        // Printed only when there is one, so a run without it prints what it always did.
+        if self.adversary.forged_frame_probability > 0.0 {
+            line.push_str(&format!(
+                " adversary_forged_frame_probability={}",
+                self.adversary.forged_frame_probability
+            ));
+        }
         line
     }
 }

@@ -12,13 +12,15 @@ use super::error::{ProfileError, ProfileErrorKind};
 use super::swarm::{
     IntRange, ProbabilityRange, SwarmClusterRanges, SwarmNetworkRanges, SwarmRanges, SwarmStorageRanges,
 };
-use super::{FaultProfile, StorageRates, mode_name, symmetry_name};
+use super::{AdversaryRates, FaultProfile, StorageRates, SwarmAdversaryRanges, mode_name, symmetry_name};
 use crate::network::config::{NetworkConfig, PartitionMode, PartitionSymmetry};
 
 /// Keys of a fixed profile's top level.
-const FIXED_KEYS: &[&str] = &["kind", "name", "network", "storage"];
+const FIXED_KEYS: &[&str] = &["kind", "name", "network", "storage", "adversary"];
 /// Keys of a swarm profile's top level.
-const SWARM_KEYS: &[&str] = &["kind", "name", "network", "cluster", "storage"];
+const SWARM_KEYS: &[&str] = &["kind", "name", "network", "cluster", "storage", "adversary"];
+/// Keys of the optional `adversary` object (a fixed value or a swarm range).
+pub(crate) const ADVERSARY_KEYS: &[&str] = &["forged_frame_probability"];
 /// Keys of a `storage` object (fixed values or swarm ranges), in draw order.
 pub(crate) const STORAGE_KEYS: &[&str] = &[
     "disk_error_probability",
@@ -171,6 +173,15 @@ impl<'a> Object<'a> {
         Object::new(self.origin, &path, value, expected)
     }
 
+    /// An object that may be absent (`None`), for sections added after profiles existed.
+    fn optional_object(&mut self, key: &str, expected: &'static [&'static str]) -> Result<Option<Self>, ProfileError> {
+        if self.map.contains_key(key) {
+            self.object(key, expected).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
     fn mode(&mut self, key: &str) -> Result<PartitionMode, ProfileError> {
         let (value, path) = self.take(key)?;
         as_mode(self.origin, &path, &value)
@@ -300,7 +311,18 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<FaultProfile, ProfileErr
                 disk_slow_probability: storage.f64("disk_slow_probability")?,
                 power_outage_probability: storage.f64("power_outage_probability")?,
             };
-            Ok(FaultProfile::Fixed { name, network, storage })
+            let adversary = match top.optional_object("adversary", ADVERSARY_KEYS)? {
+                Some(mut adversary) => AdversaryRates {
+                    forged_frame_probability: adversary.f64("forged_frame_probability")?,
+                },
+                None => AdversaryRates::default(),
+            };
+            Ok(FaultProfile::Fixed {
+                name,
+                network,
+                storage,
+                adversary,
+            })
         }
         "swarm" => {
             let mut top = Object::new(origin, "", Value::Object(map), SWARM_KEYS)?;
@@ -314,12 +336,19 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<FaultProfile, ProfileErr
                 disk_slow_probability: storage.probability_range("disk_slow_probability")?,
                 power_outage_probability: storage.probability_range("power_outage_probability")?,
             };
+            let adversary = match top.optional_object("adversary", ADVERSARY_KEYS)? {
+                Some(mut adversary) => SwarmAdversaryRanges {
+                    forged_frame_probability: adversary.probability_range("forged_frame_probability")?,
+                },
+                None => SwarmAdversaryRanges::default(),
+            };
             Ok(FaultProfile::Swarm {
                 name,
                 ranges: SwarmRanges {
                     network,
                     cluster,
                     storage,
+                    adversary,
                 },
             })
         }

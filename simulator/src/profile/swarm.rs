@@ -219,6 +219,25 @@ pub struct SwarmStorageRanges {
     pub power_outage_probability: ProbabilityRange,
 }
 
+/// The adversary's range, drawn after everything else (absent from a file: none).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SwarmAdversaryRanges {
+    /// Per tick: probability the adversary sends a replica a frame.
+    pub forged_frame_probability: ProbabilityRange,
+}
+
+impl Default for SwarmAdversaryRanges {
+    fn default() -> Self {
+        Self {
+            forged_frame_probability: ProbabilityRange {
+                min: 0.0,
+                max: 0.0,
+                step: 1.0,
+            },
+        }
+    }
+}
+
 /// Everything a swarm profile may draw.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SwarmRanges {
@@ -228,6 +247,8 @@ pub struct SwarmRanges {
     pub cluster: SwarmClusterRanges,
     /// Disk fault rates, drawn after the cluster.
     pub storage: SwarmStorageRanges,
+    /// The adversary's range (absent from the file: none).
+    pub adversary: SwarmAdversaryRanges,
 }
 
 /// The non-network values one swarm seed drew.
@@ -247,6 +268,8 @@ pub struct SwarmDraw {
     pub power_loss_share: f64,
     /// The disk fault rates.
     pub storage: super::StorageRates,
+    /// The adversary drawn.
+    pub adversary: super::AdversaryRates,
 }
 
 /// `u64` to `usize`, saturating (only reachable with absurd unvalidated ranges).
@@ -305,6 +328,9 @@ impl SwarmRanges {
             power_outage_probability,
             ..storage
         };
+        let adversary = super::AdversaryRates {
+            forged_frame_probability: self.adversary.forged_frame_probability.draw(&mut rng),
+        };
 
         let network = NetworkConfig {
             one_way_delay_min_ticks,
@@ -332,6 +358,7 @@ impl SwarmRanges {
             restart_probability,
             power_loss_share,
             storage,
+            adversary,
         };
         (network, draw)
     }

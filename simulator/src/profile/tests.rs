@@ -263,6 +263,8 @@ fn swarm_draw_order_is_pinned() {
 /// two rates are appended (a suffix; every earlier value unchanged). (3) issue #16:
 /// `disk_slow_probability` appended (a suffix again). (4) issue #16:
 /// `power_outage_probability` appended (its range is 0..=0 for now, so it draws 0).
+/// (5) issue #42: `adversary_forged_frame_probability` appended, printed only when
+/// nonzero (a suffix; every earlier value unchanged).
 const PINNED_SWARM_SEED_42: &str = concat!(
     "profile=swarm kind=swarm one_way_delay_min_ticks=3 ",
     "one_way_delay_mean_ticks=5 packet_loss_probability=0.15 ",
@@ -275,8 +277,41 @@ const PINNED_SWARM_SEED_42: &str = concat!(
     "clock_drift_max_ppm=109 replicas=2 clients=1 shards=3 ",
     "crash_probability=0.005 restart_probability=0.005 power_loss_share=1 ",
     "disk_error_probability=0.013 disk_corruption_probability=0.5 ",
-    "disk_slow_probability=0.002 power_outage_probability=0",
+    "disk_slow_probability=0.002 power_outage_probability=0 ",
+    "adversary_forged_frame_probability=0.025",
 );
+
+#[test]
+fn the_adversary_section_is_optional_checked_and_drawn_last() {
+    // Absent: no adversary, and the banner says nothing of one.
+    let light = builtin("light").resolve(1);
+    assert_eq!(light.adversary.forged_frame_probability, 0.0);
+    assert!(!light.banner_line().contains("adversary"));
+    // Present in a fixed profile: used as is, and checked as a probability.
+    let text = include_str!("../../../fault-profiles/light.json").replacen(
+        "\"storage\"",
+        "\"adversary\": { \"forged_frame_probability\": 0.25 },\n  \"storage\"",
+        1,
+    );
+    let attacked = parse_profile(&text, "attacked").expect("parses").resolve(1);
+    assert_eq!(attacked.adversary.forged_frame_probability, 0.25);
+    assert!(
+        attacked
+            .banner_line()
+            .ends_with("adversary_forged_frame_probability=0.25")
+    );
+    let bad = text.replacen("0.25", "1.5", 1);
+    let error = parse_profile(&bad, "bad").expect_err("not a probability");
+    assert_eq!(error.field.as_deref(), Some("adversary.forged_frame_probability"));
+    let unknown = text.replacen("forged_frame_probability", "frames", 1);
+    assert!(parse_profile(&unknown, "unknown").is_err());
+    // Swarm draws it on its grid, some seeds none.
+    let swarm = builtin("swarm");
+    let drawn: BTreeSet<u64> = (0..200)
+        .map(|seed| (swarm.resolve(seed).adversary.forged_frame_probability * 10_000.0).round() as u64)
+        .collect();
+    assert_eq!(drawn, BTreeSet::from([0, 125, 250, 375, 500]), "{drawn:?}");
+}
 
 #[test]
 fn swarm_mean_respects_the_drawn_floor_on_a_tight_range() {
@@ -600,6 +635,7 @@ fn error_probability_nan() {
         name: "nan".to_owned(),
         network,
         storage: StorageRates::default(),
+        adversary: Default::default(),
     };
     let error = profile.validate().expect_err("NaN");
     let message = error.to_string();

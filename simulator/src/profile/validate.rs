@@ -351,5 +351,18 @@ pub(crate) fn swarm(origin: &str, s: &SwarmRanges) -> Result<(), ProfileError> {
     ] {
         probability_range(origin, &format!("storage.{field}"), range)?;
     }
-    Ok(())
+    probability_range(
+        origin,
+        "adversary.forged_frame_probability",
+        &s.adversary.forged_frame_probability,
+    )
+}
+
+/// The rules for a fixed profile's adversary.
+pub(crate) fn adversary(origin: &str, rates: &super::AdversaryRates) -> Result<(), ProfileError> {
+    probability(
+        origin,
+        "adversary.forged_frame_probability",
+        rates.forged_frame_probability,
+    )
 }

@@ -92,6 +92,8 @@ fn run(profile: &str, plane: &str, seed: u64, verdict: RunVerdict, signature: Op
         ops_compared: 300 + seed,
         checkpoints: seed % 3,
         transfers_installed: seed % 2,
+        adversary_sent: 0,
+        adversary_refused: 0,
         failover_ticks: vec![400 + seed, 500 + seed],
         failover_unresolved: seed % 2,
         spurious_view_changes: seed % 4,

@@ -9,6 +9,8 @@ use std::io::{self, Write};
 
 use cluster::node::NodeStats;
 
+use crate::adversary::AdversaryStats;
+
 use super::super::liveness::{LIVENESS_TICKS_MAX, LivenessOutcome};
 use super::super::outage::OutageStats;
 use super::super::timeliness::TimelinessFigures;
@@ -111,6 +113,9 @@ pub(super) struct Summary {
     pub journal_peak: (usize, u64),
     /// The live nodes' counters (this incarnation).
     pub nodes: NodeStats,
+    /// What the adversary sent and how many of its frames reached a replica; `None`
+    /// without one.
+    pub adversary: Option<(AdversaryStats, u64)>,
     /// Ops committed, over every group's canonical chain.
     pub commits: u64,
     /// Committed ops checked against the canonical chains, over every replica.
@@ -154,6 +159,9 @@ impl Summary {
         for (_, node) in harness.live_nodes() {
             nodes += node.stats();
         }
+        let adversary = simulation
+            .adversary_stats()
+            .map(|stats| (stats, simulation.adversary_delivered_total()));
         let mut counted = harness.faults_counted();
         if !world.outages.made().is_empty() {
             *counted.entry(Fault::Outage.kind()).or_default() += world.outages.made().len() as u64;
@@ -206,6 +214,7 @@ impl Summary {
             failover: harness.failover(),
             journal_peak: harness.journal_peak(),
             nodes,
+            adversary,
             commits: harness.commits_total(),
             ops_compared: harness.ops_compared_total(),
             metadata_commits: harness.checker().commits(),
@@ -236,6 +245,9 @@ impl Summary {
         report.checkpoints = self.catch_up.checkpoints;
         report.transfers_installed = self.catch_up.transfers_installed;
         report.failover = self.failover.clone();
+        report.adversary = self
+            .adversary
+            .map_or((0, 0), |(stats, delivered)| (stats.total(), delivered));
         report.commits = self.commits;
         report.ops_compared = self.ops_compared;
     }
@@ -312,6 +324,23 @@ impl Summary {
         )?;
         writeln!(out, "failover: {}", self.failover.line())?;
         self.print_nodes(out)?;
+        if let Some((sent, delivered)) = &self.adversary {
+            writeln!(
+                out,
+                "adversary: sent={} forged_votes={} forged_numbers={} forged_prepares={} replays={} \
+                 foreign_cluster={} batches={} reached_a_replica={delivered} refused={delivered} \
+                 refused_by_live_nodes_this_incarnation={} (every frame that reached a replica was refused: \
+                 checked each tick)",
+                sent.total(),
+                sent.forged_votes,
+                sent.forged_numbers,
+                sent.forged_prepares,
+                sent.replays,
+                sent.foreign_cluster,
+                sent.batches,
+                self.nodes.shard.frames_refused_not_from_replica
+            )?;
+        }
         let mut compared = format!(
             "compared: commits={} ops_compared={} metadata_commits={} groups_checked={}",
             self.commits, self.ops_compared, self.metadata_commits, self.groups_checked
