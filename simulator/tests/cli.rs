@@ -170,3 +170,39 @@ fn a_metadata_run_that_commits_too_little_is_vacuous() {
     assert_eq!(output.status.code(), Some(3));
     common::assert_contains(&stdout(&output), "vacuous:");
 }
+
+#[test]
+fn campaign_refuses_out_of_range_run_flags_exactly_as_workload_fuzz_does() {
+    // One validation path (`RunFlags`): a campaign never records a repro command
+    // `workload-fuzz` would refuse (it once ran `--crash-prob 3` and passed).
+    for (flag, value) in [
+        ("--crash-prob", "3"),
+        ("--restart-prob", "1.5"),
+        ("--adversary-prob", "2"),
+        ("--clients", "65"),
+    ] {
+        let campaign = Command::new(env!("CARGO_BIN_EXE_campaign"))
+            .args([
+                "--profiles",
+                "light",
+                "--planes",
+                "metadata",
+                "--seeds",
+                "1..2",
+                flag,
+                value,
+            ])
+            .output()
+            .expect("campaign runs");
+        let fuzz = workload_fuzz(&["--seed", "1", flag, value]);
+        for (name, output) in [("campaign", &campaign), ("workload-fuzz", &fuzz)] {
+            assert_eq!(
+                output.status.code(),
+                Some(2),
+                "{name} {flag} {value}: {}",
+                stderr(output)
+            );
+            assert!(stderr(output).contains(flag), "{name} names {flag}: {}", stderr(output));
+        }
+    }
+}

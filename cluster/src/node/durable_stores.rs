@@ -210,8 +210,22 @@ impl<S: DurableStorage> fmt::Debug for DurableStores<S> {
 
 impl<S: DurableStorage> DurableStores<S> {
     /// Boot a node's storage: check (or, on an empty data directory, stamp) the node's
-    /// identity, and read the tombstones.
+    /// identity, and read the tombstones. A directory whose node superblock is missing
+    /// while the metadata group's files are there is refused
+    /// ([`StoresOpenError::IdentityLost`]).
     pub fn open(storage: S, identity: NodeIdentity) -> Result<Self, StoresOpenError> {
+        Self::open_with(storage, identity, true)
+    }
+
+    /// [`DurableStores::open`] without the lost-identity check, for the simulator: the
+    /// check costs a storage call at every first boot, every call on a simulated disk
+    /// draws from its fault stream, and no simulated fault deletes a file, so it would
+    /// move every run and catch nothing there.
+    pub fn open_skipping_lost_identity_check(storage: S, identity: NodeIdentity) -> Result<Self, StoresOpenError> {
+        Self::open_with(storage, identity, false)
+    }
+
+    fn open_with(storage: S, identity: NodeIdentity, check_identity_lost: bool) -> Result<Self, StoresOpenError> {
         let node = identity.of_group(NODE_IDENTITY_GROUP);
         // Reads retried through transient errors, as every group store's are.
         let reads = RetryReads::new(storage.clone(), ReadErrors::Retry);
@@ -222,10 +236,15 @@ impl<S: DurableStorage> DurableStores<S> {
                 // A fresh directory has no groups yet (the metadata group's files are
                 // made after this format), so the metadata group's superblock without
                 // the node's means the node's was lost, not never made (found: a deleted
-                // node/superblock was silently formatted anew at the next start).
-                let found = join_path(&Self::group_dir(METADATA_GROUP), SUPERBLOCK_FILE);
-                if let Some(Ok(_)) = now(storage.open(&found, OpenMode::Existing)) {
-                    return Err(StoresOpenError::IdentityLost { path, found });
+                // node/superblock was silently formatted anew at the next start). Asked
+                // only where the caller says the directory may have been touched by
+                // hand (`check_identity_lost`): every call on a simulated disk draws
+                // from its fault stream, and no simulated fault deletes a file.
+                if check_identity_lost {
+                    let found = join_path(&Self::group_dir(METADATA_GROUP), SUPERBLOCK_FILE);
+                    if let Some(Ok(_)) = now(storage.open(&found, OpenMode::Existing)) {
+                        return Err(StoresOpenError::IdentityLost { path, found });
+                    }
                 }
                 now(SuperblockFile::format(&storage, NODE_DIR, node))
                     .ok_or_else(pending_superblock)?

@@ -72,7 +72,7 @@ impl Harness {
                     replica: index as u8,
                     replica_count: self.replica_count as u8,
                 };
-                match DurableStores::open(storage.clone(), identity) {
+                match DurableStores::open_skipping_lost_identity_check(storage.clone(), identity) {
                     Ok(stores) => SimStores::Durable(
                         stores
                             .with_storage_break(self.storage_break)
