@@ -299,20 +299,6 @@ impl Header {
         }
         let mut size = [0u8; 4];
         size.copy_from_slice(&bytes[SIZE_OFFSET..SIZE_OFFSET + 4]);
-        // Numbers no honest frame can hold are refused here, once, for every header
-        // that enters: from a peer, a client, a body (a DoViewChange's headers) or a disk.
-        for (field, offset, max) in [
-            ("view", 96, super::VIEW_MAX),
-            ("log_view", 136, super::VIEW_MAX),
-            ("op", 104, super::OP_MAX),
-            ("commit", 112, super::OP_MAX),
-            ("timestamp", 128, super::TIMESTAMP_MAX_MICROS),
-        ] {
-            let value = u64_at(bytes, offset);
-            if value > max {
-                return Err(FrameError::OutOfRange { field, value, max });
-            }
-        }
         Ok(Self {
             checksum: u128_at(bytes, 0),
             checksum_body: u128_at(bytes, 16),
@@ -337,7 +323,8 @@ impl Header {
     }
 
     /// Decode 256 bytes and check their header checksum (for headers carried inside a
-    /// body, such as a DoViewChange's).
+    /// body, such as a DoViewChange's), and that its numbers are ones an honest frame
+    /// can hold ([`Header::check_bounds`]).
     pub fn decode_verified(bytes: &[u8]) -> Result<Self, FrameError> {
         if bytes.len() < HEADER_BYTES {
             return Err(FrameError::Truncated { len: bytes.len() });
@@ -345,7 +332,28 @@ impl Header {
         if u128_at(bytes, 0) != super::checksum(&bytes[16..HEADER_BYTES]) {
             return Err(FrameError::HeaderChecksum);
         }
-        Self::decode(bytes)
+        let header = Self::decode(bytes)?;
+        header.check_bounds()?;
+        Ok(header)
+    }
+
+    /// Refuse numbers no honest frame can hold. Checked wherever a header is verified
+    /// (every header that enters: from a peer, a client, a body or a disk), so the
+    /// core's `view + 1` and `op + 1` never overflow on a number from outside; a
+    /// header decoded again at a later hop was checked when it was verified.
+    pub fn check_bounds(&self) -> Result<(), FrameError> {
+        for (field, value, max) in [
+            ("view", self.view, super::VIEW_MAX),
+            ("log_view", self.log_view, super::VIEW_MAX),
+            ("op", self.op, super::OP_MAX),
+            ("commit", self.commit, super::OP_MAX),
+            ("timestamp", self.timestamp, super::TIMESTAMP_MAX_MICROS),
+        ] {
+            if value > max {
+                return Err(FrameError::OutOfRange { field, value, max });
+            }
+        }
+        Ok(())
     }
 }
 

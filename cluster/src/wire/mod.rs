@@ -181,6 +181,7 @@ pub fn open_with(frame: &[u8], checksums: Checksums) -> Result<(Header, &[u8]), 
         return Err(FrameError::HeaderChecksum);
     }
     let header = Header::decode(&frame[..HEADER_BYTES])?;
+    header.check_bounds()?;
     open_body_with(&header, frame, checksums).map(|body| (header, body))
 }
 
