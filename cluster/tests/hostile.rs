@@ -92,9 +92,9 @@ fn wait_for_primary(cluster: &LoopbackCluster) -> usize {
     panic!("no metadata primary within {:?}", ANSWER_TIMEOUT * 3);
 }
 
-/// Log in as `username` with `password` on `stream`, following refusals to the
-/// primary is not done here: the caller sends to the primary. The answer: the reply
-/// or the refusal, and how long it took.
+/// Log in as `username` with `password` on `stream` (connected to the metadata
+/// primary: a refusal is returned, not followed). The answer: the reply or the
+/// refusal, and how long it took.
 fn try_login(
     cluster: &str,
     stream: &mut TcpStream,

@@ -4,14 +4,13 @@
 
 use std::net::SocketAddr;
 use std::rc::Rc;
-use std::time::Duration;
 
 use tokio::io::BufReader;
 use tokio::net::TcpListener;
 
 use super::{
     CLIENT_CONNECTIONS_MAX, CLIENT_CONNECTIONS_PER_ADDRESS_MAX, CLIENT_IDLE_TIMEOUT_MS, CLIENT_PROCESS_BASE,
-    CLIENT_READ_BUFFER_BYTES, DIAL_BACKOFF_MAX_MS, FRAME_READ_TIMEOUT_MS, Outgoing, TcpTransport, count_in, count_out,
+    CLIENT_READ_BUFFER_BYTES, FRAME_READ_TIMEOUT_MS, Outgoing, TcpTransport, count_in, count_out,
 };
 use crate::metadata::{MetadataOp, MetadataReply};
 use crate::runtime::bus::Transport;
@@ -128,16 +127,7 @@ impl TcpTransport {
 
     pub(super) async fn accept_clients(self, listener: TcpListener) {
         loop {
-            let (stream, address) = match listener.accept().await {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    self.warn_limited("accept failed", |suppressed| {
-                        tracing::warn!(%error, suppressed, "accepting a client connection failed");
-                    });
-                    tokio::time::sleep(Duration::from_millis(DIAL_BACKOFF_MAX_MS)).await;
-                    continue;
-                }
-            };
+            let (stream, address) = self.accept_next(&listener, "client").await;
             let (process, outgoing) = match self.register_client(address) {
                 Ok(registered) => registered,
                 Err(Refusal::Full) => {

@@ -364,6 +364,22 @@ impl TcpTransport {
         }
     }
 
+    /// The next connection `listener` accepts. A failed accept (out of file descriptors
+    /// and the like) is logged, rate-limited, and waited out rather than spun on.
+    async fn accept_next(&self, listener: &TcpListener, what: &str) -> (tokio::net::TcpStream, SocketAddr) {
+        loop {
+            match listener.accept().await {
+                Ok(accepted) => return accepted,
+                Err(error) => {
+                    self.warn_limited("accept failed", |suppressed| {
+                        tracing::warn!(%error, suppressed, "accepting a {what} connection failed");
+                    });
+                    tokio::time::sleep(std::time::Duration::from_millis(DIAL_BACKOFF_MAX_MS)).await;
+                }
+            }
+        }
+    }
+
     /// Log a warning an outsider can cause, unless its kind has had its share of the
     /// log this window (see [`super::log_limit`]).
     fn warn_limited(&self, kind: &'static str, line: impl FnOnce(u64)) {

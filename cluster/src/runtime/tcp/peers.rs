@@ -62,6 +62,16 @@ impl Drop for ReaderRegistration {
     }
 }
 
+/// Why a dial of a peer did not give a proven connection.
+enum DialFailure {
+    /// Nothing listens there: the kernel's word that the peer's process is gone.
+    Refused(String),
+    /// The connection or the handshake failed or timed out.
+    Failed(String),
+    /// The node there did not prove it holds the cluster secret.
+    Unproven(String),
+}
+
 impl TcpTransport {
     fn backoff(backoff_ms: &mut u64) -> Duration {
         let wait = Duration::from_millis(*backoff_ms);
@@ -71,22 +81,26 @@ impl TcpTransport {
 
     /// Dial `address`, send our hello, check the acceptor's proof and send ours: the
     /// connection ready for frames, or why not.
-    async fn dial_and_prove(&self, replica: u8, address: SocketAddr) -> Result<TcpStream, (String, bool)> {
+    async fn dial_and_prove(&self, replica: u8, address: SocketAddr) -> Result<TcpStream, DialFailure> {
         let mut stream =
             match tokio::time::timeout(Duration::from_millis(DIAL_TIMEOUT_MS), TcpStream::connect(address)).await {
                 Ok(Ok(stream)) => stream,
                 Ok(Err(error)) => {
                     // Nothing listens there: the peer's process is gone.
-                    let refused = error.kind() == std::io::ErrorKind::ConnectionRefused;
-                    return Err((format!("dial failed: {error}"), refused));
+                    let reason = format!("dial failed: {error}");
+                    return Err(if error.kind() == std::io::ErrorKind::ConnectionRefused {
+                        DialFailure::Refused(reason)
+                    } else {
+                        DialFailure::Failed(reason)
+                    });
                 }
-                Err(_) => return Err(("dial timed out".to_owned(), false)),
+                Err(_) => return Err(DialFailure::Failed("dial timed out".to_owned())),
             };
         // Frames are small and latency matters more than packet count.
         let _ = stream.set_nodelay(true);
         let (hello, secret) = {
             let state = self.state.borrow();
-            let nonce = fresh_nonce().map_err(|error| (format!("no nonce from the OS: {error}"), false))?;
+            let nonce = fresh_nonce().map_err(|error| DialFailure::Failed(format!("no nonce from the OS: {error}")))?;
             let hello = Hello {
                 cluster: state.cluster,
                 replica: state.replica,
@@ -103,20 +117,24 @@ impl TcpTransport {
         };
         let challenge = match tokio::time::timeout(Duration::from_millis(PEER_HANDSHAKE_TIMEOUT_MS), exchange).await {
             Ok(Ok(challenge)) => challenge,
-            Ok(Err(error)) => return Err((format!("handshake failed: {error}"), false)),
-            Err(_) => return Err((format!("no challenge within {PEER_HANDSHAKE_TIMEOUT_MS} ms"), false)),
+            Ok(Err(error)) => return Err(DialFailure::Failed(format!("handshake failed: {error}"))),
+            Err(_) => {
+                return Err(DialFailure::Failed(format!(
+                    "no challenge within {PEER_HANDSHAKE_TIMEOUT_MS} ms"
+                )));
+            }
         };
         let proof = match handshake::answer(&secret, &hello, replica, &challenge) {
             Ok(proof) => proof,
             Err(reason) => {
                 self.state.borrow_mut().stats.peer_dials_unproven += 1;
-                return Err((reason, false));
+                return Err(DialFailure::Unproven(reason));
             }
         };
         stream
             .write_all(&proof)
             .await
-            .map_err(|error| (format!("sending the proof failed: {error}"), false))?;
+            .map_err(|error| DialFailure::Failed(format!("sending the proof failed: {error}")))?;
         Ok(stream)
     }
 
@@ -126,17 +144,19 @@ impl TcpTransport {
         loop {
             let mut stream = match self.dial_and_prove(replica, address).await {
                 Ok(stream) => stream,
-                Err((reason, refused)) => {
+                Err(failure) => {
                     self.state.borrow_mut().stats.dials_failed += 1;
-                    if reason.contains("prove") {
-                        self.warn_limited("unproven peer", |suppressed| {
+                    match failure {
+                        DialFailure::Unproven(reason) => self.warn_limited("unproven peer", |suppressed| {
                             tracing::warn!(peer = replica, %address, suppressed, "{reason}");
-                        });
-                    } else {
-                        tracing::debug!(peer = replica, %address, %reason, "dial failed");
-                    }
-                    if refused {
-                        self.peer_closed(replica);
+                        }),
+                        DialFailure::Refused(reason) => {
+                            tracing::debug!(peer = replica, %address, %reason, "dial refused");
+                            self.peer_closed(replica);
+                        }
+                        DialFailure::Failed(reason) => {
+                            tracing::debug!(peer = replica, %address, %reason, "dial failed");
+                        }
                     }
                     tokio::time::sleep(Self::backoff(&mut backoff_ms)).await;
                     continue;
@@ -153,17 +173,7 @@ impl TcpTransport {
 
     pub(super) async fn accept_peers(self, listener: TcpListener) {
         loop {
-            let (stream, address) = match listener.accept().await {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    // Out of file descriptors and the like: wait rather than spin.
-                    self.warn_limited("accept failed", |suppressed| {
-                        tracing::warn!(%error, suppressed, "accepting a replica connection failed");
-                    });
-                    tokio::time::sleep(Duration::from_millis(DIAL_BACKOFF_MAX_MS)).await;
-                    continue;
-                }
-            };
+            let (stream, address) = self.accept_next(&listener, "replica").await;
             let admitted = {
                 let mut state = self.state.borrow_mut();
                 let from_address = state.handshakes_by_address.get(&address.ip()).copied().unwrap_or(0);
