@@ -3,7 +3,7 @@
 //!
 //! The same code runs in production and in the simulator: [`Node::open`] builds the
 //! shards on a [`StoreProvider`], and [`run_shard`] is each shard's pump (inbox and
-//! tick, `select_biased!`, never holding a borrow across an await). A frame that enters
+//! tick, polled in a fixed order, never holding a borrow across an await). A frame that enters
 //! on a shard that does not own its group is forwarded to the owner's inbox (a router
 //! hop); see [`shard`].
 //!
@@ -30,7 +30,9 @@ pub mod stores;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use futures::{FutureExt, select_biased};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
 
 pub use crate::routing::{METADATA_GROUP, SHARDS_MAX, owner_shard};
 pub use access::{AccessView, BINDINGS_MAX, Bindings, Grant};
@@ -42,7 +44,7 @@ pub use status::{GROUP_STATUS_CODE, GroupStatus, HostedGroup, PartitionEntry};
 pub use stores::{MemoryStores, StoreProvider};
 
 use crate::partition::OwnerFence;
-use crate::seam::{Bus, Inbox, InboxPush, TICK};
+use crate::seam::{Bus, Inbox, InboxEvent, InboxPush, TICK};
 
 /// Who a node is and how it is split.
 #[derive(Clone, Debug)]
@@ -251,19 +253,34 @@ pub async fn run_shard<B: Bus, P: StoreProvider>(
     shard: Rc<RefCell<Shard<P>>>,
     forwards_dropped_full: Rc<RefCell<u64>>,
 ) {
+    /// What woke the pump, in the order it looks: its inbox, then its tick.
+    enum Wake {
+        Inbox(InboxEvent),
+        Tick,
+    }
     let inbox = peers[index].clone();
     let mut tick = bus.sleep(TICK);
     loop {
-        select_biased! {
-            (from, frame) = inbox.recv().fuse() => {
+        // Biased on purpose, and by hand rather than a select macro: the order is the
+        // determinism (frames, then closed-connection notices, then the tick), and one
+        // poll of the inbox registers one waker for both of its queues.
+        let wake = std::future::poll_fn(|cx| {
+            if let Poll::Ready(event) = inbox.poll_next(cx) {
+                return Poll::Ready(Wake::Inbox(event));
+            }
+            Pin::new(&mut tick).poll(cx).map(|()| Wake::Tick)
+        })
+        .await;
+        match wake {
+            Wake::Inbox(InboxEvent::Frame(from, frame)) => {
                 let mut shard = shard.borrow_mut();
                 shard.on_frame(from, frame, bus.realtime_micros());
                 flush(&bus, &peers, &mut shard, &forwards_dropped_full);
             }
-            peer = inbox.closed().fuse() => {
+            Wake::Inbox(InboxEvent::Closed(peer)) => {
                 shard.borrow_mut().on_peer_closed(peer, bus.realtime_micros());
             }
-            () = (&mut tick).fuse() => {
+            Wake::Tick => {
                 let mut shard = shard.borrow_mut();
                 shard.tick(bus.realtime_micros());
                 flush(&bus, &peers, &mut shard, &forwards_dropped_full);

@@ -133,6 +133,34 @@ impl Inbox {
     }
 }
 
+/// What a shard's pump takes from its inbox ([`Inbox::poll_next`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum InboxEvent {
+    /// A frame and who sent it.
+    Frame(ProcessId, Vec<u8>),
+    /// A peer's connection closed.
+    Closed(ProcessId),
+}
+
+impl Inbox {
+    /// The oldest frame, else the oldest closed-connection notice, else register `cx`
+    /// to be woken by the next push of either. Frames come first, as a burst should
+    /// drain before the pump looks elsewhere. This is what the pump polls: one borrow
+    /// and one waker check for both queues, where a [`Recv`] and a [`Closed`] each
+    /// clone the inbox and register on their own.
+    pub fn poll_next(&self, cx: &mut Context<'_>) -> Poll<InboxEvent> {
+        let mut state = self.state.borrow_mut();
+        if let Some((from, frame)) = state.frames.pop_front() {
+            return Poll::Ready(InboxEvent::Frame(from, frame));
+        }
+        if let Some(peer) = state.closed.pop_front() {
+            return Poll::Ready(InboxEvent::Closed(peer));
+        }
+        state.register(cx);
+        Poll::Pending
+    }
+}
+
 /// Future returned by [`Inbox::recv`].
 pub struct Recv {
     inbox: Inbox,
@@ -248,6 +276,30 @@ mod tests {
             !inbox.push_closed(ProcessId(1_000)),
             "past the bound a notice is dropped"
         );
+    }
+
+    #[test]
+    fn the_pump_takes_frames_before_notices_and_one_push_of_either_wakes_it() {
+        let inbox = Inbox::new();
+        let (waker, counter) = counting_waker();
+        let mut cx = Context::from_waker(&waker);
+        assert!(inbox.poll_next(&mut cx).is_pending());
+        assert!(inbox.push_closed(ProcessId(2)));
+        assert_eq!(counter.0.load(Ordering::SeqCst), 1, "a notice wakes the pump");
+        assert_eq!(inbox.push(ProcessId(1), vec![1]), InboxPush::Queued);
+        assert_eq!(inbox.push(ProcessId(3), vec![3]), InboxPush::Queued);
+        assert_eq!(
+            inbox.poll_next(&mut cx),
+            Poll::Ready(InboxEvent::Frame(ProcessId(1), vec![1]))
+        );
+        assert_eq!(
+            inbox.poll_next(&mut cx),
+            Poll::Ready(InboxEvent::Frame(ProcessId(3), vec![3]))
+        );
+        assert_eq!(inbox.poll_next(&mut cx), Poll::Ready(InboxEvent::Closed(ProcessId(2))));
+        assert!(inbox.poll_next(&mut cx).is_pending());
+        assert_eq!(inbox.push(ProcessId(1), vec![4]), InboxPush::Queued);
+        assert_eq!(counter.0.load(Ordering::SeqCst), 2, "a frame wakes the pump");
     }
 
     #[test]

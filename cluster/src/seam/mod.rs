@@ -14,7 +14,7 @@ mod storage;
 mod time;
 
 pub use bus::{Bus, ProcessId};
-pub use inbox::{CLOSED_NOTICES_MAX, Closed, INBOX_FRAMES_MAX, Inbox, InboxPush, Recv};
+pub use inbox::{CLOSED_NOTICES_MAX, Closed, INBOX_FRAMES_MAX, Inbox, InboxEvent, InboxPush, Recv};
 pub use memory::{MemFile, MemStorage};
 pub use storage::{DurableFile, DurableStorage, OpenMode, validate_relative_path};
 pub use time::{TICK, TICK_MICROS, duration_to_ticks};

@@ -180,8 +180,8 @@ pub fn open_with(frame: &[u8], checksums: Checksums) -> Result<(Header, &[u8]), 
     if verify && u128::from_le_bytes(sum) != checksum(&frame[16..HEADER_BYTES]) {
         return Err(FrameError::HeaderChecksum);
     }
+    header::check_bounds(&frame[..HEADER_BYTES])?;
     let header = Header::decode(&frame[..HEADER_BYTES])?;
-    header.check_bounds()?;
     open_body_with(&header, frame, checksums).map(|body| (header, body))
 }
 
