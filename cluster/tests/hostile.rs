@@ -255,6 +255,12 @@ fn forged_replica_hellos_and_vsr_frames_are_refused_and_the_view_does_not_move()
     }
 }
 
+/// How far above its baseline a node's RSS may settle once a slow-loris wave has
+/// closed, in KiB: room for what the node keeps for good after its first thousand
+/// connections (the accept loop's and the timer wheel's grown tables, the log's
+/// buffers), far below the ~10 MB a wave leaves when freed memory is not returned.
+const RSS_RETURN_SLACK_KIB: u64 = 2 * 1024;
+
 #[test]
 fn a_slow_loris_of_a_thousand_connections_costs_the_node_little_memory_and_it_returns_after() {
     let _serial = one_at_a_time();
@@ -294,13 +300,17 @@ fn a_slow_loris_of_a_thousand_connections_costs_the_node_little_memory_and_it_re
         held_again < 64 * 1024,
         "RSS {held_again} KiB while the second wave is held"
     );
-    // What the first wave held was freed when it closed: the second wave reuses it
-    // rather than adding to it. (The allocator keeps freed pages for reuse instead of
-    // handing them back to the OS, so RSS settles a few MB above the baseline.)
-    assert!(
-        after_again <= after + 2 * 1024,
-        "RSS grew from {after} to {after_again} KiB over a second wave: connections leak memory"
-    );
+    // What a wave held is handed back when it closes (the node returns freed heap
+    // pages to the OS after a burst of closed connections, runtime/memory.rs): RSS
+    // comes back to within RSS_RETURN_SLACK_KIB of the baseline, after each wave.
+    // Without that return it settled about 10 MB above the baseline.
+    for (wave, after) in [("first", after), ("second", after_again)] {
+        assert!(
+            after <= baseline + RSS_RETURN_SLACK_KIB,
+            "RSS {after} KiB after the {wave} wave closed, against a baseline of {baseline} KiB: \
+             the connections' memory was not returned"
+        );
+    }
     assert!(status(&cluster.name, address, 0).is_some(), "the node still answers");
 }
 

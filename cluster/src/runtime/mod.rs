@@ -14,6 +14,7 @@ mod disk;
 pub mod framing;
 pub mod handshake;
 pub mod log_limit;
+pub mod memory;
 pub mod tcp;
 
 pub use bus::{LocalRouter, TokioBus, Transport, run_local};

@@ -110,6 +110,20 @@ pub fn testing_another_build() -> bool {
     std::env::var_os(NODE_UNDER_TEST_ENV).is_some()
 }
 
+/// Whether the node under test takes `--secret-file`: this build's does; another
+/// build's ([`NODE_UNDER_TEST_ENV`]) does if its `--help` names the flag (builds
+/// before peer authentication do not, and refuse it).
+pub fn node_takes_a_secret() -> bool {
+    static TAKES: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TAKES.get_or_init(|| {
+        !testing_another_build()
+            || Process::new(node_binary())
+                .arg("--help")
+                .output()
+                .is_ok_and(|help| String::from_utf8_lossy(&help.stdout).contains("--secret-file"))
+    })
+}
+
 /// The name of the cluster secret's file in a test's directory.
 pub const SECRET_FILE: &str = "cluster.secret";
 
@@ -199,7 +213,7 @@ impl LoopbackCluster {
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::null());
-        if !testing_another_build() {
+        if node_takes_a_secret() {
             command.arg("--secret-file").arg(self.secret_file());
         }
         command

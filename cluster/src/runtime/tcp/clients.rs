@@ -209,6 +209,7 @@ impl TcpTransport {
             let mut state = self.state.borrow_mut();
             count_out(&mut state.clients_by_address, address.ip());
             state.pending_logins.remove(&process);
+            state.closed_since_trim.note_closed();
             state.clients.remove(&process)
         };
         if let Some(outgoing) = outgoing {

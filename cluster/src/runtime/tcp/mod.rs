@@ -35,7 +35,8 @@
 //!   [`FRAME_READ_TIMEOUT_MS`] over one frame is closed. Unproven replica connections
 //!   are bounded by [`PEER_HANDSHAKES_MAX`] (and [`PEER_HANDSHAKES_PER_ADDRESS_MAX`]
 //!   per address) and [`PEER_HANDSHAKE_TIMEOUT_MS`]. Warnings an outsider can cause
-//!   are rate-limited ([`super::log_limit`]).
+//!   are rate-limited ([`super::log_limit`]). After a burst of connections closes, the
+//!   memory they held is handed back to the OS ([`super::memory`]).
 //!
 //! Does not model: encryption (see [`super::handshake`] for what the handshake does
 //! and does not defend), or flow control beyond the bounded queues.
@@ -43,6 +44,8 @@
 pub mod clients;
 pub mod login_throttle;
 pub mod peers;
+#[cfg(test)]
+mod tests;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
@@ -57,6 +60,7 @@ use tokio::task::AbortHandle;
 use super::bus::Transport;
 use super::handshake::ClusterSecret;
 use super::log_limit::WarningLimiter;
+use super::memory::{ClosedSinceTrim, return_freed_memory_after_bursts};
 use crate::routing::owner_shard;
 use crate::seam::{Inbox, InboxPush, ProcessId};
 use crate::wire::{HEADER_BYTES, Header};
@@ -223,6 +227,9 @@ struct State {
     /// When the transport was made: the warning windows' and the login throttle's
     /// clock counts from it.
     started: tokio::time::Instant,
+    /// Connections closed since freed memory was last returned to the OS
+    /// ([`super::memory`]).
+    closed_since_trim: ClosedSinceTrim,
     stats: TransportStats,
 }
 
@@ -284,6 +291,7 @@ impl TcpTransport {
                 login_throttle: LoginThrottle::default(),
                 pending_logins: BTreeMap::new(),
                 started: super::monotonic_now(),
+                closed_since_trim: ClosedSinceTrim::default(),
                 stats: TransportStats::default(),
             })),
         }
@@ -316,6 +324,8 @@ impl TcpTransport {
             tokio::task::spawn_local(self.clone().accept_peers(listener));
         }
         tokio::task::spawn_local(self.clone().accept_clients(client_listener));
+        let closed = self.state.borrow().closed_since_trim.clone();
+        tokio::task::spawn_local(return_freed_memory_after_bursts(closed));
     }
 
     /// Hand a verified frame to the shard that owns its group.

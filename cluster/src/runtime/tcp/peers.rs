@@ -39,6 +39,7 @@ impl Drop for HandshakeSlot {
         state.handshakes -= 1;
         count_out(&mut state.handshakes_by_address, self.address);
         state.unproven_readers.remove(&self.connection);
+        state.closed_since_trim.note_closed();
     }
 }
 
