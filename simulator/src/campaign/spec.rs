@@ -294,7 +294,13 @@ pub fn parse_shard(text: &str) -> Result<(u32, u32), String> {
 fn parse_plane(name: &str) -> Result<Plane, String> {
     use clap::ValueEnum;
     Plane::from_str(name, true).map_err(|_| {
-        format!("unknown plane {name:?}: expected one of echo, metadata, partition, mixed, uniform, lifecycle")
+        // Listed from the enum, so a new plane is never missing from the message (the
+        // hand-written list had left out `contended`).
+        let planes: Vec<String> = Plane::value_variants()
+            .iter()
+            .filter_map(|plane| plane.to_possible_value().map(|value| value.get_name().to_owned()))
+            .collect();
+        format!("unknown plane {name:?}: expected one of {}", planes.join(", "))
     })
 }
 
