@@ -175,8 +175,18 @@ pub const MARKS: usize = Mark::ALL.len();
 // at least forty); a table that shrank below that would be a regression.
 const _: () = assert!(MARKS >= 40);
 
+/// Words of the reached-marks bit set ([`reached`]).
+pub const REACHED_WORDS: usize = MARKS.div_ceil(64);
+
+/// Which marks were hit at least once, one bit per mark in table order: what a caller
+/// polls after each step to learn when a mark was first reached (the simulator's
+/// explorer branches a run there), at the cost of one word compare when nothing new
+/// happened.
+pub type Reached = [u64; REACHED_WORDS];
+
 thread_local! {
     static HITS: [Cell<u64>; MARKS] = const { [const { Cell::new(0) }; MARKS] };
+    static REACHED: [Cell<u64>; REACHED_WORDS] = const { [const { Cell::new(0) }; REACHED_WORDS] };
 }
 
 /// Count one hit of `mark` on this thread.
@@ -186,11 +196,34 @@ pub fn hit(mark: Mark) {
         let cell = &hits[mark as usize];
         cell.set(cell.get().saturating_add(1));
     });
+    REACHED.with(|reached| {
+        let word = &reached[mark as usize / 64];
+        word.set(word.get() | 1 << (mark as usize % 64));
+    });
 }
 
 /// Forget this thread's hits (a simulated run calls it as it starts).
 pub fn reset() {
     HITS.with(|hits| hits.iter().for_each(|cell| cell.set(0)));
+    REACHED.with(|reached| reached.iter().for_each(|word| word.set(0)));
+}
+
+/// The marks this thread has hit since its last [`reset`], as a bit set.
+#[inline]
+pub fn reached() -> Reached {
+    REACHED.with(|reached| std::array::from_fn(|index| reached[index].get()))
+}
+
+/// The marks set in `now` and not in `before`, in table order.
+pub fn newly_reached(before: &Reached, now: &Reached) -> Vec<Mark> {
+    Mark::ALL
+        .iter()
+        .copied()
+        .filter(|&mark| {
+            let (word, bit) = (mark as usize / 64, 1u64 << (mark as usize % 64));
+            now[word] & bit != 0 && before[word] & bit == 0
+        })
+        .collect()
 }
 
 /// This thread's hits of every mark, in table order.
@@ -230,6 +263,23 @@ mod tests {
         );
         reset();
         assert!(hits().iter().all(|(_, count)| *count == 0));
+    }
+
+    #[test]
+    fn the_reached_set_names_each_mark_hit_once_however_often() {
+        reset();
+        let before = reached();
+        cover!(CheckpointTaken);
+        cover!(CheckpointTaken);
+        cover!(StoreFailStop);
+        let now = reached();
+        assert_eq!(
+            newly_reached(&before, &now),
+            vec![Mark::CheckpointTaken, Mark::StoreFailStop]
+        );
+        assert!(newly_reached(&now, &reached()).is_empty(), "nothing new since");
+        reset();
+        assert_eq!(reached(), [0; REACHED_WORDS]);
     }
 
     #[test]

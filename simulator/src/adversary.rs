@@ -94,6 +94,12 @@ pub struct Adversary {
 }
 
 impl Adversary {
+    /// Reseed what the adversary sends and when, for a branch of the run (see
+    /// [`crate::timeline`]).
+    pub fn branch(&mut self, key: crate::timeline::BranchKey) {
+        self.rng.branch(key);
+    }
+
     /// An adversary that injects a frame with `probability` per tick, drawing from its
     /// own stream of `root_seed`.
     pub fn new(root_seed: u64, probability: f64) -> Self {

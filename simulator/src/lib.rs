@@ -28,5 +28,6 @@ pub mod signature;
 pub mod simulation;
 pub mod storage;
 pub mod storage_sweep;
+pub mod timeline;
 pub mod trace;
 pub mod workload;

@@ -26,6 +26,15 @@ impl SimRng {
         }
     }
 
+    /// Reseed this stream for a branch of the run (see [`crate::timeline`]): one draw
+    /// of its own, mixed with the branch's key, seeds what follows. The prefix fixes
+    /// that draw, so the child stream is a pure function of the seed and the branch
+    /// points; two streams never collapse into one, as each mixes its own draw.
+    pub fn branch(&mut self, key: crate::timeline::BranchKey) {
+        let own = self.next_u64();
+        *self = Self::new(own ^ key.0);
+    }
+
     /// The next raw 64-bit draw.
     #[inline]
     pub fn next_u64(&mut self) -> u64 {

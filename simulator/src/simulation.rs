@@ -294,6 +294,18 @@ impl Simulation {
         self.close_notices = on;
     }
 
+    /// Reseed the world's choice streams for a branch of the run (see
+    /// [`crate::timeline`]): the network, the executor's task picks, the shard a
+    /// packet enters on, and the adversary. Clocks keep their offsets and drifts.
+    pub fn branch(&mut self, key: crate::timeline::BranchKey) {
+        self.network.branch(key);
+        self.executor.branch(key);
+        self.entry_shard.branch(key);
+        if let Some(adversary) = &mut self.adversary {
+            adversary.branch(key);
+        }
+    }
+
     /// The seeds of this run.
     pub fn seeds(&self) -> &SimSeeds {
         &self.seeds

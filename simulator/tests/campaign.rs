@@ -10,7 +10,7 @@ use std::process::Command;
 use common::{campaign, scratch, text};
 use simulator::campaign::report::{CampaignReport, RunVerdict};
 
-fn verdicts(report: &CampaignReport) -> BTreeMap<(String, String, String, u64), RunVerdict> {
+fn verdicts(report: &CampaignReport) -> BTreeMap<(String, String, String, u64, String), RunVerdict> {
     report.runs.iter().map(|run| (run.key(), run.verdict)).collect()
 }
 

@@ -48,6 +48,10 @@ struct SteadyLoad {
 }
 
 impl ClientDriver for SteadyLoad {
+    fn branch(&mut self, _key: simulator::timeline::BranchKey) {
+        // Draws nothing: every request is fixed.
+    }
+
     fn next_request(&mut self, client: usize) -> Option<ClientRequest> {
         let metadata = |op: MetadataOp| ClientRequest::metadata(&op);
         if self.sends.is_empty() {

@@ -30,6 +30,10 @@ struct Sends {
 }
 
 impl ClientDriver for Sends {
+    fn branch(&mut self, _key: simulator::timeline::BranchKey) {
+        // Draws nothing: every request is fixed.
+    }
+
     fn next_request(&mut self, _client: usize) -> Option<ClientRequest> {
         let metadata = |op: MetadataOp| ClientRequest::metadata(&op);
         let Some(stream_id) = self.stream else {

@@ -26,6 +26,10 @@ struct UniqueStreams {
 }
 
 impl ClientDriver for UniqueStreams {
+    fn branch(&mut self, _key: simulator::timeline::BranchKey) {
+        // Draws nothing: every request is fixed.
+    }
+
     fn next_request(&mut self, client: usize) -> Option<ClientRequest> {
         if self.stopped {
             return None;

@@ -186,6 +186,9 @@ fn summarize(report: &CampaignReport, dir: &std::path::Path, known: Option<&[Str
              replica, and every one was refused (a run where one was not fails `adversary frame acted on`)"
         );
     }
+    if let Some(explore) = &report.explore {
+        println!("{}", explore.line());
+    }
     let reached = report.coverage();
     let never = report.marks_never_reached();
     println!(

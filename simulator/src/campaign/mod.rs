@@ -5,6 +5,7 @@
 //! isolated and in parallel (failures grouped by `crate::signature`), [`report`] is the JSON
 //! model (and merging shards), [`html`] the page a person reads.
 
+pub mod explore;
 pub mod html;
 pub mod report;
 pub mod runner;

@@ -98,6 +98,55 @@ pub struct RunRecord {
     /// reports written before marks existed).
     #[serde(default)]
     pub coverage: Vec<String>,
+    /// Where the run stands in an exploration's tree (`campaign --explore`); absent
+    /// for a plain campaign's runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explore: Option<ExploreRecord>,
+}
+
+/// A run of an exploration: its timeline and what made and what it found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExploreRecord {
+    /// Its branch points as `--branch` takes them ("" for a root).
+    pub branches: String,
+    /// The branch points of the run it branched from ("" for a child of a root);
+    /// `None` for a root.
+    pub parent: Option<String>,
+    /// The mark whose first reach made the splitpoint it branched at (children).
+    pub trigger: Option<String>,
+    /// Marks it reached before any earlier run of the exploration did.
+    pub first_in_exploration: Vec<String>,
+}
+
+/// What an exploration did, over all its sub-campaigns.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExploreSummary {
+    /// Root runs (planned runs taken from scratch).
+    pub roots: u64,
+    /// Branched runs.
+    pub children: u64,
+    /// Splitpoints found (a mark first reached, in some run at some tick).
+    pub splitpoints: u64,
+    /// Marks first reached by a branched run rather than a root, by name.
+    pub marks_first_reached_by_branching: Vec<String>,
+}
+
+impl ExploreSummary {
+    /// The `explore:` line a campaign prints.
+    pub fn line(&self) -> String {
+        format!(
+            "explore: {} runs ({} roots, {} branched), {} splitpoints; marks first reached by branching: {}",
+            self.roots + self.children,
+            self.roots,
+            self.children,
+            self.splitpoints,
+            if self.marks_first_reached_by_branching.is_empty() {
+                "none".to_owned()
+            } else {
+                self.marks_first_reached_by_branching.join(", ")
+            }
+        )
+    }
 }
 
 impl CampaignReport {
@@ -126,12 +175,17 @@ impl CampaignReport {
 
 impl RunRecord {
     /// The key that orders runs and identifies them across shards.
-    pub fn key(&self) -> (String, String, String, u64) {
+    pub fn key(&self) -> (String, String, String, u64, String) {
         (
             self.campaign.clone(),
             self.profile.clone(),
             self.plane.clone(),
             self.seed,
+            // An exploration runs a seed on several timelines; the root sorts first.
+            self.explore
+                .as_ref()
+                .map(|explore| explore.branches.clone())
+                .unwrap_or_default(),
         )
     }
 }
@@ -172,6 +226,9 @@ pub struct CampaignReport {
     /// from simulator campaigns).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nemesis: Option<crate::nemesis_format::NemesisSummary>,
+    /// What `--explore` did (absent from plain campaigns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explore: Option<ExploreSummary>,
 }
 
 /// One sub-campaign of a report.
@@ -241,9 +298,9 @@ impl std::error::Error for ReportError {}
 pub struct MarkReach {
     /// Runs that reached it.
     pub runs: u64,
-    /// The first run (in report order: sub-campaign, profile, plane, seed) that
-    /// reached it.
-    pub first: (String, String, String, u64),
+    /// The first run (in report order: sub-campaign, profile, plane, seed, branch
+    /// points) that reached it.
+    pub first: (String, String, String, u64, String),
     /// Runs that reached it, per plane.
     pub by_plane: BTreeMap<String, u64>,
 }
@@ -373,6 +430,7 @@ impl CampaignReport {
             required_marks: first.required_marks.clone(),
             shrunk: Vec::new(),
             nemesis: None,
+            explore: None,
         };
         let mut seen = BTreeMap::new();
         for report in reports {

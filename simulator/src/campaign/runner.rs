@@ -27,6 +27,12 @@ use crate::signature::signature;
 
 /// Make one run and describe it; `campaign` names its sub-campaign.
 pub fn execute(run: &PlannedRun, campaign: &str) -> RunRecord {
+    execute_with_marks(run, campaign).0
+}
+
+/// [`execute`], and the coverage marks the run reached with the tick that first reached
+/// each (empty after a panic: an exploration branches only runs that ended).
+pub fn execute_with_marks(run: &PlannedRun, campaign: &str) -> (RunRecord, Vec<(cluster::coverage::Mark, u64)>) {
     let started = Instant::now();
     let mut out = Vec::new();
     let outcome = catch_unwind(AssertUnwindSafe(|| fuzz::run(&run.args, run.seed, &mut out)));
@@ -55,9 +61,12 @@ pub fn execute(run: &PlannedRun, campaign: &str) -> RunRecord {
         schedule_hash: String::new(),
         // Read even after a panic: the marks show how far the run got.
         coverage: fuzz::marks_reached(),
+        explore: None,
     };
+    let mut first_reached = Vec::new();
     match outcome {
         Ok(Ok(report)) => {
+            first_reached = report.first_reached.clone();
             record.ticks = report.ticks;
             record.commits = report.commits;
             record.ops_compared = report.ops_compared;
@@ -98,7 +107,7 @@ pub fn execute(run: &PlannedRun, campaign: &str) -> RunRecord {
             record.detail = Some(detail);
         }
     }
-    record
+    (record, first_reached)
 }
 
 /// Plain progress lines when stdout is not a terminal: a line for every twentieth of
@@ -165,6 +174,9 @@ impl Dispatcher {
 
 /// Run every planned run of `spec`; `campaign_id` and `command` label the report.
 pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Result<CampaignReport, String> {
+    if spec.explore {
+        return super::explore::run_exploration(spec, campaign_id, command);
+    }
     let started = Instant::now();
     let deadline = spec
         .budget_seconds
@@ -286,6 +298,7 @@ pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Re
         required_marks: spec.required_marks.clone(),
         shrunk: Vec::new(),
         nemesis: None,
+        explore: None,
     })
 }
 

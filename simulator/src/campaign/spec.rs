@@ -51,6 +51,16 @@ pub struct CampaignFlags {
     #[arg(long, value_name = "MARKS", action = clap::ArgAction::Append)]
     pub require_marks: Vec<String>,
 
+    /// Explore instead of running every planned run from scratch: branch runs where
+    /// they first reach a coverage mark no earlier run reached, and give productive
+    /// places more runs (see `campaign::explore`). Makes as many runs as the plain
+    /// campaign would (the planned runs are its roots, taken in order while the
+    /// budget lasts), deterministically for a seed range and budget; `--minutes` may
+    /// cut it short. Each branched run's repro command names its `--branch` points.
+    /// Not with `--shard` or `--corpus`.
+    #[arg(long)]
+    pub explore: bool,
+
     /// Passed to every run: ticks to simulate.
     #[arg(long, default_value_t = 6_000)]
     pub ticks: u64,
@@ -228,6 +238,8 @@ pub struct CampaignSpec {
     pub label: String,
     /// Coverage marks the campaign must reach (names, validated).
     pub required_marks: Vec<String>,
+    /// Explore (`--explore`) rather than run every planned run from scratch.
+    pub explore: bool,
 }
 
 /// The campaign-wide settings: shard, jobs, time budget (seconds), required marks.
@@ -350,6 +362,8 @@ impl CampaignFlags {
     fn run_args(&self, profile: &str, plane: Plane, seed: u64) -> FuzzArgs {
         FuzzArgs {
             seed: Some(seed),
+            // A planned run is its seed's own; an exploration adds branch points.
+            branch: crate::timeline::Branches::none(),
             ticks: self.ticks,
             shards: self.node_shards,
             plane,
@@ -474,6 +488,16 @@ fn plan_sub_campaigns(
     label: String,
 ) -> Result<CampaignSpec, String> {
     let (shard, jobs, budget_seconds, required_marks) = wide.campaign_wide()?;
+    if wide.explore && shard.is_some() {
+        return Err(
+            "--explore with --shard: an exploration steers every run by what the earlier ones found, so it \
+             cannot be dealt across machines; run it whole (give each machine its own --seeds range instead)"
+                .to_owned(),
+        );
+    }
+    if wide.explore && wide.corpus.is_some() {
+        return Err("--explore with --corpus: the corpus pins runs to replay, not roots to explore from".to_owned());
+    }
     let subs = subs
         .into_iter()
         .map(|(sub, source)| SubPlan { sub, source, shard })
@@ -486,6 +510,7 @@ fn plan_sub_campaigns(
         out: wide.out.clone(),
         label,
         required_marks,
+        explore: wide.explore,
     })
 }
 

@@ -201,6 +201,12 @@ pub struct ExecutorHandle {
 }
 
 impl DetExecutor {
+    /// Reseed the choice of the next ready task for a branch of the run (see
+    /// [`crate::timeline`]).
+    pub fn branch(&mut self, key: crate::timeline::BranchKey) {
+        self.shared.state.borrow_mut().rng.branch(key);
+    }
+
     /// A new executor whose task picks are drawn from `seed`. Its clock starts at 0.
     pub fn new(seed: u64) -> Self {
         let (woken, local_wakes) = WakeQueue::new();

@@ -10,6 +10,7 @@ use super::run_flags::RunFlags;
 use crate::harness::StorageModel;
 use crate::network::config::{NetworkConfig, PartitionMode, PartitionSymmetry};
 use crate::profile::{mode_name, symmetry_name};
+use crate::timeline::Branches;
 
 /// Run one simulated cluster from one seed and judge it.
 ///
@@ -26,6 +27,17 @@ pub struct FuzzArgs {
     /// The run's seed (decimal or 0x-hex). Omitted: one is drawn and printed.
     #[arg(long, value_parser = parse_seed)]
     pub seed: Option<u64>,
+
+    /// Branch the run's timeline: `TICK:SALT[,TICK:SALT...]`, ticks strictly
+    /// increasing. As each of those ticks starts, every choice stream (network,
+    /// scheduler, crashes and restarts, disks, outages, the adversary, the workload) is
+    /// reseeded from its own next draw and the tick and salt; the world the seed built
+    /// (profile and swarm draws, buggify knobs, clocks, flags) stays. The run up to the
+    /// first point is exactly the seed's, and the same points replay the same run byte
+    /// for byte. `campaign --explore` makes these where a run first reaches something
+    /// rare; its repro commands name them. Consensus planes only.
+    #[arg(long, value_name = "TICK:SALT,...", value_parser = Branches::parse, default_value = "", hide_default_value = true)]
+    pub branch: Branches,
 
     /// Ticks to simulate (1 tick = 10 ms of cluster time).
     #[arg(long, default_value_t = 10_000)]
@@ -482,6 +494,11 @@ impl FuzzArgs {
         let mut parts = vec![
             "cargo run --release -p simulator --bin workload-fuzz --".to_owned(),
             format!("--seed {seed}"),
+        ];
+        if !self.branch.is_empty() {
+            parts.push(format!("--branch {}", self.branch));
+        }
+        parts.extend([
             format!("--ticks {}", self.ticks),
             format!("--replicas {}", self.run.replicas),
             format!("--clients {}", self.run.clients),
@@ -499,7 +516,7 @@ impl FuzzArgs {
             format!("--journal-slots {}", self.run.journal_slots),
             format!("--ring-entries {}", self.run.ring_entries),
             format!("--ring-bytes {}", self.run.ring_bytes),
-        ];
+        ]);
         for (set, flag) in [
             (self.run.crash_primary, "--crash-primary"),
             (self.run.crash_moments, "--crash-moments"),

@@ -95,6 +95,9 @@ pub struct RunReport {
     /// Frames the adversary sent, and how many of them reached a replica (each of
     /// those refused: checked every tick); zero without an adversary.
     pub adversary: (u64, u64),
+    /// Each coverage mark the run reached and the tick that first reached it, in the
+    /// order reached (consensus planes): where `campaign --explore` branches it.
+    pub first_reached: Vec<(cluster::coverage::Mark, u64)>,
 }
 
 /// Run the workload described by `args` with `seed`, printing the banner, the figures
@@ -121,6 +124,7 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
         trace: None,
         failover: Default::default(),
         adversary: (0, 0),
+        first_reached: Vec::new(),
     };
     let (config, resolved) = match configure(args, seed) {
         Ok(configured) => configured,
@@ -243,6 +247,13 @@ pub(super) fn packets_line(net: &crate::network::NetworkStats) -> String {
 fn configure(args: &FuzzArgs, seed: u64) -> Result<(SimulationConfig, ResolvedProfile), String> {
     if args.ticks == 0 {
         return Err("--ticks 0 simulates nothing; give at least 1".to_owned());
+    }
+    if !args.branch.is_empty() && args.plane == Plane::Echo {
+        return Err(format!(
+            "--branch {}: branch points are for the consensus planes (metadata, partition, mixed, uniform, \
+             lifecycle, contended); the echo plane's run has no harness to branch",
+            args.branch
+        ));
     }
     if args.run.shared && args.plane == Plane::Echo {
         return Err(

@@ -112,6 +112,12 @@ pub struct Outages {
 }
 
 impl Outages {
+    /// Reseed the outage coin for a branch of the run (see [`crate::timeline`]). A
+    /// replayed schedule's outages stay where the schedule puts them.
+    pub fn branch(&mut self, key: crate::timeline::BranchKey) {
+        self.rng.branch(key);
+    }
+
     /// Outages with `probability` per tick, drawn from the run's storage seed.
     pub fn new(storage_seed: u64, probability: f64) -> Self {
         Self {

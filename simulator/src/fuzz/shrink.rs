@@ -5,6 +5,8 @@
 //! the words of its message, numbers aside). The passes, in order, each on the best
 //! run so far:
 //!
+//! 0. the timeline's branch points (`--branch`), the latest first: each dropped
+//!    point brings the run closer to its seed's own;
 //! 1. fault classes off one at a time: outages, crashes, power cuts, partitions,
 //!    clogs, disk-error windows, rot (from the schedule), then the seeded per-packet
 //!    and per-call faults (packet loss, replay, corruption, clock skew, slow disks)
@@ -73,6 +75,8 @@ pub struct RunSize {
     pub requests: u64,
     /// Of the crashes, those that cut the power.
     pub power_losses: usize,
+    /// Branch points of the run's timeline (`--branch`).
+    pub branches: usize,
 }
 
 impl RunSize {
@@ -91,6 +95,7 @@ impl RunSize {
                 .iter()
                 .filter(|event| event.fault.kind() == "power-loss")
                 .count(),
+            branches: args.branch.len(),
         }
     }
 }
@@ -257,8 +262,10 @@ impl Search<'_> {
             || after.shards < before.shards
             || after.requests < before.requests
             || after.power_losses < before.power_losses
+            || after.branches < before.branches
             || candidate_drops_a_flag(&self.best, &candidate);
         let larger = after.fault_ticks > before.fault_ticks
+            || after.branches > before.branches
             || after.replicas > before.replicas
             || after.clients > before.clients
             || after.shards > before.shards;
@@ -287,6 +294,20 @@ impl Search<'_> {
 
     fn schedule(&self) -> FaultSchedule {
         self.best.schedule.clone().unwrap_or_default()
+    }
+
+    /// Pass 0: the timeline's branch points, the latest first (a run with fewer is
+    /// closer to its seed's own run; the fault schedule it replays keeps the faults,
+    /// while the workload, the packet coins and the scheduler follow the remaining
+    /// points).
+    fn branches(&mut self) -> io::Result<()> {
+        for index in (0..self.best.branch.len()).rev() {
+            let mut candidate = self.best.clone();
+            let dropped = candidate.branch.points()[index];
+            candidate.branch = candidate.branch.without(index);
+            self.try_candidate(&format!("branch point {dropped} dropped"), candidate)?;
+        }
+        Ok(())
     }
 
     /// Pass 4: the failing tick, or fractions of the ticks.
@@ -550,6 +571,7 @@ pub fn shrink(
         ddmin_cut_short: false,
         out,
     };
+    search.branches()?;
     search.classes(&resolved)?;
     search.world()?;
     search.events()?;

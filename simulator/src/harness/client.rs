@@ -96,6 +96,10 @@ pub trait ClientDriver {
     /// The simulated tick that starts now (called by the harness before the tick's
     /// work), for drivers that stamp what they see with virtual time.
     fn on_tick(&mut self, _tick: u64) {}
+    /// Reseed every draw the driver makes, for a branch of the run (see
+    /// [`crate::timeline`]). Required, so a driver that draws cannot forget it: one
+    /// that draws nothing says so with an empty body.
+    fn branch(&mut self, key: crate::timeline::BranchKey);
     /// Whether the driver sends its clients' logins itself. If not (the default), the
     /// client logs in as root before the driver's first request, and the driver never
     /// sees that login: every request acts as its client's session's user, so a

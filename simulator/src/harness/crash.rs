@@ -112,6 +112,12 @@ pub struct CrashInjector {
 }
 
 impl CrashInjector {
+    /// Reseed who crashes and restarts when, for a branch of the run (see
+    /// [`crate::timeline`]).
+    pub fn branch(&mut self, key: crate::timeline::BranchKey) {
+        self.rng.branch(key);
+    }
+
     /// Whether it can ever act (a crash or restart probability above zero); if not,
     /// the harness need not describe the replicas to it every tick.
     pub fn active(&self) -> bool {

@@ -12,6 +12,7 @@
 //! yet: read errors, slow I/O, torn writes at a crash, damaged checkpoints, superblocks
 //! and frontiers (the storage sweeps cover these one structure at a time).
 
+mod branch;
 pub mod catch_up;
 pub mod client;
 pub mod crash;
@@ -42,6 +43,7 @@ use cluster::vsr::{Replica, StorageBreak};
 use crate::fault_schedule::FaultEvent;
 use crate::rng::SimRng;
 use crate::storage::{SimStorage, SimStorageOptions};
+use crate::timeline::Branches;
 pub use stores::{SimReplicaStore, SimStores, StorageModel};
 
 use crate::simulation::{Simulation, SimulationConfig, SimulationError};
@@ -282,6 +284,16 @@ pub struct Harness {
     replay: Option<HarnessReplay>,
     /// With `--trace`, the run's timeline being recorded.
     trace: Option<Box<trace::HarnessTrace>>,
+    /// Where this run's timeline branches (see [`crate::timeline`] and `branch.rs`).
+    branches: Branches,
+    /// Branch points taken so far.
+    branches_taken: usize,
+    /// The coverage marks reached as of the last step (`cluster::coverage::reached`).
+    reached_seen: cluster::coverage::Reached,
+    /// Each mark the run reached, with the tick of the step that first reached it, in
+    /// the order they were reached (a mark reached while the harness booted its nodes
+    /// counts at the first step).
+    first_reached: Vec<(cluster::coverage::Mark, u64)>,
 }
 
 impl Harness {
@@ -345,6 +357,10 @@ impl Harness {
             faults_counted: BTreeMap::new(),
             replay: None,
             trace: None,
+            branches: Branches::none(),
+            branches_taken: 0,
+            reached_seen: [0; cluster::coverage::REACHED_WORDS],
+            first_reached: Vec::new(),
         };
         for index in 0..replicas {
             let disk = match config.storage {
@@ -406,6 +422,7 @@ impl Harness {
     /// One tick: crash decisions, the simulation step, every per-tick check.
     pub fn step(&mut self) -> Result<(), CheckFailure> {
         let tick = self.simulation.tick();
+        self.take_branch_point(tick + 1);
         self.driver.borrow_mut().on_tick(tick);
         self.supervise(tick);
         if self.crashes_enabled && (self.crash.active() || self.replay.is_some()) {
@@ -428,6 +445,7 @@ impl Harness {
         if self.trace.is_some() {
             self.trace_tick();
         }
+        self.note_marks_reached();
         // Before anyone fail-stops: what a replica applied in this step counts even if
         // its node stops at the end of it.
         for index in 0..self.slots.len() {

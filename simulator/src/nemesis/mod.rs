@@ -296,6 +296,7 @@ fn empty_report(config: &NemesisConfig, command: &str) -> CampaignReport {
         required_marks: Vec::new(),
         shrunk: Vec::new(),
         nemesis: None,
+        explore: None,
     }
 }
 
@@ -394,6 +395,7 @@ async fn one_run(
         wall_ms: outcome.wall_ms as f64,
         schedule_hash: format!("{:016x}", fnv1a(schedule.as_bytes())),
         coverage: Vec::new(),
+        explore: None,
     };
     let figures = NemesisRun {
         seed,

@@ -150,6 +150,13 @@ pub enum NetworkFault {
 }
 
 impl<P: Payload> PacketSimulator<P> {
+    /// Reseed every draw of the network (packets and faults) for a branch of the run
+    /// (see [`crate::timeline`]).
+    pub fn branch(&mut self, key: crate::timeline::BranchKey) {
+        self.packet_rng.branch(key);
+        self.fault_rng.branch(key);
+    }
+
     /// A network with every link empty and open, every process up, no partition and
     /// no clog, at tick 0. A `link_capacity_packets` of 0 is treated as 1.
     pub fn new(config: NetworkConfig, replicas: usize, clients: usize, seed: u64) -> Self {

@@ -106,6 +106,12 @@ impl SimStorage {
         }
     }
 
+    /// Reseed the disk's draws (writeback order, tears, slow and failed calls) for a
+    /// branch of the run (see [`crate::timeline`]).
+    pub fn branch(&self, key: crate::timeline::BranchKey) {
+        self.state.borrow_mut().branch(key);
+    }
+
     /// The process goes down (`Process`: the page cache survives) or the machine loses
     /// power (`PowerLoss`: only stable state survives). Either way every open handle
     /// becomes stale, writeback (if on) first flushes a random subset of what is dirty,

@@ -251,6 +251,11 @@ impl State {
         }
     }
 
+    /// Reseed the disk's draws for a branch of the run.
+    pub fn branch(&mut self, key: crate::timeline::BranchKey) {
+        self.rng.branch(key);
+    }
+
     /// `true` with probability `ppm` parts per million; one draw.
     fn chance(&mut self, ppm: u32) -> bool {
         self.rng.below(u64::from(PARTS_PER_MILLION)) < u64::from(ppm)

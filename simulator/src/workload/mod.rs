@@ -755,6 +755,16 @@ impl MetadataWorkload {
 }
 
 impl ClientDriver for MetadataWorkload {
+    fn branch(&mut self, key: crate::timeline::BranchKey) {
+        for client in &mut self.clients {
+            client.rng.branch(key);
+        }
+        self.contended_router.branch(key);
+        if let Some(contended) = &mut self.contended {
+            contended.branch(key);
+        }
+    }
+
     fn next_request(&mut self, client: usize) -> Option<ClientRequest> {
         if self.stopped || self.paused || self.requests_max.is_some_and(|max| self.handed_out >= max) {
             return None;

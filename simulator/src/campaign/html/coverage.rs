@@ -57,14 +57,20 @@ pub(super) fn write_coverage(out: &mut String, report: &CampaignReport) -> fmt::
                     .find(|run| run.key() == reach.first)
                     .map(|run| run.command.clone())
                     .unwrap_or_default();
-                let (_, profile, plane, seed) = &reach.first;
+                let (_, profile, plane, seed, branches) = &reach.first;
+                let timeline = if branches.is_empty() {
+                    String::new()
+                } else {
+                    format!(" branched at {branches}")
+                };
                 write!(
                     out,
-                    "<td class=\"num\">{}</td><td title=\"{}\">{} {} seed {seed}</td>",
+                    "<td class=\"num\">{}</td><td title=\"{}\">{} {} seed {seed}{}</td>",
                     reach.runs,
                     escape(&command),
                     escape(profile),
-                    escape(plane)
+                    escape(plane),
+                    escape(&timeline)
                 )?;
                 for plane in &planes {
                     write!(

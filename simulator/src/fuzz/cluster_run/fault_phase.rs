@@ -20,12 +20,16 @@ pub(super) fn run(ticks: u64, world: &mut World, report: &mut RunReport) -> Opti
         outages,
         ..
     } = world;
+    // Branch points the outage coin has followed (the harness takes them, in tick
+    // order, inside its steps, outages' own steps included).
+    let mut branches_followed = harness.branches_taken();
     for fault_tick in 1..=ticks {
         // If this tick fails, `--ticks` of this many reproduces the failure.
         report.failure_fault_ticks = Some(fault_tick);
         if let Err(error) = harness.step() {
             return Some(error);
         }
+        follow_branches(harness, outages, &mut branches_followed);
         if outages.due(harness.simulation().tick()) {
             harness.trace_cluster_fault(
                 "outage",
@@ -41,6 +45,16 @@ pub(super) fn run(ticks: u64, world: &mut World, report: &mut RunReport) -> Opti
     }
     report.failure_fault_ticks = None;
     None
+}
+
+/// Reseed the outage coin, which the harness does not own, with every branch point the
+/// harness took since the last call (the points are taken in order, one per tick).
+fn follow_branches(harness: &Harness, outages: &mut crate::fuzz::outage::Outages, followed: &mut usize) {
+    let taken = harness.branches_taken();
+    for point in &harness.branches().points()[*followed..taken] {
+        outages.branch(point.key());
+    }
+    *followed = taken;
 }
 
 /// The first answer the workload could not classify against its prediction, as a

@@ -79,6 +79,7 @@ pub(super) fn run(
     summary.print(out)?;
     report.failure_tick = failure.as_ref().map(|failure| failure.tick);
     report.trace = world.harness.finish_trace(failure.as_ref());
+    report.first_reached = world.harness.first_reached().to_vec();
     report.verdict = verdict::judge(args, failure, &summary, &world);
     Ok(())
 }

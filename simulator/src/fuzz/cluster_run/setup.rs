@@ -81,7 +81,15 @@ pub(super) fn build(
     };
     let mut harness = Harness::new(seed, &harness_config, workload.clone());
     harness.keep_fault_events(args.keeps_fault_schedule());
+    harness.set_branches(args.branch.clone());
     print_world(harness.simulation(), out)?;
+    if !args.branch.is_empty() {
+        writeln!(
+            out,
+            "timeline: branches at {} (tick:salt; every choice stream reseeded as each tick starts)",
+            args.branch
+        )?;
+    }
     if args.run.buggify {
         writeln!(out, "buggify: {}", harness_config.buggify.describe())?;
     }

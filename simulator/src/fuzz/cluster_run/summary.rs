@@ -116,6 +116,8 @@ pub(super) struct Summary {
     /// What the adversary sent and how many of its frames reached a replica; `None`
     /// without one.
     pub adversary: Option<(AdversaryStats, u64)>,
+    /// Branch points of the run's timeline taken, and how many it holds (`--branch`).
+    pub branches: (usize, usize),
     /// Ops committed, over every group's canonical chain.
     pub commits: u64,
     /// Committed ops checked against the canonical chains, over every replica.
@@ -215,6 +217,7 @@ impl Summary {
             journal_peak: harness.journal_peak(),
             nodes,
             adversary,
+            branches: (harness.branches_taken(), harness.branches().len()),
             commits: harness.commits_total(),
             ops_compared: harness.ops_compared_total(),
             metadata_commits: harness.checker().commits(),
@@ -339,6 +342,18 @@ impl Summary {
                 sent.foreign_cluster,
                 sent.batches,
                 self.nodes.shard.frames_refused_not_from_replica
+            )?;
+        }
+        let (taken, held) = self.branches;
+        if held > 0 {
+            writeln!(
+                out,
+                "timeline: {taken} of {held} branch points taken{}",
+                if taken < held {
+                    " (the run ended before the rest's ticks)"
+                } else {
+                    ""
+                }
             )?;
         }
         let mut compared = format!(

@@ -118,6 +118,13 @@ pub struct Contended {
 }
 
 impl Contended {
+    /// Reseed every client's draws, for a branch of the run (see [`crate::timeline`]).
+    pub fn branch(&mut self, key: crate::timeline::BranchKey) {
+        for client in &mut self.clients {
+            client.rng.branch(key);
+        }
+    }
+
     /// A contended driver for `clients` clients, every draw derived from `seed`; the
     /// shared topic has `durability`.
     pub fn new(seed: u64, clients: usize, durability: Durability) -> Self {

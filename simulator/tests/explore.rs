@@ -1,0 +1,111 @@
+//! `campaign --explore` as users run it: the budget is the plain campaign's, the
+//! exploration is the same on any number of jobs, and every branched run's recorded
+//! command replays it.
+
+mod common;
+
+use std::process::Command;
+
+use common::{campaign, scratch, text};
+use simulator::campaign::report::CampaignReport;
+
+/// A small exploration: crashes and heavy faults reach new marks in the first runs, so
+/// it branches.
+const EXPLORE: &str = "--profiles heavy --planes mixed --seeds 1..12 --ticks 3000 --clients 3 --crash-prob 0.004 --restart-prob 0.02 --no-shrink --explore";
+
+fn explore(name: &str, jobs: &str) -> (String, CampaignReport) {
+    let out = scratch(name);
+    let mut args = common::flags(EXPLORE);
+    args.extend(["--jobs", jobs, "--out"]);
+    args.push(out.to_str().expect("utf-8 temp dir"));
+    let output = campaign(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let report = CampaignReport::read(&out).expect("report.json");
+    let _ = std::fs::remove_dir_all(&out);
+    (text(&output), report)
+}
+
+/// One run of an exploration: seed, branch points, schedule hash, trigger mark, and the
+/// marks it reached first.
+type Made = (u64, String, String, Option<String>, Vec<String>);
+
+/// What identifies the runs an exploration made, and what each found.
+fn made(report: &CampaignReport) -> Vec<Made> {
+    report
+        .runs
+        .iter()
+        .map(|run| {
+            let explore = run
+                .explore
+                .as_ref()
+                .expect("every run of an exploration says where it stands");
+            (
+                run.seed,
+                explore.branches.clone(),
+                run.schedule_hash.clone(),
+                explore.trigger.clone(),
+                explore.first_in_exploration.clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_exploration_spends_the_plain_budget_branches_where_marks_are_new_and_is_the_same_on_any_jobs() {
+    let (output, report) = explore("explore-one-job", "1");
+    assert_eq!(report.runs.len(), 12, "as many runs as the plain campaign: {output}");
+    let summary = report.explore.as_ref().expect("an explore summary");
+    assert_eq!(summary.roots + summary.children, 12);
+    assert!(summary.children > 0, "it branched: {output}");
+    assert!(summary.splitpoints > 0);
+    assert!(output.contains("explore: 12 runs ("), "{output}");
+    for run in &report.runs {
+        let explore = run.explore.as_ref().expect("explore record");
+        if explore.branches.is_empty() {
+            assert!(explore.parent.is_none() && explore.trigger.is_none(), "a root: {run:?}");
+        } else {
+            assert!(
+                run.command.contains(&format!("--branch {}", explore.branches)),
+                "{}",
+                run.command
+            );
+            assert!(explore.trigger.is_some(), "a child names the mark it branched at");
+        }
+    }
+    let (_, again) = explore("explore-two-jobs", "2");
+    assert_eq!(made(&again), made(&report), "the same exploration on two jobs");
+}
+
+#[test]
+fn a_branched_runs_recorded_command_replays_it() {
+    let (_, report) = explore("explore-replay", "2");
+    let child = report
+        .runs
+        .iter()
+        .find(|run| run.explore.as_ref().is_some_and(|explore| !explore.branches.is_empty()))
+        .expect("a branched run");
+    let flags: Vec<&str> = child
+        .command
+        .split_once(" -- ")
+        .expect("the command passes its flags after --")
+        .1
+        .split_whitespace()
+        .collect();
+    let output = Command::new(env!("CARGO_BIN_EXE_workload-fuzz"))
+        .args(&flags)
+        .output()
+        .expect("workload-fuzz runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(&format!("schedule_hash={}", child.schedule_hash)),
+        "the recorded command replays the run ({}):\n{stdout}",
+        child.schedule_hash
+    );
+}
+
+#[test]
+fn explore_refuses_to_be_sharded_across_machines() {
+    let output = campaign(&common::flags("--explore --shard 1/2 --seeds 1..4"));
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(text(&output).contains("--explore with --shard"), "{}", text(&output));
+}
