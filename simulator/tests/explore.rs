@@ -104,8 +104,24 @@ fn a_branched_runs_recorded_command_replays_it() {
 }
 
 #[test]
-fn explore_refuses_to_be_sharded_across_machines() {
+fn explore_refuses_to_be_sharded_across_machines_or_to_take_several_sub_campaigns() {
     let output = campaign(&common::flags("--explore --shard 1/2 --seeds 1..4"));
     assert_eq!(output.status.code(), Some(2), "{}", text(&output));
     assert!(text(&output).contains("--explore with --shard"), "{}", text(&output));
+    let dir = scratch("explore-spec");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let spec = dir.join("two.spec");
+    std::fs::write(
+        &spec,
+        "--profiles light --planes metadata --seeds 1..4\nsub a 1 --ticks 1000\nsub b 1 --ticks 2000\n",
+    )
+    .expect("write the spec");
+    let output = campaign(&["--spec", spec.to_str().expect("utf-8"), "--explore"]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(
+        text(&output).contains("--explore with 2 sub-campaigns"),
+        "{}",
+        text(&output)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

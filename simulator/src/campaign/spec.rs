@@ -495,6 +495,13 @@ fn plan_sub_campaigns(
                 .to_owned(),
         );
     }
+    if wide.explore && subs.len() > 1 {
+        return Err(format!(
+            "--explore with {} sub-campaigns: an exploration takes its sub-campaigns one after another, so under \
+             --minutes the first would take the whole night; explore one sub-campaign at a time for now",
+            subs.len()
+        ));
+    }
     if wide.explore && wide.corpus.is_some() {
         return Err("--explore with --corpus: the corpus pins runs to replay, not roots to explore from".to_owned());
     }
