@@ -15,11 +15,13 @@
 //! stops earning (what it did not spend stays with the roots). Children go first,
 //! rarest mark first (the mark fewest runs have reached); roots fill the rest.
 //!
-//! Determinism: runs are planned in batches whose size is a function of the budget
-//! alone ([`batch_runs`]); a batch runs in parallel and its results are merged in plan
-//! order before the next batch is planned, so given the seed range and the budget the
-//! exploration is the same on any machine and any `--jobs`, except that a wall-clock
-//! budget (`--minutes`) may cut it short.
+//! Determinism: results are merged in plan order, and run `k` is planned right after
+//! run `k - lag` is merged, where the lag is a function of the budget alone
+//! ([`batch_runs`]). So the plan of every run depends only on the results of the runs
+//! before it, never on which worker finished first: given the seed range and the
+//! budget the exploration is the same on any machine and any `--jobs`, except that a
+//! wall-clock budget (`--minutes`) may cut it short. The lag keeps workers busy without
+//! a barrier: a slow run holds back merging, not the runs already planned behind it.
 //!
 //! Branching is by re-running the prefix: a child replays its parent's ticks up to the
 //! branch point, which costs those ticks again (see ARCHITECTURE.md, "Timelines").
@@ -32,8 +34,7 @@
     reason = "an exploration measures wall time for its report and its time budget; no run reads it"
 )]
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use cluster::coverage::{MARKS, Mark};
@@ -42,7 +43,7 @@ use super::report::{
     CampaignReport, ExploreRecord, ExploreSummary, REPORT_FORMAT_VERSION, RunRecord, RunVerdict, SubCampaignRecord,
 };
 use super::runner::{build_id, execute_with_marks};
-use super::spec::{CampaignSpec, PlannedRun};
+use super::spec::{CampaignSpec, PlannedRun, SubPlan};
 use crate::timeline::{BranchPoint, Branches};
 
 /// Children a splitpoint gets when it is found: enough that one lucky child is likely
@@ -53,18 +54,18 @@ pub const EXPLORE_CHILDREN_FIRST: u32 = 4;
 /// the exploration: a productive place keeps being explored.
 pub const EXPLORE_CHILDREN_MORE: u32 = 4;
 
-/// Runs planned per batch at most: enough to keep a many-core machine busy (the
-/// batch's slowest run leaves cores idle only at its tail), few enough that what a
-/// batch finds steers the next one soon. Not tied to `--jobs`, so the exploration is
-/// the same on any machine.
+/// Runs planned ahead of the merged ones at most (the lag): enough to keep a
+/// many-core machine busy while a slow run holds back merging, few enough that what a
+/// run finds steers the runs soon after it. Not tied to `--jobs`, so the exploration
+/// is the same on any machine.
 pub const EXPLORE_BATCH_RUNS_MAX: usize = 32;
 
-/// A budget is planned in at least this many batches, so a small exploration still
-/// steers (its batches shrink down to one run).
+/// The lag is at most a sixteenth of the budget, so a small exploration still steers
+/// (its lag shrinks down to one run: fully sequential).
 pub const EXPLORE_BATCHES_MIN: u64 = 16;
 
-/// Runs per batch for a budget: a function of the budget alone (see
-/// [`EXPLORE_BATCH_RUNS_MAX`]).
+/// The lag for a budget (runs planned ahead of the merged ones): a function of the
+/// budget alone (see [`EXPLORE_BATCH_RUNS_MAX`]).
 pub fn batch_runs(budget: u64) -> usize {
     usize::try_from(budget / EXPLORE_BATCHES_MIN)
         .unwrap_or(EXPLORE_BATCH_RUNS_MAX)
@@ -267,53 +268,12 @@ pub fn run_exploration(spec: &CampaignSpec, campaign_id: &str, command: &str) ->
     let mut summary = ExploreSummary::default();
     let mut sub_campaigns = Vec::new();
     for (campaign, sub) in spec.subs.iter().enumerate() {
-        let mut explorer = Explorer::new(sub.len(), sub.len());
-        let mut failed = 0u64;
-        while deadline.is_none_or(|deadline| Instant::now() < deadline) {
-            let batch = explorer.plan_batch(batch_runs(sub.len()));
-            if batch.is_empty() {
-                break;
-            }
-            let planned: Vec<PlannedRun> = batch
-                .iter()
-                .map(|&index| {
-                    let run = &explorer.runs()[index];
-                    let mut planned = sub.run(run.root, campaign);
-                    planned.args.branch = run.branches.clone();
-                    planned
-                })
-                .collect();
-            // Merged in plan order, whatever order they finished in.
-            for (&index, (mut record, first_reached)) in
-                batch.iter().zip(run_parallel(&planned, spec.jobs, &sub.sub.name))
-            {
-                explorer.merge(index, &first_reached);
-                let run = &explorer.runs()[index];
-                record.explore = Some(ExploreRecord {
-                    branches: run.branches.to_string(),
-                    parent: run.parent.map(|parent| explorer.runs()[parent].branches.to_string()),
-                    trigger: run.trigger.map(|mark| mark.name().to_owned()),
-                    first_in_exploration: run
-                        .first_in_exploration
-                        .iter()
-                        .map(|mark| mark.name().to_owned())
-                        .collect(),
-                });
-                failed += u64::from(record.verdict == RunVerdict::Fail);
-                records.push(record);
-            }
-            let made = explorer.runs().len();
-            let children = explorer.runs().iter().filter(|run| run.parent.is_some()).count();
-            println!(
-                "explore: {made} of {} runs ({} roots, {children} branched), {} splitpoints, {failed} failed, {:.0} s",
-                sub.len(),
-                made - children,
-                explorer.splitpoints(),
-                started.elapsed().as_secs_f64()
-            );
-        }
-        let children = explorer.runs().iter().filter(|run| run.parent.is_some()).count() as u64;
-        summary.roots += explorer.runs().len() as u64 - children;
+        let (made, explorer) = explore_sub(sub, campaign, spec.jobs, deadline, started);
+        let children = made
+            .iter()
+            .filter(|record| record.explore.as_ref().is_some_and(|explore| explore.parent.is_some()))
+            .count() as u64;
+        summary.roots += made.len() as u64 - children;
         summary.children += children;
         summary.splitpoints += explorer.splitpoints() as u64;
         summary.marks_first_reached_by_branching.extend(
@@ -325,8 +285,9 @@ pub fn run_exploration(spec: &CampaignSpec, campaign_id: &str, command: &str) ->
         sub_campaigns.push(SubCampaignRecord {
             sub: sub.sub.clone(),
             planned: sub.len(),
-            not_started: explorer.budget_left(),
+            not_started: sub.len().saturating_sub(made.len() as u64),
         });
+        records.extend(made);
     }
     summary.marks_first_reached_by_branching.sort();
     summary.marks_first_reached_by_branching.dedup();
@@ -350,32 +311,150 @@ pub fn run_exploration(spec: &CampaignSpec, campaign_id: &str, command: &str) ->
     })
 }
 
-/// Make `runs` on `jobs` worker threads; the results in the order of `runs`.
-fn run_parallel(runs: &[PlannedRun], jobs: usize, campaign: &str) -> Vec<(RunRecord, Vec<(Mark, u64)>)> {
-    let next = AtomicUsize::new(0);
-    let results = Mutex::new(vec![None; runs.len()]);
-    let worker = || {
-        loop {
-            let index = next.fetch_add(1, Ordering::Relaxed);
-            let Some(run) = runs.get(index) else {
+/// One sub-campaign's exploration, shared by its workers.
+struct Coordinator {
+    explorer: Explorer,
+    /// Runs planned and not yet taken by a worker, in plan order.
+    queue: std::collections::VecDeque<(usize, PlannedRun)>,
+    /// Finished runs waiting for every earlier run to be merged.
+    finished: std::collections::BTreeMap<usize, (RunRecord, Vec<(Mark, u64)>)>,
+    /// Runs merged so far (runs `0..merged`, in plan order).
+    merged: usize,
+    /// Runs taken by a worker and not finished.
+    running: usize,
+    /// The merged runs' records.
+    records: Vec<RunRecord>,
+    failed: u64,
+    /// How many planned runs may wait ahead of the merged ones ([`batch_runs`]).
+    lag: usize,
+}
+
+impl Coordinator {
+    /// Plan runs until `lag` are planned beyond the merged ones (or nothing is left):
+    /// called at the start and after each merge, so the plan of each run is a function
+    /// of the runs merged before it, whatever order workers finish in.
+    fn refill(&mut self, sub: &SubPlan, campaign: usize) {
+        while self.explorer.runs().len() < self.merged + self.lag {
+            let planned = self.explorer.plan_batch(1);
+            let Some(&index) = planned.first() else {
                 return;
             };
-            let result = execute_with_marks(run, campaign);
-            results.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[index] = Some(result);
+            let run = &self.explorer.runs()[index];
+            let mut planned_run = sub.run(run.root, campaign);
+            planned_run.args.branch = run.branches.clone();
+            self.queue.push_back((index, planned_run));
+        }
+    }
+
+    /// Merge every finished run that is next in plan order, and plan what follows.
+    fn merge_ready(&mut self, sub: &SubPlan, campaign: usize) {
+        while let Some((mut record, first_reached)) = self.finished.remove(&self.merged) {
+            let index = self.merged;
+            self.explorer.merge(index, &first_reached);
+            let run = &self.explorer.runs()[index];
+            record.explore = Some(ExploreRecord {
+                branches: run.branches.to_string(),
+                parent: run
+                    .parent
+                    .map(|parent| self.explorer.runs()[parent].branches.to_string()),
+                trigger: run.trigger.map(|mark| mark.name().to_owned()),
+                first_in_exploration: run
+                    .first_in_exploration
+                    .iter()
+                    .map(|mark| mark.name().to_owned())
+                    .collect(),
+            });
+            self.failed += u64::from(record.verdict == RunVerdict::Fail);
+            self.records.push(record);
+            self.merged += 1;
+            self.refill(sub, campaign);
+        }
+    }
+}
+
+/// Explore one sub-campaign on `jobs` workers: its records in plan order, and the
+/// explorer. Run `k` is planned once runs `0..k - lag` are merged, in that order (a
+/// lagged plan: no barrier between batches, and the same exploration on any `--jobs`).
+fn explore_sub(
+    sub: &SubPlan,
+    campaign: usize,
+    jobs: usize,
+    deadline: Option<Instant>,
+    started: Instant,
+) -> (Vec<RunRecord>, Explorer) {
+    let mut coordinator = Coordinator {
+        explorer: Explorer::new(sub.len(), sub.len()),
+        queue: std::collections::VecDeque::new(),
+        finished: std::collections::BTreeMap::new(),
+        merged: 0,
+        running: 0,
+        records: Vec::new(),
+        failed: 0,
+        lag: batch_runs(sub.len()),
+    };
+    coordinator.refill(sub, campaign);
+    let shared = Mutex::new(coordinator);
+    let wake = Condvar::new();
+    let progress_every = (sub.len() / PROGRESS_LINES).max(1) as usize;
+    let worker = || {
+        let mut guard = shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        loop {
+            let out_of_time = deadline.is_some_and(|deadline| Instant::now() >= deadline);
+            if !out_of_time && let Some((index, run)) = guard.queue.pop_front() {
+                guard.running += 1;
+                drop(guard);
+                let result = execute_with_marks(&run, &sub.sub.name);
+                guard = shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                guard.running -= 1;
+                guard.finished.insert(index, result);
+                let before = guard.merged;
+                guard.merge_ready(sub, campaign);
+                if guard.merged / progress_every > before / progress_every {
+                    let children = guard.explorer.runs()[..guard.merged]
+                        .iter()
+                        .filter(|run| run.parent.is_some())
+                        .count();
+                    println!(
+                        "explore: {} of {} runs ({} roots, {children} branched), {} splitpoints, {} failed, {:.0} s",
+                        guard.merged,
+                        sub.len(),
+                        guard.merged - children,
+                        guard.explorer.splitpoints(),
+                        guard.failed,
+                        started.elapsed().as_secs_f64()
+                    );
+                }
+                wake.notify_all();
+                continue;
+            }
+            // Nothing to take: done when nothing runs (nothing more can be planned),
+            // or out of time; else wait for a run to finish and plan more.
+            if guard.running == 0 || out_of_time {
+                wake.notify_all();
+                return;
+            }
+            guard = wake
+                .wait_timeout(guard, Duration::from_millis(WORKER_WAIT_MS))
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
         }
     };
     std::thread::scope(|scope| {
-        for _ in 0..jobs.clamp(1, runs.len().max(1)) {
+        for _ in 0..jobs.max(1) {
             scope.spawn(worker);
         }
     });
-    results
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .into_iter()
-        .map(|result| result.expect("every run of the batch was made (execute catches panics)"))
-        .collect()
+    let coordinator = shared.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    (coordinator.records, coordinator.explorer)
 }
+
+/// Progress lines per sub-campaign's exploration.
+const PROGRESS_LINES: u64 = 20;
+
+/// How long an idle worker waits for a run to finish before it looks again, in
+/// milliseconds: a bound on a missed wake-up (the deadline is checked on each look),
+/// not the usual path, which is woken at once.
+const WORKER_WAIT_MS: u64 = 200;
 
 #[cfg(test)]
 mod tests {
