@@ -3,25 +3,19 @@
 
 mod common;
 
-use clap::Parser;
 use simulator::fault_schedule::{Fault, FaultSchedule};
 use simulator::fuzz::shrink::{ShrinkBounds, shrink};
 use simulator::fuzz::{self, FuzzArgs, Verdict};
 use simulator::signature::signature;
 
-/// The run's flags, keeping its fault events for the report as `--record-faults` and
-/// a shrink's candidates do (a plain run only counts them: see
-/// `a_run_that_keeps_no_fault_events_prints_the_same_counts`).
+/// The run's flags, keeping its fault events for the report (see
+/// [`common::recording_args`]).
 fn args(flags: &str) -> FuzzArgs {
-    let mut args = FuzzArgs::parse_from(std::iter::once("workload-fuzz").chain(flags.split_whitespace()));
-    args.keep_fault_schedule = true;
-    args
+    common::recording_args(flags)
 }
 
 fn run(args: &FuzzArgs, seed: u64) -> (String, fuzz::RunReport) {
-    let mut out = Vec::new();
-    let report = fuzz::run(args, seed, &mut out).expect("writing to a Vec never fails");
-    (String::from_utf8(out).expect("utf-8"), report)
+    common::run_args(args, seed)
 }
 
 fn scratch(name: &str) -> std::path::PathBuf {

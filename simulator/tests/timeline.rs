@@ -2,22 +2,20 @@
 //! run after it, replays byte for byte from its repro command, and shrinks its branch
 //! points away when the failure does not need them.
 
+mod common;
+
 use clap::Parser;
 use simulator::fuzz::shrink::{ShrinkBounds, shrink};
 use simulator::fuzz::{self, FuzzArgs, Verdict};
 
-/// The run's flags, keeping its fault events for the report (as `--record-faults`
-/// does) so the test can compare them.
+/// The run's flags, keeping its fault events for the report (see
+/// [`common::recording_args`]).
 fn args(flags: &str) -> FuzzArgs {
-    let mut args = FuzzArgs::parse_from(std::iter::once("workload-fuzz").chain(flags.split_whitespace()));
-    args.keep_fault_schedule = true;
-    args
+    common::recording_args(flags)
 }
 
 fn run(args: &FuzzArgs, seed: u64) -> (String, fuzz::RunReport) {
-    let mut out = Vec::new();
-    let report = fuzz::run(args, seed, &mut out).expect("writing to a Vec never fails");
-    (String::from_utf8(out).expect("utf-8"), report)
+    common::run_args(args, seed)
 }
 
 /// Every drawn fault class at once, so the faults after a branch differ visibly.

@@ -49,6 +49,16 @@ impl ClosedSinceTrim {
     pub fn count(&self) -> u64 {
         self.0.get()
     }
+
+    /// Whether a trim is due ([`MEMORY_RETURN_CLOSES_MIN`] closes since the last one);
+    /// if so, start counting again for the next.
+    pub fn take_if_due(&self) -> bool {
+        let due = self.0.get() >= MEMORY_RETURN_CLOSES_MIN;
+        if due {
+            self.0.set(0);
+        }
+        due
+    }
 }
 
 /// Look every [`MEMORY_RETURN_PERIOD_MS`] and trim when enough connections closed;
@@ -59,8 +69,7 @@ pub async fn return_freed_memory_after_bursts(closed: ClosedSinceTrim) {
     period.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         period.tick().await;
-        if closed.count() >= MEMORY_RETURN_CLOSES_MIN {
-            closed.0.set(0);
+        if closed.take_if_due() {
             let released = return_freed_memory();
             tracing::debug!(
                 released,
@@ -111,9 +120,14 @@ mod tests {
     fn closes_are_counted_until_a_trim_resets_them() {
         let closed = ClosedSinceTrim::default();
         let shared = closed.clone();
-        for _ in 0..MEMORY_RETURN_CLOSES_MIN {
+        for _ in 1..MEMORY_RETURN_CLOSES_MIN {
             shared.note_closed();
         }
-        assert_eq!(closed.count(), MEMORY_RETURN_CLOSES_MIN);
+        assert!(!closed.take_if_due(), "a trickle of closes is not a burst");
+        assert_eq!(closed.count(), MEMORY_RETURN_CLOSES_MIN - 1, "and is not forgotten");
+        shared.note_closed();
+        assert!(closed.take_if_due(), "a burst's last close makes a trim due");
+        assert_eq!(closed.count(), 0, "counting starts again after a trim");
+        assert!(!closed.take_if_due());
     }
 }

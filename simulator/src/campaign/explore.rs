@@ -17,7 +17,7 @@
 //!
 //! Determinism: results are merged in plan order, and run `k` is planned right after
 //! run `k - lag` is merged, where the lag is a function of the budget alone
-//! ([`batch_runs`]). So the plan of every run depends only on the results of the runs
+//! ([`lag_runs`]). So the plan of every run depends only on the results of the runs
 //! before it, never on which worker finished first: given the seed range and the
 //! budget the exploration is the same on any machine and any `--jobs`, except that a
 //! wall-clock budget (`--minutes`) may cut it short. The lag keeps workers busy without
@@ -58,18 +58,18 @@ pub const EXPLORE_CHILDREN_MORE: u32 = 4;
 /// many-core machine busy while a slow run holds back merging, few enough that what a
 /// run finds steers the runs soon after it. Not tied to `--jobs`, so the exploration
 /// is the same on any machine.
-pub const EXPLORE_BATCH_RUNS_MAX: usize = 32;
+pub const EXPLORE_LAG_RUNS_MAX: usize = 32;
 
-/// The lag is at most a sixteenth of the budget, so a small exploration still steers
+/// The lag is at most the budget divided by this, so a small exploration still steers
 /// (its lag shrinks down to one run: fully sequential).
-pub const EXPLORE_BATCHES_MIN: u64 = 16;
+pub const EXPLORE_LAG_BUDGET_DIVISOR: u64 = 16;
 
 /// The lag for a budget (runs planned ahead of the merged ones): a function of the
-/// budget alone (see [`EXPLORE_BATCH_RUNS_MAX`]).
-pub fn batch_runs(budget: u64) -> usize {
-    usize::try_from(budget / EXPLORE_BATCHES_MIN)
-        .unwrap_or(EXPLORE_BATCH_RUNS_MAX)
-        .clamp(1, EXPLORE_BATCH_RUNS_MAX)
+/// budget alone (see [`EXPLORE_LAG_RUNS_MAX`]).
+pub fn lag_runs(budget: u64) -> usize {
+    usize::try_from(budget / EXPLORE_LAG_BUDGET_DIVISOR)
+        .unwrap_or(EXPLORE_LAG_RUNS_MAX)
+        .clamp(1, EXPLORE_LAG_RUNS_MAX)
 }
 
 /// One run of an exploration.
@@ -142,31 +142,29 @@ impl Explorer {
         self.budget.saturating_sub(self.runs.len() as u64)
     }
 
-    /// Plan up to `size` more runs (indices into [`Explorer::runs`]): children of the
-    /// splitpoints with energy, rarest mark first, then roots. Empty when the budget is
-    /// spent or nothing is left to run.
-    pub fn plan_batch(&mut self, size: usize) -> Vec<usize> {
-        let mut planned = Vec::new();
-        while planned.len() < size && self.budget_left() > 0 {
-            let index = self.runs.len();
-            if let Some(split) = self.rarest_splitpoint_with_energy() {
-                let child = self.child_of(split);
-                self.runs.push(child);
-            } else if self.next_root < self.roots {
-                self.runs.push(ExploreRun {
-                    root: self.next_root,
-                    branches: Branches::none(),
-                    parent: None,
-                    trigger: None,
-                    first_in_exploration: Vec::new(),
-                });
-                self.next_root += 1;
-            } else {
-                break;
-            }
-            planned.push(index);
+    /// Plan the next run (its index into [`Explorer::runs`]): a child of the
+    /// splitpoint with energy whose mark is rarest, else the next root. `None` when
+    /// the budget is spent or nothing is left to run for now.
+    pub fn plan_next(&mut self) -> Option<usize> {
+        if self.budget_left() == 0 {
+            return None;
         }
-        planned
+        let run = if let Some(split) = self.rarest_splitpoint_with_energy() {
+            self.child_of(split)
+        } else if self.next_root < self.roots {
+            self.next_root += 1;
+            ExploreRun {
+                root: self.next_root - 1,
+                branches: Branches::none(),
+                parent: None,
+                trigger: None,
+                first_in_exploration: Vec::new(),
+            }
+        } else {
+            return None;
+        };
+        self.runs.push(run);
+        Some(self.runs.len() - 1)
     }
 
     /// The splitpoint to branch next: the one whose mark the fewest merged runs reached,
@@ -325,7 +323,7 @@ struct Coordinator {
     /// The merged runs' records.
     records: Vec<RunRecord>,
     failed: u64,
-    /// How many planned runs may wait ahead of the merged ones ([`batch_runs`]).
+    /// How many planned runs may wait ahead of the merged ones ([`lag_runs`]).
     lag: usize,
 }
 
@@ -335,8 +333,7 @@ impl Coordinator {
     /// of the runs merged before it, whatever order workers finish in.
     fn refill(&mut self, sub: &SubPlan, campaign: usize) {
         while self.explorer.runs().len() < self.merged + self.lag {
-            let planned = self.explorer.plan_batch(1);
-            let Some(&index) = planned.first() else {
+            let Some(index) = self.explorer.plan_next() else {
                 return;
             };
             let run = &self.explorer.runs()[index];
@@ -374,7 +371,7 @@ impl Coordinator {
 
 /// Explore one sub-campaign on `jobs` workers: its records in plan order, and the
 /// explorer. Run `k` is planned once runs `0..k - lag` are merged, in that order (a
-/// lagged plan: no barrier between batches, and the same exploration on any `--jobs`).
+/// lagged plan: no barrier, and the same exploration on any `--jobs`).
 fn explore_sub(
     sub: &SubPlan,
     campaign: usize,
@@ -390,7 +387,7 @@ fn explore_sub(
         running: 0,
         records: Vec::new(),
         failed: 0,
-        lag: batch_runs(sub.len()),
+        lag: lag_runs(sub.len()),
     };
     coordinator.refill(sub, campaign);
     let shared = Mutex::new(coordinator);
@@ -460,6 +457,11 @@ const WORKER_WAIT_MS: u64 = 200;
 mod tests {
     use super::*;
 
+    /// Plan up to `size` runs in a row, as the coordinator does between merges.
+    fn plan(explorer: &mut Explorer, size: usize) -> Vec<usize> {
+        std::iter::from_fn(|| explorer.plan_next()).take(size).collect()
+    }
+
     const A: Mark = Mark::CheckpointTaken;
     const B: Mark = Mark::TransferStarted;
     const C: Mark = Mark::ViewChangeEscalated;
@@ -467,11 +469,11 @@ mod tests {
     #[test]
     fn a_new_mark_earns_children_branched_just_after_it_and_roots_fill_the_rest() {
         let mut explorer = Explorer::new(10, 12);
-        assert_eq!(explorer.plan_batch(2), vec![0, 1], "roots first: nothing to branch yet");
+        assert_eq!(plan(&mut explorer, 2), vec![0, 1], "roots first: nothing to branch yet");
         explorer.merge(0, &[(A, 100)]);
         explorer.merge(1, &[(A, 50)]);
         assert_eq!(explorer.splitpoints(), 1, "the second run's A was not new");
-        let batch = explorer.plan_batch(6);
+        let batch = plan(&mut explorer, 6);
         assert_eq!(batch.len(), 6);
         let children: Vec<&ExploreRun> = batch[..EXPLORE_CHILDREN_FIRST as usize]
             .iter()
@@ -493,16 +495,16 @@ mod tests {
     #[test]
     fn a_productive_child_earns_its_splitpoint_more_and_a_barren_one_does_not() {
         let mut explorer = Explorer::new(100, 1_000);
-        explorer.plan_batch(1);
+        plan(&mut explorer, 1);
         explorer.merge(0, &[(A, 100)]);
-        let first = explorer.plan_batch(EXPLORE_CHILDREN_FIRST as usize);
+        let first = plan(&mut explorer, EXPLORE_CHILDREN_FIRST as usize);
         // One child finds B (new): A's splitpoint earns more; B is a splitpoint of its own.
         explorer.merge(first[0], &[(A, 100), (B, 400)]);
         for &index in &first[1..] {
             explorer.merge(index, &[(A, 100)]);
         }
         assert_eq!(explorer.marks_first_reached_by_branching(), vec![B]);
-        let next = explorer.plan_batch(100);
+        let next = plan(&mut explorer, 100);
         let triggers: Vec<Option<Mark>> = next.iter().map(|&index| explorer.runs()[index].trigger).collect();
         let from_b = triggers.iter().filter(|trigger| **trigger == Some(B)).count();
         let from_a = triggers.iter().filter(|trigger| **trigger == Some(A)).count();
@@ -522,15 +524,15 @@ mod tests {
         for &index in &next {
             explorer.merge(index, &[(A, 100)]);
         }
-        let after = explorer.plan_batch(10);
+        let after = plan(&mut explorer, 10);
         assert!(after.iter().all(|&index| explorer.runs()[index].parent.is_none()));
     }
 
     #[test]
-    fn batches_depend_on_the_budget_alone_and_a_small_budget_still_steers() {
-        assert_eq!(batch_runs(12), 1);
-        assert_eq!(batch_runs(160), 10);
-        assert_eq!(batch_runs(100_000), EXPLORE_BATCH_RUNS_MAX);
+    fn the_lag_depends_on_the_budget_alone_and_a_small_budget_still_steers() {
+        assert_eq!(lag_runs(12), 1);
+        assert_eq!(lag_runs(160), 10);
+        assert_eq!(lag_runs(100_000), EXPLORE_LAG_RUNS_MAX);
     }
 
     #[test]
@@ -539,7 +541,7 @@ mod tests {
             let mut explorer = Explorer::new(50, 40);
             let mut order = Vec::new();
             loop {
-                let batch = explorer.plan_batch(3);
+                let batch = plan(&mut explorer, 3);
                 if batch.is_empty() {
                     break;
                 }

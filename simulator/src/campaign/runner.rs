@@ -65,8 +65,8 @@ pub fn execute_with_marks(run: &PlannedRun, campaign: &str) -> (RunRecord, Vec<(
     };
     let mut first_reached = Vec::new();
     match outcome {
-        Ok(Ok(report)) => {
-            first_reached = report.first_reached.clone();
+        Ok(Ok(mut report)) => {
+            first_reached = std::mem::take(&mut report.first_reached);
             record.ticks = report.ticks;
             record.commits = report.commits;
             record.ops_compared = report.ops_compared;

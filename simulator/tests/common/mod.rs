@@ -23,6 +23,23 @@ pub fn fuzz(seed: u64, flags: &[&str]) -> (simulator::fuzz::Verdict, String) {
     (report.verdict, String::from_utf8_lossy(&out).into_owned())
 }
 
+/// A run's flags as on its command line (values without spaces), keeping its fault
+/// events for the report as `--record-faults` and a shrink's candidates do.
+pub fn recording_args(flags: &str) -> simulator::fuzz::FuzzArgs {
+    use clap::Parser;
+    let mut args =
+        simulator::fuzz::FuzzArgs::parse_from(std::iter::once("workload-fuzz").chain(flags.split_whitespace()));
+    args.keep_fault_schedule = true;
+    args
+}
+
+/// Run `args` with `seed` in this process: what it printed, and its report.
+pub fn run_args(args: &simulator::fuzz::FuzzArgs, seed: u64) -> (String, simulator::fuzz::RunReport) {
+    let mut out = Vec::new();
+    let report = simulator::fuzz::run(args, seed, &mut out).expect("writing to a Vec never fails");
+    (String::from_utf8(out).expect("utf-8"), report)
+}
+
 /// Run the `campaign` binary cargo built for the tests with `args`.
 pub fn campaign(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_campaign"))
