@@ -9,6 +9,13 @@
 //! The marks are listed once, in the table below; a new one is one line plus a
 //! `cover!` where it happens.
 //!
+//! Watermarks measure how deep a run went rather than whether it passed a point: the
+//! highest view, the most ops a replica fell behind. `watermark!(name, value)` keeps
+//! the run's highest value of each, and sets the bit of the value's *level* (its bit
+//! length: 1, 2-3, 4-7, ... up to [`WATERMARK_LEVELS`]) in the same reached set as the
+//! marks, so a run that reaches a level no earlier run reached is news to an explorer,
+//! like a mark reached for the first time. A mark or a watermark level is a [`Point`].
+//!
 //! What it does not do: say whether a mark's path was correct (the checks do that), or
 //! count anything across threads (a production node's counters are its stats).
 
@@ -171,22 +178,177 @@ marks! {
 /// How many marks there are.
 pub const MARKS: usize = Mark::ALL.len();
 
+macro_rules! watermarks {
+    ($($variant:ident => $name:literal: $why:literal;)*) => {
+        /// A watermark: a measure of how deep a run went, kept at its highest (see the
+        /// module doc); each variant's doc says what it measures and where.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[repr(usize)]
+        pub enum Watermark {
+            $(#[doc = $why] $variant,)*
+        }
+
+        impl Watermark {
+            /// Every watermark, in table order.
+            pub const ALL: &'static [Watermark] = &[$(Watermark::$variant,)*];
+
+            /// Its name, as the `watermarks:` line prints it.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Watermark::$variant => $name,)*
+                }
+            }
+
+            /// What it measures.
+            pub fn why(self) -> &'static str {
+                match self {
+                    $(Watermark::$variant => $why,)*
+                }
+            }
+        }
+    };
+}
+
+watermarks! {
+    View => "wm.view": "the highest view a replica of any group was seen in (harness: the failover figures)";
+    InheritedPipeline => "wm.inherited_pipeline":
+        "the most uncommitted ops a new primary took over from a view change (vsr/view_change.rs)";
+    PrepareAttempts => "wm.prepare_attempts":
+        "the most times a primary resent one prepare: how long a commit stalled, resends backing off (vsr/normal.rs)";
+    OpsBehind => "wm.ops_behind":
+        "the most committed ops a Normal replica had not applied yet (harness: the per-tick check)";
+    LagTicks => "wm.lag_ticks":
+        "the longest a Normal replica behind its commit point went without applying an op (harness)";
+    ViewChangeGroups => "wm.view_change_groups":
+        "the most groups in a view change at once: a replica in a view above any view some replica is Normal in (harness)";
+    ReplicasDown => "wm.replicas_down": "the most replicas down at once (harness: crashes, outages)";
+}
+
+/// How many watermarks there are.
+pub const WATERMARKS: usize = Watermark::ALL.len();
+
+/// Levels a watermark's value is sorted into: its bit length, so level 0 is 0, level 1
+/// is 1, level 2 is 2-3, level `k` is `2^(k-1)..2^k`, and the last level takes
+/// everything above. Sixteen levels reach 16,384, past any view, lag or stretch a run
+/// of today's lengths sees; doubling steps keep a watermark's news rare (a run that
+/// went one view further is not new, one that went twice as far is).
+pub const WATERMARK_LEVELS: usize = 16;
+
+/// Marks and watermark levels: every [`Point`].
+pub const POINTS: usize = MARKS + WATERMARKS * WATERMARK_LEVELS;
+
+/// A point of coverage: a mark, or a level of a watermark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Point(u16);
+
+impl Point {
+    /// The point of `mark`.
+    pub const fn mark(mark: Mark) -> Point {
+        Point(mark as u16)
+    }
+
+    /// The point of `watermark` at `level` (`level < WATERMARK_LEVELS`).
+    pub fn level(watermark: Watermark, level: usize) -> Point {
+        debug_assert!(level < WATERMARK_LEVELS);
+        Point((MARKS + watermark as usize * WATERMARK_LEVELS + level) as u16)
+    }
+
+    /// Every point, marks first, in table order.
+    pub fn all() -> impl Iterator<Item = Point> {
+        (0..POINTS as u16).map(Point)
+    }
+
+    /// Its index in [`Point::all`]'s order (below [`POINTS`]).
+    pub fn index(self) -> usize {
+        usize::from(self.0)
+    }
+
+    /// The mark it is, if a mark.
+    pub fn as_mark(self) -> Option<Mark> {
+        Mark::ALL.get(self.index()).copied()
+    }
+
+    /// The watermark and level it is, if a watermark level.
+    pub fn as_level(self) -> Option<(Watermark, usize)> {
+        let rest = self.index().checked_sub(MARKS)?;
+        Some((Watermark::ALL[rest / WATERMARK_LEVELS], rest % WATERMARK_LEVELS))
+    }
+
+    /// Its name: the mark's, or the watermark's with the least value of the level
+    /// (`wm.view>=16`).
+    pub fn name(self) -> String {
+        match (self.as_mark(), self.as_level()) {
+            (Some(mark), _) => mark.name().to_owned(),
+            (None, Some((watermark, level))) => format!("{}>={}", watermark.name(), level_floor(level)),
+            (None, None) => unreachable!("a point is a mark or a watermark level"),
+        }
+    }
+
+    /// The point named `name` ([`Point::name`]), if any.
+    pub fn from_name(name: &str) -> Option<Point> {
+        Point::all().find(|point| point.name() == name)
+    }
+}
+
+/// The level of a watermark's value: its bit length, capped at the last level.
+pub fn level_of(value: u64) -> usize {
+    ((u64::BITS - value.leading_zeros()) as usize).min(WATERMARK_LEVELS - 1)
+}
+
+/// The least value of `level`.
+pub fn level_floor(level: usize) -> u64 {
+    if level == 0 { 0 } else { 1 << (level - 1) }
+}
+
 // The table covers the protocol's and storage's rare paths broadly (issue #17 asks for
 // at least forty); a table that shrank below that would be a regression.
 const _: () = assert!(MARKS >= 40);
 
-/// Words of the reached-marks bit set ([`reached`]).
-pub const REACHED_WORDS: usize = MARKS.div_ceil(64);
+/// Words of the reached-points bit set ([`reached`]).
+pub const REACHED_WORDS: usize = POINTS.div_ceil(64);
 
-/// Which marks were hit at least once, one bit per mark in table order: what a caller
-/// polls after each step to learn when a mark was first reached (the simulator's
-/// explorer branches a run there), at the cost of one word compare when nothing new
-/// happened.
+/// Which points were reached, one bit per [`Point`] in its order (marks hit at least
+/// once, watermark levels reached): what a caller polls after each step to learn when
+/// a point was first reached (the simulator's explorer branches a run there), at the
+/// cost of a few word compares when nothing new happened.
 pub type Reached = [u64; REACHED_WORDS];
 
 thread_local! {
     static HITS: [Cell<u64>; MARKS] = const { [const { Cell::new(0) }; MARKS] };
+    static HIGHEST: [Cell<u64>; WATERMARKS] = const { [const { Cell::new(0) }; WATERMARKS] };
     static REACHED: [Cell<u64>; REACHED_WORDS] = const { [const { Cell::new(0) }; REACHED_WORDS] };
+}
+
+/// Note `value` for `watermark` on this thread: keep the highest, and mark its level
+/// reached.
+#[inline]
+pub fn note_watermark(watermark: Watermark, value: u64) {
+    let higher = HIGHEST.with(|highest| {
+        let cell = &highest[watermark as usize];
+        let higher = value > cell.get();
+        if higher {
+            cell.set(value);
+        }
+        higher
+    });
+    if higher {
+        let point = Point::level(watermark, level_of(value)).index();
+        REACHED.with(|reached| {
+            let word = &reached[point / 64];
+            word.set(word.get() | 1 << (point % 64));
+        });
+    }
+}
+
+/// This thread's highest value of every watermark since its last [`reset`], in table
+/// order.
+pub fn watermarks() -> Vec<(Watermark, u64)> {
+    HIGHEST.with(|highest| {
+        Watermark::ALL
+            .iter()
+            .map(|&watermark| (watermark, highest[watermark as usize].get()))
+            .collect()
+    })
 }
 
 /// Count one hit of `mark` on this thread.
@@ -205,6 +367,7 @@ pub fn hit(mark: Mark) {
 /// Forget this thread's hits (a simulated run calls it as it starts).
 pub fn reset() {
     HITS.with(|hits| hits.iter().for_each(|cell| cell.set(0)));
+    HIGHEST.with(|highest| highest.iter().for_each(|cell| cell.set(0)));
     REACHED.with(|reached| reached.iter().for_each(|word| word.set(0)));
 }
 
@@ -214,13 +377,11 @@ pub fn reached() -> Reached {
     REACHED.with(|reached| std::array::from_fn(|index| reached[index].get()))
 }
 
-/// The marks set in `now` and not in `before`, in table order.
-pub fn newly_reached(before: &Reached, now: &Reached) -> Vec<Mark> {
-    Mark::ALL
-        .iter()
-        .copied()
-        .filter(|&mark| {
-            let (word, bit) = (mark as usize / 64, 1u64 << (mark as usize % 64));
+/// The points set in `now` and not in `before`, in their order.
+pub fn newly_reached(before: &Reached, now: &Reached) -> Vec<Point> {
+    Point::all()
+        .filter(|point| {
+            let (word, bit) = (point.index() / 64, 1u64 << (point.index() % 64));
             now[word] & bit != 0 && before[word] & bit == 0
         })
         .collect()
@@ -241,6 +402,14 @@ pub fn hits() -> Vec<(Mark, u64)> {
 macro_rules! cover {
     ($mark:ident) => {
         $crate::coverage::hit($crate::coverage::Mark::$mark)
+    };
+}
+
+/// Note a value of the named [`Watermark`] variant: `watermark!(View, view)`.
+#[macro_export]
+macro_rules! watermark {
+    ($watermark:ident, $value:expr) => {
+        $crate::coverage::note_watermark($crate::coverage::Watermark::$watermark, $value)
     };
 }
 
@@ -275,11 +444,51 @@ mod tests {
         let now = reached();
         assert_eq!(
             newly_reached(&before, &now),
-            vec![Mark::CheckpointTaken, Mark::StoreFailStop]
+            vec![Point::mark(Mark::CheckpointTaken), Point::mark(Mark::StoreFailStop)]
         );
         assert!(newly_reached(&now, &reached()).is_empty(), "nothing new since");
         reset();
         assert_eq!(reached(), [0; REACHED_WORDS]);
+    }
+
+    #[test]
+    fn a_watermark_keeps_its_highest_and_reaches_the_level_of_each_new_high() {
+        reset();
+        let before = reached();
+        watermark!(View, 5);
+        watermark!(View, 3);
+        watermark!(View, 6);
+        watermark!(OpsBehind, 0);
+        let levels: Vec<String> = newly_reached(&before, &reached())
+            .iter()
+            .map(|point| point.name())
+            .collect();
+        assert_eq!(
+            levels,
+            vec!["wm.view>=4"],
+            "5 and 6 share a level; 3 and 0 were no new high"
+        );
+        assert!(watermarks().contains(&(Watermark::View, 6)));
+        watermark!(View, 1 << 40);
+        assert!(newly_reached(&before, &reached()).contains(&Point::level(Watermark::View, WATERMARK_LEVELS - 1)));
+        assert_eq!(level_of(0), 0);
+        assert_eq!(level_of(1), 1);
+        assert_eq!(level_of(7), 3);
+        assert_eq!(level_floor(3), 4);
+        reset();
+        assert!(watermarks().iter().all(|(_, value)| *value == 0));
+    }
+
+    #[test]
+    fn points_are_marks_then_watermark_levels_and_names_parse_back() {
+        let points: Vec<Point> = Point::all().collect();
+        assert_eq!(points.len(), POINTS);
+        assert_eq!(points[0].as_mark(), Some(Mark::ALL[0]));
+        assert_eq!(points[MARKS].as_level(), Some((Watermark::ALL[0], 0)));
+        for point in points {
+            assert_eq!(Point::from_name(&point.name()), Some(point));
+            assert!(point.as_mark().is_some() != point.as_level().is_some());
+        }
     }
 
     #[test]

@@ -104,24 +104,67 @@ fn a_branched_runs_recorded_command_replays_it() {
 }
 
 #[test]
-fn explore_refuses_to_be_sharded_across_machines_or_to_take_several_sub_campaigns() {
-    let output = campaign(&common::flags("--explore --shard 1/2 --seeds 1..4"));
-    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
-    assert!(text(&output).contains("--explore with --shard"), "{}", text(&output));
+fn an_exploring_sub_campaign_shares_the_campaign_with_plain_ones_and_a_shard_explores_its_own_roots() {
     let dir = scratch("explore-spec");
     std::fs::create_dir_all(&dir).expect("scratch dir");
     let spec = dir.join("two.spec");
     std::fs::write(
         &spec,
-        "--profiles light --planes metadata --seeds 1..4\nsub a 1 --ticks 1000\nsub b 1 --ticks 2000\n",
+        "--profiles heavy --planes mixed --seeds 1..12 --ticks 3000 --clients 3 --crash-prob 0.004 \\\n\
+         --restart-prob 0.02 --no-shrink\n\
+         sub plain 1 --ticks 1000\n\
+         sub exploring 1 --explore\n",
     )
     .expect("write the spec");
-    let output = campaign(&["--spec", spec.to_str().expect("utf-8"), "--explore"]);
-    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    let out = dir.join("report");
+    let output = campaign(&[
+        "--spec",
+        spec.to_str().expect("utf-8"),
+        "--jobs",
+        "2",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let report = CampaignReport::read(&out).expect("report.json");
+    let of = |name: &'static str| report.runs.iter().filter(move |run| run.campaign == name);
+    assert_eq!(of("plain").count(), 12, "the plain sub-campaign ran its plan");
+    assert!(of("plain").all(|run| run.explore.is_none() && !run.command.contains("--branch")));
+    assert_eq!(of("exploring").count(), 12, "the exploring one spent its plan's budget");
+    assert!(of("exploring").all(|run| run.explore.is_some()));
     assert!(
-        text(&output).contains("--explore with 2 sub-campaigns"),
-        "{}",
+        of("exploring").any(|run| run.command.contains("--branch")),
+        "and branched: {}",
         text(&output)
     );
+    let summary = report.explore.as_ref().expect("an explore summary");
+    assert_eq!(
+        summary.roots + summary.children,
+        12,
+        "the summary counts the exploring runs only"
+    );
+
+    // A shard explores from its own roots (seeds 1, 3, 5, ... for shard 1 of 2), the
+    // same on any --jobs.
+    let sharded = |jobs: &str, name: &str| {
+        let out = dir.join(name);
+        let mut args = common::flags(EXPLORE);
+        args.extend(["--shard", "1/2", "--jobs", jobs, "--out", out.to_str().expect("utf-8")]);
+        let output = campaign(&args);
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        CampaignReport::read(&out).expect("report.json")
+    };
+    let shard = sharded("1", "shard-one-job");
+    assert_eq!(shard.runs.len(), 6, "half the budget");
+    assert!(shard.runs.iter().all(|run| run.seed % 2 == 1), "roots of shard 1 only");
+    assert_eq!(made(&sharded("2", "shard-two-jobs")), made(&shard));
+
+    let corpus = campaign(&[
+        "--corpus",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../seeds"),
+        "--explore",
+    ]);
+    assert_eq!(corpus.status.code(), Some(2), "{}", text(&corpus));
+    assert!(text(&corpus).contains("--explore with --corpus"), "{}", text(&corpus));
     let _ = std::fs::remove_dir_all(&dir);
 }

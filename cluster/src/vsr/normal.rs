@@ -513,6 +513,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                         % (backoff + 1);
                 entry.retransmit = Timeout::new("prepare_retransmit", backoff + jitter);
                 entry.retransmit.start();
+                crate::watermark!(PrepareAttempts, u64::from(entry.attempts));
                 resend.push((entry.op, entry.oks));
             }
         }

@@ -615,6 +615,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         // them than a pipeline holds (backups learn the commit point lazily), and no
         // new op is prepared until the pipeline is back under its bound.
         self.pipeline_inherited = (merge.head - self.commit_max) as usize;
+        crate::watermark!(InheritedPipeline, merge.head - self.commit_max);
         // Over the bound this replica's pipeline has (the production one, or a
         // buggified smaller one): new prepares wait for the inherited ops to commit.
         if self.pipeline_inherited > self.config.buggify.pipeline_prepares_max {

@@ -188,6 +188,9 @@ fn summarize(report: &CampaignReport, dir: &std::path::Path, known: Option<&[Str
     }
     if let Some(explore) = &report.explore {
         println!("{}", explore.line());
+        if let Some(line) = explore.targets_line() {
+            println!("{line}");
+        }
     }
     let reached = report.coverage();
     let never = report.marks_never_reached();
@@ -201,6 +204,14 @@ fn summarize(report: &CampaignReport, dir: &std::path::Path, known: Option<&[Str
             never.join(", ")
         }
     );
+    let deepest = report.deepest();
+    if !deepest.is_empty() {
+        let values: Vec<String> = deepest
+            .iter()
+            .map(|(name, value, _)| format!("{name}={value}"))
+            .collect();
+        println!("watermarks (deepest run of each, in report.json): {}", values.join(" "));
+    }
     let mut required: Vec<&String> = required.iter().chain(&report.required_marks).collect();
     required.sort();
     required.dedup();

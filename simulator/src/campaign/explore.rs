@@ -2,18 +2,23 @@
 //!
 //! A plain campaign runs every seed from scratch, and most runs revisit what earlier
 //! runs already reached. An exploration instead branches runs at the moments they first
-//! reach something rare: when a run reaches a coverage mark no earlier run of the
-//! exploration reached, that (run, tick) becomes a *splitpoint*, and its children are
-//! the same run with one more branch point just after that tick (see
-//! [`crate::timeline`]): the same prefix, fresh randomness from there on.
+//! reach something rare: when a run reaches a coverage point (a mark, or a watermark's
+//! level: the highest view, the most ops behind, see `cluster::coverage`) no earlier
+//! run of the exploration reached, or one fewer than [`EXPLORE_RARE_RUNS_MAX`] runs
+//! reached, that (run, tick) becomes a *splitpoint*, and its children are the same run
+//! with one more branch point just after that tick (see [`crate::timeline`]): the same
+//! prefix, fresh randomness from there on. Rarity counts only the runs that reached a
+//! point by their own randomness (after their last branch point): a child's prefix
+//! reaches whatever its parent did, which is no news.
 //!
 //! Budget (energy, in runs): the exploration makes exactly as many runs as its budget
 //! allows, roots (the sub-campaign's planned runs, in their order) and children
-//! together. A new splitpoint earns [`EXPLORE_CHILDREN_FIRST`] children; each child
-//! that reaches a mark new to the exploration earns its splitpoint
-//! [`EXPLORE_CHILDREN_MORE`] more, and a splitpoint whose children find nothing new
-//! stops earning (what it did not spend stays with the roots). Children go first,
-//! rarest mark first (the mark fewest runs have reached); roots fill the rest.
+//! together. A new point's splitpoint earns [`EXPLORE_CHILDREN_FIRST`] children, a
+//! rare one's [`EXPLORE_CHILDREN_RARE`]; each child that reaches a point new to the
+//! exploration earns its splitpoint [`EXPLORE_CHILDREN_MORE`] more, and a splitpoint
+//! whose children find nothing new stops earning (what it did not spend stays with the
+//! roots). Children go first, rarest point first (the point fewest runs reached by
+//! their own randomness); roots fill the rest.
 //!
 //! Determinism: results are merged in plan order, and run `k` is planned right after
 //! run `k - lag` is merged, where the lag is a function of the budget alone
@@ -26,33 +31,38 @@
 //! Branching is by re-running the prefix: a child replays its parent's ticks up to the
 //! branch point, which costs those ticks again (see ARCHITECTURE.md, "Timelines").
 //!
-//! What it does not do yet: numeric watermarks (the highest view, the longest stall)
-//! as splitpoints, or directed exploration towards named marks.
+//! In a campaign of several sub-campaigns each exploring one explores on its own (its
+//! roots, its map of what was reached) and takes its share of the time by weight like
+//! the others (`campaign::runner`); with `--shard`, each shard explores from its own
+//! share of the roots.
+//!
+//! What it does not do yet: directed exploration towards named marks.
 
-#![allow(
-    clippy::disallowed_methods,
-    reason = "an exploration measures wall time for its report and its time budget; no run reads it"
-)]
+use std::collections::{BTreeMap, VecDeque};
 
-use std::sync::{Condvar, Mutex};
-use std::time::{Duration, Instant};
+use cluster::coverage::{POINTS, Point};
 
-use cluster::coverage::{MARKS, Mark};
-
-use super::report::{
-    CampaignReport, ExploreRecord, ExploreSummary, REPORT_FORMAT_VERSION, RunRecord, RunVerdict, SubCampaignRecord,
-};
-use super::runner::{build_id, execute_with_marks};
-use super::spec::{CampaignSpec, PlannedRun, SubPlan};
+use super::report::{ExploreRecord, ExploreSummary, RunRecord};
+use super::spec::{PlannedRun, SubPlan};
 use crate::timeline::{BranchPoint, Branches};
 
 /// Children a splitpoint gets when it is found: enough that one lucky child is likely
 /// among them, few enough that a barren mark costs little.
 pub const EXPLORE_CHILDREN_FIRST: u32 = 4;
 
-/// More children a splitpoint gets each time one of its children reaches a mark new to
+/// More children a splitpoint gets each time one of its children reaches a point new to
 /// the exploration: a productive place keeps being explored.
 pub const EXPLORE_CHILDREN_MORE: u32 = 4;
+
+/// A point reached (by a run's own randomness) by fewer runs than this is still rare:
+/// each such reach makes a splitpoint of its own, so a rare mark is explored from
+/// several runs' states rather than from the first run's alone (the first reach is
+/// often the least typical). Three: past that the mark is no longer where the news is.
+pub const EXPLORE_RARE_RUNS_MAX: u64 = 3;
+
+/// Children a rare (not new) point's splitpoint gets: half a new one's, since the
+/// point is known to be reachable.
+pub const EXPLORE_CHILDREN_RARE: u32 = 2;
 
 /// Runs planned ahead of the merged ones at most (the lag): enough to keep a
 /// many-core machine busy while a slow run holds back merging, few enough that what a
@@ -81,20 +91,25 @@ pub struct ExploreRun {
     pub branches: Branches,
     /// The run it branched from (an index into [`Explorer::runs`]), if a child.
     pub parent: Option<usize>,
-    /// The mark whose first reach made the splitpoint it branched at, if a child.
-    pub trigger: Option<Mark>,
-    /// Marks this run reached before any earlier run of the exploration (filled when
+    /// The point whose reach made the splitpoint it branched at, if a child.
+    pub trigger: Option<Point>,
+    /// Points this run reached before any earlier run of the exploration (filled when
     /// it is merged).
-    pub first_in_exploration: Vec<Mark>,
+    pub first_in_exploration: Vec<Point>,
+    /// Marks this run reached by its own randomness: after its last branch point (every
+    /// mark it reached, for a root), filled when it is merged. What an honest count of
+    /// how often an exploration reached a mark counts: a child's prefix reaches what
+    /// its parent did.
+    pub own_marks: Vec<Point>,
 }
 
-/// A place worth branching at: where a run first reached a mark.
+/// A place worth branching at: where a run reached a point new or still rare.
 #[derive(Clone, Debug)]
 struct Splitpoint {
     /// The run that reached it.
     run: usize,
-    /// The mark.
-    mark: Mark,
+    /// The point (a mark or a watermark level).
+    point: Point,
     /// The tick that first reached it in that run.
     tick: u64,
     /// Children made so far (the next child's salt is this plus one).
@@ -114,22 +129,42 @@ pub struct Explorer {
     next_root: u64,
     /// Every run planned, in plan order (merged or not).
     runs: Vec<ExploreRun>,
-    /// Runs merged so far, per mark: how many reached it.
-    reached_runs: [u64; MARKS],
+    /// Runs merged so far, per point: how many reached it by their own randomness (after
+    /// their last branch point; a child's prefix reaches what its parent did, which is
+    /// no news): what rarity is measured by.
+    reached_fresh: [u64; POINTS],
     splitpoints: Vec<Splitpoint>,
+    /// The points a directed exploration searches for (`--target-marks`; empty: none).
+    targets: Vec<Point>,
+    /// Per run merged, how many of the targets it reached (prefix included).
+    targets_reached: Vec<usize>,
 }
 
 impl Explorer {
     /// An exploration over `roots` planned runs that may make `budget` runs in all.
     pub fn new(roots: u64, budget: u64) -> Self {
+        Self::directed(roots, budget, Vec::new())
+    }
+
+    /// An exploration that searches for runs reaching every point of `targets`: it
+    /// branches first from the runs that reached the most of them (then rarest point
+    /// first, as any exploration).
+    pub fn directed(roots: u64, budget: u64, targets: Vec<Point>) -> Self {
         Self {
             budget,
             roots,
             next_root: 0,
             runs: Vec::new(),
-            reached_runs: [0; MARKS],
+            reached_fresh: [0; POINTS],
             splitpoints: Vec::new(),
+            targets,
+            targets_reached: Vec::new(),
         }
+    }
+
+    /// Whether merged run `index` reached every target (false with no targets).
+    pub fn reached_targets(&self, index: usize) -> bool {
+        !self.targets.is_empty() && self.targets_reached.get(index) == Some(&self.targets.len())
     }
 
     /// Every run planned so far, in plan order.
@@ -159,6 +194,7 @@ impl Explorer {
                 parent: None,
                 trigger: None,
                 first_in_exploration: Vec::new(),
+                own_marks: Vec::new(),
             }
         } else {
             return None;
@@ -167,12 +203,19 @@ impl Explorer {
         Some(self.runs.len() - 1)
     }
 
-    /// The splitpoint to branch next: the one whose mark the fewest merged runs reached,
-    /// the earliest found among equals.
+    /// The splitpoint to branch next: the one whose point the fewest merged runs
+    /// reached by their own randomness, the earliest found among equals.
     fn rarest_splitpoint_with_energy(&self) -> Option<usize> {
         (0..self.splitpoints.len())
             .filter(|&index| self.splitpoints[index].energy > 0)
-            .min_by_key(|&index| (self.reached_runs[self.splitpoints[index].mark as usize], index))
+            .min_by_key(|&index| {
+                let split = &self.splitpoints[index];
+                (
+                    std::cmp::Reverse(self.targets_reached[split.run]),
+                    self.reached_fresh[split.point.index()],
+                    index,
+                )
+            })
     }
 
     /// The next child of splitpoint `split`, spending one of its energy.
@@ -192,36 +235,56 @@ impl Explorer {
                 .then(branch)
                 .expect("a splitpoint lies after its run's last branch point"),
             parent: Some(point.run),
-            trigger: Some(point.mark),
+            trigger: Some(point.point),
             first_in_exploration: Vec::new(),
+            own_marks: Vec::new(),
         }
     }
 
-    /// Merge run `index`'s result: the marks it reached with their first ticks (in the
-    /// order reached). Merge runs in plan order: that order is what makes the
+    /// Merge run `index`'s result: the points it reached with their first ticks (in
+    /// the order reached). Merge runs in plan order: that order is what makes the
     /// exploration deterministic.
-    pub fn merge(&mut self, index: usize, first_reached: &[(Mark, u64)]) {
+    ///
+    /// A point reached after the run's last branch point (by the run's own
+    /// randomness) makes a splitpoint when no run reached it so before
+    /// ([`EXPLORE_CHILDREN_FIRST`] children), or when fewer than
+    /// [`EXPLORE_RARE_RUNS_MAX`] did ([`EXPLORE_CHILDREN_RARE`]): rare places get more
+    /// tries from more runs' states, common ones none.
+    pub fn merge(&mut self, index: usize, first_reached: &[(Point, u64)]) {
         let last_branch_tick = self.runs[index].branches.points().last().map_or(0, |point| point.tick);
-        let mut new_marks = Vec::new();
-        for &(mark, tick) in first_reached {
-            if self.reached_runs[mark as usize] > 0 {
+        let room = self.runs[index].branches.len() < crate::timeline::BRANCH_POINTS_MAX;
+        let mut new_points = Vec::new();
+        let mut own_marks = Vec::new();
+        for &(point, tick) in first_reached {
+            // A point first reached before this run's last branch point was reached by
+            // the prefix its parent ran too: no news, and its parent's splitpoint.
+            if tick < last_branch_tick {
                 continue;
             }
-            new_marks.push(mark);
-            // A mark first reached before this run's last branch point was reached by
-            // the prefix its parent ran too, and would be its parent's splitpoint; a
-            // run that ended at its branch tick leaves no room to branch after it.
-            if tick >= last_branch_tick && self.runs[index].branches.len() < crate::timeline::BRANCH_POINTS_MAX {
+            if point.as_mark().is_some() {
+                own_marks.push(point);
+            }
+            let fresh = self.reached_fresh[point.index()];
+            if fresh == 0 {
+                new_points.push(point);
+            }
+            let energy = match fresh {
+                0 => EXPLORE_CHILDREN_FIRST,
+                rare if rare < EXPLORE_RARE_RUNS_MAX => EXPLORE_CHILDREN_RARE,
+                _ => 0,
+            };
+            if energy > 0 && room {
                 self.splitpoints.push(Splitpoint {
                     run: index,
-                    mark,
+                    point,
                     tick,
                     made: 0,
-                    energy: EXPLORE_CHILDREN_FIRST,
+                    energy,
                 });
             }
+            self.reached_fresh[point.index()] += 1;
         }
-        if !new_marks.is_empty()
+        if !new_points.is_empty()
             && let Some(parent) = self.runs[index].parent
         {
             // A productive child: its splitpoint earns more children.
@@ -229,15 +292,20 @@ impl Explorer {
             if let Some(split) = self
                 .splitpoints
                 .iter_mut()
-                .find(|split| split.run == parent && Some(split.mark) == trigger)
+                .find(|split| split.run == parent && Some(split.point) == trigger)
             {
                 split.energy += EXPLORE_CHILDREN_MORE;
             }
         }
-        for &(mark, _) in first_reached {
-            self.reached_runs[mark as usize] += 1;
-        }
-        self.runs[index].first_in_exploration = new_marks;
+        self.runs[index].first_in_exploration = new_points;
+        self.runs[index].own_marks = own_marks;
+        debug_assert_eq!(self.targets_reached.len(), index, "runs are merged in plan order");
+        let targets = self
+            .targets
+            .iter()
+            .filter(|target| first_reached.iter().any(|(point, _)| point == *target))
+            .count();
+        self.targets_reached.push(targets);
     }
 
     /// Splitpoints found so far.
@@ -245,8 +313,8 @@ impl Explorer {
         self.splitpoints.len()
     }
 
-    /// Marks first reached by a child (a branched run), not by any root before it.
-    pub fn marks_first_reached_by_branching(&self) -> Vec<Mark> {
+    /// Points first reached by a child (a branched run), not by any root before it.
+    pub fn first_reached_by_branching(&self) -> Vec<Point> {
         self.runs
             .iter()
             .filter(|run| run.parent.is_some())
@@ -255,79 +323,136 @@ impl Explorer {
     }
 }
 
-/// Explore every sub-campaign of `spec` in turn, each with as many runs as it planned;
-/// `campaign_id` and `command` label the report.
-pub fn run_exploration(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Result<CampaignReport, String> {
-    let started = Instant::now();
-    let deadline = spec
-        .budget_seconds
-        .map(|seconds| started + Duration::from_secs_f64(seconds));
-    let mut records = Vec::new();
-    let mut summary = ExploreSummary::default();
-    let mut sub_campaigns = Vec::new();
-    for (campaign, sub) in spec.subs.iter().enumerate() {
-        let (made, explorer) = explore_sub(sub, campaign, spec.jobs, deadline, started);
-        let children = made
-            .iter()
-            .filter(|record| record.explore.as_ref().is_some_and(|explore| explore.parent.is_some()))
-            .count() as u64;
-        summary.roots += made.len() as u64 - children;
-        summary.children += children;
-        summary.splitpoints += explorer.splitpoints() as u64;
-        summary.marks_first_reached_by_branching.extend(
-            explorer
-                .marks_first_reached_by_branching()
-                .into_iter()
-                .map(|mark| mark.name().to_owned()),
-        );
-        sub_campaigns.push(SubCampaignRecord {
-            sub: sub.sub.clone(),
-            planned: sub.len(),
-            not_started: sub.len().saturating_sub(made.len() as u64),
-        });
-        records.extend(made);
-    }
-    summary.marks_first_reached_by_branching.sort();
-    summary.marks_first_reached_by_branching.dedup();
-    let planned: u64 = spec.subs.iter().map(|sub| sub.len()).sum();
-    records.sort_by_key(RunRecord::key);
-    Ok(CampaignReport {
-        format: REPORT_FORMAT_VERSION,
-        campaign_id: campaign_id.to_owned(),
-        command: command.to_owned(),
-        build: build_id(),
-        shard: None,
-        planned,
-        not_started: planned.saturating_sub(records.len() as u64),
-        wall_seconds: started.elapsed().as_secs_f64(),
-        runs: records,
-        sub_campaigns,
-        required_marks: spec.required_marks.clone(),
-        shrunk: Vec::new(),
-        nemesis: None,
-        explore: Some(summary),
-    })
-}
-
-/// One sub-campaign's exploration, shared by its workers.
-struct Coordinator {
+/// One explored sub-campaign under way: its explorer, the runs planned and not yet
+/// taken, and the finished runs waiting to be merged in plan order. The campaign's
+/// dispatcher takes runs from it like from any sub-campaign (time-shared by weight).
+#[derive(Debug)]
+pub struct SubExploration {
     explorer: Explorer,
     /// Runs planned and not yet taken by a worker, in plan order.
-    queue: std::collections::VecDeque<(usize, PlannedRun)>,
+    queue: VecDeque<(usize, PlannedRun)>,
     /// Finished runs waiting for every earlier run to be merged.
-    finished: std::collections::BTreeMap<usize, (RunRecord, Vec<(Mark, u64)>)>,
+    finished: BTreeMap<usize, (RunRecord, Vec<(Point, u64)>)>,
     /// Runs merged so far (runs `0..merged`, in plan order).
     merged: usize,
     /// Runs taken by a worker and not finished.
     running: usize,
     /// The merged runs' records.
     records: Vec<RunRecord>,
-    failed: u64,
     /// How many planned runs may wait ahead of the merged ones ([`lag_runs`]).
     lag: usize,
 }
 
-impl Coordinator {
+impl SubExploration {
+    /// The exploration of `sub` (sub-campaign number `campaign`), its first runs planned:
+    /// its planned runs are the roots, and it may make as many runs as they are.
+    pub fn new(sub: &SubPlan, campaign: usize) -> Self {
+        let mut exploration = SubExploration {
+            explorer: Explorer::directed(sub.len(), sub.len(), sub.targets.clone()),
+            queue: VecDeque::new(),
+            finished: BTreeMap::new(),
+            merged: 0,
+            running: 0,
+            records: Vec::new(),
+            lag: lag_runs(sub.len()),
+        };
+        exploration.refill(sub, campaign);
+        exploration
+    }
+
+    /// Take the next planned run (its index in plan order, and the run), if one is
+    /// planned; `None` while the lag holds planning back or when nothing is left.
+    pub fn take(&mut self) -> Option<(usize, PlannedRun)> {
+        let next = self.queue.pop_front()?;
+        self.running += 1;
+        Some(next)
+    }
+
+    /// Whether a planned run waits to be taken.
+    pub fn has_planned(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
+    /// Whether some taken run has not finished (so more runs may be planned yet).
+    pub fn is_running(&self) -> bool {
+        self.running > 0
+    }
+
+    /// Run `index` finished: merge it and every finished run after it in plan order,
+    /// planning more runs after each merge.
+    pub fn finish(
+        &mut self,
+        sub: &SubPlan,
+        campaign: usize,
+        index: usize,
+        record: RunRecord,
+        first_reached: Vec<(Point, u64)>,
+    ) {
+        self.running -= 1;
+        self.finished.insert(index, (record, first_reached));
+        while let Some((mut record, first_reached)) = self.finished.remove(&self.merged) {
+            let index = self.merged;
+            self.explorer.merge(index, &first_reached);
+            let run = &self.explorer.runs()[index];
+            record.explore = Some(ExploreRecord {
+                branches: run.branches.to_string(),
+                parent: run
+                    .parent
+                    .map(|parent| self.explorer.runs()[parent].branches.to_string()),
+                trigger: run.trigger.map(Point::name),
+                first_in_exploration: run.first_in_exploration.iter().map(|point| point.name()).collect(),
+                own_marks: run.own_marks.iter().map(|point| point.name()).collect(),
+            });
+            self.records.push(record);
+            self.merged += 1;
+            self.refill(sub, campaign);
+        }
+    }
+
+    /// Branched runs merged so far, and splitpoints found: for progress lines.
+    pub fn progress(&self) -> (u64, u64) {
+        let children = self.explorer.runs()[..self.merged]
+            .iter()
+            .filter(|run| run.parent.is_some())
+            .count() as u64;
+        (children, self.explorer.splitpoints() as u64)
+    }
+
+    /// The merged runs' records, in plan order, and what the exploration adds to the
+    /// campaign's summary. Every taken run must have finished.
+    pub fn finish_all(self, summary: &mut ExploreSummary) -> Vec<RunRecord> {
+        debug_assert_eq!(self.running, 0, "every taken run finished");
+        debug_assert!(self.finished.is_empty(), "every finished run merged");
+        if !self.explorer.targets.is_empty() {
+            let names: Vec<String> = self.explorer.targets.iter().map(|point| point.name()).collect();
+            summary.target_marks = names.join(",");
+            for (index, record) in self.records.iter().enumerate() {
+                if self.explorer.reached_targets(index) {
+                    summary.runs_reaching_targets += 1;
+                    summary
+                        .first_reaching_targets
+                        .get_or_insert_with(|| record.command.clone());
+                }
+            }
+        }
+        let (children, splitpoints) = self.progress();
+        summary.roots += self.records.len() as u64 - children;
+        summary.children += children;
+        summary.splitpoints += splitpoints;
+        for point in self.explorer.first_reached_by_branching() {
+            match point.as_mark() {
+                Some(mark) => summary.marks_first_reached_by_branching.push(mark.name().to_owned()),
+                None => summary.levels_first_reached_by_branching.push(point.name()),
+            }
+        }
+        summary.marks_first_reached_by_branching.sort();
+        summary.marks_first_reached_by_branching.dedup();
+        summary.levels_first_reached_by_branching.sort();
+        summary.levels_first_reached_by_branching.dedup();
+        summary.marks_first_reached_by_branching.dedup();
+        self.records
+    }
+
     /// Plan runs until `lag` are planned beyond the merged ones (or nothing is left):
     /// called at the start and after each merge, so the plan of each run is a function
     /// of the runs merged before it, whatever order workers finish in.
@@ -342,116 +467,7 @@ impl Coordinator {
             self.queue.push_back((index, planned_run));
         }
     }
-
-    /// Merge every finished run that is next in plan order, and plan what follows.
-    fn merge_ready(&mut self, sub: &SubPlan, campaign: usize) {
-        while let Some((mut record, first_reached)) = self.finished.remove(&self.merged) {
-            let index = self.merged;
-            self.explorer.merge(index, &first_reached);
-            let run = &self.explorer.runs()[index];
-            record.explore = Some(ExploreRecord {
-                branches: run.branches.to_string(),
-                parent: run
-                    .parent
-                    .map(|parent| self.explorer.runs()[parent].branches.to_string()),
-                trigger: run.trigger.map(|mark| mark.name().to_owned()),
-                first_in_exploration: run
-                    .first_in_exploration
-                    .iter()
-                    .map(|mark| mark.name().to_owned())
-                    .collect(),
-            });
-            self.failed += u64::from(record.verdict == RunVerdict::Fail);
-            self.records.push(record);
-            self.merged += 1;
-            self.refill(sub, campaign);
-        }
-    }
 }
-
-/// Explore one sub-campaign on `jobs` workers: its records in plan order, and the
-/// explorer. Run `k` is planned once runs `0..k - lag` are merged, in that order (a
-/// lagged plan: no barrier, and the same exploration on any `--jobs`).
-fn explore_sub(
-    sub: &SubPlan,
-    campaign: usize,
-    jobs: usize,
-    deadline: Option<Instant>,
-    started: Instant,
-) -> (Vec<RunRecord>, Explorer) {
-    let mut coordinator = Coordinator {
-        explorer: Explorer::new(sub.len(), sub.len()),
-        queue: std::collections::VecDeque::new(),
-        finished: std::collections::BTreeMap::new(),
-        merged: 0,
-        running: 0,
-        records: Vec::new(),
-        failed: 0,
-        lag: lag_runs(sub.len()),
-    };
-    coordinator.refill(sub, campaign);
-    let shared = Mutex::new(coordinator);
-    let wake = Condvar::new();
-    let progress_every = (sub.len() / PROGRESS_LINES).max(1) as usize;
-    let worker = || {
-        let mut guard = shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        loop {
-            let out_of_time = deadline.is_some_and(|deadline| Instant::now() >= deadline);
-            if !out_of_time && let Some((index, run)) = guard.queue.pop_front() {
-                guard.running += 1;
-                drop(guard);
-                let result = execute_with_marks(&run, &sub.sub.name);
-                guard = shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                guard.running -= 1;
-                guard.finished.insert(index, result);
-                let before = guard.merged;
-                guard.merge_ready(sub, campaign);
-                if guard.merged / progress_every > before / progress_every {
-                    let children = guard.explorer.runs()[..guard.merged]
-                        .iter()
-                        .filter(|run| run.parent.is_some())
-                        .count();
-                    println!(
-                        "explore: {} of {} runs ({} roots, {children} branched), {} splitpoints, {} failed, {:.0} s",
-                        guard.merged,
-                        sub.len(),
-                        guard.merged - children,
-                        guard.explorer.splitpoints(),
-                        guard.failed,
-                        started.elapsed().as_secs_f64()
-                    );
-                }
-                wake.notify_all();
-                continue;
-            }
-            // Nothing to take: done when nothing runs (nothing more can be planned),
-            // or out of time; else wait for a run to finish and plan more.
-            if guard.running == 0 || out_of_time {
-                wake.notify_all();
-                return;
-            }
-            guard = wake
-                .wait_timeout(guard, Duration::from_millis(WORKER_WAIT_MS))
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .0;
-        }
-    };
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.max(1) {
-            scope.spawn(worker);
-        }
-    });
-    let coordinator = shared.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
-    (coordinator.records, coordinator.explorer)
-}
-
-/// Progress lines per sub-campaign's exploration.
-const PROGRESS_LINES: u64 = 20;
-
-/// How long an idle worker waits for a run to finish before it looks again, in
-/// milliseconds: a bound on a missed wake-up (the deadline is checked on each look),
-/// not the usual path, which is woken at once.
-const WORKER_WAIT_MS: u64 = 200;
 
 #[cfg(test)]
 mod tests {
@@ -462,34 +478,69 @@ mod tests {
         std::iter::from_fn(|| explorer.plan_next()).take(size).collect()
     }
 
-    const A: Mark = Mark::CheckpointTaken;
-    const B: Mark = Mark::TransferStarted;
-    const C: Mark = Mark::ViewChangeEscalated;
+    use cluster::coverage::Mark;
+
+    const A: Point = Point::mark(Mark::CheckpointTaken);
+    const B: Point = Point::mark(Mark::TransferStarted);
+    const C: Point = Point::mark(Mark::ViewChangeEscalated);
 
     #[test]
-    fn a_new_mark_earns_children_branched_just_after_it_and_roots_fill_the_rest() {
-        let mut explorer = Explorer::new(10, 12);
-        assert_eq!(plan(&mut explorer, 2), vec![0, 1], "roots first: nothing to branch yet");
+    fn a_new_point_earns_children_branched_just_after_it_a_rare_one_fewer_and_roots_fill_the_rest() {
+        let mut explorer = Explorer::new(10, 20);
+        assert_eq!(
+            plan(&mut explorer, 4),
+            vec![0, 1, 2, 3],
+            "roots first: nothing to branch yet"
+        );
         explorer.merge(0, &[(A, 100)]);
         explorer.merge(1, &[(A, 50)]);
-        assert_eq!(explorer.splitpoints(), 1, "the second run's A was not new");
-        let batch = plan(&mut explorer, 6);
-        assert_eq!(batch.len(), 6);
-        let children: Vec<&ExploreRun> = batch[..EXPLORE_CHILDREN_FIRST as usize]
+        explorer.merge(2, &[(A, 70)]);
+        explorer.merge(3, &[(A, 60)]);
+        assert_eq!(
+            explorer.splitpoints(),
+            EXPLORE_RARE_RUNS_MAX as usize,
+            "new in run 0, still rare in runs 1 and 2, common by run 3"
+        );
+        let batch = plan(&mut explorer, 10);
+        assert_eq!(batch.len(), 10);
+        let children: Vec<(u64, usize, String)> = batch[..8]
             .iter()
-            .map(|&index| &explorer.runs()[index])
+            .map(|&index| {
+                let child = &explorer.runs()[index];
+                assert_eq!(child.trigger, Some(A));
+                (child.root, child.parent.expect("a child"), child.branches.to_string())
+            })
             .collect();
-        for (salt, child) in (1..).zip(&children) {
-            assert_eq!(child.root, 0);
-            assert_eq!(child.parent, Some(0));
-            assert_eq!(child.trigger, Some(A));
-            assert_eq!(child.branches.to_string(), format!("101:{salt}"));
+        let expected: Vec<(u64, usize, String)> = [(0, "101", 4), (1, "51", 2), (2, "71", 2)]
+            .into_iter()
+            .flat_map(|(root, tick, children)| {
+                (1..=children).map(move |salt| (root, root as usize, format!("{tick}:{salt}")))
+            })
+            .collect();
+        assert_eq!(children, expected, "the first reach's children, then the rare reaches'");
+        let roots: Vec<u64> = batch[8..].iter().map(|&index| explorer.runs()[index].root).collect();
+        assert_eq!(roots, vec![4, 5], "then the next roots");
+    }
+
+    #[test]
+    fn a_childs_prefix_is_no_news_and_a_watermark_level_is_a_point_like_a_mark() {
+        use cluster::coverage::Watermark;
+        let level = Point::level(Watermark::View, 3);
+        let mut explorer = Explorer::new(10, 20);
+        plan(&mut explorer, 1);
+        explorer.merge(0, &[(level, 40)]);
+        let children = plan(&mut explorer, EXPLORE_CHILDREN_FIRST as usize);
+        for &index in &children {
+            // Each child reached the level in the prefix it shares with its parent.
+            explorer.merge(index, &[(level, 40)]);
         }
-        let roots: Vec<u64> = batch[EXPLORE_CHILDREN_FIRST as usize..]
-            .iter()
-            .map(|&index| explorer.runs()[index].root)
-            .collect();
-        assert_eq!(roots, vec![2, 3], "then the next roots");
+        assert_eq!(explorer.splitpoints(), 1, "a prefix's reach makes no splitpoint");
+        assert!(explorer.first_reached_by_branching().is_empty());
+        assert_eq!(
+            explorer.rarest_splitpoint_with_energy(),
+            None,
+            "the level's splitpoint spent its energy"
+        );
     }
 
     #[test]
@@ -503,12 +554,12 @@ mod tests {
         for &index in &first[1..] {
             explorer.merge(index, &[(A, 100)]);
         }
-        assert_eq!(explorer.marks_first_reached_by_branching(), vec![B]);
+        assert_eq!(explorer.first_reached_by_branching(), vec![B]);
         let next = plan(&mut explorer, 100);
-        let triggers: Vec<Option<Mark>> = next.iter().map(|&index| explorer.runs()[index].trigger).collect();
+        let triggers: Vec<Option<Point>> = next.iter().map(|&index| explorer.runs()[index].trigger).collect();
         let from_b = triggers.iter().filter(|trigger| **trigger == Some(B)).count();
         let from_a = triggers.iter().filter(|trigger| **trigger == Some(A)).count();
-        assert_eq!(from_b, EXPLORE_CHILDREN_FIRST as usize, "B is rarer, so it goes first");
+        assert_eq!(from_b, EXPLORE_CHILDREN_FIRST as usize, "B's splitpoint, new");
         assert_eq!(from_a, EXPLORE_CHILDREN_MORE as usize, "A earned more once");
         let grandchild = next
             .iter()
@@ -520,9 +571,15 @@ mod tests {
             "101:1,401:1",
             "a child's child keeps its branch"
         );
-        // Barren: nothing new from here on, so once the energy is spent only roots run.
+        // Barren: nothing new from here on (children reach only their prefix's A, roots
+        // nothing), so once the energy is spent only roots run.
         for &index in &next {
-            explorer.merge(index, &[(A, 100)]);
+            let reached: &[(Point, u64)] = if explorer.runs()[index].parent.is_some() {
+                &[(A, 100)]
+            } else {
+                &[]
+            };
+            explorer.merge(index, reached);
         }
         let after = plan(&mut explorer, 10);
         assert!(after.iter().all(|&index| explorer.runs()[index].parent.is_none()));
@@ -537,7 +594,7 @@ mod tests {
 
     #[test]
     fn the_budget_counts_every_run_and_the_plan_is_a_function_of_the_results() {
-        let plan = |results: &dyn Fn(usize) -> Vec<(Mark, u64)>| {
+        let plan = |results: &dyn Fn(usize) -> Vec<(Point, u64)>| {
             let mut explorer = Explorer::new(50, 40);
             let mut order = Vec::new();
             loop {

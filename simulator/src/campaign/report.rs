@@ -98,6 +98,10 @@ pub struct RunRecord {
     /// reports written before marks existed).
     #[serde(default)]
     pub coverage: Vec<String>,
+    /// How deep the run went: each watermark's highest value, by name
+    /// (`cluster::coverage::Watermark`; absent from reports written before them).
+    #[serde(default)]
+    pub watermarks: BTreeMap<String, u64>,
     /// Where the run stands in an exploration's tree (`campaign --explore`); absent
     /// for a plain campaign's runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -114,8 +118,13 @@ pub struct ExploreRecord {
     pub parent: Option<String>,
     /// The mark whose first reach made the splitpoint it branched at (children).
     pub trigger: Option<String>,
-    /// Marks it reached before any earlier run of the exploration did.
+    /// Points (marks, watermark levels) it reached before any earlier run of the
+    /// exploration did.
     pub first_in_exploration: Vec<String>,
+    /// Marks it reached by its own randomness, after its last branch point (all of its
+    /// marks, for a root): a child's prefix reaches what its parent did.
+    #[serde(default)]
+    pub own_marks: Vec<String>,
 }
 
 /// What an exploration did, over all its sub-campaigns.
@@ -125,17 +134,33 @@ pub struct ExploreSummary {
     pub roots: u64,
     /// Branched runs.
     pub children: u64,
-    /// Splitpoints found (a mark first reached, in some run at some tick).
+    /// Splitpoints found (a point new or rare to the exploration, reached in some run at
+    /// some tick).
     pub splitpoints: u64,
     /// Marks first reached by a branched run rather than a root, by name.
     pub marks_first_reached_by_branching: Vec<String>,
+    /// Watermark levels (`wm.view>=16`) first reached by a branched run rather than a
+    /// root.
+    #[serde(default)]
+    pub levels_first_reached_by_branching: Vec<String>,
+    /// A directed exploration's targets (`--target-marks`, comma-separated; "" if
+    /// none).
+    #[serde(default)]
+    pub target_marks: String,
+    /// Runs that reached every target.
+    #[serde(default)]
+    pub runs_reaching_targets: u64,
+    /// The repro command of the first run (in plan order) that reached every target.
+    #[serde(default)]
+    pub first_reaching_targets: Option<String>,
 }
 
 impl ExploreSummary {
     /// The `explore:` line a campaign prints.
     pub fn line(&self) -> String {
         format!(
-            "explore: {} runs ({} roots, {} branched), {} splitpoints; marks first reached by branching: {}",
+            "explore: {} runs ({} roots, {} branched), {} splitpoints; marks first reached by branching: {}; \
+             watermark levels first reached by branching: {}",
             self.roots + self.children,
             self.roots,
             self.children,
@@ -144,8 +169,27 @@ impl ExploreSummary {
                 "none".to_owned()
             } else {
                 self.marks_first_reached_by_branching.join(", ")
+            },
+            if self.levels_first_reached_by_branching.is_empty() {
+                "none".to_owned()
+            } else {
+                self.levels_first_reached_by_branching.join(", ")
             }
         )
+    }
+
+    /// The `targets:` line of a directed exploration (`None` if it had no targets).
+    pub fn targets_line(&self) -> Option<String> {
+        if self.target_marks.is_empty() {
+            return None;
+        }
+        Some(match &self.first_reaching_targets {
+            Some(command) => format!(
+                "targets: {} runs reached every one of {}; the first: {command}",
+                self.runs_reaching_targets, self.target_marks
+            ),
+            None => format!("targets: no run reached every one of {}", self.target_marks),
+        })
     }
 }
 
@@ -331,6 +375,23 @@ impl CampaignReport {
             }
         }
         reached
+    }
+
+    /// Per watermark, the deepest run: its value and the run's repro command; in the
+    /// table's order, watermarks no run raised left out.
+    pub fn deepest(&self) -> Vec<(&'static str, u64, &str)> {
+        cluster::coverage::Watermark::ALL
+            .iter()
+            .filter_map(|watermark| {
+                let name = watermark.name();
+                self.runs
+                    .iter()
+                    .filter_map(|run| Some((*run.watermarks.get(name)?, run)))
+                    .filter(|(value, _)| *value > 0)
+                    .max_by_key(|(value, run)| (*value, std::cmp::Reverse(run.key())))
+                    .map(|(value, run)| (name, value, run.command.as_str()))
+            })
+            .collect()
     }
 
     /// Totals over all runs.

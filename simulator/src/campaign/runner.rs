@@ -5,7 +5,9 @@
 //! Under a time budget the sub-campaigns share it by weight: each worker takes its next
 //! run from the sub-campaign that has used the least run time for its weight, so a
 //! budget that ends early has still spent it in the spec's proportions. Which runs fit
-//! in the budget depends on the machine; each run itself replays bit for bit.
+//! in the budget depends on the machine; each run itself replays bit for bit. An
+//! exploring sub-campaign (`--explore`, see `campaign::explore`) takes its share the
+//! same way: its runs come from its explorer instead of its plan, in plan order.
 #![allow(
     clippy::disallowed_methods,
     reason = "a campaign measures wall time for its report and its time budget; no run reads it"
@@ -13,13 +15,15 @@
 
 use std::io::IsTerminal;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::report::{CampaignReport, REPORT_FORMAT_VERSION, RunRecord, RunVerdict, SubCampaignRecord};
+use std::sync::{Condvar, Mutex};
+
+use super::explore::SubExploration;
+use super::report::{CampaignReport, ExploreSummary, REPORT_FORMAT_VERSION, RunRecord, RunVerdict, SubCampaignRecord};
 use super::spec::{CampaignSpec, PlannedRun};
 use crate::fuzz::{self, Verdict};
 use crate::panic_report::describe_panic;
@@ -32,7 +36,7 @@ pub fn execute(run: &PlannedRun, campaign: &str) -> RunRecord {
 
 /// [`execute`], and the coverage marks the run reached with the tick that first reached
 /// each (empty after a panic: an exploration branches only runs that ended).
-pub fn execute_with_marks(run: &PlannedRun, campaign: &str) -> (RunRecord, Vec<(cluster::coverage::Mark, u64)>) {
+pub fn execute_with_marks(run: &PlannedRun, campaign: &str) -> (RunRecord, Vec<(cluster::coverage::Point, u64)>) {
     let started = Instant::now();
     let mut out = Vec::new();
     let outcome = catch_unwind(AssertUnwindSafe(|| fuzz::run(&run.args, run.seed, &mut out)));
@@ -61,6 +65,10 @@ pub fn execute_with_marks(run: &PlannedRun, campaign: &str) -> (RunRecord, Vec<(
         schedule_hash: String::new(),
         // Read even after a panic: the marks show how far the run got.
         coverage: fuzz::marks_reached(),
+        watermarks: cluster::coverage::watermarks()
+            .into_iter()
+            .map(|(watermark, value)| (watermark.name().to_owned(), value))
+            .collect(),
         explore: None,
     };
     let mut first_reached = Vec::new();
@@ -119,10 +127,39 @@ const PLAIN_PROGRESS_LINES: u64 = 20;
 /// seconds: only orders the first picks; measured times replace it within a few runs.
 const FIRST_RUN_SECONDS_GUESS: f64 = 1.0;
 
-/// The weighted choice of the next run: one queue per sub-campaign.
-struct Dispatcher {
-    /// Per sub-campaign: its next run's position, and its runs in this shard.
-    cursors: Vec<(u64, u64)>,
+/// How long an idle worker waits before it looks for a run again, in milliseconds: a
+/// bound on a missed wake-up (the time budget is checked on each look), not the usual
+/// path, which is woken as soon as a run finishes. Workers wait only while every
+/// sub-campaign with runs left is an exploration whose lag holds planning back.
+const WORKER_WAIT_MS: u64 = 200;
+
+/// Where a sub-campaign's next run comes from.
+enum Source {
+    /// Its planned runs in order: the next one's position, and how many there are.
+    Plan { next: u64, len: u64 },
+    /// An exploration (`--explore`), which plans its runs as results come in.
+    Explore(Box<SubExploration>),
+}
+
+/// What a worker is to do next.
+enum Pick {
+    /// Make this run of sub-campaign `sub`; `explore` is its index in the
+    /// exploration's plan, if the sub-campaign explores.
+    Run {
+        sub: usize,
+        run: Box<PlannedRun>,
+        explore: Option<usize>,
+    },
+    /// Nothing can start now, but an exploration will plan more once a run finishes.
+    Wait,
+    /// Nothing is left.
+    Done,
+}
+
+/// The weighted choice of the next run: one source per sub-campaign.
+struct Dispatcher<'a> {
+    spec: &'a CampaignSpec,
+    sources: Vec<Source>,
     /// Per sub-campaign: its weight.
     weights: Vec<f64>,
     /// Per sub-campaign: run time of its finished runs, seconds.
@@ -131,23 +168,50 @@ struct Dispatcher {
     finished: Vec<u64>,
     /// Per sub-campaign: runs under way.
     in_flight: Vec<u64>,
+    /// Records of finished runs of sub-campaigns run plan by plan (explorations keep
+    /// theirs until they end), with their sub-campaign.
+    records: Vec<(usize, RunRecord)>,
 }
 
-impl Dispatcher {
-    fn new(spec: &CampaignSpec) -> Dispatcher {
+impl<'a> Dispatcher<'a> {
+    fn new(spec: &'a CampaignSpec) -> Dispatcher<'a> {
         let subs = spec.subs.len();
         Dispatcher {
-            cursors: spec.subs.iter().map(|sub| (0, sub.len())).collect(),
+            spec,
+            sources: spec
+                .subs
+                .iter()
+                .enumerate()
+                .map(|(campaign, sub)| {
+                    if sub.explore {
+                        Source::Explore(Box::new(SubExploration::new(sub, campaign)))
+                    } else {
+                        Source::Plan {
+                            next: 0,
+                            len: sub.len(),
+                        }
+                    }
+                })
+                .collect(),
             weights: spec.subs.iter().map(|sub| sub.sub.weight).collect(),
             seconds_done: vec![0.0; subs],
             finished: vec![0; subs],
             in_flight: vec![0; subs],
+            records: Vec::new(),
         }
     }
 
-    /// The next run to start: from the sub-campaign with the least run time (finished
-    /// plus an estimate for those under way) per unit of weight.
-    fn next(&mut self) -> Option<(usize, u64)> {
+    /// Whether sub-campaign `sub` can start a run now.
+    fn ready(&self, sub: usize) -> bool {
+        match &self.sources[sub] {
+            Source::Plan { next, len } => next < len,
+            Source::Explore(exploration) => exploration.has_planned(),
+        }
+    }
+
+    /// The next run to start: from the ready sub-campaign with the least run time
+    /// (finished plus an estimate for those under way) per unit of weight.
+    fn next(&mut self) -> Pick {
         let share = |sub: usize| {
             let mean = if self.finished[sub] == 0 {
                 FIRST_RUN_SECONDS_GUESS
@@ -156,27 +220,85 @@ impl Dispatcher {
             };
             (self.seconds_done[sub] + self.in_flight[sub] as f64 * mean) / self.weights[sub]
         };
-        let sub = (0..self.cursors.len())
-            .filter(|&sub| self.cursors[sub].0 < self.cursors[sub].1)
-            .min_by(|&a, &b| share(a).total_cmp(&share(b)).then(a.cmp(&b)))?;
+        let Some(sub) = (0..self.sources.len())
+            .filter(|&sub| self.ready(sub))
+            .min_by(|&a, &b| share(a).total_cmp(&share(b)).then(a.cmp(&b)))
+        else {
+            let exploring = self
+                .sources
+                .iter()
+                .any(|source| matches!(source, Source::Explore(exploration) if exploration.is_running()));
+            return if exploring { Pick::Wait } else { Pick::Done };
+        };
         self.in_flight[sub] += 1;
-        let position = self.cursors[sub].0;
-        self.cursors[sub].0 += 1;
-        Some((sub, position))
+        match &mut self.sources[sub] {
+            Source::Plan { next, .. } => {
+                *next += 1;
+                Pick::Run {
+                    sub,
+                    run: Box::new(self.spec.subs[sub].run(*next - 1, sub)),
+                    explore: None,
+                }
+            }
+            Source::Explore(exploration) => {
+                let (index, run) = exploration.take().expect("a ready exploration has a planned run");
+                Pick::Run {
+                    sub,
+                    run: Box::new(run),
+                    explore: Some(index),
+                }
+            }
+        }
     }
 
-    fn done(&mut self, sub: usize, seconds: f64) {
+    /// A run of sub-campaign `sub` finished.
+    fn done(
+        &mut self,
+        sub: usize,
+        explore: Option<usize>,
+        record: RunRecord,
+        first_reached: Vec<(cluster::coverage::Point, u64)>,
+    ) {
         self.in_flight[sub] -= 1;
         self.finished[sub] += 1;
-        self.seconds_done[sub] += seconds;
+        self.seconds_done[sub] += record.wall_ms / 1_000.0;
+        match (&mut self.sources[sub], explore) {
+            (Source::Explore(exploration), Some(index)) => {
+                exploration.finish(&self.spec.subs[sub], sub, index, record, first_reached);
+            }
+            _ => self.records.push((sub, record)),
+        }
+    }
+
+    /// Branched runs merged so far and splitpoints found, over every exploration.
+    fn explore_progress(&self) -> Option<(u64, u64)> {
+        self.sources
+            .iter()
+            .filter_map(|source| match source {
+                Source::Explore(exploration) => Some(exploration.progress()),
+                Source::Plan { .. } => None,
+            })
+            .reduce(|a, b| (a.0 + b.0, a.1 + b.1))
+    }
+
+    /// Every finished run's record with its sub-campaign, and the explorations'
+    /// summary if any sub-campaign explored.
+    fn into_records(self) -> (Vec<(usize, RunRecord)>, Option<ExploreSummary>) {
+        let mut records = self.records;
+        let mut summary = None;
+        for (sub, source) in self.sources.into_iter().enumerate() {
+            if let Source::Explore(exploration) = source {
+                let summary = summary.get_or_insert_with(ExploreSummary::default);
+                records.extend(exploration.finish_all(summary).into_iter().map(|record| (sub, record)));
+            }
+        }
+        (records, summary)
     }
 }
 
-/// Run every planned run of `spec`; `campaign_id` and `command` label the report.
+/// Run every planned run of `spec` (exploring the sub-campaigns that explore);
+/// `campaign_id` and `command` label the report.
 pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Result<CampaignReport, String> {
-    if spec.explore {
-        return super::explore::run_exploration(spec, campaign_id, command);
-    }
     let started = Instant::now();
     let deadline = spec
         .budget_seconds
@@ -202,32 +324,39 @@ pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Re
     let last_line = AtomicU64::new(0);
     let print_lock = Mutex::new(());
     let dispatcher = Mutex::new(Dispatcher::new(spec));
-    let records = Mutex::new(Vec::new());
+    let wake = Condvar::new();
+    let lock = || dispatcher.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let worker = || {
         loop {
             if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                 return;
             }
-            let Some((campaign, position)) = dispatcher
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .next()
-            else {
-                return;
+            let mut guard = lock();
+            let (sub, run, explore) = match guard.next() {
+                Pick::Run { sub, run, explore } => (sub, run, explore),
+                Pick::Done => {
+                    wake.notify_all();
+                    return;
+                }
+                Pick::Wait => {
+                    drop(
+                        wake.wait_timeout(guard, Duration::from_millis(WORKER_WAIT_MS))
+                            .unwrap_or_else(std::sync::PoisonError::into_inner),
+                    );
+                    continue;
+                }
             };
-            let run = &spec.subs[campaign].run(position, campaign);
-            let record = execute(run, &spec.subs[campaign].sub.name);
-            dispatcher
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .done(run.campaign, record.wall_ms / 1_000.0);
+            drop(guard);
+            let (record, first_reached) = execute_with_marks(&run, &spec.subs[sub].sub.name);
             if record.verdict == RunVerdict::Fail {
                 failed.fetch_add(1, Ordering::Relaxed);
             }
-            records
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push((run.campaign, record));
+            let explored = {
+                let mut guard = lock();
+                guard.done(sub, explore, record, first_reached);
+                guard.explore_progress()
+            };
+            wake.notify_all();
             let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
             let failures = failed.load(Ordering::Relaxed);
             match &bar {
@@ -253,8 +382,11 @@ pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Re
                             Some(budget) => (budget - elapsed).max(0.0),
                             None => planned.saturating_sub(finished) as f64 / rate.max(1e-9),
                         };
+                        let explored = explored.map_or(String::new(), |(children, splitpoints)| {
+                            format!(" ({children} branched, {splitpoints} splitpoints)")
+                        });
                         println!(
-                            "campaign: {finished} runs, {failures} failed, {rate:.1} runs/s, {remaining:.0} s left"
+                            "campaign: {finished} runs{explored}, {failures} failed, {rate:.1} runs/s, {remaining:.0} s left"
                         );
                     }
                 }
@@ -269,7 +401,10 @@ pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Re
     if let Some(bar) = bar {
         bar.finish();
     }
-    let records = records.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (records, explore) = dispatcher
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .into_records();
     let mut sub_campaigns: Vec<SubCampaignRecord> = spec
         .subs
         .iter()
@@ -298,7 +433,7 @@ pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Re
         required_marks: spec.required_marks.clone(),
         shrunk: Vec::new(),
         nemesis: None,
-        explore: None,
+        explore,
     })
 }
 

@@ -57,9 +57,19 @@ pub struct CampaignFlags {
     /// campaign would (the planned runs are its roots, taken in order while the
     /// budget lasts), deterministically for a seed range and budget; `--minutes` may
     /// cut it short. Each branched run's repro command names its `--branch` points.
-    /// Not with `--shard` or `--corpus`.
+    /// On a spec file's `sub` line it explores that sub-campaign alone, time-shared
+    /// with the others by weight like any sub-campaign. With `--shard`, each shard
+    /// explores from its own share of the roots. Not with `--corpus`.
     #[arg(long)]
     pub explore: bool,
+
+    /// With `--explore`: search for runs that reach every one of these coverage marks
+    /// (comma-separated), e.g. to re-pin a corpus line a re-lock moved off its
+    /// scenario. The exploration branches first from the runs that reached the most
+    /// of them, and the summary names how many runs reached them all and the first
+    /// one's repro command. Marks or watermark levels (`wm.view>=16`).
+    #[arg(long, value_name = "MARKS")]
+    pub target_marks: Option<String>,
 
     /// Passed to every run: ticks to simulate.
     #[arg(long, default_value_t = 6_000)]
@@ -184,6 +194,11 @@ pub struct SubPlan {
     pub sub: SubCampaign,
     source: RunSource,
     shard: Option<(u32, u32)>,
+    /// Whether it is explored (`--explore`, campaign-wide or on its `sub` line) rather
+    /// than run plan by plan.
+    pub explore: bool,
+    /// The points its exploration searches for (`--target-marks`; empty: none).
+    pub targets: Vec<cluster::coverage::Point>,
 }
 
 impl SubPlan {
@@ -238,8 +253,6 @@ pub struct CampaignSpec {
     pub label: String,
     /// Coverage marks the campaign must reach (names, validated).
     pub required_marks: Vec<String>,
-    /// Explore (`--explore`) rather than run every planned run from scratch.
-    pub explore: bool,
 }
 
 /// The campaign-wide settings: shard, jobs, time budget (seconds), required marks.
@@ -451,6 +464,41 @@ impl CampaignFlags {
         Ok((source, label))
     }
 
+    /// The points `--target-marks` names (checked: names of marks or watermark levels,
+    /// and only with `--explore`).
+    fn targets(&self) -> Result<Vec<cluster::coverage::Point>, String> {
+        let Some(text) = &self.target_marks else {
+            return Ok(Vec::new());
+        };
+        if !self.explore {
+            return Err("--target-marks steers an exploration: give --explore too".to_owned());
+        }
+        let targets: Vec<cluster::coverage::Point> = text
+            .split(',')
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .map(|name| {
+                cluster::coverage::Point::from_name(name).ok_or_else(|| {
+                    let marks: Vec<&str> = cluster::coverage::Mark::ALL.iter().map(|mark| mark.name()).collect();
+                    let watermarks: Vec<&str> = cluster::coverage::Watermark::ALL
+                        .iter()
+                        .map(|watermark| watermark.name())
+                        .collect();
+                    format!(
+                        "--target-marks: {name:?} is neither a coverage mark nor a watermark level; the marks are: \
+                         {}; a level is a watermark, `>=` and a power of two (`wm.view>=16`), of: {}",
+                        marks.join(", "),
+                        watermarks.join(", ")
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        if targets.is_empty() {
+            return Err("--target-marks: no mark named".to_owned());
+        }
+        Ok(targets)
+    }
+
     /// Validate the flags and plan the runs (this shard's).
     pub fn plan(&self) -> Result<CampaignSpec, String> {
         let (runs, label) = self.run_source()?;
@@ -459,7 +507,8 @@ impl CampaignFlags {
             weight: 1.0,
             flags: String::new(),
         };
-        plan_sub_campaigns(self, vec![(whole, runs)], label)
+        let targets = self.targets()?;
+        plan_sub_campaigns(self, vec![(whole, runs, self.explore, targets)], label)
     }
 
     /// Plan a campaign of several sub-campaigns (a spec file's `sub` lines): `self`
@@ -474,7 +523,10 @@ impl CampaignFlags {
             let (runs, _) = flags
                 .run_source()
                 .map_err(|error| format!("sub-campaign {}: {error}", sub.name))?;
-            planned.push((sub, runs));
+            let targets = flags
+                .targets()
+                .map_err(|error| format!("sub-campaign {}: {error}", sub.name))?;
+            planned.push((sub, runs, flags.explore, targets));
         }
         plan_sub_campaigns(self, planned, label)
     }
@@ -484,30 +536,22 @@ impl CampaignFlags {
 /// own, so every shard holds its share of each.
 fn plan_sub_campaigns(
     wide: &CampaignFlags,
-    subs: Vec<(SubCampaign, RunSource)>,
+    subs: Vec<(SubCampaign, RunSource, bool, Vec<cluster::coverage::Point>)>,
     label: String,
 ) -> Result<CampaignSpec, String> {
     let (shard, jobs, budget_seconds, required_marks) = wide.campaign_wide()?;
-    if wide.explore && shard.is_some() {
-        return Err(
-            "--explore with --shard: an exploration steers every run by what the earlier ones found, so it \
-             cannot be dealt across machines; run it whole (give each machine its own --seeds range instead)"
-                .to_owned(),
-        );
-    }
-    if wide.explore && subs.len() > 1 {
-        return Err(format!(
-            "--explore with {} sub-campaigns: an exploration takes its sub-campaigns one after another, so under \
-             --minutes the first would take the whole night; explore one sub-campaign at a time for now",
-            subs.len()
-        ));
-    }
-    if wide.explore && wide.corpus.is_some() {
+    if wide.corpus.is_some() && (wide.explore || subs.iter().any(|(_, _, explore, _)| *explore)) {
         return Err("--explore with --corpus: the corpus pins runs to replay, not roots to explore from".to_owned());
     }
     let subs = subs
         .into_iter()
-        .map(|(sub, source)| SubPlan { sub, source, shard })
+        .map(|(sub, source, explore, targets)| SubPlan {
+            sub,
+            source,
+            shard,
+            explore,
+            targets,
+        })
         .collect();
     Ok(CampaignSpec {
         subs,
@@ -517,7 +561,6 @@ fn plan_sub_campaigns(
         out: wide.out.clone(),
         label,
         required_marks,
-        explore: wide.explore,
     })
 }
 

@@ -97,7 +97,7 @@ pub struct RunReport {
     pub adversary: (u64, u64),
     /// Each coverage mark the run reached and the tick that first reached it, in the
     /// order reached (consensus planes): where `campaign --explore` branches it.
-    pub first_reached: Vec<(cluster::coverage::Mark, u64)>,
+    pub first_reached: Vec<(cluster::coverage::Point, u64)>,
 }
 
 /// Run the workload described by `args` with `seed`, printing the banner, the figures
@@ -175,6 +175,7 @@ pub fn run(args: &FuzzArgs, seed: u64, out: &mut dyn Write) -> io::Result<RunRep
         }
     }
     writeln!(out, "{}", coverage_line())?;
+    writeln!(out, "{}", watermarks_line())?;
     match &report.verdict {
         Verdict::Pass => writeln!(out, "workload-fuzz: OK (seed={seed})")?,
         Verdict::Vacuous(reason) => writeln!(out, "vacuous: {reason}")?,
@@ -197,6 +198,16 @@ pub fn coverage_line() -> String {
         if reached.is_empty() { "" } else { ": " },
         reached.join(" ")
     )
+}
+
+/// The `watermarks:` line: how deep this run went, each watermark's highest value in
+/// the table's order (`cluster::coverage`).
+pub fn watermarks_line() -> String {
+    let values: Vec<String> = cluster::coverage::watermarks()
+        .into_iter()
+        .map(|(watermark, value)| format!("{}={value}", watermark.name()))
+        .collect();
+    format!("watermarks: {}", values.join(" "))
 }
 
 /// The names of the coverage marks this thread's run reached, in the table's order.

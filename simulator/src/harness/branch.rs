@@ -25,13 +25,14 @@ impl Harness {
         self.branches_taken
     }
 
-    /// Each coverage mark the run reached, with the tick that first reached it, in the
-    /// order reached: where an exploration branches this run.
-    pub fn first_reached(&self) -> &[(cluster::coverage::Mark, u64)] {
+    /// Each coverage point (mark or watermark level) the run reached, with the tick
+    /// that first reached it, in the order reached: where an exploration branches this
+    /// run.
+    pub fn first_reached(&self) -> &[(cluster::coverage::Point, u64)] {
         &self.first_reached
     }
 
-    /// Note the marks the step just run reached for the first time (one compare of
+    /// Note the points the step just run reached for the first time (one compare of
     /// the reached set when none did).
     pub(super) fn note_marks_reached(&mut self) {
         let now = cluster::coverage::reached();
@@ -39,8 +40,8 @@ impl Harness {
             return;
         }
         let tick = self.simulation.tick();
-        for mark in cluster::coverage::newly_reached(&self.reached_seen, &now) {
-            self.first_reached.push((mark, tick));
+        for point in cluster::coverage::newly_reached(&self.reached_seen, &now) {
+            self.first_reached.push((point, tick));
         }
         self.reached_seen = now;
     }

@@ -67,6 +67,9 @@ pub struct Failover {
     /// without a quorum up): a view change past it is never spurious. Dropped when the
     /// group's view moves past it, or with the group.
     unled: BTreeMap<u64, u64>,
+    /// Groups whose highest view seen is above the highest some replica was Normal in:
+    /// groups in a view change now (a watermark, `wm.view_change_groups`).
+    unsettled: u64,
 }
 
 /// A run's failover figures, as printed and reported.
@@ -175,9 +178,11 @@ impl Failover {
             highest: view,
             established: view,
         });
+        let was_unsettled = views.highest > views.established;
         if view > views.highest {
             let before = views.highest;
             views.highest = view;
+            cluster::watermark!(View, view);
             let primary_ended = self.unled.remove(&group).is_some_and(|unled| unled >= before);
             if before == views.established
                 && !self.open.contains_key(&group)
@@ -190,6 +195,15 @@ impl Failover {
         if status == Status::Normal {
             views.established = views.established.max(view);
         }
+        let unsettled = views.highest > views.established;
+        if unsettled != was_unsettled {
+            if unsettled {
+                self.unsettled += 1;
+                cluster::watermark!(ViewChangeGroups, self.unsettled);
+            } else {
+                self.unsettled -= 1;
+            }
+        }
     }
 
     /// The groups it keeps a record of.
@@ -199,7 +213,13 @@ impl Failover {
 
     /// `group` was deleted everywhere: its open loss (if any) is dropped untimed.
     pub fn forget(&mut self, group: u64) {
-        self.views.remove(&group);
+        if self
+            .views
+            .remove(&group)
+            .is_some_and(|views| views.highest > views.established)
+        {
+            self.unsettled -= 1;
+        }
         self.unled.remove(&group);
         if self.open.remove(&group).is_some() {
             self.dropped += 1;

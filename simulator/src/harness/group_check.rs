@@ -578,6 +578,8 @@ fn track_progress<S: StateMachine>(
         }
         return;
     }
+    cluster::watermark!(OpsBehind, replica.commit_max() - commit_min);
+    cluster::watermark!(LagTicks, tick - watch.progress.1);
     let GroupAt { index, group, .. } = visit.at;
     let stuck = (tick - watch.progress.1 > COMMIT_STUCK_TICKS_MAX).then(|| {
         let (requests, outstanding) = replica.repair_state();

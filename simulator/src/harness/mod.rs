@@ -293,7 +293,7 @@ pub struct Harness {
     /// Each mark the run reached, with the tick of the step that first reached it, in
     /// the order they were reached (a mark reached while the harness booted its nodes
     /// counts at the first step).
-    first_reached: Vec<(cluster::coverage::Mark, u64)>,
+    first_reached: Vec<(cluster::coverage::Point, u64)>,
 }
 
 impl Harness {
@@ -428,6 +428,10 @@ impl Harness {
         if self.crashes_enabled && (self.crash.active() || self.replay.is_some()) {
             self.inject_crashes(tick);
         }
+        cluster::watermark!(
+            ReplicasDown,
+            self.slots.iter().filter(|slot| slot.node.is_none()).count() as u64
+        );
         // After this tick's crashes and restarts: a replica crashed now leaves no room
         // for another to fail in the same tick.
         self.gate_disk_errors(tick);
@@ -445,7 +449,6 @@ impl Harness {
         if self.trace.is_some() {
             self.trace_tick();
         }
-        self.note_marks_reached();
         // Before anyone fail-stops: what a replica applied in this step counts even if
         // its node stops at the end of it.
         for index in 0..self.slots.len() {
@@ -455,7 +458,10 @@ impl Harness {
             }
         }
         self.fail_stop_nodes()?;
-        self.check(self.simulation.tick())
+        let checked = self.check(self.simulation.tick());
+        // After the checks, which note the watermarks only the harness sees.
+        self.note_marks_reached();
+        checked
     }
 
     /// The per-tick checks, for every group on every live replica: views never go

@@ -100,6 +100,7 @@ fn run(profile: &str, plane: &str, seed: u64, verdict: RunVerdict, signature: Op
         wall_ms: 10.0 + seed as f64 * 1.5,
         schedule_hash: format!("{seed:016x}"),
         coverage: Vec::new(),
+        watermarks: std::collections::BTreeMap::new(),
         explore: None,
     }
 }
