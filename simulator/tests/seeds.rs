@@ -174,5 +174,9 @@ fn a_line_whose_run_misses_a_named_mark_fails_naming_the_mark_and_the_re_pin() {
         "marks the run reaches pass"
     );
     let bad = serde_json::json!({ "marks": ["vc.no_such_mark"] });
-    assert!(check_scenario(&bad, &reached).unwrap_err().contains("no coverage mark"));
+    assert!(
+        check_scenario(&bad, &reached)
+            .expect_err("an unknown mark is refused")
+            .contains("no coverage mark")
+    );
 }
