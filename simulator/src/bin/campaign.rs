@@ -204,6 +204,22 @@ fn summarize(report: &CampaignReport, dir: &std::path::Path, known: Option<&[Str
             never.join(", ")
         }
     );
+    if let Some(first) = report
+        .runs
+        .iter()
+        .filter(|run| run.verdict == RunVerdict::Fail)
+        .min_by(|a, b| a.finished_seconds.total_cmp(&b.finished_seconds))
+    {
+        let before = report
+            .runs
+            .iter()
+            .filter(|run| run.finished_seconds <= first.finished_seconds)
+            .count();
+        println!(
+            "first failure: {:.1} s into the campaign, after {before} runs finished: {}",
+            first.finished_seconds, first.command
+        );
+    }
     let deepest = report.deepest();
     if !deepest.is_empty() {
         let values: Vec<String> = deepest

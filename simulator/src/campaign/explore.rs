@@ -4,8 +4,9 @@
 //! runs already reached. An exploration instead branches runs at the moments they first
 //! reach something rare: when a run reaches a coverage point (a mark, or a watermark's
 //! level: the highest view, the most ops behind, see `cluster::coverage`) no earlier
-//! run of the exploration reached, or one fewer than [`EXPLORE_RARE_RUNS_MAX`] runs
-//! reached, that (run, tick) becomes a *splitpoint*, and its children are the same run
+//! run of the exploration reached, or one still rare (reached by fewer than
+//! [`EXPLORE_RARE_RUNS_MAX`] runs, or [`EXPLORE_RARE_PER_MILLE`] per thousand of
+//! them), that (run, tick) becomes a *splitpoint*, and its children are the same run
 //! with one more branch point just after that tick (see [`crate::timeline`]): the same
 //! prefix, fresh randomness from there on. Rarity counts only the runs that reached a
 //! point by their own randomness (after their last branch point): a child's prefix
@@ -13,12 +14,14 @@
 //!
 //! Budget (energy, in runs): the exploration makes exactly as many runs as its budget
 //! allows, roots (the sub-campaign's planned runs, in their order) and children
-//! together. A new point's splitpoint earns [`EXPLORE_CHILDREN_FIRST`] children, a
-//! rare one's [`EXPLORE_CHILDREN_RARE`]; each child that reaches a point new to the
+//! together. A new point's splitpoint earns up to [`EXPLORE_CHILDREN_FIRST`] children
+//! (fewer if the exploration's first runs found it: [`children_for_new`]), a rare
+//! one's [`EXPLORE_CHILDREN_RARE`]; each child that reaches a point new to the
 //! exploration earns its splitpoint [`EXPLORE_CHILDREN_MORE`] more, and a splitpoint
 //! whose children find nothing new stops earning (what it did not spend stays with the
 //! roots). Children go first, rarest point first (the point fewest runs reached by
-//! their own randomness); roots fill the rest.
+//! their own randomness; among equals, the latest find), at most half the runs while
+//! roots are left; roots fill the rest.
 //!
 //! Determinism: results are merged in plan order, and run `k` is planned right after
 //! run `k - lag` is merged, where the lag is a function of the budget alone
@@ -46,19 +49,43 @@ use super::report::{ExploreRecord, ExploreSummary, RunRecord};
 use super::spec::{PlannedRun, SubPlan};
 use crate::timeline::{BranchPoint, Branches};
 
-/// Children a splitpoint gets when it is found: enough that one lucky child is likely
-/// among them, few enough that a barren mark costs little.
+/// Children a new point's splitpoint gets at most: enough that one lucky child is
+/// likely among them, few enough that a barren mark costs little.
 pub const EXPLORE_CHILDREN_FIRST: u32 = 4;
+
+/// Children a point first reached by run `index` (in plan order) earns: a point the
+/// exploration's first run reached is likely common (about every run reaches it), one
+/// first reached after `n` runs is reached by about one run in `n`; so one child at
+/// first, one more per doubling of the runs before it, up to
+/// [`EXPLORE_CHILDREN_FIRST`]. Early in an exploration nearly every point is new, and
+/// this keeps its first few runs' ordinary points from taking the budget.
+pub fn children_for_new(index: usize) -> u32 {
+    (1 + (index as u64 + 1).ilog2()).min(EXPLORE_CHILDREN_FIRST)
+}
 
 /// More children a splitpoint gets each time one of its children reaches a point new to
 /// the exploration: a productive place keeps being explored.
 pub const EXPLORE_CHILDREN_MORE: u32 = 4;
 
-/// A point reached (by a run's own randomness) by fewer runs than this is still rare:
-/// each such reach makes a splitpoint of its own, so a rare mark is explored from
-/// several runs' states rather than from the first run's alone (the first reach is
-/// often the least typical). Three: past that the mark is no longer where the news is.
+/// A point reached (by a run's own randomness) by fewer runs than this is still rare,
+/// however many runs were merged: each such reach makes a splitpoint of its own, so a
+/// rare mark is explored from several runs' states rather than from the first run's
+/// alone (the first reach is often the least typical).
 pub const EXPLORE_RARE_RUNS_MAX: u64 = 3;
+
+/// A point reached by fewer than this many runs per thousand merged is rare too (the
+/// larger of the two bounds holds): the energy a point earns then scales with how
+/// rare it is over the whole exploration, not only with its first three reaches. Two
+/// percent: in 1,800 plain runs the ten rarest reached marks were each reached by
+/// 0.05-1.6% of the runs, the common ones by 10-100%.
+pub const EXPLORE_RARE_PER_MILLE: u64 = 20;
+
+/// Children are at most this share of the runs planned, in percent (while roots are
+/// left): early in an exploration nearly every point is new, and without a cap the
+/// first few roots' descendants would take a short (time-limited) exploration whole;
+/// fresh roots find what no branch of those can. Half: in a 1,800-run exploration
+/// without the cap, children were 45% of the runs.
+pub const EXPLORE_CHILDREN_SHARE_PERCENT_MAX: u64 = 50;
 
 /// Children a rare (not new) point's splitpoint gets: half a new one's, since the
 /// point is known to be reachable.
@@ -178,13 +205,18 @@ impl Explorer {
     }
 
     /// Plan the next run (its index into [`Explorer::runs`]): a child of the
-    /// splitpoint with energy whose mark is rarest, else the next root. `None` when
+    /// splitpoint with energy whose point is rarest, while children are under their
+    /// share ([`EXPLORE_CHILDREN_SHARE_PERCENT_MAX`]) or no root is left; else the
+    /// next root. `None` when
     /// the budget is spent or nothing is left to run for now.
     pub fn plan_next(&mut self) -> Option<usize> {
         if self.budget_left() == 0 {
             return None;
         }
-        let run = if let Some(split) = self.rarest_splitpoint_with_energy() {
+        let children = self.runs.iter().filter(|run| run.parent.is_some()).count() as u64;
+        let children_due = children * 100 < (self.runs.len() as u64 + 1) * EXPLORE_CHILDREN_SHARE_PERCENT_MAX;
+        let split = self.rarest_splitpoint_with_energy();
+        let run = if let Some(split) = split.filter(|_| children_due || self.next_root >= self.roots) {
             self.child_of(split)
         } else if self.next_root < self.roots {
             self.next_root += 1;
@@ -204,7 +236,10 @@ impl Explorer {
     }
 
     /// The splitpoint to branch next: the one whose point the fewest merged runs
-    /// reached by their own randomness, the earliest found among equals.
+    /// reached by their own randomness; among equals, the one found by the latest run
+    /// (a point first reached after a thousand runs is rarer than one the first run
+    /// reached, and a long exploration must not starve its late finds behind its early
+    /// ones), then the earliest found in that run.
     fn rarest_splitpoint_with_energy(&self) -> Option<usize> {
         (0..self.splitpoints.len())
             .filter(|&index| self.splitpoints[index].energy > 0)
@@ -213,6 +248,7 @@ impl Explorer {
                 (
                     std::cmp::Reverse(self.targets_reached[split.run]),
                     self.reached_fresh[split.point.index()],
+                    std::cmp::Reverse(split.run),
                     index,
                 )
             })
@@ -247,9 +283,11 @@ impl Explorer {
     ///
     /// A point reached after the run's last branch point (by the run's own
     /// randomness) makes a splitpoint when no run reached it so before
-    /// ([`EXPLORE_CHILDREN_FIRST`] children), or when fewer than
-    /// [`EXPLORE_RARE_RUNS_MAX`] did ([`EXPLORE_CHILDREN_RARE`]): rare places get more
-    /// tries from more runs' states, common ones none.
+    /// ([`children_for_new`] children), or when it is still rare: fewer than
+    /// [`EXPLORE_RARE_RUNS_MAX`] runs reached it, or fewer than
+    /// [`EXPLORE_RARE_PER_MILLE`] per thousand of the runs merged before
+    /// ([`EXPLORE_CHILDREN_RARE`]): rare places get more tries from more runs' states,
+    /// common ones none.
     pub fn merge(&mut self, index: usize, first_reached: &[(Point, u64)]) {
         let last_branch_tick = self.runs[index].branches.points().last().map_or(0, |point| point.tick);
         let room = self.runs[index].branches.len() < crate::timeline::BRANCH_POINTS_MAX;
@@ -268,9 +306,10 @@ impl Explorer {
             if fresh == 0 {
                 new_points.push(point);
             }
+            let rare_below = EXPLORE_RARE_RUNS_MAX.max(index as u64 * EXPLORE_RARE_PER_MILLE / 1000);
             let energy = match fresh {
-                0 => EXPLORE_CHILDREN_FIRST,
-                rare if rare < EXPLORE_RARE_RUNS_MAX => EXPLORE_CHILDREN_RARE,
+                0 => children_for_new(index),
+                rare if rare < rare_below => EXPLORE_CHILDREN_RARE,
                 _ => 0,
             };
             if energy > 0 && room {
@@ -501,32 +540,67 @@ mod tests {
             EXPLORE_RARE_RUNS_MAX as usize,
             "new in run 0, still rare in runs 1 and 2, common by run 3"
         );
-        let batch = plan(&mut explorer, 10);
-        assert_eq!(batch.len(), 10);
-        let children: Vec<(u64, usize, String)> = batch[..8]
+        let batch = plan(&mut explorer, 12);
+        let children: Vec<(u64, usize, String)> = batch
             .iter()
-            .map(|&index| {
-                let child = &explorer.runs()[index];
+            .map(|&index| &explorer.runs()[index])
+            .filter(|run| run.parent.is_some())
+            .map(|child| {
                 assert_eq!(child.trigger, Some(A));
                 (child.root, child.parent.expect("a child"), child.branches.to_string())
             })
             .collect();
-        let expected: Vec<(u64, usize, String)> = [(0, "101", 4), (1, "51", 2), (2, "71", 2)]
+        // Equally rare (each reached by 3 runs by then): the latest find first.
+        let expected: Vec<(u64, usize, String)> = [(2, "71", 2), (1, "51", 2), (0, "101", 1)]
             .into_iter()
             .flat_map(|(root, tick, children)| {
                 (1..=children).map(move |salt| (root, root as usize, format!("{tick}:{salt}")))
             })
             .collect();
-        assert_eq!(children, expected, "the first reach's children, then the rare reaches'");
-        let roots: Vec<u64> = batch[8..].iter().map(|&index| explorer.runs()[index].root).collect();
-        assert_eq!(roots, vec![4, 5], "then the next roots");
+        assert_eq!(
+            children, expected,
+            "the rare reaches' children, latest first, then the first reach's"
+        );
+        let roots: Vec<u64> = batch
+            .iter()
+            .map(|&index| &explorer.runs()[index])
+            .filter(|run| run.parent.is_none())
+            .map(|run| run.root)
+            .collect();
+        assert_eq!(
+            roots,
+            (4..10).collect::<Vec<_>>(),
+            "and the rest of the roots, in order, between them"
+        );
+    }
+
+    #[test]
+    fn children_take_at_most_their_share_while_roots_are_left() {
+        let mut explorer = Explorer::new(1_000, 1_000);
+        let mut children = 0;
+        for index in 0..400 {
+            let planned = explorer.plan_next().expect("the budget lasts");
+            assert_eq!(planned, index);
+            // Every root reaches a point no run reached before: endless news.
+            let point = Point::level(cluster::coverage::Watermark::View, index % 16);
+            let mark = Point::mark(Mark::ALL[index % Mark::ALL.len()]);
+            explorer.merge(index, &[(point, 10 + index as u64), (mark, 20 + index as u64)]);
+            children += usize::from(explorer.runs()[index].parent.is_some());
+            assert!(
+                children * 100 <= (index + 1) * EXPLORE_CHILDREN_SHARE_PERCENT_MAX as usize + 100,
+                "{children} children in {} runs",
+                index + 1
+            );
+        }
+        assert!(children >= 150, "children fill their share: {children}");
     }
 
     #[test]
     fn a_childs_prefix_is_no_news_and_a_watermark_level_is_a_point_like_a_mark() {
         use cluster::coverage::Watermark;
         let level = Point::level(Watermark::View, 3);
-        let mut explorer = Explorer::new(10, 20);
+        // One root: once it ran, only children are planned.
+        let mut explorer = Explorer::new(1, 20);
         plan(&mut explorer, 1);
         explorer.merge(0, &[(level, 40)]);
         let children = plan(&mut explorer, EXPLORE_CHILDREN_FIRST as usize);
@@ -545,7 +619,8 @@ mod tests {
 
     #[test]
     fn a_productive_child_earns_its_splitpoint_more_and_a_barren_one_does_not() {
-        let mut explorer = Explorer::new(100, 1_000);
+        // One root: once it ran, only children are planned.
+        let mut explorer = Explorer::new(1, 1_000);
         plan(&mut explorer, 1);
         explorer.merge(0, &[(A, 100)]);
         let first = plan(&mut explorer, EXPLORE_CHILDREN_FIRST as usize);
@@ -559,7 +634,7 @@ mod tests {
         let triggers: Vec<Option<Point>> = next.iter().map(|&index| explorer.runs()[index].trigger).collect();
         let from_b = triggers.iter().filter(|trigger| **trigger == Some(B)).count();
         let from_a = triggers.iter().filter(|trigger| **trigger == Some(A)).count();
-        assert_eq!(from_b, EXPLORE_CHILDREN_FIRST as usize, "B's splitpoint, new");
+        assert_eq!(from_b, children_for_new(first[0]) as usize, "B's splitpoint, new");
         assert_eq!(from_a, EXPLORE_CHILDREN_MORE as usize, "A earned more once");
         let grandchild = next
             .iter()
@@ -571,18 +646,22 @@ mod tests {
             "101:1,401:1",
             "a child's child keeps its branch"
         );
-        // Barren: nothing new from here on (children reach only their prefix's A, roots
-        // nothing), so once the energy is spent only roots run.
+        assert_eq!(next.len(), from_a + from_b, "no root is left, so children only");
+        // Barren: nothing new from here on (children reach only their prefix's A), so
+        // once the energy is spent nothing is left to plan.
         for &index in &next {
-            let reached: &[(Point, u64)] = if explorer.runs()[index].parent.is_some() {
-                &[(A, 100)]
-            } else {
-                &[]
-            };
-            explorer.merge(index, reached);
+            explorer.merge(index, &[(A, 100)]);
         }
-        let after = plan(&mut explorer, 10);
-        assert!(after.iter().all(|&index| explorer.runs()[index].parent.is_none()));
+        assert!(plan(&mut explorer, 10).is_empty(), "a barren splitpoint earns nothing");
+    }
+
+    #[test]
+    fn a_point_found_late_earns_more_children_than_one_the_first_runs_found() {
+        assert_eq!(children_for_new(0), 1, "the first run's points are likely common");
+        assert_eq!(children_for_new(1), 2);
+        assert_eq!(children_for_new(3), 3);
+        assert_eq!(children_for_new(7), EXPLORE_CHILDREN_FIRST);
+        assert_eq!(children_for_new(100_000), EXPLORE_CHILDREN_FIRST);
     }
 
     #[test]

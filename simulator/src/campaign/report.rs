@@ -98,6 +98,10 @@ pub struct RunRecord {
     /// reports written before marks existed).
     #[serde(default)]
     pub coverage: Vec<String>,
+    /// When the run finished, seconds after its campaign started (0 outside a
+    /// campaign): time to first catch is the least of its failed runs'.
+    #[serde(default)]
+    pub finished_seconds: f64,
     /// How deep the run went: each watermark's highest value, by name
     /// (`cluster::coverage::Watermark`; absent from reports written before them).
     #[serde(default)]

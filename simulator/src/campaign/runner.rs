@@ -65,6 +65,7 @@ pub fn execute_with_marks(run: &PlannedRun, campaign: &str) -> (RunRecord, Vec<(
         schedule_hash: String::new(),
         // Read even after a panic: the marks show how far the run got.
         coverage: fuzz::marks_reached(),
+        finished_seconds: 0.0,
         watermarks: cluster::coverage::watermarks()
             .into_iter()
             .map(|(watermark, value)| (watermark.name().to_owned(), value))
@@ -347,7 +348,8 @@ pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Re
                 }
             };
             drop(guard);
-            let (record, first_reached) = execute_with_marks(&run, &spec.subs[sub].sub.name);
+            let (mut record, first_reached) = execute_with_marks(&run, &spec.subs[sub].sub.name);
+            record.finished_seconds = started.elapsed().as_secs_f64();
             if record.verdict == RunVerdict::Fail {
                 failed.fetch_add(1, Ordering::Relaxed);
             }

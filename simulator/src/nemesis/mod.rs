@@ -395,6 +395,7 @@ async fn one_run(
         wall_ms: outcome.wall_ms as f64,
         schedule_hash: format!("{:016x}", fnv1a(schedule.as_bytes())),
         coverage: Vec::new(),
+        finished_seconds: 0.0,
         watermarks: std::collections::BTreeMap::new(),
         explore: None,
     };

@@ -11,17 +11,20 @@
 //! 3. matrix: pass/fail/vacuous/invalid per fault profile (rows) x plane (columns);
 //! 4. failures: one group per signature, largest first, with seeds and repro commands;
 //! 5. vacuous runs, when there are any;
-//! 6. charts: wall time and commits per run, in report order.
+//! 6. exploration (`--explore`): what it did and each branched root's tree of
+//!    timelines;
+//! 7. coverage; charts: wall time and commits per run, in report order.
 //!
 //! Module map: this file lays the page out and writes its header and totals;
 //! `matrix.rs`, `failures.rs` (and the vacuous runs), `coverage.rs` (and the
-//! sub-campaigns), `chart.rs` write their sections; `shrunk.rs` and `timeline.rs` a
+//! sub-campaigns), `explore.rs`, `chart.rs` write their sections; `shrunk.rs` and `timeline.rs` a
 //! failure group's shrunk repro; `style.rs` holds the CSS, `text.rs` the number
 //! formats. The nemesis section comes from `crate::nemesis_format`; escaping from
 //! `crate::html`, which both use.
 
 mod chart;
 mod coverage;
+mod explore;
 mod failures;
 mod matrix;
 mod shrunk;
@@ -32,6 +35,7 @@ mod timeline;
 use std::fmt::{self, Write};
 
 pub use chart::{CHART_BUCKETS, MAX_CHART_MARKS};
+pub use explore::{EXPLORE_TREE_NODES_MAX, EXPLORE_TREES_LISTED_MAX};
 pub use failures::MAX_LISTED_PER_GROUP;
 pub use timeline::timeline_svg;
 
@@ -81,6 +85,7 @@ fn write_page(out: &mut String, report: &CampaignReport) -> fmt::Result {
         crate::nemesis_format::write_html(out, nemesis)?;
     }
     failures::write_vacuous(out, report, totals.vacuous)?;
+    explore::write_exploration(out, report)?;
     if report.nemesis.is_none() {
         // Real processes count no coverage marks: the table would say none was reached.
         coverage::write_coverage(out, report)?;

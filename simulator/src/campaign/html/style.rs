@@ -6,6 +6,9 @@ pub(super) const STYLE: &str = "
 .shrunk { border-left: 3px solid #1f883d; padding-left: 12px; margin: 12px 0; }
 table.shrink td, table.shrink th { padding: 2px 10px; text-align: right; }
 .timeline { overflow-x: auto; }
+details.tree { margin: 6px 0; } details.tree ul { list-style: none; margin: 2px 0 2px 10px; padding-left: 12px;
+  border-left: 1px solid #d0d7de; } details.tree li.fail { color: #cf222e; }
+details.tree code.repro { display: block; white-space: pre; overflow-x: auto; color: #1f2328; }
 .timeline svg { max-width: 100%; height: auto; }
 :root { color-scheme: light; }
 body { font: 14px/1.45 system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif; color: #1f2328;

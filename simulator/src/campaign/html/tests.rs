@@ -100,6 +100,7 @@ fn run(profile: &str, plane: &str, seed: u64, verdict: RunVerdict, signature: Op
         wall_ms: 10.0 + seed as f64 * 1.5,
         schedule_hash: format!("{seed:016x}"),
         coverage: Vec::new(),
+        finished_seconds: 0.0,
         watermarks: std::collections::BTreeMap::new(),
         explore: None,
     }
@@ -453,4 +454,79 @@ fn a_nemesis_campaign_shows_its_fault_counts_availability_and_schedules_escaped(
     assert!(html.contains("&lt;no libfaketime&gt;"), "{html}");
     assert!(html.contains("[0] | [1, 2] &lt;&amp;&gt;"), "{html}");
     assert!(html.contains("<td>3773</td>"), "{html}");
+}
+
+#[test]
+fn an_exploration_draws_each_branched_roots_tree_of_timelines_with_failures_and_their_repros() {
+    use crate::campaign::report::{ExploreRecord, ExploreSummary};
+    let explored = |seed: u64, branches: &str, parent: Option<&str>, trigger: Option<&str>, firsts: &[&str]| {
+        let mut run = run("heavy", "mixed", seed, RunVerdict::Pass, None);
+        run.command = format!("workload-fuzz --seed {seed} --branch {branches}");
+        run.explore = Some(ExploreRecord {
+            branches: branches.to_owned(),
+            parent: parent.map(str::to_owned),
+            trigger: trigger.map(str::to_owned),
+            first_in_exploration: firsts.iter().map(|name| (*name).to_owned()).collect(),
+            own_marks: Vec::new(),
+        });
+        run
+    };
+    let mut report = sample();
+    report.runs = vec![
+        explored(7, "", None, None, &["vc.escalated"]),
+        explored(7, "101:1", Some(""), Some("vc.escalated"), &["wm.view>=8"]),
+        explored(7, "101:2", Some(""), Some("vc.escalated"), &[]),
+        explored(
+            7,
+            "101:1,480:1",
+            Some("101:1"),
+            Some("wm.view>=8"),
+            &["catch_up.pin_released_idle"],
+        ),
+        explored(8, "", None, None, &[]),
+    ];
+    report.runs[3].verdict = RunVerdict::Fail;
+    report.runs[3].signature = Some(SIG_B.to_owned());
+    report.explore = Some(ExploreSummary {
+        roots: 2,
+        children: 3,
+        splitpoints: 2,
+        marks_first_reached_by_branching: vec!["catch_up.pin_released_idle".to_owned()],
+        levels_first_reached_by_branching: vec!["wm.view>=8".to_owned()],
+        target_marks: "catch_up.pin_released_idle".to_owned(),
+        runs_reaching_targets: 1,
+        first_reaching_targets: Some("workload-fuzz --seed 7 --branch 101:1,480:1".to_owned()),
+    });
+    let html = render(&report);
+    assert_well_formed(&html);
+    let section = &html[html
+        .find("<section id=\"exploration\">")
+        .expect("an exploration section")..];
+    assert!(
+        section.contains("5 runs: 2 roots, 3 branched from 2 splitpoints"),
+        "{section}"
+    );
+    assert!(
+        section.contains("1 roots were branched"),
+        "seed 8 was not branched: no tree for it"
+    );
+    assert!(section.contains("heavy mixed seed 7: 4 timelines, <strong>1 failed</strong>"));
+    assert!(section.contains("open=\"open\""), "a tree with a failure is open");
+    // The child of a child is nested under its parent, with what made it branch and
+    // its repro command, which names every branch point.
+    let parent = section
+        .find("<code>--branch 101:1</code> after <code>vc.escalated</code>")
+        .expect("child");
+    let grandchild = section
+        .find("<code>--branch 101:1,480:1</code> after <code>wm.view&gt;=8</code>")
+        .expect("grandchild");
+    let sibling = section.find("<code>--branch 101:2</code>").expect("second child");
+    assert!(parent < grandchild && grandchild < sibling, "depth first");
+    assert!(section.contains("reached first: <code>catch_up.pin_released_idle</code>"));
+    assert!(section.contains("workload-fuzz --seed 7 --branch 101:1,480:1</code>"));
+    assert!(section.contains("targets: 1 runs reached every one of catch_up.pin_released_idle"));
+    assert!(
+        !render(&sample()).contains("id=\"exploration\""),
+        "a plain campaign has no such section"
+    );
 }
