@@ -40,7 +40,11 @@ fn an_approximate_shadow_is_not_held_to_its_aims() {
 
 #[test]
 fn an_op_no_authoritative_log_names_is_decided_by_nacks() {
-    replay(42);
+    // Found as seed 42, which a later re-lock moved off the scenario (its run no longer
+    // drops an unnamed op); re-pinned 2026-12-06 with `campaign --explore --target-marks
+    // vc.nack_quorum_drops_unnamed_op` over swarm metadata seeds 42..241 (49 of 200 runs
+    // reached it; seed 53 was the first).
+    common::assert_contains(&replay(53), "vc.nack_quorum_drops_unnamed_op=");
 }
 
 #[test]

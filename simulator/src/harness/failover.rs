@@ -178,10 +178,14 @@ impl Failover {
             highest: view,
             established: view,
         });
+        // Only a new highest view or a newly established one can settle or unsettle the
+        // group: the common call (nothing new) pays one compare of each.
         let was_unsettled = views.highest > views.established;
+        let mut moved = false;
         if view > views.highest {
             let before = views.highest;
             views.highest = view;
+            moved = true;
             cluster::watermark!(View, view);
             let primary_ended = self.unled.remove(&group).is_some_and(|unled| unled >= before);
             if before == views.established
@@ -192,15 +196,16 @@ impl Failover {
                 self.spurious += 1;
             }
         }
-        if status == Status::Normal {
-            views.established = views.established.max(view);
+        if status == Status::Normal && view > views.established {
+            views.established = view;
+            moved = true;
         }
-        let unsettled = views.highest > views.established;
-        if unsettled != was_unsettled {
-            if unsettled {
+        if moved {
+            let unsettled = views.highest > views.established;
+            if unsettled && !was_unsettled {
                 self.unsettled += 1;
                 cluster::watermark!(ViewChangeGroups, self.unsettled);
-            } else {
+            } else if !unsettled && was_unsettled {
                 self.unsettled -= 1;
             }
         }
@@ -245,6 +250,28 @@ mod tests {
 
     fn primary_of(view: u64) -> u8 {
         (view % 3) as u8
+    }
+
+    #[test]
+    fn groups_in_a_view_change_are_counted_and_the_most_at_once_is_a_watermark() {
+        use cluster::coverage::{Watermark, watermarks};
+        cluster::coverage::reset();
+        let mut failover = Failover::default();
+        failover.observe(0, 1, (0, Status::Normal, true), primary_of);
+        failover.observe(0, 2, (0, Status::Normal, true), primary_of);
+        assert_eq!(failover.unsettled, 0, "both groups Normal in their highest view");
+        failover.observe(5, 1, (1, Status::ViewChange, false), primary_of);
+        failover.observe(5, 2, (2, Status::ViewChange, false), primary_of);
+        failover.observe(6, 2, (2, Status::ViewChange, false), primary_of);
+        assert_eq!(failover.unsettled, 2, "two groups in a view change, each counted once");
+        failover.observe(9, 1, (1, Status::Normal, true), primary_of);
+        assert_eq!(failover.unsettled, 1, "group 1's new view started");
+        failover.forget(2);
+        assert_eq!(failover.unsettled, 0, "a deleted group leaves the count");
+        let highest = watermarks();
+        assert!(highest.contains(&(Watermark::ViewChangeGroups, 2)), "{highest:?}");
+        assert!(highest.contains(&(Watermark::View, 2)), "{highest:?}");
+        cluster::coverage::reset();
     }
 
     #[test]
