@@ -158,6 +158,27 @@ fn an_exploring_sub_campaign_shares_the_campaign_with_plain_ones_and_a_shard_exp
     assert_eq!(shard.runs.len(), 6, "half the budget");
     assert!(shard.runs.iter().all(|run| run.seed % 2 == 1), "roots of shard 1 only");
     assert_eq!(made(&sharded("2", "shard-two-jobs")), made(&shard));
+    // Merged, the shards' explorations add up.
+    let second = dir.join("shard-two");
+    let mut args = common::flags(EXPLORE);
+    args.extend(["--shard", "2/2", "--out", second.to_str().expect("utf-8")]);
+    assert_eq!(campaign(&args).status.code(), Some(0));
+    let merged = dir.join("merged");
+    let output = campaign(&[
+        "merge",
+        dir.join("shard-one-job").to_str().expect("utf-8"),
+        second.to_str().expect("utf-8"),
+        "--out",
+        merged.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let merged = CampaignReport::read(&merged).expect("merged report");
+    let summary = merged
+        .explore
+        .as_ref()
+        .expect("the merged report keeps the explorations");
+    assert_eq!(summary.roots + summary.children, 12, "both shards' runs");
+    assert!(text(&output).contains("explore: 12 runs ("), "{}", text(&output));
 
     let corpus = campaign(&[
         "--corpus",

@@ -182,6 +182,37 @@ impl ExploreSummary {
         )
     }
 
+    /// Add another shard's exploration to this one (`campaign merge`): counts add up,
+    /// the points first reached by branching join (each first in its shard's
+    /// exploration), and the first run to reach the targets is the first shard's that
+    /// had one.
+    pub fn absorb(&mut self, other: &ExploreSummary) {
+        self.roots += other.roots;
+        self.children += other.children;
+        self.splitpoints += other.splitpoints;
+        for (mine, theirs) in [
+            (
+                &mut self.marks_first_reached_by_branching,
+                &other.marks_first_reached_by_branching,
+            ),
+            (
+                &mut self.levels_first_reached_by_branching,
+                &other.levels_first_reached_by_branching,
+            ),
+        ] {
+            mine.extend(theirs.iter().cloned());
+            mine.sort();
+            mine.dedup();
+        }
+        if self.target_marks.is_empty() {
+            self.target_marks = other.target_marks.clone();
+        }
+        self.runs_reaching_targets += other.runs_reaching_targets;
+        if self.first_reaching_targets.is_none() {
+            self.first_reaching_targets = other.first_reaching_targets.clone();
+        }
+    }
+
     /// The `targets:` line of a directed exploration (`None` if it had no targets).
     pub fn targets_line(&self) -> Option<String> {
         if self.target_marks.is_empty() {
@@ -529,6 +560,12 @@ impl CampaignReport {
                     }
                     None => merged.sub_campaigns.push(sub),
                 }
+            }
+            if let Some(explore) = &report.explore {
+                merged
+                    .explore
+                    .get_or_insert_with(ExploreSummary::default)
+                    .absorb(explore);
             }
             merged.shrunk.extend(report.shrunk);
             merged.planned += report.planned;
