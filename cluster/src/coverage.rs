@@ -21,42 +21,47 @@
 
 use std::cell::Cell;
 
-macro_rules! marks {
-    ($($variant:ident => $name:literal: $why:literal;)*) => {
-        /// A coverage mark (see the module doc); each variant's doc says where it is.
+/// One table of named items (the marks, the watermarks): the enum, every item in
+/// table order, each one's name and reason, and the lookup by name, written once.
+macro_rules! named_table {
+    ($(#[$meta:meta])* $table:ident { $($variant:ident => $name:literal: $why:literal;)* }) => {
+        $(#[$meta])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
         #[repr(usize)]
-        pub enum Mark {
+        pub enum $table {
             $(#[doc = $why] $variant,)*
         }
 
-        impl Mark {
-            /// Every mark, in table order.
-            pub const ALL: &'static [Mark] = &[$(Mark::$variant,)*];
+        impl $table {
+            /// Every item, in table order.
+            pub const ALL: &'static [$table] = &[$($table::$variant,)*];
 
-            /// The mark's name, as the `coverage:` line prints it.
+            /// Its name, as a run's `coverage:` or `watermarks:` line prints it.
             pub fn name(self) -> &'static str {
                 match self {
-                    $(Mark::$variant => $name,)*
+                    $($table::$variant => $name,)*
                 }
             }
 
-            /// Where the mark is and why it matters.
+            /// Where it is and why it matters (a mark), or what it measures (a
+            /// watermark).
             pub fn why(self) -> &'static str {
                 match self {
-                    $(Mark::$variant => $why,)*
+                    $($table::$variant => $why,)*
                 }
             }
 
-            /// The mark named `name`, if any.
-            pub fn from_name(name: &str) -> Option<Mark> {
-                Mark::ALL.iter().copied().find(|mark| mark.name() == name)
+            /// The item named `name`, if any.
+            pub fn from_name(name: &str) -> Option<$table> {
+                $table::ALL.iter().copied().find(|item| item.name() == name)
             }
         }
     };
 }
 
-marks! {
+named_table! {
+    /// A coverage mark (see the module doc); each variant's doc says where it is.
+    Mark {
     // View change.
     ViewChangeNackQuorumDropsOp => "vc.nack_quorum_drops_op":
         "a view change drops an op above the merged commit point on a nack quorum";
@@ -173,43 +178,16 @@ marks! {
         "a node refused a request from a sender with no bound session (Unbound)";
     ParkedRequestExpired => "session.parked_request_expired":
         "a request parked for its session's metadata expired unanswered";
+    }
 }
 
 /// How many marks there are.
 pub const MARKS: usize = Mark::ALL.len();
 
-macro_rules! watermarks {
-    ($($variant:ident => $name:literal: $why:literal;)*) => {
-        /// A watermark: a measure of how deep a run went, kept at its highest (see the
-        /// module doc); each variant's doc says what it measures and where.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        #[repr(usize)]
-        pub enum Watermark {
-            $(#[doc = $why] $variant,)*
-        }
-
-        impl Watermark {
-            /// Every watermark, in table order.
-            pub const ALL: &'static [Watermark] = &[$(Watermark::$variant,)*];
-
-            /// Its name, as the `watermarks:` line prints it.
-            pub fn name(self) -> &'static str {
-                match self {
-                    $(Watermark::$variant => $name,)*
-                }
-            }
-
-            /// What it measures.
-            pub fn why(self) -> &'static str {
-                match self {
-                    $(Watermark::$variant => $why,)*
-                }
-            }
-        }
-    };
-}
-
-watermarks! {
+named_table! {
+    /// A watermark: a measure of how deep a run went, kept at its highest (see the
+    /// module doc); each variant's doc says what it measures and where.
+    Watermark {
     View => "wm.view": "the highest view a replica of any group was seen in (harness: the failover figures)";
     InheritedPipeline => "wm.inherited_pipeline":
         "the most uncommitted ops a new primary took over from a view change (vsr/view_change.rs)";
@@ -222,6 +200,7 @@ watermarks! {
     ViewChangeGroups => "wm.view_change_groups":
         "the most groups in a view change at once: a replica in a view above any view some replica is Normal in (harness)";
     ReplicasDown => "wm.replicas_down": "the most replicas down at once (harness: crashes, outages)";
+    }
 }
 
 /// How many watermarks there are.

@@ -165,6 +165,9 @@ pub struct Explorer {
     targets: Vec<Point>,
     /// Per run merged, how many of the targets it reached (prefix included).
     targets_reached: Vec<usize>,
+    /// Children among the runs planned (kept, not counted at each plan: a night plans
+    /// thousands).
+    children_planned: u64,
 }
 
 impl Explorer {
@@ -186,6 +189,7 @@ impl Explorer {
             splitpoints: Vec::new(),
             targets,
             targets_reached: Vec::new(),
+            children_planned: 0,
         }
     }
 
@@ -213,8 +217,8 @@ impl Explorer {
         if self.budget_left() == 0 {
             return None;
         }
-        let children = self.runs.iter().filter(|run| run.parent.is_some()).count() as u64;
-        let children_due = children * 100 < (self.runs.len() as u64 + 1) * EXPLORE_CHILDREN_SHARE_PERCENT_MAX;
+        let children_due =
+            self.children_planned * 100 < (self.runs.len() as u64 + 1) * EXPLORE_CHILDREN_SHARE_PERCENT_MAX;
         let split = self.rarest_splitpoint_with_energy();
         let run = if let Some(split) = split.filter(|_| children_due || self.next_root >= self.roots) {
             self.child_of(split)
@@ -231,6 +235,7 @@ impl Explorer {
         } else {
             return None;
         };
+        self.children_planned += u64::from(run.parent.is_some());
         self.runs.push(run);
         Some(self.runs.len() - 1)
     }
@@ -380,6 +385,8 @@ pub struct SubExploration {
     records: Vec<RunRecord>,
     /// How many planned runs may wait ahead of the merged ones ([`lag_runs`]).
     lag: usize,
+    /// Children among the merged runs.
+    children_merged: u64,
 }
 
 impl SubExploration {
@@ -394,6 +401,7 @@ impl SubExploration {
             running: 0,
             records: Vec::new(),
             lag: lag_runs(sub.len()),
+            children_merged: 0,
         };
         exploration.refill(sub, campaign);
         exploration
@@ -442,6 +450,7 @@ impl SubExploration {
                 first_in_exploration: run.first_in_exploration.iter().map(|point| point.name()).collect(),
                 own_marks: run.own_marks.iter().map(|point| point.name()).collect(),
             });
+            self.children_merged += u64::from(run.parent.is_some());
             self.records.push(record);
             self.merged += 1;
             self.refill(sub, campaign);
@@ -450,11 +459,7 @@ impl SubExploration {
 
     /// Branched runs merged so far, and splitpoints found: for progress lines.
     pub fn progress(&self) -> (u64, u64) {
-        let children = self.explorer.runs()[..self.merged]
-            .iter()
-            .filter(|run| run.parent.is_some())
-            .count() as u64;
-        (children, self.explorer.splitpoints() as u64)
+        (self.children_merged, self.explorer.splitpoints() as u64)
     }
 
     /// The merged runs' records, in plan order, and what the exploration adds to the
