@@ -5,22 +5,42 @@
 //! Used wherever runs are caught with `catch_unwind` (the campaign's runner, the
 //! shrinker); it knows nothing of campaigns or reports beyond the signature's shape.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use crate::signature::signature;
 
 thread_local! {
     /// Where the panic hook leaves the location of a panic in a run on this thread.
     static PANIC_LOCATION: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// Whether this thread is inside [`catch_run`]: only there is a panic a run's, to
+    /// be reported as its failure rather than printed.
+    static IN_RUN: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Replace the default panic hook (which prints every run's panic to stderr) with one
-/// that records the location for the run's report. Call once, before running.
+/// that records the location for the run's report. Call once, before running. A panic
+/// outside a run ([`catch_run`]), in the tool itself, still goes to the hook that was
+/// installed before (by default, printed to stderr with its location): it is a bug of
+/// the tool, and must never end the process silently.
 pub fn install_quiet_panic_hook() {
-    std::panic::set_hook(Box::new(|info| {
-        let location = info.location().map(|l| format!("{}:{}", l.file(), l.line()));
-        PANIC_LOCATION.with(|slot| *slot.borrow_mut() = location);
+    let outside_runs = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if IN_RUN.with(Cell::get) {
+            let location = info.location().map(|l| format!("{}:{}", l.file(), l.line()));
+            PANIC_LOCATION.with(|slot| *slot.borrow_mut() = location);
+        } else {
+            outside_runs(info);
+        }
     }));
+}
+
+/// Run `run` (one simulated run, or one step of a sweep) catching its panic, which the
+/// quiet hook records for [`describe_panic`] instead of printing.
+pub fn catch_run<R>(run: impl FnOnce() -> R) -> std::thread::Result<R> {
+    let outer = IN_RUN.with(|flag| flag.replace(true));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
+    IN_RUN.with(|flag| flag.set(outer));
+    result
 }
 
 /// The location of the last panic on this thread, as the quiet hook recorded it.

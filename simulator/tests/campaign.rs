@@ -27,6 +27,32 @@ fn broken_check_campaign(out: &Path) -> (std::process::Output, CampaignReport) {
 const COMMON: &str = "--planes metadata --crash-prob 0.01 --restart-prob 0.05 --ticks 3000";
 
 #[test]
+fn a_campaign_asked_to_stop_after_two_failures_starts_no_run_after_the_second() {
+    let out = scratch("stop-after-failures");
+    let mut args = common::flags(
+        "--profiles none --planes metadata --seeds 1..40 --ticks 6000 --break-check --jobs 1 \
+         --stop-after-failures 2 --no-shrink --out",
+    );
+    args.push(out.to_str().expect("utf-8"));
+    let output = campaign(&args);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let report = CampaignReport::read(&out).expect("report");
+    let failed = report.runs.iter().filter(|run| run.verdict == RunVerdict::Fail).count();
+    assert_eq!(failed, 2, "one job: the run after the second failure never starts");
+    assert!(report.runs.len() < 40, "it stopped early: {} runs", report.runs.len());
+    assert_eq!(report.not_started, 40 - report.runs.len() as u64);
+    assert!(text(&output).contains("first failure: "), "{}", text(&output));
+    let _ = std::fs::remove_dir_all(&out);
+    let zero = campaign(&common::flags("--planes metadata --seeds 1..2 --stop-after-failures 0"));
+    assert_eq!(zero.status.code(), Some(2), "{}", text(&zero));
+    assert!(
+        text(&zero).contains("--stop-after-failures 0 would start no run"),
+        "{}",
+        text(&zero)
+    );
+}
+
+#[test]
 fn a_small_campaign_writes_a_complete_report() {
     let out = scratch("small");
     let mut args = vec!["--profiles", "none,heavy", "--seeds", "1..10", "--jobs", "2", "--out"];

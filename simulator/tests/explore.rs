@@ -104,45 +104,72 @@ fn a_branched_runs_recorded_command_replays_it() {
 }
 
 #[test]
-fn an_exploring_sub_campaign_shares_the_campaign_with_plain_ones_and_a_shard_explores_its_own_roots() {
+fn exploring_sub_campaigns_share_one_map_and_the_campaign_with_plain_ones_and_a_shard_explores_its_own_roots() {
     let dir = scratch("explore-spec");
     std::fs::create_dir_all(&dir).expect("scratch dir");
-    let spec = dir.join("two.spec");
+    let spec = dir.join("three.spec");
     std::fs::write(
         &spec,
         "--profiles heavy --planes mixed --seeds 1..12 --ticks 3000 --clients 3 --crash-prob 0.004 \\\n\
          --restart-prob 0.02 --no-shrink\n\
          sub plain 1 --ticks 1000\n\
-         sub exploring 1 --explore\n",
+         sub exploring 1 --explore\n\
+         sub exploring-metadata 2 --planes metadata --explore\n",
     )
     .expect("write the spec");
-    let out = dir.join("report");
-    let output = campaign(&[
-        "--spec",
-        spec.to_str().expect("utf-8"),
-        "--jobs",
-        "2",
-        "--out",
-        out.to_str().expect("utf-8"),
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-    let report = CampaignReport::read(&out).expect("report.json");
+    let run = |jobs: &str, name: &str| {
+        let out = dir.join(name);
+        let output = campaign(&[
+            "--spec",
+            spec.to_str().expect("utf-8"),
+            "--jobs",
+            jobs,
+            "--out",
+            out.to_str().expect("utf-8"),
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        (text(&output), CampaignReport::read(&out).expect("report.json"))
+    };
+    let (output, report) = run("2", "report");
     let of = |name: &'static str| report.runs.iter().filter(move |run| run.campaign == name);
     assert_eq!(of("plain").count(), 12, "the plain sub-campaign ran its plan");
     assert!(of("plain").all(|run| run.explore.is_none() && !run.command.contains("--branch")));
-    assert_eq!(of("exploring").count(), 12, "the exploring one spent its plan's budget");
-    assert!(of("exploring").all(|run| run.explore.is_some()));
+    let exploring: Vec<_> = of("exploring").chain(of("exploring-metadata")).collect();
+    assert_eq!(exploring.len(), 24, "the explorers spent their plans' budget together");
+    assert!(of("exploring").count() > 0 && of("exploring-metadata").count() > 0);
+    assert!(exploring.iter().all(|run| run.explore.is_some()));
     assert!(
-        of("exploring").any(|run| run.command.contains("--branch")),
-        "and branched: {}",
-        text(&output)
+        exploring.iter().any(|run| run.command.contains("--branch")),
+        "and branched: {output}"
     );
+    // One map: each point is new to the exploration once, whichever sub-campaign's
+    // run reached it first (two maps would each find the common marks).
+    let mut firsts: Vec<&String> = exploring
+        .iter()
+        .flat_map(|run| &run.explore.as_ref().expect("explore record").first_in_exploration)
+        .collect();
+    let found = firsts.len();
+    assert!(found > 0, "the runs found points");
+    firsts.sort();
+    firsts.dedup();
+    assert_eq!(firsts.len(), found, "no point found first twice: {firsts:?}");
     let summary = report.explore.as_ref().expect("an explore summary");
     assert_eq!(
         summary.roots + summary.children,
-        12,
+        24,
         "the summary counts the exploring runs only"
     );
+    let (_, one_job) = run("1", "report-one-job");
+    let explored = |report: &CampaignReport| {
+        let runs: Vec<_> = report
+            .runs
+            .iter()
+            .filter(|run| run.explore.is_some())
+            .cloned()
+            .collect();
+        made(&CampaignReport { runs, ..report.clone() })
+    };
+    assert_eq!(explored(&one_job), explored(&report), "the same exploration on one job");
 
     // A shard explores from its own roots (seeds 1, 3, 5, ... for shard 1 of 2), the
     // same on any --jobs.

@@ -30,8 +30,8 @@ use simulator::panic_report::install_quiet_panic_hook;
 /// sub-campaign runs its own profiles x planes x seeds with the file's other flags, then
 /// its own, then the command line's (a later flag wins); under `--minutes` the
 /// sub-campaigns share the time by weight, and the report gives each its own line.
-/// Flags that shape the whole campaign (`--jobs`, `--minutes`, `--out`, `--shard`,
-/// `--require-marks`) go outside `sub` lines or on the command line.
+/// Flags that shape the whole campaign (`--jobs`, `--minutes`, `--stop-after-failures`,
+/// `--out`, `--shard`, `--require-marks`) go outside `sub` lines or on the command line.
 ///
 /// Coverage: every run records the coverage marks it reached (named points on the rare
 /// paths of the cluster code; `workload-fuzz` prints them as its `coverage:` line). The

@@ -1,7 +1,6 @@
 //! `workload-fuzz`: one seed, one simulated cluster, one verdict. See `--help`.
 
 use std::io::Write;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -35,7 +34,7 @@ fn main() -> ExitCode {
     let repro = args.repro_command(seed);
     let started = now();
     let stdout = std::io::stdout();
-    let outcome = catch_unwind(AssertUnwindSafe(|| fuzz::run(&args, seed, &mut stdout.lock())));
+    let outcome = simulator::panic_report::catch_run(|| fuzz::run(&args, seed, &mut stdout.lock()));
     let elapsed = started.elapsed().max(Duration::from_nanos(1));
     let code = match outcome {
         Ok(Ok(report)) => {

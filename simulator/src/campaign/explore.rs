@@ -1,52 +1,54 @@
 //! `campaign --explore`: spend a campaign's runs where they find something new.
 //!
 //! A plain campaign runs every seed from scratch, and most runs revisit what earlier
-//! runs already reached. An exploration instead branches runs at the moments they first
-//! reach something rare: when a run reaches a coverage point (a mark, or a watermark's
-//! level: the highest view, the most ops behind, see `cluster::coverage`) no earlier
-//! run of the exploration reached, or one still rare (reached by fewer than
-//! [`EXPLORE_RARE_RUNS_MAX`] runs, or [`EXPLORE_RARE_PER_MILLE`] per thousand of
-//! them), that (run, tick) becomes a *splitpoint*, and its children are the same run
-//! with one more branch point just after that tick (see [`crate::timeline`]): the same
-//! prefix, fresh randomness from there on. Rarity counts only the runs that reached a
-//! point by their own randomness (after their last branch point): a child's prefix
-//! reaches whatever its parent did, which is no news.
+//! runs already reached. An exploration instead branches runs at the moments they
+//! reach something rare. A run that reaches a coverage point (a mark, or a
+//! watermark's level: the highest view, the most ops behind, see `cluster::coverage`)
+//! that no earlier run of the exploration reached, or a mark still rare
+//! ([`children_for_rare`]), makes that (run, tick) a *splitpoint*; its children are the
+//! same run with one more branch point just after that tick (see [`crate::timeline`]):
+//! the same prefix, fresh randomness from there on. Rarity counts only the runs that
+//! reached a point by their own randomness (after their last branch point): a child's
+//! prefix reaches whatever its parent did, which is no news.
 //!
 //! Budget (energy, in runs): the exploration makes exactly as many runs as its budget
-//! allows, roots (the sub-campaign's planned runs, in their order) and children
-//! together. A new point's splitpoint earns up to [`EXPLORE_CHILDREN_FIRST`] children
-//! (fewer if the exploration's first runs found it: [`children_for_new`]), a rare
-//! one's [`EXPLORE_CHILDREN_RARE`]; each child that reaches a point new to the
+//! allows, roots (the planned runs, in their order) and children together. A new
+//! point's splitpoint earns up to [`EXPLORE_CHILDREN_FIRST`] children (fewer if the
+//! exploration's first runs found it: [`children_for_new`]); a watermark level splits
+//! only when new (the watermark improved); a rare mark's reach earns children in
+//! inverse proportion to how often the mark was reached, up to
+//! [`EXPLORE_CHILDREN_RARE_MAX`]. Each child that reaches a point new to the
 //! exploration earns its splitpoint [`EXPLORE_CHILDREN_MORE`] more, and a splitpoint
 //! whose children find nothing new stops earning (what it did not spend stays with the
 //! roots). Children go first, rarest point first (the point fewest runs reached by
 //! their own randomness; among equals, the latest find), at most half the runs while
 //! roots are left; roots fill the rest.
 //!
+//! One map for the whole campaign: every exploring sub-campaign of a spec (those that
+//! search for the same `--target-marks`: on the nightly, all) shares one
+//! [`Exploration`](super::exploration::Exploration), so a point is rare or common by
+//! all their runs, not rediscovered by each. The members take turns by weight, in a
+//! deterministic measure of work ([`run_cost`](super::exploration::run_cost)), and
+//! each spends its turn on its own rarest splitpoint or its next root: a member whose
+//! rare points lie in long runs spends its own share on them. The campaign's
+//! dispatcher (`campaign::runner`) time-shares the exploration with the plain
+//! sub-campaigns by their weights. With `--shard`, each shard explores from its own
+//! share of the roots.
+//!
 //! Determinism: results are merged in plan order, and run `k` is planned right after
 //! run `k - lag` is merged, where the lag is a function of the budget alone
 //! ([`lag_runs`]). So the plan of every run depends only on the results of the runs
-//! before it, never on which worker finished first: given the seed range and the
-//! budget the exploration is the same on any machine and any `--jobs`, except that a
-//! wall-clock budget (`--minutes`) may cut it short. The lag keeps workers busy without
-//! a barrier: a slow run holds back merging, not the runs already planned behind it.
+//! before it, never on which worker finished first or how fast: given the seed ranges
+//! and the budget the exploration is the same on any machine and any `--jobs`, except
+//! that a wall-clock budget (`--minutes`) may cut it short. The lag keeps workers busy
+//! without a barrier: a slow run holds back merging, not the runs already planned
+//! behind it.
 //!
 //! Branching is by re-running the prefix: a child replays its parent's ticks up to the
 //! branch point, which costs those ticks again (see ARCHITECTURE.md, "Timelines").
-//!
-//! In a campaign of several sub-campaigns each exploring one explores on its own (its
-//! roots, its map of what was reached) and takes its share of the time by weight like
-//! the others (`campaign::runner`); with `--shard`, each shard explores from its own
-//! share of the roots.
-//!
-//! What it does not do yet: directed exploration towards named marks.
-
-use std::collections::{BTreeMap, VecDeque};
 
 use cluster::coverage::{POINTS, Point};
 
-use super::report::{ExploreRecord, ExploreSummary, RunRecord};
-use super::spec::{PlannedRun, SubPlan};
 use crate::timeline::{BranchPoint, Branches};
 
 /// Children a new point's splitpoint gets at most: enough that one lucky child is
@@ -67,18 +69,20 @@ pub fn children_for_new(index: usize) -> u32 {
 /// the exploration: a productive place keeps being explored.
 pub const EXPLORE_CHILDREN_MORE: u32 = 4;
 
-/// A point reached (by a run's own randomness) by fewer runs than this is still rare,
+/// A mark reached (by a run's own randomness) by fewer runs than this is still rare,
 /// however many runs were merged: each such reach makes a splitpoint of its own, so a
 /// rare mark is explored from several runs' states rather than from the first run's
-/// alone (the first reach is often the least typical).
-pub const EXPLORE_RARE_RUNS_MAX: u64 = 3;
+/// alone (the first reach is often the least typical). Six: in 2.5 minutes of the
+/// nightly spec on one core (about 2,000 runs) the rarest marks were reached by 3-20
+/// runs.
+pub const EXPLORE_RARE_RUNS_MAX: u64 = 6;
 
-/// A point reached by fewer than this many runs per thousand merged is rare too (the
-/// larger of the two bounds holds): the energy a point earns then scales with how
-/// rare it is over the whole exploration, not only with its first three reaches. Two
+/// A mark reached by fewer than this many runs per thousand merged is rare too (the
+/// larger of the two bounds holds): the energy a mark earns then scales with how
+/// rare it is over the whole exploration, not only with its first few reaches. Two
 /// percent: in 1,800 plain runs the ten rarest reached marks were each reached by
 /// 0.05-1.6% of the runs, the common ones by 10-100%.
-pub const EXPLORE_RARE_PER_MILLE: u64 = 20;
+pub const EXPLORE_RARE_PER_MILLE: u64 = 50;
 
 /// Children are at most this share of the runs planned, in percent (while roots are
 /// left): early in an exploration nearly every point is new, and without a cap the
@@ -87,9 +91,33 @@ pub const EXPLORE_RARE_PER_MILLE: u64 = 20;
 /// without the cap, children were 45% of the runs.
 pub const EXPLORE_CHILDREN_SHARE_PERCENT_MAX: u64 = 50;
 
-/// Children a rare (not new) point's splitpoint gets: half a new one's, since the
-/// point is known to be reachable.
-pub const EXPLORE_CHILDREN_RARE: u32 = 2;
+/// Children a reach of a rare (not new) mark earns at most: twice a new point's,
+/// since the mark is known to be reachable and its rarest reaches are where the
+/// protocol's rare paths are explored from. Eight: a mark reached once in a thousand
+/// runs then gets about one run in a hundred of its own.
+pub const EXPLORE_CHILDREN_RARE_MAX: u32 = 8;
+
+/// A point reached by more than one run in this many of those merged is common,
+/// whatever the bounds above say: early in an exploration a point every run reaches is
+/// under [`EXPLORE_RARE_RUNS_MAX`] runs, and is no rare path.
+pub const EXPLORE_RARE_ONE_RUN_IN_MIN: u64 = 4;
+
+/// Children a reach of a mark `fresh` earlier runs reached (by their own randomness)
+/// earns, `merged` runs merged before it: none once the mark is common (reached by at
+/// least the rare bound, the larger of [`EXPLORE_RARE_RUNS_MAX`] runs and
+/// [`EXPLORE_RARE_PER_MILLE`] per thousand, or by more than one run in
+/// [`EXPLORE_RARE_ONE_RUN_IN_MIN`]); else in inverse proportion to how often it was
+/// reached (the bound over `fresh`, rounded up), at most
+/// [`EXPLORE_CHILDREN_RARE_MAX`]: the rarer, the more tries from more runs' states.
+pub fn children_for_rare(fresh: u64, merged: u64) -> u32 {
+    let bound = EXPLORE_RARE_RUNS_MAX.max(merged * EXPLORE_RARE_PER_MILLE / 1000);
+    if fresh == 0 || fresh >= bound || fresh * EXPLORE_RARE_ONE_RUN_IN_MIN > merged {
+        return 0;
+    }
+    u32::try_from(bound.div_ceil(fresh))
+        .unwrap_or(u32::MAX)
+        .min(EXPLORE_CHILDREN_RARE_MAX)
+}
 
 /// Runs planned ahead of the merged ones at most (the lag): enough to keep a
 /// many-core machine busy while a slow run holds back merging, few enough that what a
@@ -112,7 +140,10 @@ pub fn lag_runs(budget: u64) -> usize {
 /// One run of an exploration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExploreRun {
-    /// The root it descends from: its position in the sub-campaign's planned runs.
+    /// The sub-campaign it belongs to: an index into the exploration's members (0 when
+    /// one sub-campaign explores alone).
+    pub member: usize,
+    /// The root it descends from: its position in its sub-campaign's planned runs.
     pub root: u64,
     /// Its branch points (none for a root).
     pub branches: Branches,
@@ -150,10 +181,10 @@ struct Splitpoint {
 pub struct Explorer {
     /// Runs the exploration may make in all.
     budget: u64,
-    /// Roots available (the sub-campaign's planned runs).
-    roots: u64,
-    /// The next root to plan.
-    next_root: u64,
+    /// Per member (sub-campaign sharing the exploration): roots available (its
+    /// planned runs), and the next of them to plan.
+    roots: Vec<u64>,
+    next_root: Vec<u64>,
     /// Every run planned, in plan order (merged or not).
     runs: Vec<ExploreRun>,
     /// Runs merged so far, per point: how many reached it by their own randomness (after
@@ -165,32 +196,43 @@ pub struct Explorer {
     targets: Vec<Point>,
     /// Per run merged, how many of the targets it reached (prefix included).
     targets_reached: Vec<usize>,
-    /// Children among the runs planned (kept, not counted at each plan: a night plans
-    /// thousands).
-    children_planned: u64,
+    /// Per member: runs planned, and children among them (kept, not counted at each
+    /// plan: a night plans thousands).
+    runs_planned: Vec<u64>,
+    children_planned: Vec<u64>,
 }
 
 impl Explorer {
-    /// An exploration over `roots` planned runs that may make `budget` runs in all.
+    /// An exploration of one sub-campaign over `roots` planned runs that may make
+    /// `budget` runs in all.
     pub fn new(roots: u64, budget: u64) -> Self {
-        Self::directed(roots, budget, Vec::new())
+        Self::directed(vec![roots], budget, Vec::new())
     }
 
-    /// An exploration that searches for runs reaching every point of `targets`: it
-    /// branches first from the runs that reached the most of them (then rarest point
-    /// first, as any exploration).
-    pub fn directed(roots: u64, budget: u64, targets: Vec<Point>) -> Self {
+    /// An exploration shared by sub-campaigns (members) with `roots[m]` planned runs
+    /// each, that may make `budget` runs in all, and searches for runs reaching every
+    /// point of `targets` (none: a plain exploration): it branches first from the runs
+    /// that reached the most of them (then rarest point first, as any exploration).
+    pub fn directed(roots: Vec<u64>, budget: u64, targets: Vec<Point>) -> Self {
+        let members = roots.len();
+        debug_assert!(members > 0, "an exploration has a sub-campaign");
         Self {
             budget,
             roots,
-            next_root: 0,
+            next_root: vec![0; members],
             runs: Vec::new(),
             reached_fresh: [0; POINTS],
             splitpoints: Vec::new(),
             targets,
             targets_reached: Vec::new(),
-            children_planned: 0,
+            runs_planned: vec![0; members],
+            children_planned: vec![0; members],
         }
+    }
+
+    /// The points a directed exploration searches for (empty: none).
+    pub fn targets(&self) -> &[Point] {
+        &self.targets
     }
 
     /// Whether merged run `index` reached every target (false with no targets).
@@ -208,24 +250,33 @@ impl Explorer {
         self.budget.saturating_sub(self.runs.len() as u64)
     }
 
-    /// Plan the next run (its index into [`Explorer::runs`]): a child of the
-    /// splitpoint with energy whose point is rarest, while children are under their
-    /// share ([`EXPLORE_CHILDREN_SHARE_PERCENT_MAX`]) or no root is left; else the
-    /// next root. `None` when
-    /// the budget is spent or nothing is left to run for now.
+    /// Plan the next run of an exploration of one sub-campaign
+    /// ([`Explorer::plan_next_for`] its only member).
     pub fn plan_next(&mut self) -> Option<usize> {
+        self.plan_next_for(0)
+    }
+
+    /// Plan the next run of member `member` (its index into [`Explorer::runs`]): a
+    /// child of the member's splitpoint with energy whose point is rarest (over the
+    /// whole exploration), while the member's children are under their share
+    /// ([`EXPLORE_CHILDREN_SHARE_PERCENT_MAX`] of its runs) or none of its roots is
+    /// left; else its next root. `None` when the budget is spent or the member has
+    /// nothing left to run for now.
+    pub fn plan_next_for(&mut self, member: usize) -> Option<usize> {
         if self.budget_left() == 0 {
             return None;
         }
         let children_due =
-            self.children_planned * 100 < (self.runs.len() as u64 + 1) * EXPLORE_CHILDREN_SHARE_PERCENT_MAX;
-        let split = self.rarest_splitpoint_with_energy();
-        let run = if let Some(split) = split.filter(|_| children_due || self.next_root >= self.roots) {
+            self.children_planned[member] * 100 < (self.runs_planned[member] + 1) * EXPLORE_CHILDREN_SHARE_PERCENT_MAX;
+        let roots_left = self.next_root[member] < self.roots[member];
+        let split = self.rarest_splitpoint_with_energy(member);
+        let run = if let Some(split) = split.filter(|_| children_due || !roots_left) {
             self.child_of(split)
-        } else if self.next_root < self.roots {
-            self.next_root += 1;
+        } else if roots_left {
+            self.next_root[member] += 1;
             ExploreRun {
-                root: self.next_root - 1,
+                member,
+                root: self.next_root[member] - 1,
                 branches: Branches::none(),
                 parent: None,
                 trigger: None,
@@ -235,7 +286,8 @@ impl Explorer {
         } else {
             return None;
         };
-        self.children_planned += u64::from(run.parent.is_some());
+        self.runs_planned[member] += 1;
+        self.children_planned[member] += u64::from(run.parent.is_some());
         self.runs.push(run);
         Some(self.runs.len() - 1)
     }
@@ -245,9 +297,12 @@ impl Explorer {
     /// (a point first reached after a thousand runs is rarer than one the first run
     /// reached, and a long exploration must not starve its late finds behind its early
     /// ones), then the earliest found in that run.
-    fn rarest_splitpoint_with_energy(&self) -> Option<usize> {
+    fn rarest_splitpoint_with_energy(&self, member: usize) -> Option<usize> {
         (0..self.splitpoints.len())
-            .filter(|&index| self.splitpoints[index].energy > 0)
+            .filter(|&index| {
+                let split = &self.splitpoints[index];
+                split.energy > 0 && self.runs[split.run].member == member
+            })
             .min_by_key(|&index| {
                 let split = &self.splitpoints[index];
                 (
@@ -270,6 +325,7 @@ impl Explorer {
             salt: u64::from(point.made),
         };
         ExploreRun {
+            member: parent.member,
             root: parent.root,
             branches: parent
                 .branches
@@ -288,11 +344,9 @@ impl Explorer {
     ///
     /// A point reached after the run's last branch point (by the run's own
     /// randomness) makes a splitpoint when no run reached it so before
-    /// ([`children_for_new`] children), or when it is still rare: fewer than
-    /// [`EXPLORE_RARE_RUNS_MAX`] runs reached it, or fewer than
-    /// [`EXPLORE_RARE_PER_MILLE`] per thousand of the runs merged before
-    /// ([`EXPLORE_CHILDREN_RARE`]): rare places get more tries from more runs' states,
-    /// common ones none.
+    /// ([`children_for_new`] children), or when it is a mark still rare
+    /// ([`children_for_rare`] children): rare places get more tries from more runs'
+    /// states, common ones none.
     pub fn merge(&mut self, index: usize, first_reached: &[(Point, u64)]) {
         let last_branch_tick = self.runs[index].branches.points().last().map_or(0, |point| point.tick);
         let room = self.runs[index].branches.len() < crate::timeline::BRANCH_POINTS_MAX;
@@ -311,11 +365,14 @@ impl Explorer {
             if fresh == 0 {
                 new_points.push(point);
             }
-            let rare_below = EXPLORE_RARE_RUNS_MAX.max(index as u64 * EXPLORE_RARE_PER_MILLE / 1000);
-            let energy = match fresh {
-                0 => children_for_new(index),
-                rare if rare < rare_below => EXPLORE_CHILDREN_RARE,
-                _ => 0,
+            let energy = match (fresh, point.as_mark()) {
+                (0, _) => children_for_new(index),
+                // A watermark splits where it improves (a level no run reached before),
+                // not where a run reaches a known depth again: a depth is no path, and
+                // re-reaching one took more than a third of the children on the
+                // nightly (2026-12-06) from the rare marks, the protocol's rare paths.
+                (_, None) => 0,
+                (fresh, Some(_)) => children_for_rare(fresh, index as u64),
             };
             if energy > 0 && room {
                 self.splitpoints.push(Splitpoint {
@@ -367,152 +424,6 @@ impl Explorer {
     }
 }
 
-/// One explored sub-campaign under way: its explorer, the runs planned and not yet
-/// taken, and the finished runs waiting to be merged in plan order. The campaign's
-/// dispatcher takes runs from it like from any sub-campaign (time-shared by weight).
-#[derive(Debug)]
-pub struct SubExploration {
-    explorer: Explorer,
-    /// Runs planned and not yet taken by a worker, in plan order.
-    queue: VecDeque<(usize, PlannedRun)>,
-    /// Finished runs waiting for every earlier run to be merged.
-    finished: BTreeMap<usize, (RunRecord, Vec<(Point, u64)>)>,
-    /// Runs merged so far (runs `0..merged`, in plan order).
-    merged: usize,
-    /// Runs taken by a worker and not finished.
-    running: usize,
-    /// The merged runs' records.
-    records: Vec<RunRecord>,
-    /// How many planned runs may wait ahead of the merged ones ([`lag_runs`]).
-    lag: usize,
-    /// Children among the merged runs.
-    children_merged: u64,
-}
-
-impl SubExploration {
-    /// The exploration of `sub` (sub-campaign number `campaign`), its first runs planned:
-    /// its planned runs are the roots, and it may make as many runs as they are.
-    pub fn new(sub: &SubPlan, campaign: usize) -> Self {
-        let mut exploration = SubExploration {
-            explorer: Explorer::directed(sub.len(), sub.len(), sub.targets.clone()),
-            queue: VecDeque::new(),
-            finished: BTreeMap::new(),
-            merged: 0,
-            running: 0,
-            records: Vec::new(),
-            lag: lag_runs(sub.len()),
-            children_merged: 0,
-        };
-        exploration.refill(sub, campaign);
-        exploration
-    }
-
-    /// Take the next planned run (its index in plan order, and the run), if one is
-    /// planned; `None` while the lag holds planning back or when nothing is left.
-    pub fn take(&mut self) -> Option<(usize, PlannedRun)> {
-        let next = self.queue.pop_front()?;
-        self.running += 1;
-        Some(next)
-    }
-
-    /// Whether a planned run waits to be taken.
-    pub fn has_planned(&self) -> bool {
-        !self.queue.is_empty()
-    }
-
-    /// Whether some taken run has not finished (so more runs may be planned yet).
-    pub fn is_running(&self) -> bool {
-        self.running > 0
-    }
-
-    /// Run `index` finished: merge it and every finished run after it in plan order,
-    /// planning more runs after each merge.
-    pub fn finish(
-        &mut self,
-        sub: &SubPlan,
-        campaign: usize,
-        index: usize,
-        record: RunRecord,
-        first_reached: Vec<(Point, u64)>,
-    ) {
-        self.running -= 1;
-        self.finished.insert(index, (record, first_reached));
-        while let Some((mut record, first_reached)) = self.finished.remove(&self.merged) {
-            let index = self.merged;
-            self.explorer.merge(index, &first_reached);
-            let run = &self.explorer.runs()[index];
-            record.explore = Some(ExploreRecord {
-                branches: run.branches.to_string(),
-                parent: run
-                    .parent
-                    .map(|parent| self.explorer.runs()[parent].branches.to_string()),
-                trigger: run.trigger.map(Point::name),
-                first_in_exploration: run.first_in_exploration.iter().map(|point| point.name()).collect(),
-                own_marks: run.own_marks.iter().map(|point| point.name()).collect(),
-            });
-            self.children_merged += u64::from(run.parent.is_some());
-            self.records.push(record);
-            self.merged += 1;
-            self.refill(sub, campaign);
-        }
-    }
-
-    /// Branched runs merged so far, and splitpoints found: for progress lines.
-    pub fn progress(&self) -> (u64, u64) {
-        (self.children_merged, self.explorer.splitpoints() as u64)
-    }
-
-    /// The merged runs' records, in plan order, and what the exploration adds to the
-    /// campaign's summary. Every taken run must have finished.
-    pub fn finish_all(self, summary: &mut ExploreSummary) -> Vec<RunRecord> {
-        debug_assert_eq!(self.running, 0, "every taken run finished");
-        debug_assert!(self.finished.is_empty(), "every finished run merged");
-        if !self.explorer.targets.is_empty() {
-            let names: Vec<String> = self.explorer.targets.iter().map(|point| point.name()).collect();
-            summary.target_marks = names.join(",");
-            for (index, record) in self.records.iter().enumerate() {
-                if self.explorer.reached_targets(index) {
-                    summary.runs_reaching_targets += 1;
-                    summary
-                        .first_reaching_targets
-                        .get_or_insert_with(|| record.command.clone());
-                }
-            }
-        }
-        let (children, splitpoints) = self.progress();
-        summary.roots += self.records.len() as u64 - children;
-        summary.children += children;
-        summary.splitpoints += splitpoints;
-        for point in self.explorer.first_reached_by_branching() {
-            match point.as_mark() {
-                Some(mark) => summary.marks_first_reached_by_branching.push(mark.name().to_owned()),
-                None => summary.levels_first_reached_by_branching.push(point.name()),
-            }
-        }
-        summary.marks_first_reached_by_branching.sort();
-        summary.marks_first_reached_by_branching.dedup();
-        summary.levels_first_reached_by_branching.sort();
-        summary.levels_first_reached_by_branching.dedup();
-        summary.marks_first_reached_by_branching.dedup();
-        self.records
-    }
-
-    /// Plan runs until `lag` are planned beyond the merged ones (or nothing is left):
-    /// called at the start and after each merge, so the plan of each run is a function
-    /// of the runs merged before it, whatever order workers finish in.
-    fn refill(&mut self, sub: &SubPlan, campaign: usize) {
-        while self.explorer.runs().len() < self.merged + self.lag {
-            let Some(index) = self.explorer.plan_next() else {
-                return;
-            };
-            let run = &self.explorer.runs()[index];
-            let mut planned_run = sub.run(run.root, campaign);
-            planned_run.args.branch = run.branches.clone();
-            self.queue.push_back((index, planned_run));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -529,43 +440,39 @@ mod tests {
     const C: Point = Point::mark(Mark::ViewChangeEscalated);
 
     #[test]
-    fn a_new_point_earns_children_branched_just_after_it_a_rare_one_fewer_and_roots_fill_the_rest() {
-        let mut explorer = Explorer::new(10, 20);
+    fn a_new_point_earns_children_branched_just_after_it_a_rare_mark_more_and_a_common_one_none() {
+        let mut explorer = Explorer::new(20, 40);
         assert_eq!(
-            plan(&mut explorer, 4),
-            vec![0, 1, 2, 3],
+            plan(&mut explorer, 6),
+            vec![0, 1, 2, 3, 4, 5],
             "roots first: nothing to branch yet"
         );
-        explorer.merge(0, &[(A, 100)]);
-        explorer.merge(1, &[(A, 50)]);
-        explorer.merge(2, &[(A, 70)]);
-        explorer.merge(3, &[(A, 60)]);
-        assert_eq!(
-            explorer.splitpoints(),
-            EXPLORE_RARE_RUNS_MAX as usize,
-            "new in run 0, still rare in runs 1 and 2, common by run 3"
-        );
-        let batch = plan(&mut explorer, 12);
-        let children: Vec<(u64, usize, String)> = batch
+        explorer.merge(0, &[(A, 100), (C, 10)]);
+        explorer.merge(1, &[(B, 20), (C, 15)]);
+        for index in 2..5 {
+            explorer.merge(index, &[(C, 12)]);
+        }
+        explorer.merge(5, &[(A, 70), (C, 11)]);
+        // A: new in run 0 (1 child), rare in run 5 (one run of five); B: new in run 1
+        // (2 children); C: new in run 0, then reached by every run: common.
+        assert_eq!(children_for_new(0), 1);
+        assert_eq!(children_for_new(1), 2);
+        assert_eq!(children_for_rare(1, 5), 6);
+        assert_eq!(explorer.splitpoints(), 4, "A twice, B, and C once (new)");
+        let batch = plan(&mut explorer, 13);
+        let children: Vec<(u64, String)> = batch
             .iter()
             .map(|&index| &explorer.runs()[index])
             .filter(|run| run.parent.is_some())
-            .map(|child| {
-                assert_eq!(child.trigger, Some(A));
-                (child.root, child.parent.expect("a child"), child.branches.to_string())
-            })
+            .map(|child| (child.root, child.branches.to_string()))
             .collect();
-        // Equally rare (each reached by 3 runs by then): the latest find first.
-        let expected: Vec<(u64, usize, String)> = [(2, "71", 2), (1, "51", 2), (0, "101", 1)]
+        // Rarest first: B (one reach), then A (two reaches), the latest find first,
+        // then C (six).
+        let expected: Vec<(u64, String)> = [(1, "21", 2), (5, "71", 6), (0, "101", 1), (0, "11", 1)]
             .into_iter()
-            .flat_map(|(root, tick, children)| {
-                (1..=children).map(move |salt| (root, root as usize, format!("{tick}:{salt}")))
-            })
+            .flat_map(|(root, tick, children)| (1..=children).map(move |salt| (root, format!("{tick}:{salt}"))))
             .collect();
-        assert_eq!(
-            children, expected,
-            "the rare reaches' children, latest first, then the first reach's"
-        );
+        assert_eq!(children, expected, "the splitpoints' children, rarest and latest first");
         let roots: Vec<u64> = batch
             .iter()
             .map(|&index| &explorer.runs()[index])
@@ -574,9 +481,26 @@ mod tests {
             .collect();
         assert_eq!(
             roots,
-            (4..10).collect::<Vec<_>>(),
-            "and the rest of the roots, in order, between them"
+            vec![6, 7, 8],
+            "roots in order between them, children at most half"
         );
+    }
+
+    #[test]
+    fn a_rare_marks_reach_earns_more_children_the_rarer_it_is() {
+        assert_eq!(children_for_rare(1, 1), 0, "reached by every run so far: common");
+        assert_eq!(children_for_rare(1, 5), 6);
+        assert_eq!(children_for_rare(2, 100), 3);
+        assert_eq!(children_for_rare(5, 100), 2);
+        assert_eq!(children_for_rare(6, 100), 0, "six runs reached it: common");
+        assert_eq!(children_for_rare(1, 10_000), EXPLORE_CHILDREN_RARE_MAX);
+        assert_eq!(
+            children_for_rare(100, 10_000),
+            5,
+            "1% of the runs: a fifth of the 5% bound"
+        );
+        assert_eq!(children_for_rare(250, 10_000), 2);
+        assert_eq!(children_for_rare(500, 10_000), 0, "5%: common");
     }
 
     #[test]
@@ -616,7 +540,7 @@ mod tests {
         assert_eq!(explorer.splitpoints(), 1, "a prefix's reach makes no splitpoint");
         assert!(explorer.first_reached_by_branching().is_empty());
         assert_eq!(
-            explorer.rarest_splitpoint_with_energy(),
+            explorer.rarest_splitpoint_with_energy(0),
             None,
             "the level's splitpoint spent its energy"
         );
@@ -667,6 +591,32 @@ mod tests {
         assert_eq!(children_for_new(3), 3);
         assert_eq!(children_for_new(7), EXPLORE_CHILDREN_FIRST);
         assert_eq!(children_for_new(100_000), EXPLORE_CHILDREN_FIRST);
+    }
+
+    #[test]
+    fn members_share_one_map_and_each_branches_its_own_runs() {
+        let mut explorer = Explorer::directed(vec![5, 5], 20, Vec::new());
+        let first = explorer.plan_next_for(0).expect("a root of member 0");
+        let second = explorer.plan_next_for(1).expect("a root of member 1");
+        assert_eq!(
+            [&explorer.runs()[first], &explorer.runs()[second]].map(|run| (run.member, run.root)),
+            [(0, 0), (1, 0)],
+            "each member's first root"
+        );
+        explorer.merge(first, &[(A, 100)]);
+        explorer.merge(second, &[(A, 200), (B, 300)]);
+        assert_eq!(explorer.runs()[first].first_in_exploration, vec![A]);
+        assert_eq!(
+            explorer.runs()[second].first_in_exploration,
+            vec![B],
+            "A was no news to member 1: member 0 found it"
+        );
+        for (member, parent) in [(0, first), (1, second)] {
+            let child = explorer.plan_next_for(member).expect("a child");
+            let child = &explorer.runs()[child];
+            assert_eq!(child.parent, Some(parent), "a member branches its own runs");
+            assert_eq!((child.member, child.root), (member, 0), "and the child is its member's");
+        }
     }
 
     #[test]

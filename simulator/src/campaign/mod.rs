@@ -3,8 +3,11 @@
 //! [`spec_file`] reads a campaign kept in a file (sub-campaigns with weights), [`spec`]
 //! turns flags into planned runs (and a shard of them), [`runner`] runs them
 //! isolated and in parallel (failures grouped by `crate::signature`), [`report`] is the JSON
-//! model (and merging shards), [`html`] the page a person reads.
+//! model (and merging shards), [`html`] the page a person reads. With `--explore`,
+//! [`explore`] decides where to branch runs and [`exploration`] is the one
+//! exploration the exploring sub-campaigns share while it runs.
 
+pub mod exploration;
 pub mod explore;
 pub mod html;
 pub mod report;

@@ -94,6 +94,14 @@ pub struct RunRecord {
     pub wall_ms: f64,
     /// The executor's schedule hash, hex.
     pub schedule_hash: String,
+    /// Executor polls the run made: with `group_ticks`, the deterministic measure of
+    /// its work that shares an exploration's roots between its sub-campaigns
+    /// (`campaign::explore::run_cost`; absent from older reports).
+    #[serde(default)]
+    pub polls: u64,
+    /// Replica-group ticks the run checked (`fuzz::RunReport::group_ticks`).
+    #[serde(default)]
+    pub group_ticks: u64,
     /// The coverage marks the run reached, by name (`cluster::coverage`; absent from
     /// reports written before marks existed).
     #[serde(default)]
@@ -284,7 +292,8 @@ pub struct CampaignReport {
     pub shard: Option<(u32, u32)>,
     /// Runs the campaign planned (in this shard).
     pub planned: u64,
-    /// Runs not started because the time budget ran out.
+    /// Runs not started because the time budget ran out (or a failure stopped the
+    /// campaign: `--stop-after-failures`).
     pub not_started: u64,
     /// Wall time, seconds.
     pub wall_seconds: f64,
@@ -318,7 +327,10 @@ pub struct SubCampaignRecord {
     pub sub: crate::campaign::spec::SubCampaign,
     /// Runs it planned (in this shard).
     pub planned: u64,
-    /// Runs of it not started because the time budget ran out.
+    /// Runs of it not started because the time budget ran out (or a failure stopped
+    /// the campaign: `--stop-after-failures`). In an exploration shared by several
+    /// sub-campaigns, its planned runs less the runs it made, or 0 when its children
+    /// made it more.
     pub not_started: u64,
 }
 

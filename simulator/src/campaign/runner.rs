@@ -3,18 +3,18 @@
 //! display and a time budget for starting runs.
 //!
 //! Under a time budget the sub-campaigns share it by weight: each worker takes its next
-//! run from the sub-campaign that has used the least run time for its weight, so a
-//! budget that ends early has still spent it in the spec's proportions. Which runs fit
-//! in the budget depends on the machine; each run itself replays bit for bit. An
-//! exploring sub-campaign (`--explore`, see `campaign::explore`) takes its share the
-//! same way: its runs come from its explorer instead of its plan, in plan order.
+//! run from the source that has used the least run time for its weight, so a budget
+//! that ends early has still spent it in the spec's proportions. A source is a plain
+//! sub-campaign's plan, or the exploration every exploring sub-campaign shares
+//! (`--explore`, see `campaign::explore`), weighing their weights summed, whose runs
+//! come from its explorer in plan order. Which runs fit in the budget depends on the
+//! machine; each run itself replays bit for bit.
 #![allow(
     clippy::disallowed_methods,
     reason = "a campaign measures wall time for its report and its time budget; no run reads it"
 )]
 
 use std::io::IsTerminal;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -22,7 +22,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use std::sync::{Condvar, Mutex};
 
-use super::explore::SubExploration;
+use super::exploration::Exploration;
 use super::report::{CampaignReport, ExploreSummary, REPORT_FORMAT_VERSION, RunRecord, RunVerdict, SubCampaignRecord};
 use super::spec::{CampaignSpec, PlannedRun};
 use crate::fuzz::{self, Verdict};
@@ -39,7 +39,7 @@ pub fn execute(run: &PlannedRun, campaign: &str) -> RunRecord {
 pub fn execute_with_marks(run: &PlannedRun, campaign: &str) -> (RunRecord, Vec<(cluster::coverage::Point, u64)>) {
     let started = Instant::now();
     let mut out = Vec::new();
-    let outcome = catch_unwind(AssertUnwindSafe(|| fuzz::run(&run.args, run.seed, &mut out)));
+    let outcome = crate::panic_report::catch_run(|| fuzz::run(&run.args, run.seed, &mut out));
     let wall_ms = started.elapsed().as_secs_f64() * 1_000.0;
     let command = run.args.repro_command(run.seed);
     let mut record = RunRecord {
@@ -63,6 +63,8 @@ pub fn execute_with_marks(run: &PlannedRun, campaign: &str) -> (RunRecord, Vec<(
         spurious_view_changes: 0,
         wall_ms,
         schedule_hash: String::new(),
+        polls: 0,
+        group_ticks: 0,
         // Read even after a panic: the marks show how far the run got.
         coverage: fuzz::marks_reached(),
         finished_seconds: 0.0,
@@ -77,6 +79,8 @@ pub fn execute_with_marks(run: &PlannedRun, campaign: &str) -> (RunRecord, Vec<(
         Ok(Ok(mut report)) => {
             first_reached = std::mem::take(&mut report.first_reached);
             record.ticks = report.ticks;
+            record.polls = report.polls;
+            record.group_ticks = report.group_ticks;
             record.commits = report.commits;
             record.ops_compared = report.ops_compared;
             record.checkpoints = report.checkpoints;
@@ -134,19 +138,22 @@ const FIRST_RUN_SECONDS_GUESS: f64 = 1.0;
 /// sub-campaign with runs left is an exploration whose lag holds planning back.
 const WORKER_WAIT_MS: u64 = 200;
 
-/// Where a sub-campaign's next run comes from.
+/// Where runs come from: one sub-campaign's plan, or an exploration shared by one or
+/// more exploring sub-campaigns.
 enum Source {
-    /// Its planned runs in order: the next one's position, and how many there are.
-    Plan { next: u64, len: u64 },
+    /// Sub-campaign `sub`'s planned runs in order: the next one's position, and how
+    /// many there are.
+    Plan { sub: usize, next: u64, len: u64 },
     /// An exploration (`--explore`), which plans its runs as results come in.
-    Explore(Box<SubExploration>),
+    Explore(Box<Exploration>),
 }
 
 /// What a worker is to do next.
 enum Pick {
-    /// Make this run of sub-campaign `sub`; `explore` is its index in the
-    /// exploration's plan, if the sub-campaign explores.
+    /// Make this run of sub-campaign `sub`, taken from source `source`; `explore` is
+    /// its index in the exploration's plan, if the source explores.
     Run {
+        source: usize,
         sub: usize,
         run: Box<PlannedRun>,
         explore: Option<usize>,
@@ -157,72 +164,100 @@ enum Pick {
     Done,
 }
 
-/// The weighted choice of the next run: one source per sub-campaign.
+/// The weighted choice of the next run, between the sources: each plain
+/// sub-campaign, and each exploration with its members' weights summed.
 struct Dispatcher<'a> {
     spec: &'a CampaignSpec,
     sources: Vec<Source>,
-    /// Per sub-campaign: its weight.
+    /// Per source: its weight.
     weights: Vec<f64>,
-    /// Per sub-campaign: run time of its finished runs, seconds.
+    /// Per source: run time of its finished runs, seconds.
     seconds_done: Vec<f64>,
-    /// Per sub-campaign: finished runs.
+    /// Per source: finished runs.
     finished: Vec<u64>,
-    /// Per sub-campaign: runs under way.
+    /// Per source: runs under way.
     in_flight: Vec<u64>,
     /// Records of finished runs of sub-campaigns run plan by plan (explorations keep
     /// theirs until they end), with their sub-campaign.
     records: Vec<(usize, RunRecord)>,
 }
 
+/// The exploring sub-campaigns of `spec` grouped into the explorations they share:
+/// those that search for the same targets explore together, in spec order.
+fn exploration_members(spec: &CampaignSpec) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (sub, plan) in spec.subs.iter().enumerate().filter(|(_, plan)| plan.explore) {
+        match groups
+            .iter_mut()
+            .find(|group| spec.subs[group[0]].targets == plan.targets)
+        {
+            Some(group) => group.push(sub),
+            None => groups.push(vec![sub]),
+        }
+    }
+    groups
+}
+
 impl<'a> Dispatcher<'a> {
     fn new(spec: &'a CampaignSpec) -> Dispatcher<'a> {
-        let subs = spec.subs.len();
+        let mut sources: Vec<Source> = spec
+            .subs
+            .iter()
+            .enumerate()
+            .filter(|(_, plan)| !plan.explore)
+            .map(|(sub, plan)| Source::Plan {
+                sub,
+                next: 0,
+                len: plan.len(),
+            })
+            .collect();
+        sources.extend(
+            exploration_members(spec)
+                .into_iter()
+                .map(|members| Source::Explore(Box::new(Exploration::new(spec, members)))),
+        );
+        let weights: Vec<f64> = sources
+            .iter()
+            .map(|source| match source {
+                Source::Plan { sub, .. } => spec.subs[*sub].sub.weight,
+                Source::Explore(exploration) => {
+                    exploration.members().iter().map(|&sub| spec.subs[sub].sub.weight).sum()
+                }
+            })
+            .collect();
+        let count = sources.len();
         Dispatcher {
             spec,
-            sources: spec
-                .subs
-                .iter()
-                .enumerate()
-                .map(|(campaign, sub)| {
-                    if sub.explore {
-                        Source::Explore(Box::new(SubExploration::new(sub, campaign)))
-                    } else {
-                        Source::Plan {
-                            next: 0,
-                            len: sub.len(),
-                        }
-                    }
-                })
-                .collect(),
-            weights: spec.subs.iter().map(|sub| sub.sub.weight).collect(),
-            seconds_done: vec![0.0; subs],
-            finished: vec![0; subs],
-            in_flight: vec![0; subs],
+            sources,
+            weights,
+            seconds_done: vec![0.0; count],
+            finished: vec![0; count],
+            in_flight: vec![0; count],
             records: Vec::new(),
         }
     }
 
-    /// Whether sub-campaign `sub` can start a run now.
-    fn ready(&self, sub: usize) -> bool {
-        match &self.sources[sub] {
-            Source::Plan { next, len } => next < len,
+    /// Whether source `source` can start a run now.
+    fn ready(&self, source: usize) -> bool {
+        match &self.sources[source] {
+            Source::Plan { next, len, .. } => next < len,
             Source::Explore(exploration) => exploration.has_planned(),
         }
     }
 
-    /// The next run to start: from the ready sub-campaign with the least run time
-    /// (finished plus an estimate for those under way) per unit of weight.
+    /// The next run to start: from the ready source with the least run time (finished
+    /// plus an estimate for those under way) per unit of weight.
     fn next(&mut self) -> Pick {
-        let share = |sub: usize| {
-            let mean = if self.finished[sub] == 0 {
+        let share = |source: usize| {
+            let mean = if self.finished[source] == 0 {
                 FIRST_RUN_SECONDS_GUESS
             } else {
-                self.seconds_done[sub] / self.finished[sub] as f64
+                self.seconds_done[source] / self.finished[source] as f64
             };
-            (self.seconds_done[sub] + self.in_flight[sub] as f64 * mean) / self.weights[sub]
+            (self.seconds_done[source] + self.in_flight[source] as f64 * mean) / self.weights[source]
         };
-        let Some(sub) = (0..self.sources.len())
-            .filter(|&sub| self.ready(sub))
+        let Some(source) = (0..self.sources.len())
+            .filter(|&source| self.ready(source))
             .min_by(|&a, &b| share(a).total_cmp(&share(b)).then(a.cmp(&b)))
         else {
             let exploring = self
@@ -231,19 +266,21 @@ impl<'a> Dispatcher<'a> {
                 .any(|source| matches!(source, Source::Explore(exploration) if exploration.is_running()));
             return if exploring { Pick::Wait } else { Pick::Done };
         };
-        self.in_flight[sub] += 1;
-        match &mut self.sources[sub] {
-            Source::Plan { next, .. } => {
+        self.in_flight[source] += 1;
+        match &mut self.sources[source] {
+            Source::Plan { sub, next, .. } => {
                 *next += 1;
                 Pick::Run {
-                    sub,
-                    run: Box::new(self.spec.subs[sub].run(*next - 1, sub)),
+                    source,
+                    sub: *sub,
+                    run: Box::new(self.spec.subs[*sub].run(*next - 1, *sub)),
                     explore: None,
                 }
             }
             Source::Explore(exploration) => {
-                let (index, run) = exploration.take().expect("a ready exploration has a planned run");
+                let (index, sub, run) = exploration.take().expect("a ready exploration has a planned run");
                 Pick::Run {
+                    source,
                     sub,
                     run: Box::new(run),
                     explore: Some(index),
@@ -252,20 +289,21 @@ impl<'a> Dispatcher<'a> {
         }
     }
 
-    /// A run of sub-campaign `sub` finished.
+    /// A run of sub-campaign `sub`, taken from source `source`, finished.
     fn done(
         &mut self,
+        source: usize,
         sub: usize,
         explore: Option<usize>,
         record: RunRecord,
         first_reached: Vec<(cluster::coverage::Point, u64)>,
     ) {
-        self.in_flight[sub] -= 1;
-        self.finished[sub] += 1;
-        self.seconds_done[sub] += record.wall_ms / 1_000.0;
-        match (&mut self.sources[sub], explore) {
+        self.in_flight[source] -= 1;
+        self.finished[source] += 1;
+        self.seconds_done[source] += record.wall_ms / 1_000.0;
+        match (&mut self.sources[source], explore) {
             (Source::Explore(exploration), Some(index)) => {
-                exploration.finish(&self.spec.subs[sub], sub, index, record, first_reached);
+                exploration.finish(self.spec, index, record, first_reached);
             }
             _ => self.records.push((sub, record)),
         }
@@ -287,10 +325,10 @@ impl<'a> Dispatcher<'a> {
     fn into_records(self) -> (Vec<(usize, RunRecord)>, Option<ExploreSummary>) {
         let mut records = self.records;
         let mut summary = None;
-        for (sub, source) in self.sources.into_iter().enumerate() {
+        for source in self.sources {
             if let Source::Explore(exploration) = source {
                 let summary = summary.get_or_insert_with(ExploreSummary::default);
-                records.extend(exploration.finish_all(summary).into_iter().map(|record| (sub, record)));
+                records.extend(exploration.finish_all(summary));
             }
         }
         (records, summary)
@@ -329,12 +367,22 @@ pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Re
     let lock = || dispatcher.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let worker = || {
         loop {
-            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+            if deadline.is_some_and(|deadline| Instant::now() >= deadline)
+                || spec
+                    .stop_after_failures
+                    .is_some_and(|enough| failed.load(Ordering::Relaxed) >= enough)
+            {
+                wake.notify_all();
                 return;
             }
             let mut guard = lock();
-            let (sub, run, explore) = match guard.next() {
-                Pick::Run { sub, run, explore } => (sub, run, explore),
+            let (source, sub, run, explore) = match guard.next() {
+                Pick::Run {
+                    source,
+                    sub,
+                    run,
+                    explore,
+                } => (source, sub, run, explore),
                 Pick::Done => {
                     wake.notify_all();
                     return;
@@ -355,7 +403,7 @@ pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Re
             }
             let explored = {
                 let mut guard = lock();
-                guard.done(sub, explore, record, first_reached);
+                guard.done(source, sub, explore, record, first_reached);
                 guard.explore_progress()
             };
             wake.notify_all();
@@ -416,8 +464,12 @@ pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Re
             not_started: sub.len(),
         })
         .collect();
+    // A sub-campaign that shares an exploration may make more runs than it planned
+    // (children of its runs spend the exploration's budget, which is every member's
+    // plan together): then none of its runs counts as not started.
     for (campaign, _) in &records {
-        sub_campaigns[*campaign].not_started -= 1;
+        let sub = &mut sub_campaigns[*campaign];
+        sub.not_started = sub.not_started.saturating_sub(1);
     }
     let mut runs: Vec<RunRecord> = records.into_iter().map(|(_, record)| record).collect();
     runs.sort_by_key(RunRecord::key);

@@ -35,6 +35,13 @@ pub struct CampaignFlags {
     #[arg(long)]
     pub minutes: Option<f64>,
 
+    /// Stop starting new runs once this many runs have failed (runs under way
+    /// finish): to learn quickly whether a bug is still there, or how long a campaign
+    /// takes to catch it (the `first failure:` line). The runs not started are counted
+    /// as such in the report.
+    #[arg(long, value_name = "N")]
+    pub stop_after_failures: Option<u64>,
+
     /// Where to write report.json and report.html (default: reports/<campaign id>/).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -57,9 +64,11 @@ pub struct CampaignFlags {
     /// campaign would (the planned runs are its roots, taken in order while the
     /// budget lasts), deterministically for a seed range and budget; `--minutes` may
     /// cut it short. Each branched run's repro command names its `--branch` points.
-    /// On a spec file's `sub` line it explores that sub-campaign alone, time-shared
-    /// with the others by weight like any sub-campaign. With `--shard`, each shard
-    /// explores from its own share of the roots. Not with `--corpus`.
+    /// On a spec file's `sub` line it makes that sub-campaign explore; every exploring
+    /// sub-campaign shares one exploration (one map of what was reached), taking turns
+    /// in it by weight, and the exploration is time-shared with the plain
+    /// sub-campaigns by its members' weights. With `--shard`, each shard explores from
+    /// its own share of the roots. Not with `--corpus`.
     #[arg(long)]
     pub explore: bool,
 
@@ -247,6 +256,8 @@ pub struct CampaignSpec {
     pub jobs: usize,
     /// Time budget for starting runs, seconds.
     pub budget_seconds: Option<f64>,
+    /// Failed runs after which no new run starts (`--stop-after-failures`).
+    pub stop_after_failures: Option<u64>,
     /// Where the report goes (None: reports/<campaign id>/).
     pub out: Option<PathBuf>,
     /// Short description for the campaign id.
@@ -412,6 +423,9 @@ impl CampaignFlags {
         {
             return Err(format!("--minutes {minutes} must be a positive number of minutes"));
         }
+        if self.stop_after_failures == Some(0) {
+            return Err("--stop-after-failures 0 would start no run; give at least 1".to_owned());
+        }
         let required = if self.require_marks.is_empty() {
             Vec::new()
         } else {
@@ -558,6 +572,7 @@ fn plan_sub_campaigns(
         shard,
         jobs,
         budget_seconds,
+        stop_after_failures: wide.stop_after_failures,
         out: wide.out.clone(),
         label,
         required_marks,

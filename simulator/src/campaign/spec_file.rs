@@ -16,14 +16,16 @@
 //!
 //! Each sub-campaign's flags are the file's campaign-wide flags, then its own, then the
 //! command line's (a later flag wins), so `campaign --spec F --ticks 500` shortens every
-//! run. Flags that shape the whole campaign (`--jobs`, `--minutes`, `--out`, `--shard`,
-//! `--require-marks`, `--corpus`) are refused on a `sub` line. A file with no `sub` line
+//! run. Flags that shape the whole campaign (`--jobs`, `--minutes`,
+//! `--stop-after-failures`, `--out`, `--shard`, `--require-marks`, `--corpus`) are
+//! refused on a `sub` line. A file with no `sub` line
 //! is one campaign: its flags stand where `--spec FILE` stood.
 
 /// Flags that belong to the whole campaign, never to one sub-campaign.
-pub const CAMPAIGN_WIDE_FLAGS: [&str; 7] = [
+pub const CAMPAIGN_WIDE_FLAGS: [&str; 8] = [
     "--jobs",
     "--minutes",
+    "--stop-after-failures",
     "--out",
     "--shard",
     "--require-marks",

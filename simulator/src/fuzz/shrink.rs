@@ -32,7 +32,6 @@
 //! nothing and are not kept), or what the workload draws.
 
 use std::io::{self, Write};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use super::{FuzzArgs, RunReport, Verdict};
 use crate::fault_schedule::{Fault, FaultClass, FaultEvent, FaultSchedule};
@@ -179,7 +178,7 @@ fn attempt(args: &FuzzArgs, seed: u64) -> Attempt {
     let mut args = args.clone();
     // The shrink reads the events each run made.
     args.keep_fault_schedule = true;
-    match catch_unwind(AssertUnwindSafe(|| super::run(&args, seed, &mut sink))) {
+    match crate::panic_report::catch_run(|| super::run(&args, seed, &mut sink)) {
         Ok(Ok(report)) => match &report.verdict {
             Verdict::Failed(reason) => Attempt {
                 signature: Some(signature(reason)),

@@ -394,6 +394,8 @@ async fn one_run(
         spurious_view_changes: 0,
         wall_ms: outcome.wall_ms as f64,
         schedule_hash: format!("{:016x}", fnv1a(schedule.as_bytes())),
+        polls: 0,
+        group_ticks: 0,
         coverage: Vec::new(),
         finished_seconds: 0.0,
         watermarks: std::collections::BTreeMap::new(),

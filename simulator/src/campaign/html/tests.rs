@@ -99,6 +99,8 @@ fn run(profile: &str, plane: &str, seed: u64, verdict: RunVerdict, signature: Op
         spurious_view_changes: seed % 4,
         wall_ms: 10.0 + seed as f64 * 1.5,
         schedule_hash: format!("{seed:016x}"),
+        polls: 0,
+        group_ticks: 0,
         coverage: Vec::new(),
         finished_seconds: 0.0,
         watermarks: std::collections::BTreeMap::new(),
