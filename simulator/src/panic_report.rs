@@ -62,3 +62,22 @@ pub fn describe_panic(payload: &(dyn std::any::Any + Send)) -> (String, String) 
         format!("panic at {location}: {message}"),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_runs_panic_is_recorded_for_its_report_and_the_thread_leaves_the_run_after() {
+        // Panics outside a run still reach the hook installed before (the default one
+        // here), so installing the quiet hook in a test binary hides no other test's.
+        install_quiet_panic_hook();
+        let caught = catch_run(|| -> u32 { panic!("the run broke") }).expect_err("the run panicked");
+        let (signature, detail) = describe_panic(caught.as_ref());
+        assert!(detail.contains("panic_report.rs:"), "the location: {detail}");
+        assert!(detail.ends_with("the run broke"), "{detail}");
+        assert!(signature.starts_with("panic at "), "{signature}");
+        assert!(!IN_RUN.with(Cell::get), "the thread is outside a run again");
+        assert_eq!(catch_run(|| 7).expect("no panic"), 7);
+    }
+}

@@ -42,6 +42,11 @@ fn a_campaign_asked_to_stop_after_two_failures_starts_no_run_after_the_second() 
     assert!(report.runs.len() < 40, "it stopped early: {} runs", report.runs.len());
     assert_eq!(report.not_started, 40 - report.runs.len() as u64);
     assert!(text(&output).contains("first failure: "), "{}", text(&output));
+    assert!(
+        text(&output).contains("stopped after 2 failed run(s) (--stop-after-failures 2)"),
+        "{}",
+        text(&output)
+    );
     let _ = std::fs::remove_dir_all(&out);
     let zero = campaign(&common::flags("--planes metadata --seeds 1..2 --stop-after-failures 0"));
     assert_eq!(zero.status.code(), Some(2), "{}", text(&zero));

@@ -451,6 +451,11 @@ pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Re
     if let Some(bar) = bar {
         bar.finish();
     }
+    if let Some(enough) = spec.stop_after_failures
+        && failed.load(Ordering::Relaxed) >= enough
+    {
+        println!("campaign: stopped after {enough} failed run(s) (--stop-after-failures {enough})");
+    }
     let (records, explore) = dispatcher
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
