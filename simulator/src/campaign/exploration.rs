@@ -25,8 +25,8 @@ use super::spec::{CampaignSpec, PlannedRun};
 pub const GROUP_TICKS_PER_COST_UNIT: u64 = 10;
 
 /// A run's work in deterministic units (executor polls, plus replica-group ticks over
-/// [`GROUP_TICKS_PER_COST_UNIT`]): what shares an exploration's roots between its
-/// sub-campaigns by weight. Wall time would make which root comes next depend on the
+/// [`GROUP_TICKS_PER_COST_UNIT`]): what shares an exploration's runs between its
+/// sub-campaigns by weight. Wall time would make which member plans next depend on the
 /// machine, and with it every later plan; this is a function of the run alone.
 pub fn run_cost(record: &RunRecord) -> u64 {
     record
@@ -35,11 +35,11 @@ pub fn run_cost(record: &RunRecord) -> u64 {
         .max(1)
 }
 
-/// The cost assumed for a root of a sub-campaign none of whose roots was merged yet,
-/// when no root of any was (cost units, [`run_cost`]): a 10,000-tick partition run
-/// under heavy faults costs about 200,000. Only orders the first roots; measured
+/// The cost assumed for a run of a sub-campaign none of whose runs was merged yet,
+/// when no run of any was (cost units, [`run_cost`]): a 10,000-tick partition run
+/// under heavy faults costs about 200,000. Only orders the first runs; measured
 /// costs replace it as runs merge.
-pub const ROOT_COST_GUESS_UNITS: u64 = 200_000;
+pub const RUN_COST_GUESS_UNITS: u64 = 200_000;
 
 /// How an exploration's runs are shared between its members (sub-campaigns) by
 /// weight: in deterministic cost ([`run_cost`]), not wall time, so which member plans
@@ -50,11 +50,10 @@ pub const ROOT_COST_GUESS_UNITS: u64 = 200_000;
 struct MemberShares {
     /// Per member: its weight.
     weights: Vec<f64>,
-    /// Per member: the cost of its merged runs, how many were merged and how many
-    /// planned.
+    /// Per member: the cost of its merged runs, and how many were merged (how many
+    /// were planned is the explorer's count, [`Explorer::runs_planned`]).
     cost: Vec<u64>,
     merged: Vec<u64>,
-    planned: Vec<u64>,
 }
 
 impl MemberShares {
@@ -65,17 +64,17 @@ impl MemberShares {
             weights,
             cost: vec![0; count],
             merged: vec![0; count],
-            planned: vec![0; count],
         }
     }
 
     /// The members, the one with the least cost for its weight first (merged runs at
-    /// their cost, planned ones at the member's mean so far, or every member's mean
-    /// before it has one); among equals the first in spec order.
-    fn order(&self) -> Vec<usize> {
+    /// their cost, the rest of the `planned` ones at the member's mean so far, or every
+    /// member's mean before it has one); among equals the first in spec order.
+    fn order(&self, planned: &[u64]) -> Vec<usize> {
+        debug_assert_eq!(planned.len(), self.merged.len());
         let merged_all: u64 = self.merged.iter().sum();
         let mean_all = match merged_all {
-            0 => ROOT_COST_GUESS_UNITS,
+            0 => RUN_COST_GUESS_UNITS,
             merged => self.cost.iter().sum::<u64>() / merged,
         };
         let share = |member: usize| {
@@ -83,7 +82,7 @@ impl MemberShares {
                 0 => mean_all,
                 merged => self.cost[member] / merged,
             };
-            let waiting = self.planned[member] - self.merged[member];
+            let waiting = planned[member] - self.merged[member];
             self.cost[member].saturating_add(waiting.saturating_mul(mean)) as f64 / self.weights[member]
         };
         let mut order: Vec<usize> = (0..self.weights.len()).collect();
@@ -91,16 +90,10 @@ impl MemberShares {
         order
     }
 
-    /// A run of `member` is planned.
-    fn planned(&mut self, member: usize) {
-        self.planned[member] += 1;
-    }
-
     /// A run of `member` was merged, at `cost`.
     fn merged(&mut self, member: usize, cost: u64) {
         self.cost[member] = self.cost[member].saturating_add(cost);
         self.merged[member] += 1;
-        debug_assert!(self.merged[member] <= self.planned[member]);
     }
 }
 
@@ -202,6 +195,7 @@ impl Exploration {
             self.explorer.merge(index, &first_reached);
             let run = &self.explorer.runs()[index];
             self.shares.merged(run.member, run_cost(&record));
+            debug_assert!(self.shares.merged[run.member] <= self.explorer.runs_planned()[run.member]);
             record.explore = Some(ExploreRecord {
                 branches: run.branches.to_string(),
                 parent: run
@@ -223,11 +217,12 @@ impl Exploration {
         (self.children_merged, self.explorer.splitpoints() as u64)
     }
 
-    /// The merged runs' records with their sub-campaigns, in plan order, and what the
-    /// exploration adds to the campaign's summary. Every taken run must have finished.
-    pub fn finish_all(self, summary: &mut ExploreSummary) -> Vec<(usize, RunRecord)> {
+    /// The merged runs' records with their sub-campaigns, in plan order, and the
+    /// exploration's summary. Every taken run must have finished.
+    pub fn finish_all(self) -> (Vec<(usize, RunRecord)>, ExploreSummary) {
         debug_assert_eq!(self.running, 0, "every taken run finished");
         debug_assert!(self.finished.is_empty(), "every finished run merged");
+        let mut summary = ExploreSummary::default();
         if !self.explorer.targets().is_empty() {
             let names: Vec<String> = self.explorer.targets().iter().map(|point| point.name()).collect();
             summary.target_marks = names.join(",");
@@ -241,20 +236,19 @@ impl Exploration {
             }
         }
         let (children, splitpoints) = self.progress();
-        summary.roots += self.records.len() as u64 - children;
-        summary.children += children;
-        summary.splitpoints += splitpoints;
+        summary.roots = self.records.len() as u64 - children;
+        summary.children = children;
+        summary.splitpoints = splitpoints;
         for point in self.explorer.first_reached_by_branching() {
             match point.as_mark() {
                 Some(mark) => summary.marks_first_reached_by_branching.push(mark.name().to_owned()),
                 None => summary.levels_first_reached_by_branching.push(point.name()),
             }
         }
-        summary.marks_first_reached_by_branching.sort();
-        summary.marks_first_reached_by_branching.dedup();
-        summary.levels_first_reached_by_branching.sort();
-        summary.levels_first_reached_by_branching.dedup();
-        self.records
+        // Sorted and without repeats, as every summary keeps them.
+        let mut sorted = ExploreSummary::default();
+        sorted.absorb(&summary);
+        (self.records, sorted)
     }
 
     /// Plan runs until `lag` are planned beyond the merged ones (or nothing is left):
@@ -264,14 +258,13 @@ impl Exploration {
         while self.explorer.runs().len() < self.merged + self.lag {
             let Some(index) = self
                 .shares
-                .order()
+                .order(self.explorer.runs_planned())
                 .into_iter()
                 .find_map(|member| self.explorer.plan_next_for(member))
             else {
                 return;
             };
             let run = &self.explorer.runs()[index];
-            self.shares.planned(run.member);
             let sub = self.members[run.member];
             let mut planned_run = spec.subs[sub].run(run.root, sub);
             planned_run.args.branch = run.branches.clone();
@@ -292,23 +285,22 @@ mod tests {
         let cost = [100, 50];
         let mut taken = [0u64; 2];
         for _ in 0..50 {
-            let member = shares.order()[0];
-            shares.planned(member);
-            shares.merged(member, cost[member]);
+            let member = shares.order(&taken)[0];
             taken[member] += 1;
+            shares.merged(member, cost[member]);
         }
         assert_eq!(taken, [10, 40], "shared by weight, in cost");
         // Planned and not merged, a run counts at its member's mean: the share holds
         // while results are outstanding.
         let mut waiting = MemberShares::new(vec![1.0, 1.0]);
+        let mut planned_so_far = [1u64, 1];
         for member in [0, 1] {
-            waiting.planned(member);
             waiting.merged(member, 1_000 * (member as u64 + 1));
         }
         let planned: Vec<usize> = (0..9)
             .map(|_| {
-                let member = waiting.order()[0];
-                waiting.planned(member);
+                let member = waiting.order(&planned_so_far)[0];
+                planned_so_far[member] += 1;
                 member
             })
             .collect();

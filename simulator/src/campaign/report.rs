@@ -96,7 +96,7 @@ pub struct RunRecord {
     pub schedule_hash: String,
     /// Executor polls the run made: with `group_ticks`, the deterministic measure of
     /// its work that shares an exploration's roots between its sub-campaigns
-    /// (`campaign::explore::run_cost`; absent from older reports).
+    /// (`campaign::exploration::run_cost`; absent from older reports).
     #[serde(default)]
     pub polls: u64,
     /// Replica-group ticks the run checked (`fuzz::RunReport::group_ticks`).

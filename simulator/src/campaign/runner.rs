@@ -327,8 +327,11 @@ impl<'a> Dispatcher<'a> {
         let mut summary = None;
         for source in self.sources {
             if let Source::Explore(exploration) = source {
-                let summary = summary.get_or_insert_with(ExploreSummary::default);
-                records.extend(exploration.finish_all(summary));
+                let (explored, explored_summary) = exploration.finish_all();
+                records.extend(explored);
+                summary
+                    .get_or_insert_with(ExploreSummary::default)
+                    .absorb(&explored_summary);
             }
         }
         (records, summary)
