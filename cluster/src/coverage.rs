@@ -130,6 +130,8 @@ named_table! {
         "a prepare beyond what the journal holds above the checkpoint was dropped";
     ClientEvicted => "normal.client_evicted":
         "the client table was full and forgot the client that committed earliest";
+    QueriesRefusedLeadershipLost => "normal.queries_refused_leadership_lost":
+        "a primary holding queries for confirmation stopped leading and refused them";
     // Repair and catch-up.
     RepairFromAnotherPeer => "repair.from_another_peer":
         "a backup asked a peer other than its primary after a round timed out";
@@ -137,6 +139,10 @@ named_table! {
         "a repaired prepare was held back until the op above proves it";
     RepairSessionDeferred => "repair.session_deferred":
         "the shard's catch-up budget deferred a repair session";
+    RepairReplacedOtherVersion => "repair.replaced_other_version":
+        "a proven repair replaced a different prepare the replica held for that op (another view's)";
+    RepairBufferFullDropped => "repair.buffer_full_dropped":
+        "a repaired prepare not provable yet was dropped: the repair buffer was full";
     RangeEvictedSent => "catch_up.range_evicted_sent":
         "a peer answered a repair with RangeEvicted (the ops left its ring)";
     TransferStarted => "catch_up.transfer_started": "a state transfer started";
@@ -145,6 +151,14 @@ named_table! {
         "a state transfer was abandoned (peer silent, stale, or its bytes refused)";
     TransferPinReleasedIdle => "catch_up.pin_released_idle":
         "a served transfer's ring pin was released because its receiver went quiet";
+    TransferRefusedBusy => "catch_up.transfer_refused_busy":
+        "a peer refused to serve a transfer: it already serves the most it may";
+    TransferRestarted => "catch_up.transfer_restarted":
+        "a transfer started over: its peer shipped a newer checkpoint mid-way";
+    TransferStale => "catch_up.transfer_stale":
+        "a transfer started before the previous install connected to the ops above it";
+    TransferDroppedLeading => "catch_up.transfer_dropped_leading":
+        "a replica started its view as primary with a state transfer in flight and dropped it";
     CheckpointTaken => "catch_up.checkpoint_taken": "a replica made a checkpoint durable";
     CheckpointedOpAcknowledged => "catch_up.checkpointed_op_acknowledged":
         "a backup acknowledged an op it holds only in its checkpoint, for a primary that must commit it again";
@@ -171,6 +185,16 @@ named_table! {
     ReadUnreadablePage => "storage.read_unreadable_page":
         "a page stayed unreadable through every retry and was read as damage";
     StoreFailStop => "storage.fail_stop": "a replica's store failed for good and it stopped";
+    // Damaged input refused: a frame whose header verified and whose body did not, by
+    // what the body carried (a header that fails its own checksum names nothing).
+    DamagedPrepareRefused => "refused.damaged_prepare":
+        "a prepare (sent or repaired) arrived with a damaged body and was refused";
+    DamagedViewChangeRefused => "refused.damaged_view_change":
+        "a DoViewChange or StartView arrived with a damaged log and was refused";
+    DamagedChunkRefused => "refused.damaged_chunk":
+        "a checkpoint chunk of a state transfer arrived damaged and was refused";
+    DamagedRequestRefused => "refused.damaged_request":
+        "a client's request or query arrived with a damaged body and was refused";
     // Partitions and sessions.
     OwnerFenceRefused => "partition.owner_fence_refused":
         "a consumer group's former owner was refused (StaleOwner)";

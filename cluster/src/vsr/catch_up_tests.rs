@@ -306,3 +306,58 @@ fn repair_asks_for_no_op_above_what_the_journal_can_hold() {
         "asked for {first}..={last}, beyond the {JOURNAL_OPS_MIN} ops its journal holds above its checkpoint"
     );
 }
+
+#[test]
+fn a_replica_that_starts_its_view_as_primary_drops_the_transfer_it_had_in_flight() {
+    // `--seed 10001315 --plane lifecycle --faults light --journal-slots 80`: the metadata
+    // group's would-be primary started a state transfer during its view change; repair
+    // completed its log first and the view started; the transfer's last chunk then
+    // arrived and was installed three ops above the inherited pipeline's front, so the
+    // commit point passed ops the pipeline still had to commit. A primary whose log is
+    // complete has nothing to fetch: the view's start drops the transfer.
+    use super::constants::LIVENESS_WINDOW_TICKS;
+    use super::tests::{exchange_cutting, three_counters};
+    use crate::wire::Command;
+    crate::coverage::reset();
+    let mut replicas = three_counters();
+    // Replica 0 (view 0's primary) is gone; replica 2's DoViewChange is held back, so
+    // replica 1 waits as view 1's primary with only its own.
+    let until_view_change = LIVENESS_WINDOW_TICKS + 100;
+    exchange_cutting(&mut replicas, &[1, 2], 0..until_view_change, |from, _, command| {
+        from == 2 && command == Command::DoViewChange
+    });
+    assert_eq!((replicas[1].status(), replicas[1].view()), (Status::ViewChange, 1));
+    assert!(replicas[1].do_view_change_sent, "it voted for itself");
+    // A peer says the ops it lacks left its ring: it starts a transfer from that peer.
+    let mut evicted = replicas[1].header(Command::RangeEvicted);
+    evicted.replica = 2;
+    evicted.view = 1;
+    evicted.op = 100;
+    replicas[1].on_frame(
+        ProcessId(2),
+        &crate::wire::seal_header(evicted, &[]),
+        until_view_change * 10_000,
+    );
+    assert!(
+        replicas[1].transferring(),
+        "a would-be primary may fetch what its log lacks"
+    );
+    // Replica 2's DoViewChange arrives (the transfer's chunks do not): the merged log is
+    // empty, so replica 1's is complete and its view starts.
+    exchange_cutting(
+        &mut replicas,
+        &[1, 2],
+        until_view_change..until_view_change + 100,
+        |_, _, command| command == Command::RequestCheckpoint || command == Command::CheckpointChunk,
+    );
+    let primary = &replicas[1];
+    assert_eq!((primary.status(), primary.view()), (Status::Normal, 1));
+    assert!(primary.is_primary());
+    assert!(!primary.transferring(), "the view's start dropped the transfer");
+    assert_eq!(primary.stats().transfers_abandoned, 1);
+    let dropped = crate::coverage::hits()
+        .into_iter()
+        .find(|(mark, _)| *mark == crate::coverage::Mark::TransferDroppedLeading)
+        .map_or(0, |(_, hits)| hits);
+    assert_eq!(dropped, 1, "the drop is marked");
+}

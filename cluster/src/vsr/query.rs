@@ -282,6 +282,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let waiting = std::mem::take(&mut self.queries.waiting);
         // A stopped replica sends nothing; its clients time out and try elsewhere.
         if self.storage_failure.is_none() {
+            crate::cover!(QueriesRefusedLeadershipLost);
             for query in waiting {
                 self.refuse_with(query.from, &query.header, ClientError::TransientNotAccepted);
             }

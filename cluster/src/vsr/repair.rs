@@ -327,6 +327,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             }
             // The header is known; only the body was missing.
             Some((checksum, false, trusted)) if checksum == inner.checksum => trusted || proven,
+            Some(_) if proven => {
+                // The op held a different prepare (another view's): the proven one replaces it.
+                crate::cover!(RepairReplacedOtherVersion);
+                true
+            }
             _ if proven => true,
             _ => {
                 // Not provable yet: keep it until the op above it is trusted.
@@ -334,6 +339,8 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                     self.repair_buffer
                         .insert(op, (inner, std::rc::Rc::from(inner_frame.to_vec())));
                     crate::cover!(RepairBuffered);
+                } else if op <= self.journal.head() {
+                    crate::cover!(RepairBufferFullDropped);
                 }
                 return;
             }

@@ -340,6 +340,21 @@ pub(crate) fn mix(mut value: u64) -> u64 {
     value ^ (value >> 31)
 }
 
+/// Mark a frame refused for its damaged body by what the body carried. Only a body
+/// checksum failure comes here: its header verified, so the command byte is the
+/// sender's (a header that failed its own checksum names nothing worth marking).
+fn note_damaged_body(command: u8) {
+    match command {
+        c if c == Command::Prepare as u8 || c == Command::RepairPrepare as u8 => crate::cover!(DamagedPrepareRefused),
+        c if c == Command::DoViewChange as u8 || c == Command::StartView as u8 => {
+            crate::cover!(DamagedViewChangeRefused)
+        }
+        c if c == Command::CheckpointChunk as u8 => crate::cover!(DamagedChunkRefused),
+        c if c == Command::Request as u8 => crate::cover!(DamagedRequestRefused),
+        _ => {}
+    }
+}
+
 pub(crate) fn bit(replica: u8) -> u8 {
     1 << replica
 }
@@ -746,8 +761,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         };
         let (header, body) = match opened {
             Ok(opened) => opened,
-            Err(_) => {
+            Err(error) => {
                 self.stats.frames_rejected += 1;
+                if error == wire::FrameError::BodyChecksum {
+                    note_damaged_body(wire::peek_command(frame));
+                }
                 return;
             }
         };
@@ -1055,6 +1073,10 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             assert!(
                 self.status != Status::Recovering,
                 "a recovering replica transfers nothing"
+            );
+            assert!(
+                !(self.status == Status::Normal && self.is_primary()),
+                "a normal primary transfers nothing: its log is complete above its commit point"
             );
         }
     }

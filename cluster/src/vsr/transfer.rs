@@ -174,6 +174,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     pub(crate) fn start_transfer(&mut self, peer: u8) {
         if self.installed_awaiting_connect.is_some() {
             self.stats.transfers_stale += 1;
+            crate::cover!(TransferStale);
         }
         self.stats.transfers_started += 1;
         crate::cover!(TransferStarted);
@@ -238,7 +239,8 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         true
     }
 
-    fn abandon_transfer(&mut self, why: &'static str) {
+    /// Give up the state transfer in flight, if any, saying `why` in the log.
+    pub(crate) fn abandon_transfer(&mut self, why: &'static str) {
         if let Some(transfer) = self.transfer.take() {
             tracing::info!(
                 replica = self.config.replica,
@@ -274,6 +276,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 if self.served.len() >= TRANSFERS_SERVED_MAX || shard_refuses {
                     // The receiver asks again after its retry timeout.
                     self.stats.transfers_refused += 1;
+                    crate::cover!(TransferRefusedBusy);
                     return;
                 }
                 let bytes: Rc<[u8]> = Rc::from(self.encode_checkpoint_now());
@@ -332,6 +335,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             }
             if transfer.op != 0 {
                 self.stats.transfers_restarted += 1;
+                crate::cover!(TransferRestarted);
             }
             transfer.op = header.op;
             transfer.total = header.timestamp;

@@ -610,6 +610,15 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             "view started as primary"
         );
         self.do_view_change_from.clear();
+        // A would-be primary may have started a state transfer to fetch what its log
+        // lacked; repair filled the log first. Installing it now would lift the commit
+        // point over the inherited pipeline's front (ops this view must commit again),
+        // and a primary whose log is complete has nothing to fetch: drop it. (Seed
+        // 10001315 installed one three ops above the pipeline's front.)
+        if self.transfer.is_some() {
+            crate::cover!(TransferDroppedLeading);
+            self.abandon_transfer("the view started with this replica leading: its log is complete");
+        }
         self.pipeline.clear();
         // Ops kept by the merge are re-replicated in this view; there may be more of
         // them than a pipeline holds (backups learn the commit point lazily), and no
