@@ -191,10 +191,15 @@ impl<P: StoreProvider> Shard<P> {
                     store,
                     incarnation,
                 ) {
-                    Ok(mut replica) => {
-                        replica.set_catch_up_budget(budget.clone());
-                        Some(replica)
-                    }
+                    // No catch-up budget for the metadata group: which partition
+                    // groups a node hosts follows from it (a deleted group goes once
+                    // the deletion is applied here), so it must never wait behind
+                    // them. A partition group whose peers already deleted it asks for
+                    // repair that nobody answers, and eight such held every repair
+                    // place of a shard while its metadata replica, which would have
+                    // applied the deletion, waited for one (seed 11000072). One group
+                    // with its own repair window cannot flood a link.
+                    Ok(replica) => Some(replica),
                     Err(error) => {
                         tracing::error!(replica = config.replica, %error, "metadata group refused its disk");
                         stats.groups_open_failed += 1;
@@ -548,8 +553,8 @@ impl<P: StoreProvider> Shard<P> {
         self.unpark(realtime_micros);
     }
 
-    /// Repair sessions and transfers served by this shard's groups now, for the
-    /// catch-up budget. Summed over the groups that had any when last looked at, which
+    /// Repair sessions and transfers served by this shard's partition groups now, for
+    /// the catch-up budget (the metadata group is outside it: see `open`). Summed over the groups that had any when last looked at, which
     /// is all of them: a group's count changes only on its own inputs and ticks, after
     /// each of which it is looked at. Debug builds recount every group now and then.
     fn catch_up_load(&self) -> (u32, u32) {
@@ -575,10 +580,6 @@ impl<P: StoreProvider> Shard<P> {
                 recount,
                 "the groups catching up, summed, are every group's"
             );
-        }
-        if let Some(metadata) = self.metadata.as_ref() {
-            sessions += u32::from(metadata.repair_session_active());
-            served += metadata.transfers_serving() as u32;
         }
         (sessions, served)
     }

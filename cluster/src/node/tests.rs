@@ -643,3 +643,27 @@ fn a_peer_s_batch_is_taken_apart_and_each_frame_routed_on_its_own() {
     assert_eq!(shard0.borrow().stats().frames_rejected, 2);
     assert_eq!(shard0.borrow().stats().batches_received, 1);
 }
+
+#[test]
+fn the_metadata_group_repairs_while_partition_groups_hold_every_repair_place() {
+    // `--seed 11000072 --replicas 5 --journal-slots 80`: eight partition groups whose
+    // peers had deleted them asked for repair nobody answered, holding every repair
+    // place of their shard, while the metadata replica, 100 ops behind, waited for a
+    // place for 2,000 ticks: the deletion that would have closed those groups was
+    // among the ops it could not fetch. The metadata group is outside the budget.
+    let stores = MemoryStores::new();
+    let (_node, shard) = node_with_two_topics(&stores);
+    let shard = shard.borrow();
+    let metadata = shard.metadata().expect("shard 0 hosts the metadata group");
+    assert!(
+        metadata.budget.is_none(),
+        "the metadata group never waits for a catch-up place"
+    );
+    assert!(!shard.partitions().is_empty(), "the topics' partition groups are open");
+    for (group, replica) in shard.partitions().iter() {
+        assert!(
+            replica.budget.is_some(),
+            "partition group {group:#x} shares the shard's budget"
+        );
+    }
+}

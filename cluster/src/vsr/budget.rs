@@ -8,6 +8,8 @@
 //! [`REPAIR_SESSIONS_STARTED_PER_TICK_MAX`] sessions a tick and keeps at most
 //! [`REPAIR_SESSIONS_IN_FLIGHT_MAX`] running; a group refused waits for the next tick.
 //! A shard serves at most [`TRANSFERS_SERVED_PER_SHARD_MAX`] state transfers at once.
+//! The metadata group is outside the budget: the partition groups a node hosts follow
+//! from it, so it must never wait behind them (see `node::shard`).
 //!
 //! The shard recounts what runs at the start of every tick (so a group that closes
 //! mid-session never leaks a place); within a tick, each start adds one.

@@ -361,3 +361,50 @@ fn a_replica_that_starts_its_view_as_primary_drops_the_transfer_it_had_in_flight
         .map_or(0, |(_, hits)| hits);
     assert_eq!(dropped, 1, "the drop is marked");
 }
+
+#[test]
+fn a_served_pin_whose_last_chunk_left_is_released_soon_when_the_install_goes_unheard() {
+    // `--seed 10002124 --replicas 5 --journal-slots 80`: after a whole-cluster outage a
+    // primary served two transfers, and both receivers' asks for the ops above (the
+    // one frame that says "installed") were lost on congested links. Each pin held one
+    // of the shard's two transfer places for the full idle bound, 1,000 ticks, and
+    // the group's last two replicas were refused until the commit-stuck check fired.
+    use super::constants::{TRANSFER_PIN_IDLE_TICKS_MAX, TRANSFER_PIN_SHIPPED_IDLE_TICKS_MAX};
+    use crate::wire::Command;
+    let stores: Vec<MemoryStore> = (0..3).map(|_| MemoryStore::new()).collect();
+    let mut replicas = cluster(&stores);
+    let tick = write(&mut replicas, &[0, 1, 2], 1..=20, 0);
+    exchange(&mut replicas, &[0, 1, 2], 60, tick);
+    let mut now = (tick + 60) * 10_000;
+    // Replica 2 asks replica 0 for its checkpoint; the state fits one chunk, which
+    // leaves at once. Replica 2 is never heard from again.
+    let mut ask = replicas[2].header(Command::RequestCheckpoint);
+    ask.op = 0;
+    ask.commit = 0;
+    let served = &mut replicas[0];
+    served.drain_outbox().for_each(drop);
+    served.on_frame(ProcessId(2), &crate::wire::seal_header(ask, &[]), now);
+    let chunks = served
+        .drain_outbox()
+        .filter(|out| out.to == ProcessId(2) && crate::wire::peek_command(&out.frame) == Command::CheckpointChunk as u8)
+        .count();
+    assert_eq!(chunks, 1, "the whole checkpoint in one chunk");
+    assert_eq!(served.pinned_op(), Some(20), "pinned at its applied head");
+    for _ in 0..TRANSFER_PIN_SHIPPED_IDLE_TICKS_MAX {
+        now += 10_000;
+        served.tick(now);
+    }
+    assert_eq!(
+        served.pinned_op(),
+        Some(20),
+        "a re-ask for a lost last chunk has time to arrive"
+    );
+    now += 10_000;
+    served.tick(now);
+    assert_eq!(
+        served.pinned_op(),
+        None,
+        "released after {} ticks, not {TRANSFER_PIN_IDLE_TICKS_MAX}",
+        TRANSFER_PIN_SHIPPED_IDLE_TICKS_MAX + 1
+    );
+}

@@ -185,6 +185,16 @@ pub const TRANSFER_RETRIES_MAX: u32 = 8;
 /// longer than the receiver's whole retry budget, so a live transfer is never unpinned.
 pub const TRANSFER_PIN_IDLE_TICKS_MAX: u64 = TRANSFER_RETRY_TICKS * (TRANSFER_RETRIES_MAX as u64 + 2);
 
+/// Ticks a served transfer may go without a word once its last chunk has been sent:
+/// a receiver that lost that chunk asks again after [`TRANSFER_RETRY_TICKS`], and one
+/// that installed it says so with a single ask for the ops above, which a lossy or
+/// congested link may drop. Held for the full [`TRANSFER_PIN_IDLE_TICKS_MAX`], such a
+/// pin kept one of its shard's two transfer places from every other group for 1,000
+/// ticks (seed 10002124: after a whole-cluster outage, two lost asks left a group's
+/// last replicas refused for 2,000 ticks). Two retry periods: the receiver's re-ask
+/// has time to arrive, and a pin released early only costs a fresh transfer.
+pub const TRANSFER_PIN_SHIPPED_IDLE_TICKS_MAX: u64 = TRANSFER_RETRY_TICKS * 2;
+
 /// Largest replica count: the header's replica field and the quorum tables are sized for it.
 pub const REPLICAS_MAX: usize = 6;
 

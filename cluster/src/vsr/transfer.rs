@@ -10,8 +10,10 @@
 //! does not chase its own tail. (Shipping the peer's last durable checkpoint instead
 //! would start from an op its ring may already have passed.) A pin is released when
 //! the receiver asks for the ops above it (it installed: the pin did its job), when it
-//! goes quiet for [`TRANSFER_PIN_IDLE_TICKS_MAX`], when a newer transfer to the same
-//! peer replaces it, or when it would let the ring pass twice its cap.
+//! goes quiet for [`TRANSFER_PIN_IDLE_TICKS_MAX`] (or for
+//! [`TRANSFER_PIN_SHIPPED_IDLE_TICKS_MAX`] once the last chunk has left: the ask for
+//! the ops above is one frame, and a network may lose it), when a newer transfer to
+//! the same peer replaces it, or when it would let the ring pass twice its cap.
 //!
 //! The receiver checks every chunk's position and the whole checkpoint's checksum,
 //! decodes and restores it (the state machine refuses bytes that are not a state),
@@ -27,8 +29,8 @@ use std::rc::Rc;
 
 use super::StateMachine;
 use super::constants::{
-    CHECKPOINT_BYTES_MAX, TRANSFER_CHUNK_BYTES, TRANSFER_PIN_IDLE_TICKS_MAX, TRANSFER_RETRIES_MAX,
-    TRANSFER_RETRY_TICKS, TRANSFERS_SERVED_MAX,
+    CHECKPOINT_BYTES_MAX, TRANSFER_CHUNK_BYTES, TRANSFER_PIN_IDLE_TICKS_MAX, TRANSFER_PIN_SHIPPED_IDLE_TICKS_MAX,
+    TRANSFER_RETRIES_MAX, TRANSFER_RETRY_TICKS, TRANSFERS_SERVED_MAX,
 };
 use super::replica::{Replica, Status};
 use super::store::{ReplicaStore, StorageBreak};
@@ -59,6 +61,19 @@ pub(crate) struct Served {
     checksum: u128,
     bytes: Rc<[u8]>,
     idle_ticks: u64,
+    /// The last chunk has been sent: the receiver has, or soon asks for it again.
+    shipped: bool,
+}
+
+impl Served {
+    /// Ticks this pin may go without a word from its receiver.
+    fn idle_ticks_max(&self) -> u64 {
+        if self.shipped {
+            TRANSFER_PIN_SHIPPED_IDLE_TICKS_MAX
+        } else {
+            TRANSFER_PIN_IDLE_TICKS_MAX
+        }
+    }
 }
 
 fn checksum(bytes: &[u8]) -> u128 {
@@ -83,7 +98,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         let pins = self
             .served
             .iter()
-            .map(|served| TRANSFER_PIN_IDLE_TICKS_MAX.saturating_sub(served.idle_ticks))
+            .map(|served| served.idle_ticks_max().saturating_sub(served.idle_ticks))
             .min()
             .unwrap_or(u64::MAX);
         let retry = self
@@ -97,7 +112,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     pub(crate) fn skip_transfer_ticks(&mut self, n: u64) {
         for served in &mut self.served {
             served.idle_ticks += n;
-            debug_assert!(served.idle_ticks <= TRANSFER_PIN_IDLE_TICKS_MAX);
+            debug_assert!(served.idle_ticks <= served.idle_ticks_max());
         }
         if let Some(transfer) = self.transfer.as_mut() {
             transfer.retry.advance(n);
@@ -219,7 +234,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
         let before = self.served.len();
         self.served
-            .retain(|served| served.idle_ticks <= TRANSFER_PIN_IDLE_TICKS_MAX);
+            .retain(|served| served.idle_ticks <= served.idle_ticks_max());
         if self.served.len() < before {
             crate::cover!(TransferPinReleasedIdle);
         }
@@ -290,6 +305,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                     checksum: checksum(&bytes),
                     bytes,
                     idle_ticks: 0,
+                    shipped: false,
                 });
                 self.stats.transfers_served += 1;
                 self.served.len() - 1
@@ -308,6 +324,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             TRANSFER_CHUNK_BYTES
         };
         let end = (start + chunk_bytes).min(served.bytes.len());
+        served.shipped = end == served.bytes.len();
         let chunk = served.bytes[start..end].to_vec();
         let (op, total, sum) = (served.op, served.bytes.len() as u64, served.checksum);
         let mut reply = self.header(Command::CheckpointChunk);
