@@ -554,9 +554,10 @@ impl<P: StoreProvider> Shard<P> {
     }
 
     /// Repair sessions and transfers served by this shard's partition groups now, for
-    /// the catch-up budget (the metadata group is outside it: see `open`). Summed over the groups that had any when last looked at, which
-    /// is all of them: a group's count changes only on its own inputs and ticks, after
-    /// each of which it is looked at. Debug builds recount every group now and then.
+    /// the catch-up budget (the metadata group is outside it: see `open`). Summed over
+    /// the groups that had any when last looked at, which is all of them: a group's
+    /// count changes only on its own inputs and ticks, after each of which it is looked
+    /// at. Debug builds recount every group now and then.
     fn catch_up_load(&self) -> (u32, u32) {
         let (mut sessions, mut served) = (0u32, 0u32);
         for group in &self.catching_up {

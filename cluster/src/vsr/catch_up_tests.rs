@@ -366,7 +366,7 @@ fn a_replica_that_starts_its_view_as_primary_drops_the_transfer_it_had_in_flight
 fn a_served_pin_whose_last_chunk_left_is_released_soon_when_the_install_goes_unheard() {
     // `--seed 10002124 --replicas 5 --journal-slots 80`: after a whole-cluster outage a
     // primary served two transfers, and both receivers' asks for the ops above (the
-    // one frame that says "installed") were lost on congested links. Each pin held one
+    // one frame that says "installed") never arrived. Each pin held one
     // of the shard's two transfer places for the full idle bound, 1,000 ticks, and
     // the group's last two replicas were refused until the commit-stuck check fired.
     use super::constants::{TRANSFER_PIN_IDLE_TICKS_MAX, TRANSFER_PIN_SHIPPED_IDLE_TICKS_MAX};

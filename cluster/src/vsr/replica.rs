@@ -344,13 +344,11 @@ pub(crate) fn mix(mut value: u64) -> u64 {
 /// checksum failure comes here: its header verified, so the command byte is the
 /// sender's (a header that failed its own checksum names nothing worth marking).
 fn note_damaged_body(command: u8) {
-    match command {
-        c if c == Command::Prepare as u8 || c == Command::RepairPrepare as u8 => crate::cover!(DamagedPrepareRefused),
-        c if c == Command::DoViewChange as u8 || c == Command::StartView as u8 => {
-            crate::cover!(DamagedViewChangeRefused)
-        }
-        c if c == Command::CheckpointChunk as u8 => crate::cover!(DamagedChunkRefused),
-        c if c == Command::Request as u8 => crate::cover!(DamagedRequestRefused),
+    match Command::from_byte(command) {
+        Some(Command::Prepare | Command::RepairPrepare) => crate::cover!(DamagedPrepareRefused),
+        Some(Command::DoViewChange | Command::StartView) => crate::cover!(DamagedViewChangeRefused),
+        Some(Command::CheckpointChunk) => crate::cover!(DamagedChunkRefused),
+        Some(Command::Request) => crate::cover!(DamagedRequestRefused),
         _ => {}
     }
 }
