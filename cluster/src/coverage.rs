@@ -107,6 +107,15 @@ named_table! {
         "a primary left its view and answered its clients' queued and prepared requests";
     InheritedPipelineOverBound => "vc.inherited_pipeline_over_bound":
         "a new primary inherited more uncommitted ops than its pipeline holds";
+    // Races between clients and the protocol's rounds, as the harness sees the whole
+    // world: noted from ground truth, not from the code under test's own checks, so a
+    // change that takes a check away still shows the situation it stood in.
+    DeposedPrimaryNormal => "race.deposed_primary_normal":
+        "a replica was still the Normal primary of a view its group had replaced (it had not heard; harness)";
+    UpdateAtDeposedPrimary => "race.update_at_deposed_primary":
+        "a deposed primary (still Normal in its replaced view) took up a client's update (harness)";
+    QueryAtDeposedPrimary => "race.query_at_deposed_primary":
+        "a deposed primary (still Normal in its replaced view) took up a client's query (harness)";
     // Normal operation.
     PrepareResent => "normal.prepare_resent":
         "a primary resent a prepare after its backed-off timeout";
@@ -224,6 +233,8 @@ named_table! {
     ViewChangeGroups => "wm.view_change_groups":
         "the most groups in a view change at once: a replica in a view above any view some replica is Normal in (harness)";
     ReplicasDown => "wm.replicas_down": "the most replicas down at once (harness: crashes, outages)";
+    DeposedPrimaryTicks => "wm.deposed_primary_ticks":
+        "the longest a replica was seen the Normal primary of a view its group had replaced (harness)";
     }
 }
 

@@ -130,9 +130,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             return;
         }
         if self.state_machine.is_query(header.operation) {
+            self.stats.queries_taken_as_primary += 1;
             self.on_query(from, &header, body);
             return;
         }
+        self.stats.updates_taken_as_primary += 1;
         if !self.state_machine.validate_request(header.operation, body) {
             // Answered, not dropped: a silent drop left the client waiting out its
             // whole budget to report an unknown outcome for a request never taken.

@@ -109,6 +109,12 @@ pub struct ReplicaStats {
     pub requests_refused: u64,
     /// Queries answered from applied state.
     pub queries_answered: u64,
+    /// Updates (requests that are not queries) this replica took up as the Normal
+    /// primary of its view, before anything decided what to do with them: the harness
+    /// compares it across a deposed primary's stretch (`race.request_at_deposed_primary`).
+    pub updates_taken_as_primary: u64,
+    /// Queries this replica took up as the Normal primary of its view, likewise.
+    pub queries_taken_as_primary: u64,
     /// Query confirmation rounds started (see `vsr::query`).
     pub query_rounds_started: u64,
     /// Query confirmation rounds a quorum confirmed.

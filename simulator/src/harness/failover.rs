@@ -45,6 +45,20 @@ struct Views {
     established: u64,
 }
 
+/// A deposed primary seen: a replica still the Normal primary of a view its group had
+/// replaced (some replica was Normal in a later view), which has not heard yet. It can
+/// no longer commit, but clients that still think it leads keep sending to it: the
+/// window where a request races the round that replaced it.
+#[derive(Clone, Copy, Debug)]
+struct Deposed {
+    /// The replaced view it still leads.
+    view: u64,
+    /// The tick it was first seen deposed.
+    since: u64,
+    /// Its (updates, queries) taken up as primary when last seen (see `ReplicaStats`).
+    taken: (u64, u64),
+}
+
 /// The failover figures of a run, gathered as it goes.
 #[derive(Debug, Default)]
 pub struct Failover {
@@ -70,6 +84,9 @@ pub struct Failover {
     /// Groups whose highest view seen is above the highest some replica was Normal in:
     /// groups in a view change now (a watermark, `wm.view_change_groups`).
     unsettled: u64,
+    /// Per group, the latest deposed primary seen (replaced when another is; dropped
+    /// with the group): the race marks and `wm.deposed_primary_ticks`.
+    deposed: BTreeMap<u64, Deposed>,
 }
 
 /// A run's failover figures, as printed and reported.
@@ -158,12 +175,14 @@ impl Failover {
     }
 
     /// Replica `index` of `group` is seen at `tick` in `view` with `status`, the primary
-    /// of it if `primary`; `primary_of` names the primary of a view.
+    /// of it if `primary`, having taken up `taken` (updates, queries) as a Normal
+    /// primary so far; `primary_of` names the primary of a view.
     pub fn observe(
         &mut self,
         tick: u64,
         group: u64,
         (view, status, primary): (u64, Status, bool),
+        taken: (u64, u64),
         primary_of: impl Fn(u64) -> u8,
     ) {
         if let Some(loss) = self.open.get(&group)
@@ -209,6 +228,37 @@ impl Failover {
                 self.unsettled -= 1;
             }
         }
+        if primary && status == Status::Normal && view < views.established {
+            self.observe_deposed(tick, group, view, taken);
+        }
+    }
+
+    /// The primary of `view` of `group`, which the group has replaced, is still Normal
+    /// in it at `tick` with `taken` (updates, queries) taken up so far.
+    fn observe_deposed(&mut self, tick: u64, group: u64, view: u64, taken: (u64, u64)) {
+        cluster::cover!(DeposedPrimaryNormal);
+        let seen = self.deposed.entry(group).or_insert(Deposed {
+            view,
+            since: tick,
+            taken,
+        });
+        if seen.view != view {
+            *seen = Deposed {
+                view,
+                since: tick,
+                taken,
+            };
+        }
+        // Counters only grow while the replica lives; a restart (lower counts) is a
+        // new baseline, never a reach.
+        if taken.0 > seen.taken.0 {
+            cluster::cover!(UpdateAtDeposedPrimary);
+        }
+        if taken.1 > seen.taken.1 {
+            cluster::cover!(QueryAtDeposedPrimary);
+        }
+        seen.taken = taken;
+        cluster::watermark!(DeposedPrimaryTicks, tick - seen.since);
     }
 
     /// The groups it keeps a record of.
@@ -226,6 +276,7 @@ impl Failover {
             self.unsettled -= 1;
         }
         self.unled.remove(&group);
+        self.deposed.remove(&group);
         if self.open.remove(&group).is_some() {
             self.dropped += 1;
         }
@@ -257,14 +308,14 @@ mod tests {
         use cluster::coverage::{Watermark, watermarks};
         cluster::coverage::reset();
         let mut failover = Failover::default();
-        failover.observe(0, 1, (0, Status::Normal, true), primary_of);
-        failover.observe(0, 2, (0, Status::Normal, true), primary_of);
+        failover.observe(0, 1, (0, Status::Normal, true), (0, 0), primary_of);
+        failover.observe(0, 2, (0, Status::Normal, true), (0, 0), primary_of);
         assert_eq!(failover.unsettled, 0, "both groups Normal in their highest view");
-        failover.observe(5, 1, (1, Status::ViewChange, false), primary_of);
-        failover.observe(5, 2, (2, Status::ViewChange, false), primary_of);
-        failover.observe(6, 2, (2, Status::ViewChange, false), primary_of);
+        failover.observe(5, 1, (1, Status::ViewChange, false), (0, 0), primary_of);
+        failover.observe(5, 2, (2, Status::ViewChange, false), (0, 0), primary_of);
+        failover.observe(6, 2, (2, Status::ViewChange, false), (0, 0), primary_of);
         assert_eq!(failover.unsettled, 2, "two groups in a view change, each counted once");
-        failover.observe(9, 1, (1, Status::Normal, true), primary_of);
+        failover.observe(9, 1, (1, Status::Normal, true), (0, 0), primary_of);
         assert_eq!(failover.unsettled, 1, "group 1's new view started");
         failover.forget(2);
         assert_eq!(failover.unsettled, 0, "a deleted group leaves the count");
@@ -275,17 +326,58 @@ mod tests {
     }
 
     #[test]
+    fn a_primary_still_normal_in_a_replaced_view_is_deposed_and_what_it_takes_up_is_a_race() {
+        use cluster::coverage::{Mark, Watermark, hits, watermarks};
+        let reached = |mark: Mark| hits()[mark as usize].1 > 0;
+        cluster::coverage::reset();
+        let mut failover = Failover::default();
+        failover.observe(10, 7, (0, Status::Normal, true), (4, 2), primary_of);
+        failover.observe(20, 7, (1, Status::ViewChange, false), (0, 0), primary_of);
+        failover.observe(21, 7, (0, Status::Normal, true), (5, 3), primary_of);
+        assert!(
+            !reached(Mark::DeposedPrimaryNormal),
+            "view 1 has not started anywhere: view 0's primary still leads"
+        );
+        failover.observe(30, 7, (1, Status::Normal, true), (0, 0), primary_of);
+        failover.observe(40, 7, (0, Status::Normal, true), (5, 3), primary_of);
+        assert!(
+            reached(Mark::DeposedPrimaryNormal),
+            "view 1 started while view 0's primary is Normal"
+        );
+        assert!(
+            !reached(Mark::UpdateAtDeposedPrimary) && !reached(Mark::QueryAtDeposedPrimary),
+            "first seen deposed: its counts so far are the baseline"
+        );
+        failover.observe(90, 7, (0, Status::Normal, true), (5, 4), primary_of);
+        assert!(reached(Mark::QueryAtDeposedPrimary), "it took up a query since");
+        assert!(!reached(Mark::UpdateAtDeposedPrimary), "and no update");
+        failover.observe(95, 7, (0, Status::Normal, true), (6, 4), primary_of);
+        assert!(reached(Mark::UpdateAtDeposedPrimary));
+        assert!(
+            watermarks().contains(&(Watermark::DeposedPrimaryTicks, 55)),
+            "deposed from tick 40 to 95: {:?}",
+            watermarks()
+        );
+        // A backup of the old view, or the new view's primary, is no deposed primary.
+        cluster::coverage::reset();
+        failover.observe(100, 7, (0, Status::Normal, false), (0, 0), primary_of);
+        failover.observe(100, 7, (1, Status::Normal, true), (9, 9), primary_of);
+        assert!(!reached(Mark::DeposedPrimaryNormal));
+        cluster::coverage::reset();
+    }
+
+    #[test]
     fn a_loss_ends_when_a_later_view_has_a_normal_primary() {
         let mut failover = Failover::default();
         failover.set_healthy(0b111);
-        failover.observe(10, 7, (0, Status::Normal, true), primary_of);
+        failover.observe(10, 7, (0, Status::Normal, true), (0, 0), primary_of);
         failover.set_healthy(0b110);
         failover.process_ended(100, [(7, 0)], 2, 2);
         // The view change is seen, then its primary goes Normal.
-        failover.observe(150, 7, (1, Status::ViewChange, false), primary_of);
-        failover.observe(160, 7, (1, Status::ViewChange, true), primary_of);
+        failover.observe(150, 7, (1, Status::ViewChange, false), (0, 0), primary_of);
+        failover.observe(160, 7, (1, Status::ViewChange, true), (0, 0), primary_of);
         assert_eq!(failover.figures().ended_ticks, Vec::<u64>::new(), "not Normal yet");
-        failover.observe(180, 7, (1, Status::Normal, true), primary_of);
+        failover.observe(180, 7, (1, Status::Normal, true), (0, 0), primary_of);
         let figures = failover.figures();
         assert_eq!(figures.ended_ticks, vec![80]);
         assert_eq!(figures.spurious, 0, "the old primary was down: the view change was due");
@@ -300,22 +392,22 @@ mod tests {
     fn a_view_change_while_the_old_primary_is_healthy_is_spurious() {
         let mut failover = Failover::default();
         failover.set_healthy(0b111);
-        failover.observe(10, 7, (3, Status::Normal, false), primary_of);
-        failover.observe(20, 7, (4, Status::ViewChange, false), primary_of);
-        failover.observe(21, 7, (4, Status::ViewChange, false), primary_of);
+        failover.observe(10, 7, (3, Status::Normal, false), (0, 0), primary_of);
+        failover.observe(20, 7, (4, Status::ViewChange, false), (0, 0), primary_of);
+        failover.observe(21, 7, (4, Status::ViewChange, false), (0, 0), primary_of);
         assert_eq!(failover.figures().spurious, 1, "one new view, counted once");
-        failover.observe(30, 7, (5, Status::ViewChange, false), primary_of);
+        failover.observe(30, 7, (5, Status::ViewChange, false), (0, 0), primary_of);
         assert_eq!(failover.figures().spurious, 1, "an escalation of the same view change");
-        failover.observe(40, 7, (5, Status::Normal, true), primary_of);
+        failover.observe(40, 7, (5, Status::Normal, true), (0, 0), primary_of);
         failover.set_healthy(0b011);
-        failover.observe(50, 7, (6, Status::ViewChange, false), primary_of);
+        failover.observe(50, 7, (6, Status::ViewChange, false), (0, 0), primary_of);
         assert_eq!(
             failover.figures().spurious,
             1,
             "view 5's primary, replica 2, is cut off: not counted"
         );
-        failover.observe(60, 7, (6, Status::Normal, false), primary_of);
-        failover.observe(70, 7, (7, Status::ViewChange, false), primary_of);
+        failover.observe(60, 7, (6, Status::Normal, false), (0, 0), primary_of);
+        failover.observe(70, 7, (7, Status::ViewChange, false), (0, 0), primary_of);
         assert_eq!(
             failover.figures().spurious,
             2,
@@ -344,19 +436,19 @@ mod tests {
     fn a_view_change_after_an_outage_ended_its_primary_is_not_spurious() {
         let mut failover = Failover::default();
         failover.set_healthy(0b111);
-        failover.observe(10, 7, (0, Status::Normal, true), primary_of);
-        failover.observe(10, 8, (1, Status::Normal, false), primary_of);
+        failover.observe(10, 7, (0, Status::Normal, true), (0, 0), primary_of);
+        failover.observe(10, 8, (1, Status::Normal, false), (0, 0), primary_of);
         // Every replica ends (an outage): no loss is timed, and after the restarts
         // everyone is up (healthy) again when the views change.
         failover.process_ended(100, [(7, 0)], 2, 2);
         failover.process_ended(100, [], 1, 2);
         failover.process_ended(100, [(8, 1)], 0, 2);
         assert_eq!(failover.figures().dropped, 1);
-        failover.observe(300, 7, (1, Status::ViewChange, false), primary_of);
-        failover.observe(300, 8, (2, Status::ViewChange, false), primary_of);
+        failover.observe(300, 7, (1, Status::ViewChange, false), (0, 0), primary_of);
+        failover.observe(300, 8, (2, Status::ViewChange, false), (0, 0), primary_of);
         assert_eq!(failover.figures().spurious, 0, "both primaries' processes ended");
-        failover.observe(310, 7, (1, Status::Normal, true), primary_of);
-        failover.observe(400, 7, (2, Status::ViewChange, false), primary_of);
+        failover.observe(310, 7, (1, Status::Normal, true), (0, 0), primary_of);
+        failover.observe(400, 7, (2, Status::ViewChange, false), (0, 0), primary_of);
         assert_eq!(
             failover.figures().spurious,
             1,

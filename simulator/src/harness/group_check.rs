@@ -318,6 +318,10 @@ fn check_group<S: StateMachine>(
         *tick,
         group,
         (replica.view(), replica.status(), replica.is_primary()),
+        (
+            replica.stats().updates_taken_as_primary,
+            replica.stats().queries_taken_as_primary,
+        ),
         |view| replica.primary_of(view),
     );
     let commit_min = replica.commit_min();
