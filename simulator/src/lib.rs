@@ -11,6 +11,7 @@ pub mod clock;
 pub mod echo;
 pub mod executor;
 pub mod fault_schedule;
+pub mod fork_point;
 pub mod fuzz;
 pub mod harness;
 pub mod html;

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use cluster::coverage::Point;
 
+use super::batch::{BATCH_RUNS_MAX, are_siblings};
 use super::explore::{Explorer, lag_runs};
 use super::report::{ExploreRecord, ExploreSummary, RunRecord};
 use super::spec::{CampaignSpec, PlannedRun};
@@ -167,12 +168,26 @@ impl Exploration {
     }
 
     /// Take the next planned run (its index in plan order, its sub-campaign, and the
-    /// run), if one is planned; `None` while the lag holds planning back or when
-    /// nothing is left.
-    pub fn take(&mut self) -> Option<(usize, usize, PlannedRun)> {
-        let next = self.queue.pop_front()?;
-        self.running += 1;
-        Some(next)
+    /// run; none while the lag holds planning back or when nothing is left) and, if
+    /// `siblings` and it is a child, the runs planned
+    /// after it that are its siblings (children of the same splitpoint, see
+    /// [`are_siblings`]), up to [`BATCH_RUNS_MAX`] in all: a batch one worker makes
+    /// with one prefix. Which runs are planned is unchanged; only who makes them.
+    pub fn take_batch(&mut self, siblings: bool) -> Vec<(usize, usize, PlannedRun)> {
+        let Some(first) = self.queue.pop_front() else {
+            return Vec::new();
+        };
+        let mut batch = vec![first];
+        let mut at = 0;
+        while siblings && batch.len() < BATCH_RUNS_MAX && at < self.queue.len() {
+            if are_siblings(&batch[0].2, &self.queue[at].2) {
+                batch.extend(self.queue.remove(at));
+            } else {
+                at += 1;
+            }
+        }
+        self.running += batch.len();
+        batch
     }
 
     /// Whether a planned run waits to be taken.
@@ -264,12 +279,29 @@ impl Exploration {
             else {
                 return;
             };
-            let run = &self.explorer.runs()[index];
-            let sub = self.members[run.member];
-            let mut planned_run = spec.subs[sub].run(run.root, sub);
-            planned_run.args.branch = run.branches.clone();
-            self.queue.push_back((index, sub, planned_run));
+            self.enqueue(spec, index);
+            // A child's siblings are planned with it, up to a batch: one worker makes
+            // them with one prefix (`campaign::batch`). Planned so whatever
+            // `--branch-by` says, so the exploration is the same either way.
+            let member = self.explorer.runs()[index].member;
+            let mut batch = 1;
+            while self.explorer.runs()[index].parent.is_some() && batch < BATCH_RUNS_MAX {
+                let Some(sibling) = self.explorer.plan_sibling_for(member) else {
+                    break;
+                };
+                self.enqueue(spec, sibling);
+                batch += 1;
+            }
         }
+    }
+
+    /// Queue run `index` of the plan as a planned run of its member's sub-campaign.
+    fn enqueue(&mut self, spec: &CampaignSpec, index: usize) {
+        let run = &self.explorer.runs()[index];
+        let sub = self.members[run.member];
+        let mut planned_run = spec.subs[sub].run(run.root, sub);
+        planned_run.args.branch = run.branches.clone();
+        self.queue.push_back((index, sub, planned_run));
     }
 }
 

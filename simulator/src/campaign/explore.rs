@@ -44,8 +44,11 @@
 //! without a barrier: a slow run holds back merging, not the runs already planned
 //! behind it.
 //!
-//! Branching is by re-running the prefix: a child replays its parent's ticks up to the
-//! branch point, which costs those ticks again (see ARCHITECTURE.md, "Timelines").
+//! A child is its parent's run up to the branch point, then its own. The siblings of
+//! a splitpoint are planned together ([`Explorer::plan_sibling_for`]), so one worker
+//! can make them with one run of their shared prefix, forking a copy per child at the
+//! branch point (`campaign::batch`, `--branch-by fork`), or make each from scratch
+//! (`--branch-by rerun`); the results are the same (see ARCHITECTURE.md, "Timelines").
 
 use cluster::coverage::{POINTS, Point};
 
@@ -202,6 +205,9 @@ pub struct Explorer {
     /// plan: a night plans thousands).
     runs_planned: Vec<u64>,
     children_planned: Vec<u64>,
+    /// Per member: the splitpoint its last child was planned from (what
+    /// [`Explorer::plan_sibling_for`] plans more of).
+    last_split: Vec<Option<usize>>,
 }
 
 impl Explorer {
@@ -229,6 +235,7 @@ impl Explorer {
             targets_reached: Vec::new(),
             runs_planned: vec![0; members],
             children_planned: vec![0; members],
+            last_split: vec![None; members],
         }
     }
 
@@ -278,8 +285,10 @@ impl Explorer {
         let roots_left = self.next_root[member] < self.roots[member];
         let split = self.rarest_splitpoint_with_energy(member);
         let run = if let Some(split) = split.filter(|_| children_due || !roots_left) {
+            self.last_split[member] = Some(split);
             self.child_of(split)
         } else if roots_left {
+            self.last_split[member] = None;
             self.next_root[member] += 1;
             ExploreRun {
                 member,
@@ -295,6 +304,27 @@ impl Explorer {
         };
         self.runs_planned[member] += 1;
         self.children_planned[member] += u64::from(run.parent.is_some());
+        self.runs.push(run);
+        Some(self.runs.len() - 1)
+    }
+
+    /// Plan another child of the splitpoint member `member`'s last run was planned
+    /// from, if it was a child and the splitpoint has energy left: the siblings of a
+    /// batch, planned together so one worker can make them with one prefix
+    /// (`campaign::batch`). The children's share is checked on the batch's first child
+    /// only: a batch may take the member past it, and its roots catch up next.
+    /// `None` otherwise.
+    pub fn plan_sibling_for(&mut self, member: usize) -> Option<usize> {
+        if self.budget_left() == 0 {
+            return None;
+        }
+        let split = self.last_split[member]?;
+        if self.splitpoints[split].energy == 0 {
+            return None;
+        }
+        let run = self.child_of(split);
+        self.runs_planned[member] += 1;
+        self.children_planned[member] += 1;
         self.runs.push(run);
         Some(self.runs.len() - 1)
     }
@@ -589,6 +619,36 @@ mod tests {
             explorer.merge(index, &[(A, 100)]);
         }
         assert!(plan(&mut explorer, 10).is_empty(), "a barren splitpoint earns nothing");
+    }
+
+    #[test]
+    fn a_childs_siblings_are_planned_with_it_while_its_splitpoint_has_energy() {
+        let mut explorer = Explorer::new(10, 100);
+        plan(&mut explorer, 2);
+        explorer.merge(0, &[(A, 100)]);
+        explorer.merge(1, &[(B, 200)]);
+        assert_eq!(explorer.plan_sibling_for(0), None, "no child planned yet");
+        let child = explorer.plan_next_for(0).expect("a child");
+        let trigger = explorer.runs()[child].trigger;
+        let energy = children_for_new(1) as usize;
+        assert_eq!(trigger, Some(B), "B is the latest find of two new points");
+        let siblings: Vec<usize> = std::iter::from_fn(|| explorer.plan_sibling_for(0)).collect();
+        assert_eq!(siblings.len(), energy - 1, "the rest of B's energy");
+        for &sibling in &siblings {
+            let run = &explorer.runs()[sibling];
+            assert_eq!(run.trigger, Some(B));
+            assert_eq!(run.parent, explorer.runs()[child].parent);
+        }
+        let of_a = explorer.plan_next_for(0).expect("A's child");
+        assert_eq!(explorer.runs()[of_a].trigger, Some(A));
+        assert_eq!(
+            explorer.plan_sibling_for(0),
+            None,
+            "A's one child is planned: no energy left"
+        );
+        let root = explorer.plan_next_for(0).expect("a root: children are at half");
+        assert!(explorer.runs()[root].parent.is_none());
+        assert_eq!(explorer.plan_sibling_for(0), None, "a root has no siblings");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! [`explore`] decides where to branch runs and [`exploration`] is the one
 //! exploration the exploring sub-campaigns share while it runs.
 
+pub mod batch;
 pub mod exploration;
 pub mod explore;
 pub mod html;

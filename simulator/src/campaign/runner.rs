@@ -22,6 +22,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use std::sync::{Condvar, Mutex};
 
+use super::batch::{BranchBy, execute_batch};
 use super::exploration::Exploration;
 use super::report::{CampaignReport, ExploreSummary, REPORT_FORMAT_VERSION, RunRecord, RunVerdict, SubCampaignRecord};
 use super::spec::{CampaignSpec, PlannedRun};
@@ -150,13 +151,13 @@ enum Source {
 
 /// What a worker is to do next.
 enum Pick {
-    /// Make this run of sub-campaign `sub`, taken from source `source`; `explore` is
-    /// its index in the exploration's plan, if the source explores.
+    /// Make these runs of sub-campaign `sub`, taken from source `source`.
     Run {
         source: usize,
         sub: usize,
-        run: Box<PlannedRun>,
-        explore: Option<usize>,
+        /// One run, or a batch of an exploration's siblings (see `campaign::batch`),
+        /// each with its index in the exploration's plan if the source explores.
+        runs: Vec<(PlannedRun, Option<usize>)>,
     },
     /// Nothing can start now, but an exploration will plan more once a run finishes.
     Wait,
@@ -266,27 +267,29 @@ impl<'a> Dispatcher<'a> {
                 .any(|source| matches!(source, Source::Explore(exploration) if exploration.is_running()));
             return if exploring { Pick::Wait } else { Pick::Done };
         };
-        self.in_flight[source] += 1;
-        match &mut self.sources[source] {
+        let pick = match &mut self.sources[source] {
             Source::Plan { sub, next, .. } => {
                 *next += 1;
                 Pick::Run {
                     source,
                     sub: *sub,
-                    run: Box::new(self.spec.subs[*sub].run(*next - 1, *sub)),
-                    explore: None,
+                    runs: vec![(self.spec.subs[*sub].run(*next - 1, *sub), None)],
                 }
             }
             Source::Explore(exploration) => {
-                let (index, sub, run) = exploration.take().expect("a ready exploration has a planned run");
+                let batch = exploration.take_batch(self.spec.branch_by == BranchBy::Fork);
+                let sub = batch.first().expect("a ready exploration has a planned run").1;
                 Pick::Run {
                     source,
                     sub,
-                    run: Box::new(run),
-                    explore: Some(index),
+                    runs: batch.into_iter().map(|(index, _, run)| (run, Some(index))).collect(),
                 }
             }
+        };
+        if let Pick::Run { runs, .. } = &pick {
+            self.in_flight[source] += runs.len() as u64;
         }
+        pick
     }
 
     /// A run of sub-campaign `sub`, taken from source `source`, finished.
@@ -379,13 +382,8 @@ pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Re
                 return;
             }
             let mut guard = lock();
-            let (source, sub, run, explore) = match guard.next() {
-                Pick::Run {
-                    source,
-                    sub,
-                    run,
-                    explore,
-                } => (source, sub, run, explore),
+            let (source, sub, runs) = match guard.next() {
+                Pick::Run { source, sub, runs } => (source, sub, runs),
                 Pick::Done => {
                     wake.notify_all();
                     return;
@@ -399,22 +397,25 @@ pub fn run_campaign(spec: &CampaignSpec, campaign_id: &str, command: &str) -> Re
                 }
             };
             drop(guard);
-            let (mut record, first_reached) = execute_with_marks(&run, &spec.subs[sub].sub.name);
-            record.finished_seconds = started.elapsed().as_secs_f64();
-            if record.verdict == RunVerdict::Fail {
-                failed.fetch_add(1, Ordering::Relaxed);
-            }
+            let (runs, explore): (Vec<PlannedRun>, Vec<Option<usize>>) = runs.into_iter().unzip();
+            let results = execute_batch(&runs, &spec.subs[sub].sub.name, spec.branch_by);
             let explored = {
                 let mut guard = lock();
-                guard.done(source, sub, explore, record, first_reached);
+                for ((mut record, first_reached), explore) in results.into_iter().zip(explore) {
+                    record.finished_seconds = started.elapsed().as_secs_f64();
+                    if record.verdict == RunVerdict::Fail {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                    }
+                    guard.done(source, sub, explore, record, first_reached);
+                }
                 guard.explore_progress()
             };
             wake.notify_all();
-            let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+            let finished = done.fetch_add(runs.len() as u64, Ordering::Relaxed) + runs.len() as u64;
             let failures = failed.load(Ordering::Relaxed);
             match &bar {
                 Some(bar) => {
-                    bar.inc(1);
+                    bar.inc(runs.len() as u64);
                     bar.set_message(failures.to_string());
                 }
                 None => {

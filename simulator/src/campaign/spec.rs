@@ -80,6 +80,14 @@ pub struct CampaignFlags {
     #[arg(long, value_name = "MARKS")]
     pub target_marks: Option<String>,
 
+    /// With `--explore`: how a splitpoint's children are made. `fork` (the default)
+    /// runs the prefix they share once per batch of siblings and forks a copy of the
+    /// worker for each child where its timeline branches; `rerun` runs each child from
+    /// scratch, prefix included. Both give every run the same result (the exploration
+    /// is the same); fork spends less CPU on prefixes. See ARCHITECTURE.md, "Timelines".
+    #[arg(long, value_enum, default_value_t = super::batch::BranchBy::Fork)]
+    pub branch_by: super::batch::BranchBy,
+
     /// Passed to every run: ticks to simulate.
     #[arg(long, default_value_t = 6_000)]
     pub ticks: u64,
@@ -264,6 +272,8 @@ pub struct CampaignSpec {
     pub label: String,
     /// Coverage marks the campaign must reach (names, validated).
     pub required_marks: Vec<String>,
+    /// How an exploration makes a splitpoint's children (`--branch-by`).
+    pub branch_by: super::batch::BranchBy,
 }
 
 /// The campaign-wide settings: shard, jobs, time budget (seconds), required marks.
@@ -576,6 +586,7 @@ fn plan_sub_campaigns(
         out: wide.out.clone(),
         label,
         required_marks,
+        branch_by: wide.branch_by,
     })
 }
 

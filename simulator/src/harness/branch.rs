@@ -50,6 +50,9 @@ impl Harness {
     /// (network, executor, entry shard, adversary), the crash injector, power losses,
     /// WAL rot, every disk, and the clients' driver.
     pub(super) fn take_branch_point(&mut self, tick: u64) {
+        // A batch of siblings forks here, each copy taking its own timeline (see
+        // `fork_point`): before the point is looked up.
+        crate::fork_point::at_branch_point(tick, &mut self.branches);
         let Some(point) = self.branches.at(tick) else {
             return;
         };
