@@ -235,8 +235,13 @@ fn collect(pid: libc::pid_t, pipe: OwnedFd, wait: Duration) -> Option<Vec<u8>> {
         // SAFETY: `pid` is our own child, not yet reaped.
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
-    // SAFETY: `pid` is our own child; `status` is a valid int to write.
-    let reaped = unsafe { libc::waitpid(pid, &mut status, 0) };
+    let reaped = loop {
+        // SAFETY: `pid` is our own child; `status` is a valid int to write.
+        let reaped = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if reaped >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break reaped;
+        }
+    };
     let exited_cleanly = reaped == pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
     (complete && exited_cleanly && !bytes.is_empty()).then_some(bytes)
 }
