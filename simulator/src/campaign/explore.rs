@@ -21,8 +21,9 @@
 //! exploration earns its splitpoint [`EXPLORE_CHILDREN_MORE`] more, and a splitpoint
 //! whose children find nothing new stops earning (what it did not spend stays with the
 //! roots). Children go first, rarest point first (the point fewest runs reached by
-//! their own randomness; among equals, the latest find), at most half the runs while
-//! roots are left; roots fill the rest.
+//! their own randomness; among equals, the latest find), a splitpoint's children
+//! together (up to a batch, made with one prefix: `campaign::batch`), at most half the
+//! runs while roots are left (checked as a batch starts); roots fill the rest.
 //!
 //! One map for the whole campaign: every exploring sub-campaign of a spec (those that
 //! search for the same `--target-marks`: on the nightly, all) shares one
