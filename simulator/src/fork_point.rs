@@ -121,8 +121,12 @@ pub fn exit_child(result: &[u8]) -> ! {
     let fd = CHILD.with(|child| child.borrow_mut().take().map(|(_, fd)| fd));
     if let Some(fd) = fd {
         let mut file = std::fs::File::from(fd);
-        // A parent that stopped listening gets nothing: it runs the sibling itself.
-        let _ = std::io::Write::write_all(&mut file, result);
+        // Its length first: the parent stops reading once it has it all, without
+        // waiting for the pipe to close (another worker's copy, forked while this
+        // pipe was open, holds its write end until that copy exits). A parent that
+        // stopped listening gets nothing: it runs the sibling itself.
+        let _ = std::io::Write::write_all(&mut file, &(result.len() as u64).to_le_bytes())
+            .and_then(|()| std::io::Write::write_all(&mut file, result));
     }
     // SAFETY: `_exit` ends this process without touching any shared state; it has no
     // preconditions.
@@ -192,8 +196,9 @@ fn fork_sibling(index: usize) -> Forked {
     }
 }
 
-/// Read copy `pid`'s result from `pipe` until it closes, waiting at most `wait`; reap
-/// the copy (killing it if it overran). `None` if it handed back nothing.
+/// Read copy `pid`'s result from `pipe` (its length, then that many bytes), waiting at
+/// most `wait`; reap the copy (killing it if it overran). `None` if it handed back no
+/// whole result or did not exit cleanly.
 fn collect(pid: libc::pid_t, pipe: OwnedFd, wait: Duration) -> Option<Vec<u8>> {
     let deadline = Instant::now() + wait;
     let mut file = std::fs::File::from(pipe);
@@ -224,8 +229,13 @@ fn collect(pid: libc::pid_t, pipe: OwnedFd, wait: Duration) -> Option<Vec<u8>> {
             continue;
         }
         match file.read(&mut buffer) {
-            Ok(0) => break true,
-            Ok(read) => bytes.extend_from_slice(&buffer[..read]),
+            Ok(0) => break false,
+            Ok(read) => {
+                bytes.extend_from_slice(&buffer[..read]);
+                if result_length(&bytes).is_some_and(|length| bytes.len() as u64 >= RESULT_LENGTH_BYTES + length) {
+                    break true;
+                }
+            }
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => break false,
         }
@@ -243,5 +253,16 @@ fn collect(pid: libc::pid_t, pipe: OwnedFd, wait: Duration) -> Option<Vec<u8>> {
         }
     };
     let exited_cleanly = reaped == pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-    (complete && exited_cleanly && !bytes.is_empty()).then_some(bytes)
+    let length = result_length(&bytes)?;
+    (complete && exited_cleanly && bytes.len() as u64 == RESULT_LENGTH_BYTES + length && length > 0)
+        .then(|| bytes.split_off(RESULT_LENGTH_BYTES as usize))
+}
+
+/// Bytes of the length a copy writes before its result.
+const RESULT_LENGTH_BYTES: u64 = 8;
+
+/// The result length a copy announced at the start of `bytes`, once it is all there.
+fn result_length(bytes: &[u8]) -> Option<u64> {
+    let prefix: [u8; RESULT_LENGTH_BYTES as usize] = bytes.get(..RESULT_LENGTH_BYTES as usize)?.try_into().ok()?;
+    Some(u64::from_le_bytes(prefix))
 }

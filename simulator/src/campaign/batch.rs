@@ -101,19 +101,27 @@ pub fn execute_batch(runs: &[PlannedRun], campaign: &str, by: BranchBy) -> Vec<(
     if let Some(index) = crate::fork_point::child_index() {
         // A copy, made as the first run reached the branch point: this is sibling
         // `index`'s run, which only its repro command does not know yet.
-        let (mut record, first_reached) = first;
-        record.command = runs[index].args.repro_command(runs[index].seed);
-        let result = CopyResult {
-            record,
-            first_reached: first_reached
-                .into_iter()
-                .map(|(point, tick)| (point.index() as u16, tick))
-                .collect(),
-        };
-        let bytes = serde_json::to_vec(&result).unwrap_or_default();
+        // Quietly caught: a panic here must not unwind into the worker loop of the
+        // copy, nor print (a stderr lock another thread held at the fork stays held);
+        // the copy hands back nothing, and the parent makes the sibling from scratch.
+        let bytes = crate::panic_report::catch_run(|| {
+            let (mut record, first_reached) = first;
+            record.command = runs[index].args.repro_command(runs[index].seed);
+            let result = CopyResult {
+                record,
+                first_reached: first_reached
+                    .into_iter()
+                    .map(|(point, tick)| (point.index() as u16, tick))
+                    .collect(),
+            };
+            serde_json::to_vec(&result).unwrap_or_default()
+        })
+        .unwrap_or_default();
         crate::fork_point::exit_child(&bytes);
     }
-    let copies = crate::fork_point::disarm();
+    let mut copies = crate::fork_point::disarm();
+    // One entry per sibling, whatever became of the batch.
+    copies.resize(runs.len() - 1, None);
     let mut results = vec![first];
     for (sibling, copy) in runs[1..].iter().zip(copies) {
         let made = copy

@@ -169,7 +169,7 @@ impl Exploration {
 
     /// Take the next planned run (its index in plan order, its sub-campaign, and the
     /// run; none while the lag holds planning back or when nothing is left) and, if
-    /// `siblings` and it is a child, the runs planned
+    /// `siblings` and it is a child, the runs queued right after it
     /// after it that are its siblings (children of the same splitpoint, see
     /// [`are_siblings`]), up to [`BATCH_RUNS_MAX`] in all: a batch one worker makes
     /// with one prefix. Which runs are planned is unchanged; only who makes them.
@@ -178,13 +178,17 @@ impl Exploration {
             return Vec::new();
         };
         let mut batch = vec![first];
-        let mut at = 0;
-        while siblings && batch.len() < BATCH_RUNS_MAX && at < self.queue.len() {
-            if are_siblings(&batch[0].2, &self.queue[at].2) {
-                batch.extend(self.queue.remove(at));
-            } else {
-                at += 1;
-            }
+        // Only the siblings next in the queue: a run taken past one still waiting would
+        // sit finished and unmerged behind it, and out of the report if the budget
+        // ends before the waiting one is taken.
+        while siblings
+            && batch.len() < BATCH_RUNS_MAX
+            && self
+                .queue
+                .front()
+                .is_some_and(|next| are_siblings(&batch[0].2, &next.2))
+        {
+            batch.extend(self.queue.pop_front());
         }
         self.running += batch.len();
         batch

@@ -176,8 +176,6 @@ struct Splitpoint {
     point: Point,
     /// The tick that first reached it in that run.
     tick: u64,
-    /// Children made so far (the next child's salt is this plus one).
-    made: u32,
     /// Children it may still make.
     energy: u32,
 }
@@ -206,6 +204,9 @@ pub struct Explorer {
     /// plan: a night plans thousands).
     runs_planned: Vec<u64>,
     children_planned: Vec<u64>,
+    /// Children made so far per (run, tick) they branch after: the next one's salt
+    /// is this plus one.
+    children_at: std::collections::BTreeMap<(usize, u64), u64>,
     /// Per member: the splitpoint its last child was planned from (what
     /// [`Explorer::plan_sibling_for`] plans more of).
     last_split: Vec<Option<usize>>,
@@ -237,6 +238,7 @@ impl Explorer {
             runs_planned: vec![0; members],
             children_planned: vec![0; members],
             last_split: vec![None; members],
+            children_at: std::collections::BTreeMap::new(),
         }
     }
 
@@ -356,11 +358,15 @@ impl Explorer {
     fn child_of(&mut self, split: usize) -> ExploreRun {
         let point = &mut self.splitpoints[split];
         point.energy -= 1;
-        point.made += 1;
+        // Salts count the children of the run at that tick, whichever splitpoint made
+        // them: points first reached in the same tick make splitpoints at the same
+        // place, and a salt per splitpoint gave their children the same timelines.
+        let salt = self.children_at.entry((point.run, point.tick)).or_insert(0);
+        *salt += 1;
         let parent = &self.runs[point.run];
         let branch = BranchPoint {
             tick: point.tick + 1,
-            salt: u64::from(point.made),
+            salt: *salt,
         };
         ExploreRun {
             member: parent.member,
@@ -417,7 +423,6 @@ impl Explorer {
                     run: index,
                     point,
                     tick,
-                    made: 0,
                     energy,
                 });
             }
@@ -650,6 +655,26 @@ mod tests {
         let root = explorer.plan_next_for(0).expect("a root: children are at half");
         assert!(explorer.runs()[root].parent.is_none());
         assert_eq!(explorer.plan_sibling_for(0), None, "a root has no siblings");
+    }
+
+    #[test]
+    fn points_first_reached_in_one_tick_give_children_with_distinct_timelines() {
+        let mut explorer = Explorer::new(1, 20);
+        plan(&mut explorer, 1);
+        // Two marks new in the same tick: two splitpoints at one place.
+        explorer.merge(0, &[(A, 100), (B, 100)]);
+        assert_eq!(explorer.splitpoints(), 2);
+        let children = plan(&mut explorer, 10);
+        let timelines: std::collections::BTreeSet<String> = children
+            .iter()
+            .map(|&index| explorer.runs()[index].branches.to_string())
+            .collect();
+        assert!(children.len() >= 2, "both splitpoints branch");
+        assert_eq!(
+            timelines.len(),
+            children.len(),
+            "every child its own future: {timelines:?}"
+        );
     }
 
     #[test]
