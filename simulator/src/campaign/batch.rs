@@ -71,6 +71,9 @@ pub fn are_siblings(first: &PlannedRun, other: &PlannedRun) -> bool {
     siblings
 }
 
+/// A made run: its record and the tick that first reached each coverage point.
+pub type MadeRun = (RunRecord, Vec<(Point, u64)>);
+
 /// What a forked copy hands back: its run's record and first-reach ticks.
 #[derive(Serialize, Deserialize)]
 struct CopyResult {
@@ -84,7 +87,7 @@ struct CopyResult {
 /// [`BranchBy::Fork`] the shared prefix runs once (if it is at least
 /// [`FORK_PREFIX_TICKS_MIN`] long), and each record's wall time is the batch's divided
 /// among its runs (what each cost the campaign).
-pub fn execute_batch(runs: &[PlannedRun], campaign: &str, by: BranchBy) -> Vec<(RunRecord, Vec<(Point, u64)>)> {
+pub fn execute_batch(runs: &[PlannedRun], campaign: &str, by: BranchBy) -> Vec<MadeRun> {
     debug_assert!(runs.windows(2).all(|pair| are_siblings(&runs[0], &pair[1])));
     let tick = runs[0]
         .args
@@ -174,11 +177,16 @@ mod tests {
             .collect()
     }
 
-    /// A record as a run makes it, without what depends on the machine or the batch
-    /// (wall time).
-    fn comparable(mut result: (RunRecord, Vec<(Point, u64)>)) -> (RunRecord, Vec<(Point, u64)>) {
-        result.0.wall_ms = 0.0;
-        result
+    /// `runs` made as a batch `by`, each record without what depends on the machine or
+    /// the batch (wall time), and how long the batch took in milliseconds.
+    fn made(runs: &[PlannedRun], by: BranchBy) -> (Vec<MadeRun>, f64) {
+        let started = Instant::now();
+        let mut results = execute_batch(runs, "batch", by);
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
+        for (record, _) in &mut results {
+            record.wall_ms = 0.0;
+        }
+        (results, elapsed_ms)
     }
 
     #[test]
@@ -192,19 +200,13 @@ mod tests {
         );
         assert!(runs.windows(2).all(|pair| are_siblings(&runs[0], &pair[1])));
         let before = crate::fork_point::copies_collected();
-        let forked: Vec<_> = execute_batch(&runs, "batch", BranchBy::Fork)
-            .into_iter()
-            .map(comparable)
-            .collect();
+        let (forked, _) = made(&runs, BranchBy::Fork);
         assert_eq!(
             crate::fork_point::copies_collected() - before,
             2,
             "the second and third children were copies"
         );
-        let rerun: Vec<_> = runs
-            .iter()
-            .map(|run| comparable(execute_with_marks(run, "batch")))
-            .collect();
+        let (rerun, _) = made(&runs, BranchBy::Rerun);
         assert_eq!(forked.len(), 3);
         for (index, (forked, rerun)) in forked.iter().zip(&rerun).enumerate() {
             assert_eq!(forked, rerun, "child {index}: forked and from scratch differ");
@@ -233,15 +235,9 @@ mod tests {
             3,
         );
         let before = crate::fork_point::copies_collected();
-        let forked: Vec<_> = execute_batch(&runs, "batch", BranchBy::Fork)
-            .into_iter()
-            .map(comparable)
-            .collect();
+        let (forked, _) = made(&runs, BranchBy::Fork);
         assert_eq!(crate::fork_point::copies_collected() - before, 2, "two copies");
-        let rerun: Vec<_> = runs
-            .iter()
-            .map(|run| comparable(execute_with_marks(run, "batch")))
-            .collect();
+        let (rerun, _) = made(&runs, BranchBy::Rerun);
         assert_eq!(forked, rerun);
         let verdicts: Vec<_> = forked.iter().map(|(record, _)| record.verdict).collect();
         assert_eq!(
@@ -267,18 +263,8 @@ mod tests {
             5000,
             4,
         );
-        let started = Instant::now();
-        let forked: Vec<_> = execute_batch(&runs, "batch", BranchBy::Fork)
-            .into_iter()
-            .map(comparable)
-            .collect();
-        let forked_ms = started.elapsed().as_secs_f64() * 1e3;
-        let started = Instant::now();
-        let rerun: Vec<_> = execute_batch(&runs, "batch", BranchBy::Rerun)
-            .into_iter()
-            .map(comparable)
-            .collect();
-        let rerun_ms = started.elapsed().as_secs_f64() * 1e3;
+        let (forked, forked_ms) = made(&runs, BranchBy::Fork);
+        let (rerun, rerun_ms) = made(&runs, BranchBy::Rerun);
         assert_eq!(forked, rerun);
         let ticks: u64 = forked.iter().map(|(record, _)| record.ticks).sum();
         println!(
