@@ -74,11 +74,23 @@ pub const VIEW_CHANGE_ESCALATE_TICKS: u64 = 500;
 /// first tick after boot).
 pub const REQUEST_START_VIEW_TICKS: u64 = 100;
 
-/// Ticks before a repair request is retried when its answer did not arrive.
+/// Ticks before a repair request is retried when its answer did not arrive, at most:
+/// the wait before a replica has measured a round trip, and the cap of its backoff
+/// (see `vsr::round_trip`). A round takes at most this long, which is what the
+/// simulator's catch-up bound counts per round.
 pub const REPAIR_RETRY_TICKS: u64 = 100;
 
-/// Prepares asked for (and served) in one repair round. Bounds the burst one request
-/// can cause; 128 metadata prepares are well under a link's capacity over a few ticks.
+/// The shortest wait before a repair request is retried, however fast the measured
+/// round trips, in ticks: 200 ms, TCP's usual floor for its retransmission timeout,
+/// and two mean one-way delays of the slowest link the simulator's profiles draw (9
+/// ticks, with an exponential tail), so a request is not sent twice while a slow
+/// answer is still on its way.
+pub const REPAIR_RETRY_TICKS_MIN: u64 = 20;
+
+/// Prepares asked for (and served) in one repair round, at most, and the span of ops a
+/// round covers (the held ones left out included). Bounds the burst one request can
+/// cause; a round's answers that a full link cuts short halve the window asked for
+/// (`Replica::repair_window`).
 pub const REPAIR_PREPARES_MAX: u64 = 128;
 
 /// Applied ops whose frames the journal keeps in memory, counting down from the applied

@@ -28,6 +28,7 @@ mod query;
 pub mod recovery;
 pub mod repair;
 pub mod replica;
+pub mod round_trip;
 pub mod store;
 pub mod timeout;
 pub mod transfer;
@@ -39,6 +40,8 @@ mod catch_up_tests;
 mod leave_view_tests;
 #[cfg(test)]
 mod query_tests;
+#[cfg(test)]
+mod repair_tests;
 #[cfg(test)]
 mod tests;
 

@@ -12,6 +12,7 @@ use super::budget::CatchUpBudget;
 use super::client_table::ClientTable;
 use super::constants::*;
 use super::journal::{Entry, Journal};
+use super::round_trip::RoundTrip;
 use super::store::{ReplicaStore, StorageBreak, StoreError, StoredRecord, Superblock};
 use super::timeout::Timeout;
 use super::transfer::{Served, Transfer};
@@ -299,6 +300,14 @@ pub struct Replica<S, T> {
     liveness_fires_ignored: u8,
     /// The top of the range the outstanding repair request asked for.
     pub(crate) repair_first: u64,
+    /// The nonce of the outstanding repair request, which its answers echo: only an
+    /// answer to this very request measures a round trip.
+    pub(crate) repair_nonce: u64,
+    /// `ticks_delivered` when the outstanding repair request went out.
+    pub(crate) repair_sent_at_tick: u64,
+    /// How long to wait for a repair round's top before retrying (`repair_retry`'s
+    /// length), from the round trips measured.
+    pub(crate) repair_round_trip: RoundTrip,
     /// Some answer to the outstanding repair request arrived (its top may not have):
     /// the evidence that a round's answers are being evicted rather than never sent.
     pub(crate) repair_round_answered: bool,
@@ -573,6 +582,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             },
             liveness_fires_ignored: 0,
             repair_first: 0,
+            repair_nonce: 0,
+            repair_sent_at_tick: 0,
+            repair_round_trip: RoundTrip::new(REPAIR_RETRY_TICKS_MIN, REPAIR_RETRY_TICKS),
             repair_round_answered: false,
             repair_buffer: BTreeMap::new(),
             checkpoint_op: 0,
@@ -814,7 +826,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             (Command::DoViewChange, Some(sender)) => self.on_do_view_change(sender, &header, body),
             (Command::StartView, Some(sender)) => self.on_start_view(sender, &header, body),
             (Command::RequestStartView, Some(sender)) => self.on_request_start_view(sender, &header),
-            (Command::RequestPrepares, Some(sender)) => self.on_request_prepares(sender, &header),
+            (Command::RequestPrepares, Some(sender)) => self.on_request_prepares(sender, &header, body),
             (Command::RepairPrepare, Some(sender)) => self.on_repair_prepare(sender, &header, body),
             (Command::RangeEvicted, Some(sender)) => self.on_range_evicted(sender, &header),
             (Command::RequestCheckpoint, Some(sender)) => self.on_request_checkpoint(sender, &header),
@@ -907,6 +919,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             // ticks (`--seed 1000016 --faults swarm --buggify`, issue #17). Either
             // way give the session's place to a group that may get further.
             self.repair_retry.stop();
+            self.repair_round_trip.back_off();
             if self.repair_round_answered {
                 self.repair_window = (self.repair_window / 2).max(1);
             }

@@ -286,7 +286,7 @@ fn a_complete_log_carries_the_unapplied_ops_it_lacks_so_a_view_can_end_below_a_l
 }
 
 /// A primary with `ops` prepared ops, and a function returning op `op`'s prepare frame.
-fn primary_with_ops(ops: u64) -> Replica<Counter, MemoryStore> {
+pub(super) fn primary_with_ops(ops: u64) -> Replica<Counter, MemoryStore> {
     let mut primary = counter(0);
     for request in 1..=ops {
         primary.on_frame(crate::seam::ProcessId(9), &client_request(request), 0);
@@ -295,7 +295,7 @@ fn primary_with_ops(ops: u64) -> Replica<Counter, MemoryStore> {
     primary
 }
 
-fn prepare_frame(primary: &Replica<Counter, MemoryStore>, op: u64) -> Vec<u8> {
+pub(super) fn prepare_frame(primary: &Replica<Counter, MemoryStore>, op: u64) -> Vec<u8> {
     primary
         .journal
         .get(op)
@@ -305,7 +305,7 @@ fn prepare_frame(primary: &Replica<Counter, MemoryStore>, op: u64) -> Vec<u8> {
 }
 
 /// The ranges of the RequestPrepares among `sent`.
-fn repair_ranges(sent: &[Outgoing]) -> Vec<(u64, u64)> {
+pub(super) fn repair_ranges(sent: &[Outgoing]) -> Vec<(u64, u64)> {
     sent.iter()
         .filter_map(|out| crate::wire::open(&out.frame).ok().map(|(header, _)| header))
         .filter(|header| header.command == crate::wire::Command::RequestPrepares)
