@@ -153,9 +153,23 @@ struct GroupClock {
 struct Election {
     at: u64,
     view: u64,
-    /// Per member still catching up: (replica, ops behind at the election, target op,
-    /// bound in ticks).
-    behind: Vec<(usize, u64, u64, u64)>,
+    /// The members still catching up.
+    behind: Vec<CatchUp>,
+}
+
+/// One member's catch-up after an election, and the bound it was given then.
+#[derive(Clone, Copy, Debug)]
+struct CatchUp {
+    replica: usize,
+    /// Ops behind the primary's head at the election.
+    ops: u64,
+    /// The op it must have applied: the primary's head at the election.
+    target: u64,
+    /// Ticks it may take.
+    bound: u64,
+    /// The resends the bound allowed (the loss the network had shown by the
+    /// election): what a failure prints, rather than the resends of a later tick.
+    resends: u64,
 }
 
 /// The figures a phase's tracker gathered.
@@ -307,7 +321,13 @@ impl Timeliness {
                         0
                     };
                     self.figures.ops_behind_max = self.figures.ops_behind_max.max(ops);
-                    (m.replica, ops, primary.head, bounds.catch_up_ticks_max(ops, chunks))
+                    CatchUp {
+                        replica: m.replica,
+                        ops,
+                        target: primary.head,
+                        bound: bounds.catch_up_ticks_max(ops, chunks),
+                        resends: bounds.resends,
+                    }
                 })
                 .collect();
             clock.elected = Some(Election {
@@ -322,7 +342,14 @@ impl Timeliness {
         }
         let elapsed = now - election.at;
         let mut missed = None;
-        election.behind.retain(|&(replica, ops, target, bound)| {
+        election.behind.retain(|&catch_up| {
+            let CatchUp {
+                replica,
+                ops,
+                target,
+                bound,
+                resends,
+            } = catch_up;
             let applied = members
                 .iter()
                 .find(|m| m.replica == replica)
@@ -342,7 +369,7 @@ impl Timeliness {
                     primary.replica,
                     election.view,
                     ops.div_ceil(REPAIR_PREPARES_MAX),
-                    bounds.resends
+                    resends
                 ));
             }
             true
