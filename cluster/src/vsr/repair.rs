@@ -54,8 +54,14 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
     }
 
-    /// The range to repair next, at most `repair_window` long: the top of the lowest
-    /// run of ops this replica needs but cannot apply. Its top sits right under an op
+    /// The next round's range, `(first, last)` (see `repair_ask`).
+    #[cfg(test)]
+    pub(crate) fn repair_range(&self) -> Option<(u64, u64)> {
+        self.repair_ask().map(|ask| (ask.first, ask.last))
+    }
+
+    /// The lowest run of ops this replica needs but cannot apply, as `(start, end)`; a
+    /// round asks for its top (`repair_ask`). Its top sits right under an op
     /// held ready (or is the top of the log), and a repaired prepare is proven canonical
     /// by the trusted op above it: each answer connects at once, and nothing already
     /// held is asked for again.
@@ -73,12 +79,6 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// that one op forever (`--seed 783 --plane metadata --faults swarm`, 1,024 journal
     /// slots, 535 ops behind). Capped there, the range's top is vouched for by the
     /// primary alone, which `repair_peer` asks.
-    pub(crate) fn repair_range(&self) -> Option<(u64, u64)> {
-        self.repair_ask().map(|ask| (ask.first, ask.last))
-    }
-
-    /// The lowest run of ops this replica needs but cannot apply (see `repair_range`),
-    /// as `(start, end)`.
     fn repair_run(&self) -> Option<(u64, u64)> {
         let top = self.commit_max.min(self.op_prepare_max()).max(self.journal.head());
         let mut op = self.commit_min + 1;
@@ -106,7 +106,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         held && !above_trusted
     }
 
-    /// The next repair round: the top of the lowest run (`repair_range`), asking for
+    /// The next repair round: the top of the lowest run (`repair_run`), asking for
     /// at most `repair_window` ops the replica lacks and leaving out the ones it holds
     /// (`held`, a bit per op from `first`). The top is always asked for, since it is
     /// what proves the rest.
@@ -154,10 +154,12 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         if self.repair_retry.ticking() {
             return;
         }
+        // Worked out once: the peer asked depends on the round's top.
+        let ask = self.repair_ask();
         let target = match self.status {
             // The primary, or after a round that timed out, maybe another peer (see
             // `repair_peer`); nothing to ask for ends the session below.
-            Status::Normal if !self.is_primary() => self.repair_range().map(|(_, last)| self.repair_peer(last)),
+            Status::Normal if !self.is_primary() => ask.map(|ask| self.repair_peer(ask.last)),
             Status::ViewChange if self.is_primary() && self.do_view_change_sent => {
                 // Rotate among the peers whose logs are being merged.
                 let peers: Vec<u8> = self
@@ -177,7 +179,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.end_repair_session();
             return;
         };
-        let Some(RepairAsk { first, last, held }) = self.repair_ask() else {
+        let Some(RepairAsk { first, last, held }) = ask else {
             // Everything asked for arrived: the session is over.
             self.end_repair_session();
             return;

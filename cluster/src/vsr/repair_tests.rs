@@ -133,13 +133,7 @@ fn a_repair_request_with_a_malformed_held_bitmap_is_refused() {
 /// A backup holding op 8 of a primary's eight, its first repair round (ops 6 and 7)
 /// sent, and the primary's answers to it.
 fn first_repair_round() -> (Replica<tests::Counter, MemoryStore>, Vec<Outgoing>) {
-    let mut primary = primary_with_ops(8);
-    let mut backup = counter(1);
-    backup.on_frame(crate::seam::ProcessId(0), &prepare_frame(&primary, 8), 0);
-    backup.drain_outbox().for_each(drop);
-    backup.repair_retry.stop();
-    backup.commit_max = 8;
-    backup.repair_window = 2;
+    let (mut primary, mut backup) = super::tests::backup_missing_ops_under_8(2);
     backup.repair();
     assert_eq!(
         backup.repair_retry.after,

@@ -304,6 +304,21 @@ pub(super) fn prepare_frame(primary: &Replica<Counter, MemoryStore>, op: u64) ->
         .to_vec()
 }
 
+/// A primary with eight ops, and a backup holding only op 8 that knows all eight are
+/// committed, its repair window `window` and no round outstanding.
+pub(super) fn backup_missing_ops_under_8(
+    window: u64,
+) -> (Replica<Counter, MemoryStore>, Replica<Counter, MemoryStore>) {
+    let primary = primary_with_ops(8);
+    let mut backup = counter(1);
+    backup.on_frame(crate::seam::ProcessId(0), &prepare_frame(&primary, 8), 0);
+    backup.drain_outbox().for_each(drop);
+    backup.repair_retry.stop();
+    backup.commit_max = 8;
+    backup.repair_window = window;
+    (primary, backup)
+}
+
 /// The ranges of the RequestPrepares among `sent`.
 pub(super) fn repair_ranges(sent: &[Outgoing]) -> Vec<(u64, u64)> {
     sent.iter()
@@ -317,14 +332,7 @@ pub(super) fn repair_ranges(sent: &[Outgoing]) -> Vec<(u64, u64)> {
 fn a_repair_round_nobody_answered_keeps_its_window_and_one_answered_below_its_top_halves_it() {
     // Halving on every silent round shrank a restarted replica's window to one op while
     // a partition came and went (`--seed 1000016 --faults swarm --buggify`, issue #17).
-    let mut primary = primary_with_ops(8);
-    let mut backup = counter(1);
-    backup.on_frame(crate::seam::ProcessId(0), &prepare_frame(&primary, 8), 0);
-    backup.drain_outbox().for_each(drop);
-    // Start the round afresh with the whole gap known.
-    backup.repair_retry.stop();
-    backup.commit_max = 8;
-    backup.repair_window = 4;
+    let (mut primary, mut backup) = backup_missing_ops_under_8(4);
     backup.repair();
     let request: Vec<Outgoing> = backup.drain_outbox().collect();
     assert_eq!(request.len(), 1);
