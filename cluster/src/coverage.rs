@@ -121,6 +121,8 @@ named_table! {
         "a primary resent a prepare after its backed-off timeout";
     PipelineFrontReacknowledged => "normal.pipeline_front_reacknowledged":
         "a backup acknowledged the pipeline's front again on a stalled commit point";
+    StalledPipelineOpsFetched => "normal.stalled_pipeline_ops_fetched":
+        "a backup lacking ops a stalled primary named in its commit broadcast asked for them";
     RequestQueuedBehindPipeline => "normal.request_queued_behind_pipeline":
         "a request waited behind a full pipeline";
     RequestRefusedQueueFull => "normal.request_refused_queue_full":

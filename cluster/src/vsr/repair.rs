@@ -79,8 +79,19 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// that one op forever (`--seed 783 --plane metadata --faults swarm`, 1,024 journal
     /// slots, 535 ops behind). Capped there, the range's top is vouched for by the
     /// primary alone, which `repair_peer` asks.
+    ///
+    /// A backup also reaches up to the head a stalled primary named (`on_commit`):
+    /// ops it never received that only a resend would bring.
     fn repair_run(&self) -> Option<(u64, u64)> {
-        let top = self.commit_max.min(self.op_prepare_max()).max(self.journal.head());
+        let stalled_head = match self.stalled_head_heard {
+            (view, head) if view == self.view && self.status == Status::Normal && !self.is_primary() => head,
+            _ => 0,
+        };
+        let top = self
+            .commit_max
+            .max(stalled_head)
+            .min(self.op_prepare_max())
+            .max(self.journal.head());
         let mut op = self.commit_min + 1;
         while op <= top && self.journal.ready(op) {
             op += 1;

@@ -229,3 +229,96 @@ fn a_buffered_answer_under_a_held_op_is_proven_once_the_chain_reaches_the_held_o
     );
     assert!(backup.repair_buffer.is_empty());
 }
+
+/// The frames among `sent` that carry `command`, with their destinations.
+fn frames_of(sent: &[Outgoing], command: Command) -> Vec<(u32, Header)> {
+    sent.iter()
+        .filter_map(|out| crate::wire::open(&out.frame).ok().map(|(header, _)| (out.to.0, header)))
+        .filter(|(_, header)| header.command == command)
+        .collect()
+}
+
+#[test]
+fn a_backup_that_missed_uncommitted_prepares_fetches_them_when_the_commit_point_stalls() {
+    // Found by `--seed 94000062 --plane uniform --faults heavy --journal-slots 80`: the
+    // primary prepared op 1 while a one-way partition cut it off from replica 2 and
+    // replica 1 (the next in its prepare chain) was down. Only the primary's resends
+    // could bring the op, and their backoff, grown while the link was cut, stayed at
+    // up to 800 ticks after it healed: replica 2 waited 2,700 ticks for one op while
+    // the group could commit nothing without it.
+    let mut primary = primary_with_ops(4);
+    let mut backup = counter(1);
+    // Ops 1 and 2 reach the backup; its acknowledgements commit them. Ops 3 and 4 are
+    // lost on the way.
+    for op in [1, 2] {
+        backup.on_frame(crate::seam::ProcessId(0), &prepare_frame(&primary, op), 0);
+    }
+    for ok in backup.drain_outbox() {
+        primary.on_frame(crate::seam::ProcessId(1), &ok.frame, 0);
+    }
+    primary.drain_outbox().for_each(drop);
+    assert_eq!(
+        primary.commit_max, 2,
+        "ops 1 and 2 are committed by the backup's acknowledgements"
+    );
+
+    // A broadcast whose commit point moved: the ops above may still be in flight, so
+    // the backup asks for nothing.
+    primary.broadcast_commit();
+    let broadcast: Vec<Outgoing> = primary.drain_outbox().filter(|out| out.to.0 == 1).collect();
+    assert_eq!(
+        frames_of(&broadcast, Command::Commit)[0].1.op,
+        4,
+        "the broadcast names the head"
+    );
+    backup.on_frame(crate::seam::ProcessId(0), &broadcast[0].frame, 0);
+    assert!(
+        frames_of(&backup.drain_outbox().collect::<Vec<_>>(), Command::RequestPrepares).is_empty(),
+        "the commit point moved since the last broadcast: nothing is asked for"
+    );
+
+    // The next broadcast finds it where it was: the backup fetches ops 3 and 4 from the
+    // primary (no other replica can vouch for ops whose headers it never saw).
+    primary.broadcast_commit();
+    let broadcast: Vec<Outgoing> = primary.drain_outbox().filter(|out| out.to.0 == 1).collect();
+    backup.on_frame(crate::seam::ProcessId(0), &broadcast[0].frame, 0);
+    let request: Vec<Outgoing> = backup.drain_outbox().collect();
+    let asks = frames_of(&request, Command::RequestPrepares);
+    assert_eq!(asks.len(), 1, "one repair round");
+    assert_eq!(
+        (asks[0].0, asks[0].1.op, asks[0].1.commit),
+        (0, 3, 4),
+        "ops 3..=4, from the primary"
+    );
+
+    // The answers are journaled and acknowledged, and the primary commits them.
+    for ask in request.iter().filter(|out| out.to.0 == 0) {
+        primary.on_frame(crate::seam::ProcessId(1), &ask.frame, 0);
+    }
+    let answers: Vec<Outgoing> = primary.drain_outbox().collect();
+    assert_eq!(served_ops(&answers), vec![3, 4]);
+    for answer in &answers {
+        backup.on_frame(crate::seam::ProcessId(0), &answer.frame, 0);
+    }
+    assert!(backup.journal.ready(3) && backup.journal.ready(4));
+    for ok in backup.drain_outbox() {
+        primary.on_frame(crate::seam::ProcessId(1), &ok.frame, 0);
+    }
+    assert_eq!(
+        primary.commit_max, 4,
+        "the backup's acknowledgements commit ops 3 and 4"
+    );
+}
+
+#[test]
+fn a_stalled_head_heard_in_an_earlier_view_is_not_fetched() {
+    // The head a broadcast named belongs to its view: after a view change the log above
+    // the new primary's head may have been cut, and asking for it would ask for ops
+    // that no longer exist.
+    let mut backup = counter(1);
+    assert_eq!(backup.repair_range(), None, "a fresh backup lacks nothing it knows of");
+    backup.stalled_head_heard = (backup.view, 8);
+    assert_eq!(backup.repair_range(), Some((1, 8)), "the view it was heard in: fetched");
+    backup.stalled_head_heard = (backup.view + 1, 8);
+    assert_eq!(backup.repair_range(), None, "another view: not fetched");
+}

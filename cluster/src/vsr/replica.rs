@@ -291,6 +291,10 @@ pub struct Replica<S, T> {
     /// Backup: the view and commit point of the last commit broadcast heard from the
     /// primary, to notice a commit point that did not move between two broadcasts.
     pub(crate) commit_heard: (u64, u64),
+    /// Backup: the view and the primary's head named by a commit broadcast that found
+    /// the commit point stalled with this backup's log short of that head; repair
+    /// fetches up to it while the view lasts (see `on_commit`).
+    pub(crate) stalled_head_heard: (u64, u64),
     /// Ops asked for per repair round: halved when a round's answers arrive without
     /// its top (a burst cut short), kept when nothing arrives (a lost path), doubled
     /// when it fills the lowest gap (up to `REPAIR_PREPARES_MAX`).
@@ -575,6 +579,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             chain_dirty: true,
             pipeline_inherited: 0,
             commit_heard: (0, 0),
+            stalled_head_heard: (0, 0),
             repair_window: if config.storage_break == StorageBreak::RepairOneOpARound {
                 1
             } else {
