@@ -94,7 +94,10 @@ fn assert_replays_as_locked(flags: &[&str], locked: u64) -> String {
 ///   the protocol's rounds, noted by the harness from every replica's view). They only
 ///   observe: every other line and the schedule hash unchanged, checked against the
 ///   previous build (see the closing note of stop 59).
-const LOCKED_ECHO_HEAVY_FINGERPRINT: u64 = 0x81e9_b468_d433_c7a7;
+/// - 2026-12-07: re-locked: the `coverage:` line counts 74 marks
+///   (`normal.stalled_pipeline_ops_fetched`); the echo plane runs no VSR group, so
+///   nothing else it prints could move.
+const LOCKED_ECHO_HEAVY_FINGERPRINT: u64 = 0x0892_bd3a_0026_d66e;
 
 #[test]
 fn echo_replay_is_deterministic() {
@@ -252,7 +255,11 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 /// - 2026-12-07: re-locked: repair rounds leave out the ops the asker holds (a bitmap
 ///   in the request) and are retried after a wait that follows the measured round
 ///   trips (20 to 100 ticks) instead of always 100; every run that repairs moved.
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x4df2_933e_9a19_4811;
+/// - 2026-12-07: re-locked: the commit heartbeat names the primary's head, and a backup
+///   that hears the commit point stand still short of it fetches the ops it lacks
+///   (74 marks: `normal.stalled_pipeline_ops_fetched`); other frames, other repair
+///   traffic, so every run moved.
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0x99cb_fb88_2558_85b1;
 
 #[test]
 fn workload_replay_is_deterministic() {
@@ -366,7 +373,11 @@ fn workload_replay_is_deterministic() {
 /// - 2026-12-07: re-locked: repair rounds leave out the ops the asker holds (a bitmap
 ///   in the request) and are retried after a wait that follows the measured round
 ///   trips (20 to 100 ticks) instead of always 100; every run that repairs moved.
-const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x99f3_5d64_dde0_a155;
+/// - 2026-12-07: re-locked: the commit heartbeat names the primary's head, and a backup
+///   that hears the commit point stand still short of it fetches the ops it lacks
+///   (74 marks: `normal.stalled_pipeline_ops_fetched`); other frames, other repair
+///   traffic, so every run moved.
+const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0xafa3_231b_620d_a330;
 
 #[test]
 fn multi_shard_replay_is_deterministic() {

@@ -169,19 +169,22 @@ fn a_fail_stopped_replica_outside_the_liveness_core_stays_down_through_the_phase
     // the unused seeds 6002201..=6002380; five did) held it until repair rounds began
     // to leave out the ops the asker holds and to retry after measured round trips
     // (other repair traffic, other draws). Seed 6002409 (the same scan over the unused
-    // seeds 6002381..=6002640; thirteen did) holds it now: replica 4 fail-stops at tick
-    // 9986, so its supervisor would start it at tick 10086, inside the liveness phase
-    // whose core is [0, 1, 2]; it stays down until the phase ends. The schedule pins that run; whether the harness
-    // before the fix fails on this seed was not checked (only that the scenario
-    // occurs).
+    // seeds 6002381..=6002640; thirteen did) held it until the commit heartbeat began
+    // to carry the primary's head, which a backup fetches up to on a stalled commit
+    // point (other repair traffic, other draws). Seed 6002678 (the same scan, now
+    // `scripts/refind-regression-seeds.py fail-stop --seeds 6002641..6003000 --first`)
+    // holds it now: replica 4 fail-stops at tick 9945, so its supervisor would start it
+    // at tick 10045, inside the liveness phase whose core is [0, 1, 2]; it stays down
+    // until the phase ends. The schedule pins that run; whether the harness before the
+    // fix fails on this seed was not checked (only that the scenario occurs).
     let text = replay_command(
         &common::flags(
             "--ticks 10000 --replicas 5 --clients 4 --plane metadata --faults light --crash-prob 0.01 --restart-prob 0.05 --power-loss-prob 0.3 --crash-primary",
         ),
-        6_002_409,
+        6_002_678,
     );
     assert!(
-        text.contains("schedule_hash=0xa0ab402e908d9dca"),
+        text.contains("schedule_hash=0x59e22bbfceaa9d37"),
         "the run with the scenario:\n{text}"
     );
     assert!(
@@ -213,7 +216,8 @@ fn a_transferred_reply_with_a_corrupted_header_is_caught_at_install_not_as_a_wed
     // until repair rounds began to leave out the ops the asker holds and to retry after
     // measured round trips; seed 9 holds it now (the first of the seeds 1..=120 whose
     // broken run fails this way while the unbroken one passes: 9, 27, 36, 45, 50 and
-    // more did).
+    // more did; still the first after the commit heartbeat began to carry the primary's
+    // head, by `scripts/refind-regression-seeds.py transfer --seeds 1..200 --first`).
     let flags = common::flags(
         "--ticks 15000 --clients 1 --shards 2 --plane uniform --faults light --crash-prob 0.02 --restart-prob 0.02 --power-loss-prob 0.3 --crash-primary --journal-slots 80 --ring-entries 80 --packet-corruption 0.05",
     );
