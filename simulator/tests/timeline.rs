@@ -145,8 +145,14 @@ fn a_failing_branched_run_replays_from_its_printed_command_and_its_shrink_keeps_
         "the printed command replays the failure byte for byte"
     );
 
-    // The shrink keeps a branch point the failure needs and drops one it does not.
-    let (_, unbranched) = run(&args(PLANTED), seed);
+    // The shrink keeps a branch point the failure needs and drops one it does not. The
+    // run it tries without the point replays the branched run's faults (every
+    // candidate replays a schedule), so that run, not the seed's own, decides: the
+    // seed's own run failing the same way held for the seed this finds until the
+    // commit heartbeat began to name the primary's head, and then the two differed.
+    let mut without_point = args(PLANTED);
+    without_point.schedule = Some(branched.faults.clone());
+    let (_, unbranched) = run(&without_point, seed);
     let same_failure_without = match (&unbranched.verdict, &branched.verdict) {
         (Verdict::Failed(without), Verdict::Failed(with)) => {
             simulator::signature::signature(without) == simulator::signature::signature(with)
@@ -166,7 +172,7 @@ fn a_failing_branched_run_replays_from_its_printed_command_and_its_shrink_keeps_
     assert_eq!(
         shrunk.shrunk.branches,
         if same_failure_without { 0 } else { 1 },
-        "the seed's own run {} the same way: {:?}",
+        "the run without the point (the branched run's faults) {} the same way: {:?}",
         if same_failure_without { "fails" } else { "does not fail" },
         shrunk.steps
     );
