@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Time to first catch of planted bugs, explore against plain: issue #45's second measure.
+
+For each test-only break (`--break-storage NAME`, default: the three on rare paths) and
+each of `--ranges` fresh seed ranges (a million seeds each, from `--seeds-from`), runs
+the spec with the break twice at once, one core each, until the first failing run
+(`--stop-after-failures 1`) or `--minutes`:
+
+  plain    the spec with every `--explore` taken out;
+  explore  the spec with `--explore` for every sub-campaign.
+
+It prints, per break, each range's seconds to the first catch on both sides (from
+report.json: the earliest `finished_seconds` of a failing run; a side that caught
+nothing prints `>` its budget) and whether explore's catch was a branched run, then the
+medians. Both sides run at once on their own core, so seconds are CPU-seconds too.
+
+Usage:
+  scripts/explore-first-catch.py --seeds-from 130000000 [--ranges 5] [--minutes 1.5]
+      [--breaks view-change-waits-for-every-replica,answer-queries-unconfirmed,install-unverified-transfer]
+      [--spec scripts/nightly.spec] [--out DIR]
+
+Runs target/release/campaign (build it first: `cargo build --release`). Use seed
+ranges no earlier measurement used.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from importlib import import_module  # noqa: E402
+
+vs_plain = import_module("explore-vs-plain")
+
+BREAKS = "view-change-waits-for-every-replica,answer-queries-unconfirmed,install-unverified-transfer"
+
+
+def start(spec, seeds, minutes, out, explore, broken):
+    command = [vs_plain.CAMPAIGN, "--spec", spec, "--seeds", seeds, "--minutes", str(minutes), "--jobs", "1",
+               "--no-shrink", "--stop-after-failures", "1", "--break-storage", broken, "--out", out]
+    if explore:
+        command.append("--explore")
+    return subprocess.Popen(command, stdout=open(out + ".log", "w"), stderr=subprocess.STDOUT)
+
+
+def first_catch(report_dir):
+    report = json.load(open(os.path.join(report_dir, "report.json")))
+    failing = [run for run in report["runs"] if run["verdict"] == "fail"]
+    if not failing:
+        return None, None, len(report["runs"])
+    first = min(failing, key=lambda run: run["finished_seconds"])
+    return first["finished_seconds"], first["command"], len(report["runs"])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds-from", type=int, required=True)
+    parser.add_argument("--ranges", type=int, default=5)
+    parser.add_argument("--minutes", type=float, default=1.5)
+    parser.add_argument("--breaks", default=BREAKS)
+    parser.add_argument("--spec", default=os.path.join(vs_plain.ROOT, "scripts", "nightly.spec"))
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    if not os.access(vs_plain.CAMPAIGN, os.X_OK):
+        sys.exit(f"{vs_plain.CAMPAIGN} is missing: run `cargo build --release` first")
+    work = args.out or tempfile.mkdtemp(prefix="explore-first-catch-")
+    os.makedirs(work, exist_ok=True)
+    plain_spec, explore_spec = vs_plain.spec_variants(args.spec, work)
+    print(f"reports under {work}")
+    summary = {}
+    for broken in args.breaks.split(","):
+        print(f"\n{broken}")
+        times = {"plain": [], "explore": []}
+        for index in range(args.ranges):
+            low = args.seeds_from + index * 1_000_000
+            seeds = f"{low}..{low + 999_999}"
+            sides = {
+                "plain": start(plain_spec, seeds, args.minutes, os.path.join(work, f"{broken}-r{index}-plain"), False,
+                               broken),
+                "explore": start(explore_spec, seeds, args.minutes, os.path.join(work, f"{broken}-r{index}-explore"),
+                                 True, broken),
+            }
+            row = []
+            for side, process in sides.items():
+                process.wait()
+                seconds, command, runs = first_catch(os.path.join(work, f"{broken}-r{index}-{side}"))
+                times[side].append(seconds if seconds is not None else float("inf"))
+                shown = f"{seconds:6.1f} s" if seconds is not None else f">{args.minutes * 60:5.0f} s"
+                branched = " (branched)" if command and "--branch" in command else ""
+                row.append(f"{side} {shown}{branched} after {runs} runs")
+            print(f"  {seeds}: " + "; ".join(row))
+        medians = {side: statistics.median(values) for side, values in times.items()}
+        faster = sum(e <= p for p, e in zip(times["plain"], times["explore"]))
+        print(f"  medians: plain {medians['plain']:.1f} s, explore {medians['explore']:.1f} s "
+              f"(explore as fast or faster in {faster} of {args.ranges})")
+        summary[broken] = times
+    with open(os.path.join(work, "summary.json"), "w") as out:
+        json.dump(summary, out, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    main()
