@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Find again the seeds two schedule-pinned regression tests need, after a change moved
+"""Find again the seeds the schedule-pinned regression tests need, after a change moved
 their runs off the scenario (simulator/tests/regressions.rs says which test and why).
 
 Some scenarios hang on a whole schedule, not on a bug a check still sees: a change to
@@ -15,11 +15,19 @@ comment describes. This script is that scan:
              "checkpoint diverged", naming a cached reply that does not verify, while
              the same seed unbroken passes.
 
+  unnamed-op-nacks  `an_op_no_authoritative_log_names_is_decided_by_nacks`: the swarm
+             metadata replay reaches `vc.nack_quorum_drops_unnamed_op` and passes.
+  far-behind `a_replica_restarted_far_behind_on_a_small_link_catches_up_within_the_bound`:
+             a replica is 256 or more ops behind at the liveness phase's election
+             (`ops_behind_max` on the `timeliness (liveness)` line) and the run passes.
+
 It prints each seed that holds the scenario (and for fail-stop the schedule hash the
 test pins). Usage:
 
   scripts/refind-regression-seeds.py fail-stop --seeds 6002641..6002900 [--first]
   scripts/refind-regression-seeds.py transfer --seeds 1..200 [--first]
+  scripts/refind-regression-seeds.py unnamed-op-nacks --seeds 54..300 [--first]
+  scripts/refind-regression-seeds.py far-behind --seeds 90000049..90000400 [--first]
 
 Runs target/release/workload-fuzz (build it first: `cargo build --release`) with the
 tests' flags, which the constants below copy: keep them in step.
@@ -43,6 +51,21 @@ TRANSFER_FLAGS = (
     "--restart-prob 0.02 --power-loss-prob 0.3 --crash-primary --journal-slots 80 --ring-entries 80 "
     "--packet-corruption 0.05"
 ).split()
+
+NACKS_FLAGS = (
+    "--ticks 6000 --plane metadata --faults swarm --crash-prob 0.01 --restart-prob 0.05 --crash-primary"
+).split()
+
+FAR_BEHIND_FLAGS = (
+    "--ticks 20000 --replicas 3 --clients 8 --shards 1 --plane metadata --faults swarm --min-replies 1 "
+    "--min-commits 1 --min-ops-compared 1 --crash-prob 0.02 --restart-prob 0.002 --power-loss-prob 0.3 "
+    "--storage sim --storage-faults budgeted --journal-slots 1024 --ring-entries 128 --ring-bytes 67108864 "
+    "--crash-primary"
+).split()
+
+# Ops behind at the election the far-behind scenario asks for (the test checks a
+# repair window, 128; twice that leaves room for the next change to move it).
+FAR_BEHIND_OPS_MIN = 256
 
 # The liveness phase begins at the end of the fault phase: tick 10,000 for these flags.
 PHASE_TICK = 10000
@@ -94,9 +117,32 @@ def transfer_holds(seed):
     return "broken run fails at install naming the reply; unbroken passes"
 
 
+def unnamed_op_nacks_hold(seed):
+    code, text = run(NACKS_FLAGS, seed)
+    if code != 0 or "vc.nack_quorum_drops_unnamed_op=" not in text:
+        return None
+    return "reaches vc.nack_quorum_drops_unnamed_op and passes"
+
+
+def far_behind_holds(seed):
+    code, text = run(FAR_BEHIND_FLAGS, seed)
+    line = re.search(r"^timeliness \(liveness\).*?ops_behind_max=(\d+)", text, re.M)
+    if code != 0 or not line or int(line.group(1)) < FAR_BEHIND_OPS_MIN:
+        return None
+    return f"a replica {line.group(1)} ops behind at the liveness election; passes"
+
+
+SCENARIOS = {
+    "fail-stop": fail_stop_holds,
+    "transfer": transfer_holds,
+    "unnamed-op-nacks": unnamed_op_nacks_hold,
+    "far-behind": far_behind_holds,
+}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("scenario", choices=["fail-stop", "transfer"])
+    parser.add_argument("scenario", choices=sorted(SCENARIOS))
     parser.add_argument("--seeds", required=True, help="A..B, inclusive")
     parser.add_argument("--first", action="store_true", help="stop at the first seed that holds it")
     args = parser.parse_args()
@@ -106,7 +152,7 @@ def main():
         sys.exit(f"--seeds must be A..B, got {args.seeds!r}")
     if not os.path.exists(FUZZ):
         sys.exit(f"{FUZZ} is missing: run `cargo build --release` first")
-    holds = fail_stop_holds if args.scenario == "fail-stop" else transfer_holds
+    holds = SCENARIOS[args.scenario]
     found = 0
     for seed in range(low, high + 1):
         what = holds(seed)
