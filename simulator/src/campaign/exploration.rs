@@ -221,6 +221,7 @@ impl Exploration {
                     .parent
                     .map(|parent| self.explorer.runs()[parent].branches.to_string()),
                 trigger: run.trigger.map(Point::name),
+                trigger_tick: run.trigger_tick,
                 first_in_exploration: run.first_in_exploration.iter().map(|point| point.name()).collect(),
                 own_marks: run.own_marks.iter().map(|point| point.name()).collect(),
             });

@@ -7,9 +7,16 @@
 //! that no earlier run of the exploration reached, or a mark still rare
 //! ([`children_for_rare`]), makes that (run, tick) a *splitpoint*; its children are the
 //! same run with one more branch point just after that tick (see [`crate::timeline`]):
-//! the same prefix, fresh randomness from there on. Rarity counts only the runs that
-//! reached a point by their own randomness (after their last branch point): a child's
-//! prefix reaches whatever its parent did, which is no news.
+//! the same prefix, fresh randomness from there on. Part of its energy goes to a
+//! *lead-up* splitpoint instead, whose children branch [`EXPLORE_LEAD_UP_TICKS`]
+//! before the reach: a child branched after a race was reached inherits its outcome
+//! (the deposed primary has already answered), and one branched in the lead-up plays
+//! the race again with fresh randomness ([`lead_up_energy`]). A *hazard* (a race the
+//! harness sees, a deposed primary taking up requests: [`HAZARD_MARKS`]) makes a splitpoint at every reach, however common: rarity finds
+//! rare paths, and a race that most runs survive is no rare path but is where a wrong
+//! answer hides. Rarity counts only the runs that reached a point by their own
+//! randomness (after their last branch point): a child's prefix reaches whatever its
+//! parent did, which is no news.
 //!
 //! Budget (energy, in runs): the exploration makes exactly as many runs as its budget
 //! allows, roots (the planned runs, in their order) and children together. A new
@@ -21,9 +28,12 @@
 //! exploration earns its splitpoint [`EXPLORE_CHILDREN_MORE`] more, and a splitpoint
 //! whose children find nothing new stops earning (what it did not spend stays with the
 //! roots). Children go first, rarest point first (the point fewest runs reached by
-//! their own randomness; among equals, the latest find), a splitpoint's children
-//! together (up to a batch, made with one prefix: `campaign::batch`), at most half the
-//! runs while roots are left (checked as a batch starts); roots fill the rest.
+//! their own randomness; among equals, the latest find), the rarest hazard's while
+//! hazards have under one in [`EXPLORE_HAZARD_CHILDREN_ONE_IN`] of them, a
+//! splitpoint's children together (up to a batch, made with one prefix:
+//! `campaign::batch`), at most half the runs while roots are left (checked as a batch
+//! starts; a share that grows from none over the first [`EXPLORE_CHILDREN_RAMP_RUNS`]
+//! runs merged); roots fill the rest.
 //!
 //! One map for the whole campaign: every exploring sub-campaign of a spec (those that
 //! search for the same `--target-marks`: on the nightly, all) shares one
@@ -51,8 +61,9 @@
 //! branch point (`campaign::batch`, `--branch-by fork`), or make each from scratch
 //! (`--branch-by rerun`); the results are the same (see ARCHITECTURE.md, "Timelines").
 
-use cluster::coverage::{POINTS, Point};
+use cluster::coverage::{Mark, POINTS, Point};
 
+use super::batch::BATCH_RUNS_MAX;
 use crate::timeline::{BranchPoint, Branches};
 
 /// Children a new point's splitpoint gets at most: enough that one lucky child is
@@ -97,6 +108,17 @@ pub const EXPLORE_RARE_PER_MILLE: u64 = 50;
 /// without the cap, children were 45% of the runs.
 pub const EXPLORE_CHILDREN_SHARE_PERCENT_MAX: u64 = 50;
 
+/// Runs merged before children may take their whole share
+/// ([`EXPLORE_CHILDREN_SHARE_PERCENT_MAX`]); until then the share grows in proportion.
+/// Early in an exploration nearly every point is new and rarity is noise (a mark one
+/// run in a hundred reaches has been seen once or twice), so children branched then
+/// are mostly of common points, and they halve the pace of the roots just when a
+/// bug that about one run in a hundred trips is being found by a root: on
+/// answer-queries-unconfirmed (stop 62, five ranges) explore lost to plain in every
+/// range where plain caught it within 60 runs, each time with a root it reached later.
+/// Two hundred: the rarest of the nightly's marks are then seen by their first few runs.
+pub const EXPLORE_CHILDREN_RAMP_RUNS: u64 = 200;
+
 /// Children a reach of a rare (not new) mark earns at most: twice a new point's,
 /// since the mark is known to be reachable and its rarest reaches are where the
 /// protocol's rare paths are explored from. Eight: a mark reached once in a thousand
@@ -123,6 +145,69 @@ pub fn children_for_rare(fresh: u64, merged: u64) -> u32 {
     u32::try_from(bound.div_ceil(fresh))
         .unwrap_or(u32::MAX)
         .min(EXPLORE_CHILDREN_RARE_MAX)
+}
+
+/// How far before a point's first reach a lead-up splitpoint branches, in ticks. A
+/// race between a client and a protocol round is decided within about a second of
+/// simulated time (100 ticks of 10 ms: two commit heartbeats, a dozen one-way delays
+/// at heavy's mean of 8 ticks, a fifth of a liveness window): branched earlier, a child
+/// mostly replays whatever led to the race, not the race; branched after, it inherits
+/// the race's outcome.
+pub const EXPLORE_LEAD_UP_TICKS: u64 = 100;
+
+/// Of a splitpoint's `energy`, the children that branch in its lead-up instead of just
+/// after it: for a hazard's reach half, rounded down (its outcome is what is played
+/// again); for any other point a quarter, rounded down, so a point's first few
+/// children inherit its state: a rare path's reach is itself what makes the run's
+/// prefix worth branching from, and every child going on from it walks that path.
+/// With half for every point (stop 62, five ranges of the nightly) the ten rarest
+/// marks were reached a median 4.1x as often as plain, against 5.3x with none; the
+/// catches of answer-queries-unconfirmed that came from lead-ups were of marks that
+/// precede a deposed primary's answer (a withdrawn leave vote, a deposed primary's
+/// age), which a quarter still branches.
+pub fn lead_up_energy(energy: u32, hazard: bool) -> u32 {
+    if hazard { energy / 2 } else { energy / 4 }
+}
+
+/// The hazards: moments where what happens next decides whether a wrong answer is
+/// given, though most runs come through them unharmed. The races the harness sees
+/// from the whole world (not from the code under test's own checks): a primary still
+/// Normal in a view its group has replaced, and that primary taking up an update or a
+/// query (stale reads, lost or doubled updates). Every reach earns children
+/// ([`EXPLORE_CHILDREN_HAZARD`]), however common the mark, so the moment is played
+/// again from that run's state. Rarity alone never branches them: on the nightly a
+/// deposed primary is in about a sixth of the runs, and a bug there shows in a few of
+/// those. With `answer-queries-unconfirmed` planted (2 minutes of the exploring
+/// nightly, stop 62) 3.3% of the children of hazards failed, against 0.15% of the
+/// roots. A state transfer begun was a hazard too, and 0 of its 449 children caught
+/// `install-unverified-transfer` (0.39% of the roots did): a transfer's outcome is
+/// decided by its chunks, which its own retries already draw again.
+pub const HAZARD_MARKS: &[Mark] = &[
+    Mark::DeposedPrimaryNormal,
+    Mark::UpdateAtDeposedPrimary,
+    Mark::QueryAtDeposedPrimary,
+];
+
+/// Children a hazard's reach earns at least (a run's own reach, after its last branch
+/// point): two going on from the race, two playing its lead-up again
+/// ([`lead_up_energy`]). Four: two siblings make a batch that forks (one child alone
+/// is made from scratch, `campaign::batch`), and with one child each way (stop 62,
+/// answer-queries-unconfirmed) hazards got 0-15 of 54-137 children, the rare marks'
+/// batches of up to 8 taking the rest. How many of a member's children hazards take
+/// at most is [`EXPLORE_HAZARD_CHILDREN_ONE_IN`]'s to say.
+pub const EXPLORE_CHILDREN_HAZARD: u32 = 4;
+
+/// While splitpoints of both kinds have energy, one child in this many of a member's
+/// goes to its hazards (the rarest hazard first; counted as a batch starts) and the
+/// others to its rarest splitpoint: rarity finds the protocol's rare paths, hazards
+/// the races that are common but rarely lost, and neither starves the other. Three:
+/// at one in two (stop 62) the rare marks' children were too few for the rarest
+/// marks to triple.
+pub const EXPLORE_HAZARD_CHILDREN_ONE_IN: u64 = 3;
+
+/// Whether `point` is one of the [`HAZARD_MARKS`].
+pub fn is_hazard(point: Point) -> bool {
+    point.as_mark().is_some_and(|mark| HAZARD_MARKS.contains(&mark))
 }
 
 /// Runs planned ahead of the merged ones at most (the lag): enough to keep a
@@ -157,6 +242,9 @@ pub struct ExploreRun {
     pub parent: Option<usize>,
     /// The point whose reach made the splitpoint it branched at, if a child.
     pub trigger: Option<Point>,
+    /// The tick its parent first reached `trigger` at, if a child: its branch point
+    /// lies just after it, or in its lead-up (before it).
+    pub trigger_tick: Option<u64>,
     /// Points this run reached before any earlier run of the exploration (filled when
     /// it is merged).
     pub first_in_exploration: Vec<Point>,
@@ -176,6 +264,9 @@ struct Splitpoint {
     point: Point,
     /// The tick that first reached it in that run.
     tick: u64,
+    /// The tick its children branch at: just after `tick`, or in its lead-up (before
+    /// it, after the run's own last branch point).
+    branch_tick: u64,
     /// Children it may still make.
     energy: u32,
 }
@@ -204,12 +295,15 @@ pub struct Explorer {
     /// plan: a night plans thousands).
     runs_planned: Vec<u64>,
     children_planned: Vec<u64>,
-    /// Children made so far per (run, tick) they branch after: the next one's salt
-    /// is this plus one.
+    /// Children made so far per (run, tick) they branch at: the next one's salt is
+    /// this plus one.
     children_at: std::collections::BTreeMap<(usize, u64), u64>,
     /// Per member: the splitpoint its last child was planned from (what
     /// [`Explorer::plan_sibling_for`] plans more of).
     last_split: Vec<Option<usize>>,
+    /// Per member: children of hazards planned so far (whose turn the next batch is:
+    /// a hazard's or the rarest splitpoint's, see [`EXPLORE_HAZARD_CHILDREN_ONE_IN`]).
+    hazard_children: Vec<u64>,
 }
 
 impl Explorer {
@@ -238,6 +332,7 @@ impl Explorer {
             runs_planned: vec![0; members],
             children_planned: vec![0; members],
             last_split: vec![None; members],
+            hazard_children: vec![0; members],
             children_at: std::collections::BTreeMap::new(),
         }
     }
@@ -283,10 +378,20 @@ impl Explorer {
         if self.budget_left() == 0 {
             return None;
         }
-        let children_due =
-            self.children_planned[member] * 100 < (self.runs_planned[member] + 1) * EXPLORE_CHILDREN_SHARE_PERCENT_MAX;
+        // Due if one more child keeps the member's children within their share (of its
+        // runs with this one): so while the share is small, a member's first runs are
+        // roots.
+        let children_due = (self.children_planned[member] + 1) * 100
+            <= (self.runs_planned[member] + 1) * self.children_share_percent();
         let roots_left = self.next_root[member] < self.roots[member];
-        let split = self.rarest_splitpoint_with_energy(member);
+        let hazard_turn = self.hazard_children[member] * EXPLORE_HAZARD_CHILDREN_ONE_IN < self.children_planned[member];
+        let split = if hazard_turn {
+            self.rarest_splitpoint_with_energy(member, true)
+                .or_else(|| self.rarest_splitpoint_with_energy(member, false))
+        } else {
+            self.rarest_splitpoint_with_energy(member, false)
+                .or_else(|| self.rarest_splitpoint_with_energy(member, true))
+        };
         let run = if let Some(split) = split.filter(|_| children_due || !roots_left) {
             self.last_split[member] = Some(split);
             self.child_of(split)
@@ -299,6 +404,7 @@ impl Explorer {
                 branches: Branches::none(),
                 parent: None,
                 trigger: None,
+                trigger_tick: None,
                 first_in_exploration: Vec::new(),
                 own_marks: Vec::new(),
             }
@@ -307,16 +413,31 @@ impl Explorer {
         };
         self.runs_planned[member] += 1;
         self.children_planned[member] += u64::from(run.parent.is_some());
+        self.hazard_children[member] += u64::from(run.trigger.is_some_and(is_hazard));
         self.runs.push(run);
         Some(self.runs.len() - 1)
+    }
+
+    /// The share of a member's runs its children may take now, in percent: from none
+    /// at the start up to [`EXPLORE_CHILDREN_SHARE_PERCENT_MAX`] once
+    /// [`EXPLORE_CHILDREN_RAMP_RUNS`] runs are merged (or a sixteenth of a smaller
+    /// budget), in proportion. Children put off early are planned once the share
+    /// grows: they wait for the map, not lost.
+    fn children_share_percent(&self) -> u64 {
+        let ramp = EXPLORE_CHILDREN_RAMP_RUNS
+            .min(self.budget / EXPLORE_LAG_BUDGET_DIVISOR)
+            .max(1);
+        let merged = self.targets_reached.len() as u64;
+        EXPLORE_CHILDREN_SHARE_PERCENT_MAX * merged.min(ramp) / ramp
     }
 
     /// Plan another child of the splitpoint member `member`'s last run was planned
     /// from, if it was a child and the splitpoint has energy left: the siblings of a
     /// batch, planned together so one worker can make them with one prefix
-    /// (`campaign::batch`). The children's share is checked on the batch's first child
-    /// only: a batch may take the member past it, and its roots catch up next.
-    /// `None` otherwise.
+    /// (`campaign::batch`). A batch may take the member past its children's share by
+    /// at most a batch ([`BATCH_RUNS_MAX`]) once the share is whole, and its roots
+    /// catch up next; while the share grows ([`EXPLORE_CHILDREN_RAMP_RUNS`]) not at
+    /// all. `None` otherwise.
     pub fn plan_sibling_for(&mut self, member: usize) -> Option<usize> {
         if self.budget_left() == 0 {
             return None;
@@ -325,9 +446,22 @@ impl Explorer {
         if self.splitpoints[split].energy == 0 {
             return None;
         }
+        // Without the bound, a member's first batches (up to 8 children) made early
+        // explorations mostly children whatever the ramp said: 50 of the first 112
+        // runs (stop 62).
+        let share = self.children_share_percent();
+        let over_share_max = if share == EXPLORE_CHILDREN_SHARE_PERCENT_MAX {
+            BATCH_RUNS_MAX as u64
+        } else {
+            0
+        };
+        if (self.children_planned[member] + 1) * 100 > (self.runs_planned[member] + 1) * share + over_share_max * 100 {
+            return None;
+        }
         let run = self.child_of(split);
         self.runs_planned[member] += 1;
         self.children_planned[member] += 1;
+        self.hazard_children[member] += u64::from(run.trigger.is_some_and(is_hazard));
         self.runs.push(run);
         Some(self.runs.len() - 1)
     }
@@ -337,11 +471,13 @@ impl Explorer {
     /// (a point first reached after a thousand runs is rarer than one the first run
     /// reached, and a long exploration must not starve its late finds behind its early
     /// ones), then the earliest found in that run.
-    fn rarest_splitpoint_with_energy(&self, member: usize) -> Option<usize> {
+    /// `hazards`: among the splitpoints at a hazard's reach only ([`HAZARD_MARKS`]),
+    /// else among the others.
+    fn rarest_splitpoint_with_energy(&self, member: usize, hazards: bool) -> Option<usize> {
         (0..self.splitpoints.len())
             .filter(|&index| {
                 let split = &self.splitpoints[index];
-                split.energy > 0 && self.runs[split.run].member == member
+                split.energy > 0 && self.runs[split.run].member == member && is_hazard(split.point) == hazards
             })
             .min_by_key(|&index| {
                 let split = &self.splitpoints[index];
@@ -358,14 +494,15 @@ impl Explorer {
     fn child_of(&mut self, split: usize) -> ExploreRun {
         let point = &mut self.splitpoints[split];
         point.energy -= 1;
-        // Salts count the children of the run at that tick, whichever splitpoint made
-        // them: points first reached in the same tick make splitpoints at the same
-        // place, and a salt per splitpoint gave their children the same timelines.
-        let salt = self.children_at.entry((point.run, point.tick)).or_insert(0);
+        // Salts count the children of the run at that branch tick, whichever
+        // splitpoint made them: points first reached in the same tick make splitpoints
+        // at the same place (and lead-ups may meet), and a salt per splitpoint gave
+        // their children the same timelines.
+        let salt = self.children_at.entry((point.run, point.branch_tick)).or_insert(0);
         *salt += 1;
         let parent = &self.runs[point.run];
         let branch = BranchPoint {
-            tick: point.tick + 1,
+            tick: point.branch_tick,
             salt: *salt,
         };
         ExploreRun {
@@ -377,6 +514,7 @@ impl Explorer {
                 .expect("a splitpoint lies after its run's last branch point"),
             parent: Some(point.run),
             trigger: Some(point.point),
+            trigger_tick: Some(point.tick),
             first_in_exploration: Vec::new(),
             own_marks: Vec::new(),
         }
@@ -409,22 +547,42 @@ impl Explorer {
             if fresh == 0 {
                 new_points.push(point);
             }
+            let hazard = if is_hazard(point) { EXPLORE_CHILDREN_HAZARD } else { 0 };
             let energy = match (fresh, point.as_mark()) {
-                (0, _) => children_for_new(index),
+                (0, _) => children_for_new(index).max(hazard),
                 // A watermark splits where it improves (a level no run reached before),
                 // not where a run reaches a known depth again: a depth is no path, and
                 // re-reaching one took more than a third of the children on the
                 // nightly (2026-12-06) from the rare marks, the protocol's rare paths.
                 (_, None) => 0,
-                (fresh, Some(_)) => children_for_rare(fresh, index as u64),
+                (fresh, Some(_)) => children_for_rare(fresh, index as u64).max(hazard),
             };
             if energy > 0 && room {
+                // The lead-up branches after this run's own last branch point (a
+                // timeline's points are in tick order), and only where that is before
+                // the reach; else the whole energy goes on from the reach.
+                let lead_up_tick = tick.saturating_sub(EXPLORE_LEAD_UP_TICKS).max(last_branch_tick + 1);
+                let lead_up = if lead_up_tick <= tick {
+                    lead_up_energy(energy, is_hazard(point))
+                } else {
+                    0
+                };
                 self.splitpoints.push(Splitpoint {
                     run: index,
                     point,
                     tick,
-                    energy,
+                    branch_tick: tick + 1,
+                    energy: energy - lead_up,
                 });
+                if lead_up > 0 {
+                    self.splitpoints.push(Splitpoint {
+                        run: index,
+                        point,
+                        tick,
+                        branch_tick: lead_up_tick,
+                        energy: lead_up,
+                    });
+                }
             }
             self.reached_fresh[point.index()] += 1;
         }
@@ -433,11 +591,9 @@ impl Explorer {
         {
             // A productive child: its splitpoint earns more children.
             let trigger = self.runs[index].trigger;
-            if let Some(split) = self
-                .splitpoints
-                .iter_mut()
-                .find(|split| split.run == parent && Some(split.point) == trigger)
-            {
+            if let Some(split) = self.splitpoints.iter_mut().find(|split| {
+                split.run == parent && Some(split.point) == trigger && split.branch_tick == last_branch_tick
+            }) {
                 split.energy += EXPLORE_CHILDREN_MORE;
             }
         }
@@ -468,282 +624,5 @@ impl Explorer {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Plan up to `size` runs in a row, as the coordinator does between merges.
-    fn plan(explorer: &mut Explorer, size: usize) -> Vec<usize> {
-        std::iter::from_fn(|| explorer.plan_next()).take(size).collect()
-    }
-
-    use cluster::coverage::Mark;
-
-    const A: Point = Point::mark(Mark::CheckpointTaken);
-    const B: Point = Point::mark(Mark::TransferStarted);
-    const C: Point = Point::mark(Mark::ViewChangeEscalated);
-
-    #[test]
-    fn a_new_point_earns_children_branched_just_after_it_a_rare_mark_more_and_a_common_one_none() {
-        let mut explorer = Explorer::new(20, 40);
-        assert_eq!(
-            plan(&mut explorer, 6),
-            vec![0, 1, 2, 3, 4, 5],
-            "roots first: nothing to branch yet"
-        );
-        explorer.merge(0, &[(A, 100), (C, 10)]);
-        explorer.merge(1, &[(B, 20), (C, 15)]);
-        for index in 2..5 {
-            explorer.merge(index, &[(C, 12)]);
-        }
-        explorer.merge(5, &[(A, 70), (C, 11)]);
-        // A: new in run 0 (1 child), rare in run 5 (one run of five); B: new in run 1
-        // (2 children); C: new in run 0, then reached by every run: common.
-        assert_eq!(children_for_new(0), 1);
-        assert_eq!(children_for_new(1), 2);
-        assert_eq!(children_for_rare(1, 5), 6);
-        assert_eq!(explorer.splitpoints(), 4, "A twice, B, and C once (new)");
-        let batch = plan(&mut explorer, 13);
-        let children: Vec<(u64, String)> = batch
-            .iter()
-            .map(|&index| &explorer.runs()[index])
-            .filter(|run| run.parent.is_some())
-            .map(|child| (child.root, child.branches.to_string()))
-            .collect();
-        // Rarest first: B (one reach), then A (two reaches), the latest find first,
-        // then C (six).
-        let expected: Vec<(u64, String)> = [(1, "21", 2), (5, "71", 6), (0, "101", 1), (0, "11", 1)]
-            .into_iter()
-            .flat_map(|(root, tick, children)| (1..=children).map(move |salt| (root, format!("{tick}:{salt}"))))
-            .collect();
-        assert_eq!(children, expected, "the splitpoints' children, rarest and latest first");
-        let roots: Vec<u64> = batch
-            .iter()
-            .map(|&index| &explorer.runs()[index])
-            .filter(|run| run.parent.is_none())
-            .map(|run| run.root)
-            .collect();
-        assert_eq!(
-            roots,
-            vec![6, 7, 8],
-            "roots in order between them, children at most half"
-        );
-    }
-
-    #[test]
-    fn a_rare_marks_reach_earns_more_children_the_rarer_it_is() {
-        assert_eq!(children_for_rare(1, 1), 0, "reached by every run so far: common");
-        assert_eq!(children_for_rare(1, 5), 6);
-        assert_eq!(children_for_rare(2, 100), 3);
-        assert_eq!(children_for_rare(5, 100), 2);
-        assert_eq!(children_for_rare(6, 100), 0, "six runs reached it: common");
-        assert_eq!(children_for_rare(1, 10_000), EXPLORE_CHILDREN_RARE_MAX);
-        assert_eq!(
-            children_for_rare(100, 10_000),
-            5,
-            "1% of the runs: a fifth of the 5% bound"
-        );
-        assert_eq!(children_for_rare(250, 10_000), 2);
-        assert_eq!(children_for_rare(500, 10_000), 0, "5%: common");
-    }
-
-    #[test]
-    fn children_take_at_most_their_share_while_roots_are_left() {
-        let mut explorer = Explorer::new(1_000, 1_000);
-        let mut children = 0;
-        for index in 0..400 {
-            let planned = explorer.plan_next().expect("the budget lasts");
-            assert_eq!(planned, index);
-            // Every root reaches a point no run reached before: endless news.
-            let point = Point::level(cluster::coverage::Watermark::View, index % 16);
-            let mark = Point::mark(Mark::ALL[index % Mark::ALL.len()]);
-            explorer.merge(index, &[(point, 10 + index as u64), (mark, 20 + index as u64)]);
-            children += usize::from(explorer.runs()[index].parent.is_some());
-            assert!(
-                children * 100 <= (index + 1) * EXPLORE_CHILDREN_SHARE_PERCENT_MAX as usize + 100,
-                "{children} children in {} runs",
-                index + 1
-            );
-        }
-        assert!(children >= 150, "children fill their share: {children}");
-    }
-
-    #[test]
-    fn a_childs_prefix_is_no_news_and_a_watermark_level_is_a_point_like_a_mark() {
-        use cluster::coverage::Watermark;
-        let level = Point::level(Watermark::View, 3);
-        // One root: once it ran, only children are planned.
-        let mut explorer = Explorer::new(1, 20);
-        plan(&mut explorer, 1);
-        explorer.merge(0, &[(level, 40)]);
-        let children = plan(&mut explorer, EXPLORE_CHILDREN_FIRST as usize);
-        for &index in &children {
-            // Each child reached the level in the prefix it shares with its parent.
-            explorer.merge(index, &[(level, 40)]);
-        }
-        assert_eq!(explorer.splitpoints(), 1, "a prefix's reach makes no splitpoint");
-        assert!(explorer.first_reached_by_branching().is_empty());
-        assert_eq!(
-            explorer.rarest_splitpoint_with_energy(0),
-            None,
-            "the level's splitpoint spent its energy"
-        );
-    }
-
-    #[test]
-    fn a_productive_child_earns_its_splitpoint_more_and_a_barren_one_does_not() {
-        // One root: once it ran, only children are planned.
-        let mut explorer = Explorer::new(1, 1_000);
-        plan(&mut explorer, 1);
-        explorer.merge(0, &[(A, 100)]);
-        let first = plan(&mut explorer, EXPLORE_CHILDREN_FIRST as usize);
-        // One child finds B (new): A's splitpoint earns more; B is a splitpoint of its own.
-        explorer.merge(first[0], &[(A, 100), (B, 400)]);
-        for &index in &first[1..] {
-            explorer.merge(index, &[(A, 100)]);
-        }
-        assert_eq!(explorer.first_reached_by_branching(), vec![B]);
-        let next = plan(&mut explorer, 100);
-        let triggers: Vec<Option<Point>> = next.iter().map(|&index| explorer.runs()[index].trigger).collect();
-        let from_b = triggers.iter().filter(|trigger| **trigger == Some(B)).count();
-        let from_a = triggers.iter().filter(|trigger| **trigger == Some(A)).count();
-        assert_eq!(from_b, children_for_new(first[0]) as usize, "B's splitpoint, new");
-        assert_eq!(from_a, EXPLORE_CHILDREN_MORE as usize, "A earned more once");
-        let grandchild = next
-            .iter()
-            .map(|&index| &explorer.runs()[index])
-            .find(|run| run.trigger == Some(B))
-            .expect("a child of B");
-        assert_eq!(
-            grandchild.branches.to_string(),
-            "101:1,401:1",
-            "a child's child keeps its branch"
-        );
-        assert_eq!(next.len(), from_a + from_b, "no root is left, so children only");
-        // Barren: nothing new from here on (children reach only their prefix's A), so
-        // once the energy is spent nothing is left to plan.
-        for &index in &next {
-            explorer.merge(index, &[(A, 100)]);
-        }
-        assert!(plan(&mut explorer, 10).is_empty(), "a barren splitpoint earns nothing");
-    }
-
-    #[test]
-    fn a_childs_siblings_are_planned_with_it_while_its_splitpoint_has_energy() {
-        let mut explorer = Explorer::new(10, 100);
-        plan(&mut explorer, 2);
-        explorer.merge(0, &[(A, 100)]);
-        explorer.merge(1, &[(B, 200)]);
-        assert_eq!(explorer.plan_sibling_for(0), None, "no child planned yet");
-        let child = explorer.plan_next_for(0).expect("a child");
-        let trigger = explorer.runs()[child].trigger;
-        let energy = children_for_new(1) as usize;
-        assert_eq!(trigger, Some(B), "B is the latest find of two new points");
-        let siblings: Vec<usize> = std::iter::from_fn(|| explorer.plan_sibling_for(0)).collect();
-        assert_eq!(siblings.len(), energy - 1, "the rest of B's energy");
-        for &sibling in &siblings {
-            let run = &explorer.runs()[sibling];
-            assert_eq!(run.trigger, Some(B));
-            assert_eq!(run.parent, explorer.runs()[child].parent);
-        }
-        let of_a = explorer.plan_next_for(0).expect("A's child");
-        assert_eq!(explorer.runs()[of_a].trigger, Some(A));
-        assert_eq!(
-            explorer.plan_sibling_for(0),
-            None,
-            "A's one child is planned: no energy left"
-        );
-        let root = explorer.plan_next_for(0).expect("a root: children are at half");
-        assert!(explorer.runs()[root].parent.is_none());
-        assert_eq!(explorer.plan_sibling_for(0), None, "a root has no siblings");
-    }
-
-    #[test]
-    fn points_first_reached_in_one_tick_give_children_with_distinct_timelines() {
-        let mut explorer = Explorer::new(1, 20);
-        plan(&mut explorer, 1);
-        // Two marks new in the same tick: two splitpoints at one place.
-        explorer.merge(0, &[(A, 100), (B, 100)]);
-        assert_eq!(explorer.splitpoints(), 2);
-        let children = plan(&mut explorer, 10);
-        let timelines: std::collections::BTreeSet<String> = children
-            .iter()
-            .map(|&index| explorer.runs()[index].branches.to_string())
-            .collect();
-        assert!(children.len() >= 2, "both splitpoints branch");
-        assert_eq!(
-            timelines.len(),
-            children.len(),
-            "every child its own future: {timelines:?}"
-        );
-    }
-
-    #[test]
-    fn a_point_found_late_earns_more_children_than_one_the_first_runs_found() {
-        assert_eq!(children_for_new(0), 1, "the first run's points are likely common");
-        assert_eq!(children_for_new(1), 2);
-        assert_eq!(children_for_new(3), 3);
-        assert_eq!(children_for_new(7), EXPLORE_CHILDREN_FIRST);
-        assert_eq!(children_for_new(100_000), EXPLORE_CHILDREN_FIRST);
-    }
-
-    #[test]
-    fn members_share_one_map_and_each_branches_its_own_runs() {
-        let mut explorer = Explorer::directed(vec![5, 5], 20, Vec::new());
-        let first = explorer.plan_next_for(0).expect("a root of member 0");
-        let second = explorer.plan_next_for(1).expect("a root of member 1");
-        assert_eq!(
-            [&explorer.runs()[first], &explorer.runs()[second]].map(|run| (run.member, run.root)),
-            [(0, 0), (1, 0)],
-            "each member's first root"
-        );
-        explorer.merge(first, &[(A, 100)]);
-        explorer.merge(second, &[(A, 200), (B, 300)]);
-        assert_eq!(explorer.runs()[first].first_in_exploration, vec![A]);
-        assert_eq!(
-            explorer.runs()[second].first_in_exploration,
-            vec![B],
-            "A was no news to member 1: member 0 found it"
-        );
-        for (member, parent) in [(0, first), (1, second)] {
-            let child = explorer.plan_next_for(member).expect("a child");
-            let child = &explorer.runs()[child];
-            assert_eq!(child.parent, Some(parent), "a member branches its own runs");
-            assert_eq!((child.member, child.root), (member, 0), "and the child is its member's");
-        }
-    }
-
-    #[test]
-    fn the_lag_depends_on_the_budget_alone_and_a_small_budget_still_steers() {
-        assert_eq!(lag_runs(12), 1);
-        assert_eq!(lag_runs(160), 10);
-        assert_eq!(lag_runs(100_000), EXPLORE_LAG_RUNS_MAX);
-    }
-
-    #[test]
-    fn the_budget_counts_every_run_and_the_plan_is_a_function_of_the_results() {
-        let plan = |results: &dyn Fn(usize) -> Vec<(Point, u64)>| {
-            let mut explorer = Explorer::new(50, 40);
-            let mut order = Vec::new();
-            loop {
-                let batch = plan(&mut explorer, 3);
-                if batch.is_empty() {
-                    break;
-                }
-                for index in batch {
-                    explorer.merge(index, &results(index));
-                    order.push(explorer.runs()[index].clone());
-                }
-            }
-            order
-        };
-        let results = |index: usize| match index % 5 {
-            0 => vec![(A, 10 + index as u64)],
-            1 => vec![(B, 20), (C, 30 + index as u64)],
-            _ => vec![],
-        };
-        let first = plan(&results);
-        assert_eq!(first.len(), 40, "exactly the budget");
-        assert_eq!(first, plan(&results), "same results, same exploration");
-        assert!(first.iter().any(|run| run.parent.is_some()), "it branched");
-    }
-}
+#[path = "explore_tests.rs"]
+mod tests;

@@ -130,6 +130,10 @@ pub struct ExploreRecord {
     pub parent: Option<String>,
     /// The mark whose first reach made the splitpoint it branched at (children).
     pub trigger: Option<String>,
+    /// The tick its parent reached `trigger` at (children): the branch point lies just
+    /// after it, or in its lead-up (before it; see `campaign::explore`).
+    #[serde(default)]
+    pub trigger_tick: Option<u64>,
     /// Points (marks, watermark levels) it reached before any earlier run of the
     /// exploration did.
     pub first_in_exploration: Vec<String>,

@@ -59,8 +59,10 @@ pub struct CampaignFlags {
     pub require_marks: Vec<String>,
 
     /// Explore instead of running every planned run from scratch: branch runs where
-    /// they first reach a coverage mark no earlier run reached, and give productive
-    /// places more runs (see `campaign::explore`). Makes as many runs as the plain
+    /// they first reach a coverage mark no earlier run reached (or one still rare, or
+    /// a hazard: a race the harness marks, `race.*`), most
+    /// children just after that moment and some in the 100 ticks before it, and give
+    /// productive places more runs (see `campaign::explore`). Makes as many runs as the plain
     /// campaign would (the planned runs are its roots, taken in order while the
     /// budget lasts), deterministically for a seed range and budget; `--minutes` may
     /// cut it short. Each branched run's repro command names its `--branch` points.

@@ -157,7 +157,18 @@ fn write_timeline(
         write!(out, "<code>--branch {}</code>", escape(&explore.branches))?;
     }
     if let Some(trigger) = &explore.trigger {
-        write!(out, " after <code>{}</code>", escape(trigger))?;
+        let branch_tick = explore
+            .branches
+            .rsplit(',')
+            .next()
+            .and_then(|point| point.split(':').next())
+            .and_then(|tick| tick.parse::<u64>().ok());
+        let lead_up = matches!((branch_tick, explore.trigger_tick), (Some(branch), Some(reached)) if branch <= reached);
+        let place = if lead_up { "in the lead-up to" } else { "after" };
+        write!(out, " {place} <code>{}</code>", escape(trigger))?;
+        if let Some(reached) = explore.trigger_tick {
+            write!(out, " (reached at tick {reached})")?;
+        }
     }
     if !explore.first_in_exploration.is_empty() {
         let firsts: Vec<String> = explore

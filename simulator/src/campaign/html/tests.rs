@@ -461,13 +461,14 @@ fn a_nemesis_campaign_shows_its_fault_counts_availability_and_schedules_escaped(
 #[test]
 fn an_exploration_draws_each_branched_roots_tree_of_timelines_with_failures_and_their_repros() {
     use crate::campaign::report::{ExploreRecord, ExploreSummary};
-    let explored = |seed: u64, branches: &str, parent: Option<&str>, trigger: Option<&str>, firsts: &[&str]| {
+    let explored = |seed: u64, branches: &str, parent: Option<&str>, trigger: Option<(&str, u64)>, firsts: &[&str]| {
         let mut run = run("heavy", "mixed", seed, RunVerdict::Pass, None);
         run.command = format!("workload-fuzz --seed {seed} --branch {branches}");
         run.explore = Some(ExploreRecord {
             branches: branches.to_owned(),
             parent: parent.map(str::to_owned),
-            trigger: trigger.map(str::to_owned),
+            trigger: trigger.map(|(name, _)| name.to_owned()),
+            trigger_tick: trigger.map(|(_, tick)| tick),
             first_in_exploration: firsts.iter().map(|name| (*name).to_owned()).collect(),
             own_marks: Vec::new(),
         });
@@ -476,13 +477,13 @@ fn an_exploration_draws_each_branched_roots_tree_of_timelines_with_failures_and_
     let mut report = sample();
     report.runs = vec![
         explored(7, "", None, None, &["vc.escalated"]),
-        explored(7, "101:1", Some(""), Some("vc.escalated"), &["wm.view>=8"]),
-        explored(7, "101:2", Some(""), Some("vc.escalated"), &[]),
+        explored(7, "101:1", Some(""), Some(("vc.escalated", 100)), &["wm.view>=8"]),
+        explored(7, "1:1", Some(""), Some(("vc.escalated", 100)), &[]),
         explored(
             7,
             "101:1,480:1",
             Some("101:1"),
-            Some("wm.view>=8"),
+            Some(("wm.view>=8", 479)),
             &["catch_up.pin_released_idle"],
         ),
         explored(8, "", None, None, &[]),
@@ -517,12 +518,15 @@ fn an_exploration_draws_each_branched_roots_tree_of_timelines_with_failures_and_
     // The child of a child is nested under its parent, with what made it branch and
     // its repro command, which names every branch point.
     let parent = section
-        .find("<code>--branch 101:1</code> after <code>vc.escalated</code>")
+        .find("<code>--branch 101:1</code> after <code>vc.escalated</code> (reached at tick 100)")
         .expect("child");
     let grandchild = section
-        .find("<code>--branch 101:1,480:1</code> after <code>wm.view&gt;=8</code>")
+        .find("<code>--branch 101:1,480:1</code> after <code>wm.view&gt;=8</code> (reached at tick 479)")
         .expect("grandchild");
-    let sibling = section.find("<code>--branch 101:2</code>").expect("second child");
+    // A lead-up child branched before its trigger was reached: it plays that moment again.
+    let sibling = section
+        .find("<code>--branch 1:1</code> in the lead-up to <code>vc.escalated</code> (reached at tick 100)")
+        .expect("second child, branched in the lead-up");
     assert!(parent < grandchild && grandchild < sibling, "depth first");
     assert!(section.contains("reached first: <code>catch_up.pin_released_idle</code>"));
     assert!(section.contains("workload-fuzz --seed 7 --branch 101:1,480:1</code>"));
