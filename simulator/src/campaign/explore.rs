@@ -12,9 +12,9 @@
 //! before the reach: a child branched after a race was reached inherits its outcome
 //! (the deposed primary has already answered), and one branched in the lead-up plays
 //! the race again with fresh randomness ([`lead_up_energy`]). A *hazard* (a race the
-//! harness sees, a deposed primary taking up requests: [`HAZARD_MARKS`]) makes a splitpoint at every reach, however common: rarity finds
-//! rare paths, and a race that most runs survive is no rare path but is where a wrong
-//! answer hides. Rarity counts only the runs that reached a point by their own
+//! harness sees, a deposed primary taking up requests: [`HAZARD_MARKS`]) makes a
+//! splitpoint at every reach, however common: rarity finds rare paths, and a race
+//! that most runs survive is no rare path but is where a wrong answer hides. Rarity counts only the runs that reached a point by their own
 //! randomness (after their last branch point): a child's prefix reaches whatever its
 //! parent did, which is no news.
 //!
@@ -114,8 +114,9 @@ pub const EXPLORE_CHILDREN_SHARE_PERCENT_MAX: u64 = 50;
 /// run in a hundred reaches has been seen once or twice), so children branched then
 /// are mostly of common points, and they halve the pace of the roots just when a
 /// bug that about one run in a hundred trips is being found by a root: on
-/// answer-queries-unconfirmed (stop 62, five ranges) explore lost to plain in every
-/// range where plain caught it within 60 runs, each time with a root it reached later.
+/// answer-queries-unconfirmed (stop 62, 15 ranges without a ramp) explore lost to
+/// plain in each of the 4 ranges where plain caught it within 100 runs, each time with
+/// a root it reached later.
 /// Two hundred: the rarest of the nightly's marks are then seen by their first few runs.
 pub const EXPLORE_CHILDREN_RAMP_RUNS: u64 = 200;
 
