@@ -412,11 +412,7 @@ impl Explorer {
         } else {
             return None;
         };
-        self.runs_planned[member] += 1;
-        self.children_planned[member] += u64::from(run.parent.is_some());
-        self.hazard_children[member] += u64::from(run.trigger.is_some_and(is_hazard));
-        self.runs.push(run);
-        Some(self.runs.len() - 1)
+        Some(self.push_planned(run))
     }
 
     /// The share of a member's runs its children may take now, in percent: from none
@@ -460,11 +456,18 @@ impl Explorer {
             return None;
         }
         let run = self.child_of(split);
+        Some(self.push_planned(run))
+    }
+
+    /// Add `run` to the plan and to its member's counts (runs, children, children of
+    /// hazards); its index into [`Explorer::runs`].
+    fn push_planned(&mut self, run: ExploreRun) -> usize {
+        let member = run.member;
         self.runs_planned[member] += 1;
-        self.children_planned[member] += 1;
+        self.children_planned[member] += u64::from(run.parent.is_some());
         self.hazard_children[member] += u64::from(run.trigger.is_some_and(is_hazard));
         self.runs.push(run);
-        Some(self.runs.len() - 1)
+        self.runs.len() - 1
     }
 
     /// The splitpoint to branch next: the one whose point the fewest merged runs
@@ -548,7 +551,8 @@ impl Explorer {
             if fresh == 0 {
                 new_points.push(point);
             }
-            let hazard = if is_hazard(point) { EXPLORE_CHILDREN_HAZARD } else { 0 };
+            let hazard_point = is_hazard(point);
+            let hazard = if hazard_point { EXPLORE_CHILDREN_HAZARD } else { 0 };
             let energy = match (fresh, point.as_mark()) {
                 (0, _) => children_for_new(index).max(hazard),
                 // A watermark splits where it improves (a level no run reached before),
@@ -564,7 +568,7 @@ impl Explorer {
                 // the reach; else the whole energy goes on from the reach.
                 let lead_up_tick = tick.saturating_sub(EXPLORE_LEAD_UP_TICKS).max(last_branch_tick + 1);
                 let lead_up = if lead_up_tick <= tick {
-                    lead_up_energy(energy, is_hazard(point))
+                    lead_up_energy(energy, hazard_point)
                 } else {
                     0
                 };

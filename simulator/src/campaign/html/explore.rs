@@ -157,12 +157,9 @@ fn write_timeline(
         write!(out, "<code>--branch {}</code>", escape(&explore.branches))?;
     }
     if let Some(trigger) = &explore.trigger {
-        let branch_tick = explore
-            .branches
-            .rsplit(',')
-            .next()
-            .and_then(|point| point.split(':').next())
-            .and_then(|tick| tick.parse::<u64>().ok());
+        let branch_tick = crate::timeline::Branches::parse(&explore.branches)
+            .ok()
+            .and_then(|branches| branches.points().last().map(|point| point.tick));
         let lead_up = matches!((branch_tick, explore.trigger_tick), (Some(branch), Some(reached)) if branch <= reached);
         let place = if lead_up { "in the lead-up to" } else { "after" };
         write!(out, " {place} <code>{}</code>", escape(trigger))?;
