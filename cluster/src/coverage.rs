@@ -79,6 +79,8 @@ named_table! {
         "the merge ends the view below an op whose body no replica holds";
     ViewChangeCommitPointLowered => "vc.commit_point_lowered":
         "a view starts below the merged commit point (ops every replica lost)";
+    ViewChangeStaleBelowApplied => "vc.stale_below_applied":
+        "a view's merge or StartView ended below an op the replica applied (it installed a later view's checkpoint): the view is left";
     ViewChangeEscalated => "vc.escalated":
         "a view change ran out of time and moved to the next view";
     PeerConnectionClosed => "node.peer_connection_closed":

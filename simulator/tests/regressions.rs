@@ -272,3 +272,26 @@ fn a_replica_restarted_far_behind_on_a_small_link_catches_up_within_the_bound() 
         "no replica was a repair window behind after the faults:\n{text}"
     );
 }
+
+#[test]
+fn a_new_primary_that_installed_a_later_views_checkpoint_leaves_its_older_view_unstarted() {
+    // Found by the nightly's five-replica buggified contended line (`--seed 300000003`,
+    // stop 63): replica 1, restarted with an incomplete log, gathered view 11's logs as
+    // its primary while the others went on to view 12 and committed up to op 209. The
+    // ops its merge lacked had left its peers' rings, so it fetched a checkpoint by
+    // state transfer: peer 0's newest, op 209, committed by view 12. Back in view 11,
+    // its merge ended at op 193 and starting the view would have cut applied ops (the
+    // truncation's assertion stopped the run). A view whose logs end below an applied op
+    // was replaced before it could start: it is left, and the replica joins the newer
+    // view. The run must still leave a view so.
+    let text = replay_command(
+        &common::flags(
+            "--ticks 10000 --replicas 5 --clients 8 --shards 1 --plane contended --faults split --min-replies 1 \
+             --min-commits 1 --min-ops-compared 1 --crash-prob 0.01 --restart-prob 0.05 --power-loss-prob 0.3 \
+             --storage sim --storage-faults budgeted --journal-slots 1024 --ring-entries 128 --ring-bytes 67108864 \
+             --crash-primary --buggify",
+        ),
+        300_000_003,
+    );
+    common::assert_contains(&text, "vc.stale_below_applied=");
+}

@@ -408,3 +408,60 @@ fn a_served_pin_whose_last_chunk_left_is_released_soon_when_the_install_goes_unh
         TRANSFER_PIN_SHIPPED_IDLE_TICKS_MAX + 1
     );
 }
+
+#[test]
+fn a_start_view_below_an_op_the_replica_applied_is_left_not_adopted() {
+    // `--seed 300000003 --replicas 5 --plane contended --faults split --buggify`: a
+    // replica gathering an older view's logs installed, by state transfer, a checkpoint
+    // a later view had committed, and then went on with the older view: its merge (and
+    // a StartView of that view would be the same) ended below ops it had applied, and
+    // the truncation's assertion stopped the run. A view's log holds every op committed
+    // before it, so one ending below an applied op was replaced before it could start.
+    use super::tests::three_counters;
+    use crate::wire::Command;
+    crate::coverage::reset();
+    let mut replicas = three_counters();
+    let tick = write(&mut replicas, &[0, 1, 2], 1..=6, 0);
+    exchange(&mut replicas, &[0, 1, 2], 60, tick);
+    let applied = replicas[2].commit_min();
+    let head = replicas[2].journal.head();
+    assert!(applied >= 4, "the backup applied ops: {applied}");
+    // A StartView of view 1 from its primary (replica 1) whose log ends below them.
+    let start_view = |op: u64| {
+        let mut header = replicas[1].header(Command::StartView);
+        header.view = 1;
+        header.log_view = 1;
+        header.op = op;
+        header.commit = op;
+        let mut body = Vec::new();
+        for entry in replicas[2].journal.range(1, op) {
+            body.extend_from_slice(&entry.header().to_bytes());
+        }
+        crate::wire::seal_header(header, &body)
+    };
+    let (stale, current) = (start_view(applied - 1), start_view(head));
+    let backup = &mut replicas[2];
+    backup.on_frame(ProcessId(1), &stale, 1_000_000_000);
+    assert_eq!(
+        (backup.status(), backup.view()),
+        (Status::Normal, 0),
+        "the stale view is left"
+    );
+    assert_eq!(backup.commit_min(), applied, "nothing applied is undone");
+    assert_eq!(backup.journal.head(), head, "nothing is cut from the log");
+    let left = crate::coverage::hits()
+        .into_iter()
+        .find(|(mark, _)| *mark == crate::coverage::Mark::ViewChangeStaleBelowApplied)
+        .map_or(0, |(_, hits)| hits);
+    assert_eq!(left, 1, "the stale view is marked");
+    // The same view ending at the backup's head is adopted: the guard is for logs below
+    // an applied op only.
+    let backup = &mut replicas[2];
+    backup.on_frame(ProcessId(1), &current, 1_000_100_000);
+    assert_eq!(
+        (backup.status(), backup.view()),
+        (Status::Normal, 1),
+        "a view at its head is adopted"
+    );
+    assert_eq!(backup.commit_min(), applied);
+}

@@ -544,6 +544,18 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
         let Some(merge) = self.merge() else { return };
         debug_assert!(merge.commit <= merge.head);
+        if merge.head < self.commit_min {
+            // This replica applied ops above everything the view's logs hold: while it
+            // gathered them (a new primary fetching what its merge lacks) it installed a
+            // peer's checkpoint, and that checkpoint's ops were committed by a later
+            // view than this one (a view's logs hold every op committed before it), so
+            // this view was replaced before it could start. Starting it would undo
+            // applied ops (seed 300000003); its replicas have moved on, so the view
+            // change is left to time out and move on, and the replica hears the newer
+            // view there.
+            crate::cover!(ViewChangeStaleBelowApplied);
+            return;
+        }
         // Install the merged log: drop what lies above it, replace what differs.
         if self.journal.head() > merge.head {
             assert!(merge.head >= self.commit_min, "the merge truncated below an applied op");
@@ -726,6 +738,14 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             self.stats.frames_rejected += 1;
             return;
         };
+        if header.op < self.commit_min {
+            // A StartView whose head lies below an op this replica applied is of a view
+            // already replaced: it installed, by state transfer, a checkpoint a later
+            // view committed (a view's log holds every op committed before it).
+            // Adopting it would undo applied ops; the replica hears the newer view.
+            crate::cover!(ViewChangeStaleBelowApplied);
+            return;
+        }
         // The new view's log is made durable first, then the log_view that names it.
         if self.journal.head() > header.op {
             crate::cover!(StartViewTruncatesLog);
