@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, VecDeque};
 use cluster::coverage::Point;
 
 use super::batch::{BATCH_RUNS_MAX, are_siblings};
-use super::explore::{Explorer, lag_runs};
+use super::explore::{Explorer, RunCost, lag_runs};
 use super::report::{ExploreRecord, ExploreSummary, RunRecord};
 use super::spec::{CampaignSpec, PlannedRun};
 
@@ -44,9 +44,10 @@ pub const RUN_COST_GUESS_UNITS: u64 = 200_000;
 
 /// How an exploration's runs are shared between its members (sub-campaigns) by
 /// weight: in deterministic cost ([`run_cost`]), not wall time, so which member plans
-/// next is a function of the runs merged. Every run counts, children too: a member
-/// whose rare points sit in long runs (the nightly's 200,000-tick soak) spends its own
-/// share on them, not the others'.
+/// next is a function of the runs merged. Every run counts, children too, each to the
+/// member whose turn planned it ([`ExploreRun::turn`](super::explore::ExploreRun)):
+/// a child of another member's run (one cheap enough for it, say late in a 20,000-tick
+/// run) is paid for, at its whole cost, by the member that chose to branch it.
 #[derive(Debug)]
 struct MemberShares {
     /// Per member: its weight.
@@ -211,10 +212,16 @@ impl Exploration {
         self.finished.insert(index, (record, first_reached));
         while let Some((mut record, first_reached)) = self.finished.remove(&self.merged) {
             let index = self.merged;
-            self.explorer.merge(index, &first_reached);
+            let cost = RunCost {
+                units: run_cost(&record),
+                ticks: record.ticks,
+            };
+            self.explorer.merge_costed(index, &first_reached, Some(cost));
             let run = &self.explorer.runs()[index];
-            self.shares.merged(run.member, run_cost(&record));
-            debug_assert!(self.shares.merged[run.member] <= self.explorer.runs_planned()[run.member]);
+            // The member whose turn planned the run pays for it (a child may be of
+            // another member's run: `Explorer::plan_next_for`).
+            self.shares.merged(run.turn, run_cost(&record));
+            debug_assert!(self.shares.merged[run.turn] <= self.explorer.runs_planned()[run.turn]);
             record.explore = Some(ExploreRecord {
                 branches: run.branches.to_string(),
                 parent: run
@@ -288,7 +295,7 @@ impl Exploration {
             // A child's siblings are planned with it, up to a batch: one worker makes
             // them with one prefix (`campaign::batch`). Planned so whatever
             // `--branch-by` says, so the exploration is the same either way.
-            let member = self.explorer.runs()[index].member;
+            let member = self.explorer.runs()[index].turn;
             let mut batch = 1;
             while self.explorer.runs()[index].parent.is_some() && batch < BATCH_RUNS_MAX {
                 let Some(sibling) = self.explorer.plan_sibling_for(member) else {

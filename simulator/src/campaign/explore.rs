@@ -40,8 +40,12 @@
 //! [`Exploration`](super::exploration::Exploration), so a point is rare or common by
 //! all their runs, not rediscovered by each. The members take turns by weight, in a
 //! deterministic measure of work ([`run_cost`](super::exploration::run_cost)), and
-//! each spends its turn on its own rarest splitpoint or its next root: a member whose
-//! rare points lie in long runs spends its own share on them. The campaign's
+//! each spends its turn on its next root or on the rarest splitpoint it may branch:
+//! one of its own runs', or another member's whose child costs no more than its own
+//! roots do (a child runs only the ticks after its branch point, the prefix being
+//! shared by its siblings). The weights share the work, the map says where children
+//! go, and a rare point found in a line of few runs (long runs, a small weight) gets
+//! children from other members' shares once they are cheap. The campaign's
 //! dispatcher (`campaign::runner`) time-shares the exploration with the plain
 //! sub-campaigns by their weights. With `--shard`, each shard explores from its own
 //! share of the roots.
@@ -235,6 +239,11 @@ pub struct ExploreRun {
     /// The sub-campaign it belongs to: an index into the exploration's members (0 when
     /// one sub-campaign explores alone).
     pub member: usize,
+    /// The member whose turn planned it, and whose share of the exploration pays for
+    /// it: its own `member` for a root; for a child, the member whose turn branched the
+    /// splitpoint, which may be another member's run (see
+    /// [`Explorer::plan_next_for`]).
+    pub turn: usize,
     /// The root it descends from: its position in its sub-campaign's planned runs.
     pub root: u64,
     /// Its branch points (none for a root).
@@ -270,6 +279,28 @@ struct Splitpoint {
     branch_tick: u64,
     /// Children it may still make.
     energy: u32,
+    /// What a child of it is expected to cost, in cost units (`exploration::run_cost`):
+    /// the run's cost over the ticks after the branch point, since siblings share one
+    /// run of the prefix (`campaign::batch`); `u64::MAX` when the run's cost is unknown.
+    child_cost: u64,
+}
+
+/// What a merged run cost: the price of its children ([`Splitpoint::child_cost`]) and
+/// of its member's roots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunCost {
+    /// Its work in deterministic units (`exploration::run_cost`).
+    pub units: u64,
+    /// The ticks it ran.
+    pub ticks: u64,
+}
+
+impl RunCost {
+    /// The part of the cost after `tick`, in proportion to the ticks.
+    fn after(self, tick: u64) -> u64 {
+        let left = u128::from(self.ticks.saturating_sub(tick));
+        u64::try_from(u128::from(self.units) * left / u128::from(self.ticks.max(1))).unwrap_or(u64::MAX)
+    }
 }
 
 /// The state of one exploration: every run planned so far and where to branch next.
@@ -292,17 +323,20 @@ pub struct Explorer {
     targets: Vec<Point>,
     /// Per run merged, how many of the targets it reached (prefix included).
     targets_reached: Vec<usize>,
-    /// Per member: runs planned, and children among them (kept, not counted at each
-    /// plan: a night plans thousands).
+    /// Per member: runs planned in its turns, and children among them (kept, not
+    /// counted at each plan: a night plans thousands).
     runs_planned: Vec<u64>,
     children_planned: Vec<u64>,
     /// Children made so far per (run, tick) they branch at: the next one's salt is
     /// this plus one.
     children_at: std::collections::BTreeMap<(usize, u64), u64>,
-    /// Per member: the splitpoint its last child was planned from (what
+    /// Per member: the splitpoint its turn's last child was planned from (what
     /// [`Explorer::plan_sibling_for`] plans more of).
     last_split: Vec<Option<usize>>,
-    /// Per member: children of hazards planned so far (whose turn the next batch is:
+    /// Per member: its merged roots' summed cost and count (what a child of another
+    /// member's run may cost in its turn: [`Explorer::mean_root_cost`]).
+    root_cost: Vec<(u64, u64)>,
+    /// Per member: children of hazards planned in its turns so far (whose turn the next batch is:
     /// a hazard's or the rarest splitpoint's, see [`EXPLORE_HAZARD_CHILDREN_ONE_IN`]).
     hazard_children: Vec<u64>,
 }
@@ -334,6 +368,7 @@ impl Explorer {
             children_planned: vec![0; members],
             last_split: vec![None; members],
             hazard_children: vec![0; members],
+            root_cost: vec![(0, 0); members],
             children_at: std::collections::BTreeMap::new(),
         }
     }
@@ -369,11 +404,12 @@ impl Explorer {
         self.plan_next_for(0)
     }
 
-    /// Plan the next run of member `member` (its index into [`Explorer::runs`]): a
-    /// child of the member's splitpoint with energy whose point is rarest (over the
-    /// whole exploration), while the member's children are under their share
-    /// ([`EXPLORE_CHILDREN_SHARE_PERCENT_MAX`] of its runs) or none of its roots is
-    /// left; else its next root. `None` when the budget is spent or the member has
+    /// Plan the next run in member `member`'s turn (its index into [`Explorer::runs`]):
+    /// a child of the splitpoint with energy whose point is rarest (over the whole
+    /// exploration) among those it may branch (its own runs', and other members' whose
+    /// child it can afford: see `rarest_splitpoint_with_energy`), while the children of
+    /// the member's turns are under their share ([`EXPLORE_CHILDREN_SHARE_PERCENT_MAX`]
+    /// of its turns' runs) or none of its roots is left; else its next root. `None` when the budget is spent or the member has
     /// nothing left to run for now.
     pub fn plan_next_for(&mut self, member: usize) -> Option<usize> {
         if self.budget_left() == 0 {
@@ -395,12 +431,13 @@ impl Explorer {
         };
         let run = if let Some(split) = split.filter(|_| children_due || !roots_left) {
             self.last_split[member] = Some(split);
-            self.child_of(split)
+            self.child_of(split, member)
         } else if roots_left {
             self.last_split[member] = None;
             self.next_root[member] += 1;
             ExploreRun {
                 member,
+                turn: member,
                 root: self.next_root[member] - 1,
                 branches: Branches::none(),
                 parent: None,
@@ -455,14 +492,14 @@ impl Explorer {
         if (self.children_planned[member] + 1) * 100 > (self.runs_planned[member] + 1) * share + over_share_max * 100 {
             return None;
         }
-        let run = self.child_of(split);
+        let run = self.child_of(split, member);
         Some(self.push_planned(run))
     }
 
-    /// Add `run` to the plan and to its member's counts (runs, children, children of
-    /// hazards); its index into [`Explorer::runs`].
+    /// Add `run` to the plan and to the counts of the member whose turn planned it
+    /// (runs, children, children of hazards); its index into [`Explorer::runs`].
     fn push_planned(&mut self, run: ExploreRun) -> usize {
-        let member = run.member;
+        let member = run.turn;
         self.runs_planned[member] += 1;
         self.children_planned[member] += u64::from(run.parent.is_some());
         self.hazard_children[member] += u64::from(run.trigger.is_some_and(is_hazard));
@@ -477,11 +514,26 @@ impl Explorer {
     /// ones), then the earliest found in that run.
     /// `hazards`: among the splitpoints at a hazard's reach only ([`HAZARD_MARKS`]),
     /// else among the others.
+    ///
+    /// Among member `member`'s own runs' splitpoints, and every other member's whose
+    /// child costs no more than the member's own roots do on average
+    /// ([`Splitpoint::child_cost`]): a rare point found by a line whose runs are few
+    /// (long runs, a small weight) is as rare as one the busiest line found, and with
+    /// each member branching only its own runs, on the nightly the rarest marks of a
+    /// 20,000-tick line making 14 runs in 2.5 minutes got no children at all (stop 63).
+    /// The member whose turn it is pays for the child ([`ExploreRun::turn`]), so the
+    /// shares of the work stay as the weights say. Any splitpoint at any cost was too
+    /// much: every member's children went to the 200,000-tick soak line's rare points,
+    /// and the exploration made a fifth of its runs (stop 63, as in stop 55).
     fn rarest_splitpoint_with_energy(&self, member: usize, hazards: bool) -> Option<usize> {
+        let affordable = self.mean_root_cost(member);
         (0..self.splitpoints.len())
             .filter(|&index| {
                 let split = &self.splitpoints[index];
-                split.energy > 0 && self.runs[split.run].member == member && is_hazard(split.point) == hazards
+                split.energy > 0
+                    && is_hazard(split.point) == hazards
+                    && (self.runs[split.run].member == member
+                        || affordable.is_some_and(|mean| split.child_cost <= mean))
             })
             .min_by_key(|&index| {
                 let split = &self.splitpoints[index];
@@ -494,8 +546,9 @@ impl Explorer {
             })
     }
 
-    /// The next child of splitpoint `split`, spending one of its energy.
-    fn child_of(&mut self, split: usize) -> ExploreRun {
+    /// The next child of splitpoint `split`, spending one of its energy, planned in
+    /// member `turn`'s turn (who pays for it).
+    fn child_of(&mut self, split: usize, turn: usize) -> ExploreRun {
         let point = &mut self.splitpoints[split];
         point.energy -= 1;
         // Salts count the children of the run at that branch tick, whichever
@@ -511,6 +564,7 @@ impl Explorer {
         };
         ExploreRun {
             member: parent.member,
+            turn,
             root: parent.root,
             branches: parent
                 .branches
@@ -534,6 +588,21 @@ impl Explorer {
     /// ([`children_for_rare`] children): rare places get more tries from more runs'
     /// states, common ones none.
     pub fn merge(&mut self, index: usize, first_reached: &[(Point, u64)]) {
+        self.merge_costed(index, first_reached, None);
+    }
+
+    /// [`Explorer::merge`], knowing what the run cost: its splitpoints' children are
+    /// priced ([`Splitpoint::child_cost`]), so other members' turns may branch them when
+    /// cheap enough, and a root's cost counts toward its member's mean.
+    pub fn merge_costed(&mut self, index: usize, first_reached: &[(Point, u64)], cost: Option<RunCost>) {
+        if let Some(cost) = cost
+            && self.runs[index].parent.is_none()
+        {
+            let (sum, count) = &mut self.root_cost[self.runs[index].member];
+            *sum = sum.saturating_add(cost.units);
+            *count += 1;
+        }
+        let child_cost = |branch_tick: u64| cost.map_or(u64::MAX, |cost| cost.after(branch_tick));
         let last_branch_tick = self.runs[index].branches.points().last().map_or(0, |point| point.tick);
         let room = self.runs[index].branches.len() < crate::timeline::BRANCH_POINTS_MAX;
         let mut new_points = Vec::new();
@@ -578,6 +647,7 @@ impl Explorer {
                     tick,
                     branch_tick: tick + 1,
                     energy: energy - lead_up,
+                    child_cost: child_cost(tick + 1),
                 });
                 if lead_up > 0 {
                     self.splitpoints.push(Splitpoint {
@@ -586,6 +656,7 @@ impl Explorer {
                         tick,
                         branch_tick: lead_up_tick,
                         energy: lead_up,
+                        child_cost: child_cost(lead_up_tick),
                     });
                 }
             }
@@ -611,6 +682,13 @@ impl Explorer {
             .filter(|target| first_reached.iter().any(|(point, _)| point == *target))
             .count();
         self.targets_reached.push(targets);
+    }
+
+    /// The mean cost of member `member`'s merged roots (none before one is merged, or
+    /// when merged without costs).
+    fn mean_root_cost(&self, member: usize) -> Option<u64> {
+        let (sum, count) = self.root_cost[member];
+        sum.checked_div(count)
     }
 
     /// Splitpoints found so far.

@@ -364,29 +364,55 @@ fn a_point_found_late_earns_more_children_than_one_the_first_runs_found() {
 }
 
 #[test]
-fn members_share_one_map_and_each_branches_its_own_runs() {
+fn members_share_one_map_and_a_turn_branches_another_members_run_where_its_child_is_cheap() {
     let mut explorer = Explorer::directed(vec![5, 5], 20, Vec::new());
     let first = explorer.plan_next_for(0).expect("a root of member 0");
     let second = explorer.plan_next_for(1).expect("a root of member 1");
     assert_eq!(
-        [&explorer.runs()[first], &explorer.runs()[second]].map(|run| (run.member, run.root)),
-        [(0, 0), (1, 0)],
-        "each member's first root"
+        [&explorer.runs()[first], &explorer.runs()[second]].map(|run| (run.member, run.turn, run.root)),
+        [(0, 0, 0), (1, 1, 0)],
+        "each member's first root, in its own turn"
     );
-    explorer.merge(first, &[(A, 100)]);
-    explorer.merge(second, &[(A, 200), (B, 300)]);
-    assert_eq!(explorer.runs()[first].first_in_exploration, vec![A]);
+    // Member 0's runs cost 100 units; member 1's ten times as much, over as many ticks.
+    let cost = |units| Some(RunCost { units, ticks: 1_000 });
+    explorer.merge_costed(first, &[(A, 100)], cost(100));
+    explorer.merge_costed(second, &[(A, 200), (C, 100), (B, 950)], cost(1_000));
     assert_eq!(
         explorer.runs()[second].first_in_exploration,
-        vec![B],
+        vec![C, B],
         "A was no news to member 1: member 0 found it"
     );
-    for (member, parent) in [(0, first), (1, second)] {
-        let child = explorer.plan_next_for(member).expect("a child");
-        let child = &explorer.runs()[child];
-        assert_eq!(child.parent, Some(parent), "a member branches its own runs");
-        assert_eq!((child.member, child.root), (member, 0), "and the child is its member's");
-    }
+    // Every point was reached once; the latest run's points go first. A child of
+    // member 1's run after B (tick 950) costs 49 units, one after C (tick 100) 899:
+    // member 0 (roots of 100) affords the first, not the second.
+    let child = explorer.plan_next_for(0).expect("a child in member 0's turn");
+    let child = &explorer.runs()[child];
+    assert_eq!((child.parent, child.trigger), (Some(second), Some(B)), "the cheap one");
+    assert_eq!(
+        (child.member, child.turn, child.root),
+        (1, 0, 0),
+        "member 1's run, paid for by member 0's turn"
+    );
+    let child = explorer.plan_next_for(1).expect("a child in member 1's turn");
+    let child = &explorer.runs()[child];
+    assert_eq!(
+        (child.parent, child.trigger, child.member, child.turn),
+        (Some(second), Some(C), 1, 1),
+        "a member branches its own runs at any cost"
+    );
+    assert_eq!(
+        explorer.runs_planned(),
+        [2, 2],
+        "runs count for the turn that planned them"
+    );
+    // Merged without costs, a run's children are its own member's alone.
+    let mut unpriced = Explorer::directed(vec![5, 5], 20, Vec::new());
+    let first = unpriced.plan_next_for(0).expect("a root of member 0");
+    let second = unpriced.plan_next_for(1).expect("a root of member 1");
+    unpriced.merge(first, &[(A, 100)]);
+    unpriced.merge(second, &[(B, 950)]);
+    let child = unpriced.plan_next_for(0).expect("a child");
+    assert_eq!(unpriced.runs()[child].parent, Some(first));
 }
 
 #[test]
