@@ -37,6 +37,14 @@ fn write(
 
 use crate::seam::ProcessId;
 
+/// How often this thread's code hit `mark` since the last `coverage::reset`.
+fn hits_of(mark: crate::coverage::Mark) -> u64 {
+    crate::coverage::hits()
+        .into_iter()
+        .find(|(hit, _)| *hit == mark)
+        .map_or(0, |(_, hits)| hits)
+}
+
 #[test]
 fn the_journal_stays_within_its_cap_while_checkpoints_advance() {
     let stores: Vec<MemoryStore> = (0..3).map(|_| MemoryStore::new()).collect();
@@ -355,10 +363,7 @@ fn a_replica_that_starts_its_view_as_primary_drops_the_transfer_it_had_in_flight
     assert!(primary.is_primary());
     assert!(!primary.transferring(), "the view's start dropped the transfer");
     assert_eq!(primary.stats().transfers_abandoned, 1);
-    let dropped = crate::coverage::hits()
-        .into_iter()
-        .find(|(mark, _)| *mark == crate::coverage::Mark::TransferDroppedLeading)
-        .map_or(0, |(_, hits)| hits);
+    let dropped = hits_of(crate::coverage::Mark::TransferDroppedLeading);
     assert_eq!(dropped, 1, "the drop is marked");
 }
 
@@ -449,14 +454,10 @@ fn a_start_view_below_an_op_the_replica_applied_is_left_not_adopted() {
     );
     assert_eq!(backup.commit_min(), applied, "nothing applied is undone");
     assert_eq!(backup.journal.head(), head, "nothing is cut from the log");
-    let left = crate::coverage::hits()
-        .into_iter()
-        .find(|(mark, _)| *mark == crate::coverage::Mark::ViewChangeStaleBelowApplied)
-        .map_or(0, |(_, hits)| hits);
+    let left = hits_of(crate::coverage::Mark::ViewChangeStaleBelowApplied);
     assert_eq!(left, 1, "the stale view is marked");
     // The same view ending at the backup's head is adopted: the guard is for logs below
     // an applied op only.
-    let backup = &mut replicas[2];
     backup.on_frame(ProcessId(1), &current, 1_000_100_000);
     assert_eq!(
         (backup.status(), backup.view()),
