@@ -47,7 +47,9 @@ pub const RUN_COST_GUESS_UNITS: u64 = 200_000;
 /// next is a function of the runs merged. Every run counts, children too, each to the
 /// member whose turn planned it ([`ExploreRun::turn`](super::explore::ExploreRun)):
 /// a child of another member's run (one cheap enough for it, say late in a 20,000-tick
-/// run) is paid for, at its whole cost, by the member that chose to branch it.
+/// run) is paid for by the member that chose to branch it, at its price (its ticks
+/// after the branch point, plus the prefix for the first of a batch of siblings:
+/// [`ExploreRun::price`](super::explore::ExploreRun)).
 #[derive(Debug)]
 struct MemberShares {
     /// Per member: its weight.
@@ -219,8 +221,11 @@ impl Exploration {
             self.explorer.merge_costed(index, &first_reached, Some(cost));
             let run = &self.explorer.runs()[index];
             // The member whose turn planned the run pays for it (a child may be of
-            // another member's run: `Explorer::plan_next_for`).
-            self.shares.merged(run.turn, run_cost(&record));
+            // another member's run: `Explorer::plan_next_for`): a root its cost, a
+            // child its price (its ticks after the branch point, and the prefix if it
+            // ran it for its batch: the work it made, not its run's whole cost).
+            self.shares
+                .merged(run.turn, run.price.unwrap_or_else(|| run_cost(&record)));
             debug_assert!(self.shares.merged[run.turn] <= self.explorer.runs_planned()[run.turn]);
             record.explore = Some(ExploreRecord {
                 branches: run.branches.to_string(),

@@ -67,7 +67,7 @@
 
 use cluster::coverage::{Mark, POINTS, Point};
 
-use super::batch::BATCH_RUNS_MAX;
+use super::batch::{BATCH_RUNS_MAX, FORK_PREFIX_TICKS_MIN};
 use crate::timeline::{BranchPoint, Branches};
 
 /// Children a new point's splitpoint gets at most: enough that one lucky child is
@@ -263,6 +263,13 @@ pub struct ExploreRun {
     /// how often an exploration reached a mark counts: a child's prefix reaches what
     /// its parent did.
     pub own_marks: Vec<Point>,
+    /// What it costs the turn that planned it, in cost units
+    /// (`exploration::run_cost`), when known as it is planned: for a child, the ticks
+    /// it runs after its branch point, plus its parent's prefix if it is the first of
+    /// its batch (siblings share one run of the prefix: `campaign::batch`) or the
+    /// prefix is too short to fork at. `None` for a root (its cost is its run's) and
+    /// for a child of a run merged without its cost.
+    pub price: Option<u64>,
 }
 
 /// A place worth branching at: where a run reached a point new or still rare.
@@ -279,13 +286,55 @@ struct Splitpoint {
     branch_tick: u64,
     /// Children it may still make.
     energy: u32,
-    /// What a child of it is expected to cost, in cost units (`exploration::run_cost`):
-    /// the run's cost over the ticks after the branch point, since siblings share one
-    /// run of the prefix (`campaign::batch`); `u64::MAX` when the run's cost is unknown.
-    child_cost: u64,
+    /// What its children cost (`None` when the run's cost is unknown).
+    price: Option<ChildPrice>,
 }
 
-/// What a merged run cost: the price of its children ([`Splitpoint::child_cost`]) and
+/// What the children of a splitpoint cost, in cost units (`exploration::run_cost`):
+/// each runs its parent's ticks after the branch point, and a batch of siblings runs
+/// the prefix before it once (`campaign::batch`), or each sibling runs it again when it
+/// is too short to fork at ([`FORK_PREFIX_TICKS_MIN`]). The explorer plans as if every
+/// batch forks, whatever `--branch-by` says, so the exploration is the same either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ChildPrice {
+    /// The parent's cost over the ticks before the branch point.
+    prefix: u64,
+    /// The parent's cost over the ticks after it.
+    suffix: u64,
+    /// Whether siblings share one run of the prefix (it is long enough to fork at).
+    shared: bool,
+}
+
+impl ChildPrice {
+    /// Run `cost`'s children branching at `branch_tick`.
+    fn of(cost: RunCost, branch_tick: u64) -> Self {
+        let suffix = cost.after(branch_tick);
+        ChildPrice {
+            prefix: cost.units.saturating_sub(suffix),
+            suffix,
+            shared: branch_tick >= FORK_PREFIX_TICKS_MIN,
+        }
+    }
+
+    /// What one child costs, its batch's `batch` siblings sharing one prefix: what
+    /// another member's turn compares with its own roots' cost.
+    fn per_child(self, batch: u64) -> u64 {
+        let batch = if self.shared { batch.max(1) } else { 1 };
+        self.suffix.saturating_add(self.prefix / batch)
+    }
+
+    /// What a child costs the turn that plans it: the prefix is paid by a batch's
+    /// first child (or by every child, when not shared).
+    fn charged(self, first_in_batch: bool) -> u64 {
+        if first_in_batch || !self.shared {
+            self.suffix.saturating_add(self.prefix)
+        } else {
+            self.suffix
+        }
+    }
+}
+
+/// What a merged run cost: the price of its children ([`ChildPrice`]) and
 /// of its member's roots.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunCost {
@@ -327,6 +376,15 @@ pub struct Explorer {
     /// counted at each plan: a night plans thousands).
     runs_planned: Vec<u64>,
     children_planned: Vec<u64>,
+    /// Per member: the cost of the runs planned in its turns, and of the children among
+    /// them, as priced when planned (a root at its member's mean root cost so far;
+    /// each run at 1 before any cost is known): what the children's share bounds, so a
+    /// turn's children take at most their share of its work, not of its count of
+    /// runs. (Counted in runs, a member with cheap roots spent most of its work on
+    /// other members' dear children: the metadata line made 75 roots in 2.5 minutes of
+    /// the exploring nightly against plain's 591, stop 64.)
+    cost_planned: Vec<u64>,
+    children_cost_planned: Vec<u64>,
     /// Children made so far per (run, tick) they branch at: the next one's salt is
     /// this plus one.
     children_at: std::collections::BTreeMap<(usize, u64), u64>,
@@ -366,6 +424,8 @@ impl Explorer {
             targets_reached: Vec::new(),
             runs_planned: vec![0; members],
             children_planned: vec![0; members],
+            cost_planned: vec![0; members],
+            children_cost_planned: vec![0; members],
             last_split: vec![None; members],
             hazard_children: vec![0; members],
             root_cost: vec![(0, 0); members],
@@ -409,17 +469,13 @@ impl Explorer {
     /// exploration) among those it may branch (its own runs', and other members' whose
     /// child it can afford: see `rarest_splitpoint_with_energy`), while the children of
     /// the member's turns are under their share ([`EXPLORE_CHILDREN_SHARE_PERCENT_MAX`]
-    /// of its turns' runs) or none of its roots is left; else its next root. `None` when the budget is spent or the member has
+    /// of the work of its turns' runs, as priced when planned) or none of its roots is
+    /// left; else its next root. `None` when the budget is spent or the member has
     /// nothing left to run for now.
     pub fn plan_next_for(&mut self, member: usize) -> Option<usize> {
         if self.budget_left() == 0 {
             return None;
         }
-        // Due if one more child keeps the member's children within their share (of its
-        // runs with this one): so while the share is small, a member's first runs are
-        // roots.
-        let children_due = (self.children_planned[member] + 1) * 100
-            <= (self.runs_planned[member] + 1) * self.children_share_percent();
         let roots_left = self.next_root[member] < self.roots[member];
         let hazard_turn = self.hazard_children[member] * EXPLORE_HAZARD_CHILDREN_ONE_IN < self.children_planned[member];
         let split = if hazard_turn {
@@ -429,9 +485,14 @@ impl Explorer {
             self.rarest_splitpoint_with_energy(member, false)
                 .or_else(|| self.rarest_splitpoint_with_energy(member, true))
         };
+        // Due if one more child keeps the member's children within their share of its
+        // work (this one's included): so while the share is small, a member's first
+        // runs are roots.
+        let children_due = split
+            .is_some_and(|split| self.within_share(member, self.charge(split, true), self.children_share_percent(), 0));
         let run = if let Some(split) = split.filter(|_| children_due || !roots_left) {
             self.last_split[member] = Some(split);
-            self.child_of(split, member)
+            self.child_of(split, member, true)
         } else if roots_left {
             self.last_split[member] = None;
             self.next_root[member] += 1;
@@ -445,11 +506,43 @@ impl Explorer {
                 trigger_tick: None,
                 first_in_exploration: Vec::new(),
                 own_marks: Vec::new(),
+                price: None,
             }
         } else {
             return None;
         };
         Some(self.push_planned(run))
+    }
+
+    /// Whether member `member`'s children stay within `share` percent of the work of its
+    /// turns (and `over` units more) with one more child priced `price`.
+    fn within_share(&self, member: usize, price: u64, share: u64, over: u64) -> bool {
+        let children = u128::from(self.children_cost_planned[member]) + u128::from(price);
+        let all = u128::from(self.cost_planned[member]) + u128::from(price);
+        children * 100 <= all * u128::from(share) + u128::from(over) * 100
+    }
+
+    /// What the next child of splitpoint `split` costs the turn that plans it
+    /// ([`ChildPrice::charged`]; 1, a run, when its parent's cost is unknown).
+    fn charge(&self, split: usize, first_in_batch: bool) -> u64 {
+        self.splitpoints[split]
+            .price
+            .map_or(1, |price| price.charged(first_in_batch))
+    }
+
+    /// What member `member`'s next root is expected to cost: its roots' mean so far,
+    /// else every member's, else 1 (a run: nothing was merged with its cost yet).
+    fn root_price(&self, member: usize) -> u64 {
+        self.mean_root_cost(member)
+            .or_else(|| {
+                let (sum, count) = self
+                    .root_cost
+                    .iter()
+                    .fold((0u64, 0u64), |(sum, count), (s, c)| (sum.saturating_add(*s), count + c));
+                sum.checked_div(count)
+            })
+            .unwrap_or(1)
+            .max(1)
     }
 
     /// The share of a member's runs its children may take now, in percent: from none
@@ -484,22 +577,32 @@ impl Explorer {
         // explorations mostly children whatever the ramp said: 50 of the first 112
         // runs (stop 62).
         let share = self.children_share_percent();
+        let price = self.charge(split, false);
         let over_share_max = if share == EXPLORE_CHILDREN_SHARE_PERCENT_MAX {
-            BATCH_RUNS_MAX as u64
+            (BATCH_RUNS_MAX as u64).saturating_mul(price)
         } else {
             0
         };
-        if (self.children_planned[member] + 1) * 100 > (self.runs_planned[member] + 1) * share + over_share_max * 100 {
+        if !self.within_share(member, price, share, over_share_max) {
             return None;
         }
-        let run = self.child_of(split, member);
+        let run = self.child_of(split, member, false);
         Some(self.push_planned(run))
     }
 
     /// Add `run` to the plan and to the counts of the member whose turn planned it
-    /// (runs, children, children of hazards); its index into [`Explorer::runs`].
+    /// (runs, children, children of hazards, and their work as priced); its index into
+    /// [`Explorer::runs`].
     fn push_planned(&mut self, run: ExploreRun) -> usize {
         let member = run.turn;
+        let price = match run.parent {
+            None => self.root_price(run.member),
+            Some(_) => run.price.unwrap_or(1),
+        };
+        self.cost_planned[member] = self.cost_planned[member].saturating_add(price);
+        if run.parent.is_some() {
+            self.children_cost_planned[member] = self.children_cost_planned[member].saturating_add(price);
+        }
         self.runs_planned[member] += 1;
         self.children_planned[member] += u64::from(run.parent.is_some());
         self.hazard_children[member] += u64::from(run.trigger.is_some_and(is_hazard));
@@ -516,8 +619,12 @@ impl Explorer {
     /// else among the others.
     ///
     /// Among member `member`'s own runs' splitpoints, and every other member's whose
-    /// child costs no more than the member's own roots do on average
-    /// ([`Splitpoint::child_cost`]): a rare point found by a line whose runs are few
+    /// child costs no more than the member's own roots do on average (its suffix and
+    /// its share of a batch's prefix, a batch being as many siblings as the splitpoint
+    /// has energy for, up to [`BATCH_RUNS_MAX`]: [`ChildPrice::per_child`]; priced by
+    /// its suffix alone, the metadata line's 18 ms roots afforded children late in
+    /// 20,000-tick runs whose batches ran 300 ms of prefix, stop 64): a rare point
+    /// found by a line whose runs are few
     /// (long runs, a small weight) is as rare as one the busiest line found, and with
     /// each member branching only its own runs, on the nightly the rarest marks of a
     /// 20,000-tick line making 14 runs in 2.5 minutes got no children at all (stop 63).
@@ -533,7 +640,9 @@ impl Explorer {
                 split.energy > 0
                     && is_hazard(split.point) == hazards
                     && (self.runs[split.run].member == member
-                        || affordable.is_some_and(|mean| split.child_cost <= mean))
+                        || affordable.zip(split.price).is_some_and(|(mean, price)| {
+                            price.per_child(u64::from(split.energy).min(BATCH_RUNS_MAX as u64)) <= mean
+                        }))
             })
             .min_by_key(|&index| {
                 let split = &self.splitpoints[index];
@@ -547,8 +656,9 @@ impl Explorer {
     }
 
     /// The next child of splitpoint `split`, spending one of its energy, planned in
-    /// member `turn`'s turn (who pays for it).
-    fn child_of(&mut self, split: usize, turn: usize) -> ExploreRun {
+    /// member `turn`'s turn (who pays for it), the first of its batch or a sibling.
+    fn child_of(&mut self, split: usize, turn: usize, first_in_batch: bool) -> ExploreRun {
+        let price = self.splitpoints[split].price.map(|price| price.charged(first_in_batch));
         let point = &mut self.splitpoints[split];
         point.energy -= 1;
         // Salts count the children of the run at that branch tick, whichever
@@ -575,6 +685,7 @@ impl Explorer {
             trigger_tick: Some(point.tick),
             first_in_exploration: Vec::new(),
             own_marks: Vec::new(),
+            price,
         }
     }
 
@@ -592,7 +703,7 @@ impl Explorer {
     }
 
     /// [`Explorer::merge`], knowing what the run cost: its splitpoints' children are
-    /// priced ([`Splitpoint::child_cost`]), so other members' turns may branch them when
+    /// priced ([`ChildPrice`]), so other members' turns may branch them when
     /// cheap enough, and a root's cost counts toward its member's mean.
     pub fn merge_costed(&mut self, index: usize, first_reached: &[(Point, u64)], cost: Option<RunCost>) {
         if let Some(cost) = cost
@@ -602,7 +713,7 @@ impl Explorer {
             *sum = sum.saturating_add(cost.units);
             *count += 1;
         }
-        let child_cost = |branch_tick: u64| cost.map_or(u64::MAX, |cost| cost.after(branch_tick));
+        let price = |branch_tick: u64| cost.map(|cost| ChildPrice::of(cost, branch_tick));
         let last_branch_tick = self.runs[index].branches.points().last().map_or(0, |point| point.tick);
         let room = self.runs[index].branches.len() < crate::timeline::BRANCH_POINTS_MAX;
         let mut new_points = Vec::new();
@@ -647,7 +758,7 @@ impl Explorer {
                     tick,
                     branch_tick: tick + 1,
                     energy: energy - lead_up,
-                    child_cost: child_cost(tick + 1),
+                    price: price(tick + 1),
                 });
                 if lead_up > 0 {
                     self.splitpoints.push(Splitpoint {
@@ -656,7 +767,7 @@ impl Explorer {
                         tick,
                         branch_tick: lead_up_tick,
                         energy: lead_up,
-                        child_cost: child_cost(lead_up_tick),
+                        price: price(lead_up_tick),
                     });
                 }
             }

@@ -365,7 +365,7 @@ fn a_point_found_late_earns_more_children_than_one_the_first_runs_found() {
 
 #[test]
 fn members_share_one_map_and_a_turn_branches_another_members_run_where_its_child_is_cheap() {
-    let mut explorer = Explorer::directed(vec![5, 5], 20, Vec::new());
+    let mut explorer = Explorer::directed(vec![10, 5], 40, Vec::new());
     let first = explorer.plan_next_for(0).expect("a root of member 0");
     let second = explorer.plan_next_for(1).expect("a root of member 1");
     assert_eq!(
@@ -373,27 +373,62 @@ fn members_share_one_map_and_a_turn_branches_another_members_run_where_its_child
         [(0, 0, 0), (1, 1, 0)],
         "each member's first root, in its own turn"
     );
-    // Member 0's runs cost 100 units; member 1's ten times as much, over as many ticks.
-    let cost = |units| Some(RunCost { units, ticks: 1_000 });
-    explorer.merge_costed(first, &[(A, 100)], cost(100));
-    explorer.merge_costed(second, &[(A, 200), (C, 100), (B, 950)], cost(1_000));
+    // Member 0's runs cost 600 units; member 1's 1,000, over 10,000 ticks.
+    let cost = |units| Some(RunCost { units, ticks: 10_000 });
+    explorer.merge_costed(first, &[(A, 100)], cost(600));
+    explorer.merge_costed(second, &[(A, 200), (C, 1_000), (B, 9_500)], cost(1_000));
     assert_eq!(
         explorer.runs()[second].first_in_exploration,
         vec![C, B],
         "A was no news to member 1: member 0 found it"
     );
     // Every point was reached once; the latest run's points go first. A child of
-    // member 1's run after B (tick 950) costs 49 units, one after C (tick 100) 899:
-    // member 0 (roots of 100) affords the first, not the second.
-    let child = explorer.plan_next_for(0).expect("a child in member 0's turn");
-    let child = &explorer.runs()[child];
-    assert_eq!((child.parent, child.trigger), (Some(second), Some(B)), "the cheap one");
+    // member 1's run after B (tick 9,500) runs 49 units after its branch point, and
+    // its batch of two (the splitpoint's energy) runs the 951 before it once: 524 a
+    // child, which member 0 (roots of 600) affords. One after C (tick 1,000) is too
+    // early to fork at: 1,000 a child, which it does not.
+    //
+    // The first child of a batch pays the prefix, so member 0's turn branches it only
+    // once its roots' work covers the child's as much (the children's share is half
+    // of a turn's work): two more roots first.
+    let mut roots = 0;
+    let child = loop {
+        let index = explorer
+            .plan_next_for(0)
+            .expect("member 0 has roots and children to plan");
+        if explorer.runs()[index].parent.is_some() {
+            break index;
+        }
+        roots += 1;
+        explorer.merge_costed(index, &[], cost(600));
+    };
+    assert_eq!(roots, 2, "roots until the child is within the share");
+    let run = &explorer.runs()[child];
+    assert_eq!((run.parent, run.trigger), (Some(second), Some(B)), "the cheap one");
     assert_eq!(
-        (child.member, child.turn, child.root),
-        (1, 0, 0),
-        "member 1's run, paid for by member 0's turn"
+        (run.member, run.turn, run.root, run.price),
+        (1, 0, 0, Some(1_000)),
+        "member 1's run, paid for by member 0's turn: the prefix and the suffix"
     );
-    let child = explorer.plan_next_for(1).expect("a child in member 1's turn");
+    let sibling = explorer.plan_sibling_for(0).expect("its sibling, in the same batch");
+    assert_eq!(
+        explorer.runs()[sibling].price,
+        Some(49),
+        "a sibling runs only the suffix: the batch ran the prefix once"
+    );
+    for index in [child, sibling] {
+        explorer.merge_costed(index, &[], cost(1_000));
+    }
+    // Member 1's own runs it branches at any cost (once its roots' work covers it).
+    let child = loop {
+        let index = explorer
+            .plan_next_for(1)
+            .expect("member 1 has roots and children to plan");
+        if explorer.runs()[index].parent.is_some() {
+            break index;
+        }
+        explorer.merge_costed(index, &[], cost(1_000));
+    };
     let child = &explorer.runs()[child];
     assert_eq!(
         (child.parent, child.trigger, child.member, child.turn),
@@ -402,7 +437,7 @@ fn members_share_one_map_and_a_turn_branches_another_members_run_where_its_child
     );
     assert_eq!(
         explorer.runs_planned(),
-        [2, 2],
+        [5, 3],
         "runs count for the turn that planned them"
     );
     // Merged without costs, a run's children are its own member's alone.
@@ -413,6 +448,22 @@ fn members_share_one_map_and_a_turn_branches_another_members_run_where_its_child
     unpriced.merge(second, &[(B, 950)]);
     let child = unpriced.plan_next_for(0).expect("a child");
     assert_eq!(unpriced.runs()[child].parent, Some(first));
+}
+
+#[test]
+fn a_childs_price_shares_the_prefix_across_its_batch_when_long_enough_to_fork_at() {
+    let cost = RunCost {
+        units: 10_000,
+        ticks: 10_000,
+    };
+    let late = ChildPrice::of(cost, 8_000);
+    assert_eq!((late.prefix, late.suffix, late.shared), (8_000, 2_000, true));
+    assert_eq!(late.per_child(4), 4_000, "a quarter of the prefix each");
+    assert_eq!((late.charged(true), late.charged(false)), (10_000, 2_000));
+    let early = ChildPrice::of(cost, FORK_PREFIX_TICKS_MIN - 1);
+    assert!(!early.shared, "too short a prefix to fork at: each child runs it again");
+    assert_eq!(early.per_child(4), 10_000);
+    assert_eq!((early.charged(true), early.charged(false)), (10_000, 10_000));
 }
 
 #[test]
