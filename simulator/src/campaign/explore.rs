@@ -31,7 +31,7 @@
 //! their own randomness; among equals, the latest find), the rarest hazard's while
 //! hazards have under one in [`EXPLORE_HAZARD_CHILDREN_ONE_IN`] of them, a
 //! splitpoint's children together (up to a batch, made with one prefix:
-//! `campaign::batch`), at most half the runs while roots are left (checked as a batch
+//! `campaign::batch`), at most half the work while roots are left (checked as a batch
 //! starts; a share that grows from none over the first [`EXPLORE_CHILDREN_RAMP_RUNS`]
 //! runs merged); roots fill the rest.
 //!
@@ -42,8 +42,10 @@
 //! deterministic measure of work ([`run_cost`](super::exploration::run_cost)), and
 //! each spends its turn on its next root or on the rarest splitpoint it may branch:
 //! one of its own runs', or another member's whose child costs no more than its own
-//! roots do (a child runs only the ticks after its branch point, the prefix being
-//! shared by its siblings). The weights share the work, the map says where children
+//! roots do (a child runs the ticks after its branch point, and its share of the
+//! prefix its batch of siblings runs once: `ChildPrice`). Work is priced so
+//! throughout: a turn pays for its runs at that price, and its children take at most
+//! half of it. The weights share the work, the map says where children
 //! go, and a rare point found in a line of few runs (long runs, a small weight) gets
 //! children from other members' shares once they are cheap. The campaign's
 //! dispatcher (`campaign::runner`) time-shares the exploration with the plain
@@ -105,8 +107,9 @@ pub const EXPLORE_RARE_RUNS_MAX: u64 = 6;
 /// common ones by 10-100%.
 pub const EXPLORE_RARE_PER_MILLE: u64 = 50;
 
-/// Children are at most this share of the runs planned, in percent (while roots are
-/// left): early in an exploration nearly every point is new, and without a cap the
+/// Children are at most this share of the work of the runs planned in a member's
+/// turns (priced as planned: `ChildPrice`), in percent, while roots are
+/// left: early in an exploration nearly every point is new, and without a cap the
 /// first few roots' descendants would take a short (time-limited) exploration whole;
 /// fresh roots find what no branch of those can. Half: in a 1,800-run exploration
 /// without the cap, children were 45% of the runs.
@@ -334,7 +337,7 @@ impl ChildPrice {
     }
 }
 
-/// What a merged run cost: the price of its children ([`ChildPrice`]) and
+/// What a merged run cost: the price of its children (`ChildPrice`) and
 /// of its member's roots.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunCost {
@@ -545,7 +548,7 @@ impl Explorer {
             .max(1)
     }
 
-    /// The share of a member's runs its children may take now, in percent: from none
+    /// The share of a member's work its children may take now, in percent: from none
     /// at the start up to [`EXPLORE_CHILDREN_SHARE_PERCENT_MAX`] once
     /// [`EXPLORE_CHILDREN_RAMP_RUNS`] runs are merged (or a sixteenth of a smaller
     /// budget), in proportion. Children put off early are planned once the share
@@ -703,7 +706,7 @@ impl Explorer {
     }
 
     /// [`Explorer::merge`], knowing what the run cost: its splitpoints' children are
-    /// priced ([`ChildPrice`]), so other members' turns may branch them when
+    /// priced (`ChildPrice`), so other members' turns may branch them when
     /// cheap enough, and a root's cost counts toward its member's mean.
     pub fn merge_costed(&mut self, index: usize, first_reached: &[(Point, u64)], cost: Option<RunCost>) {
         if let Some(cost) = cost

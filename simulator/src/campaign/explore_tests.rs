@@ -451,6 +451,48 @@ fn members_share_one_map_and_a_turn_branches_another_members_run_where_its_child
 }
 
 #[test]
+fn a_turns_children_take_at_most_half_its_work_when_they_cost_more_than_its_roots() {
+    // One root in four reaches a mark still rare, early (tick 100: too early to fork at,
+    // so each child runs the whole 4,000 units again); the others cost 100 and reach
+    // nothing. Counted in runs, children would be half the runs and four fifths of the
+    // work; priced, they stay within half of the work (and a batch over it).
+    let mut explorer = Explorer::new(10_000, 10_000);
+    let (mut roots_work, mut children_work, mut children) = (0u64, 0u64, 0u64);
+    for _ in 0..400 {
+        let first = explorer.plan_next().expect("the budget lasts");
+        let batch: Vec<usize> = std::iter::once(first)
+            .chain(std::iter::from_fn(|| explorer.plan_sibling_for(0)))
+            .collect();
+        for index in batch {
+            let run = explorer.runs()[index].clone();
+            let (units, reached) = match run.parent {
+                Some(_) => (4_000, vec![]),
+                None if run.root % 4 == 0 => (
+                    4_000,
+                    vec![(Point::mark(Mark::ALL[(run.root / 4) as usize % Mark::ALL.len()]), 100)],
+                ),
+                None => (100, vec![]),
+            };
+            explorer.merge_costed(index, &reached, Some(RunCost { units, ticks: 10_000 }));
+            match run.parent {
+                Some(_) => {
+                    children += 1;
+                    children_work += run.price.expect("a priced child");
+                }
+                None => roots_work += units,
+            }
+        }
+    }
+    let max_batch = BATCH_RUNS_MAX as u64 * 4_000;
+    assert!(children > 0, "it branched");
+    assert!(
+        children_work * 100 <= (children_work + roots_work) * EXPLORE_CHILDREN_SHARE_PERCENT_MAX + max_batch * 100,
+        "children took {children_work} of {} units",
+        children_work + roots_work
+    );
+}
+
+#[test]
 fn a_childs_price_shares_the_prefix_across_its_batch_when_long_enough_to_fork_at() {
     let cost = RunCost {
         units: 10_000,

@@ -68,7 +68,8 @@ pub struct CampaignFlags {
     /// cut it short. Each branched run's repro command names its `--branch` points.
     /// On a spec file's `sub` line it makes that sub-campaign explore; every exploring
     /// sub-campaign shares one exploration (one map of what was reached), taking turns
-    /// in it by weight, and the exploration is time-shared with the plain
+    /// in it by weight (children take at most half of each one's work, so its fresh
+    /// roots keep the rest), and the exploration is time-shared with the plain
     /// sub-campaigns by its members' weights. With `--shard`, each shard explores from
     /// its own share of the roots. Not with `--corpus`.
     #[arg(long)]
