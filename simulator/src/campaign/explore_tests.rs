@@ -467,7 +467,7 @@ fn a_turns_children_take_at_most_half_its_work_when_they_cost_more_than_its_root
             let run = explorer.runs()[index].clone();
             let (units, reached) = match run.parent {
                 Some(_) => (4_000, vec![]),
-                None if run.root % 4 == 0 => (
+                None if run.root.is_multiple_of(4) => (
                     4_000,
                     vec![(Point::mark(Mark::ALL[(run.root / 4) as usize % Mark::ALL.len()]), 100)],
                 ),
