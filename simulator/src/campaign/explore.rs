@@ -565,9 +565,9 @@ impl Explorer {
     /// from, if it was a child and the splitpoint has energy left: the siblings of a
     /// batch, planned together so one worker can make them with one prefix
     /// (`campaign::batch`). A batch may take the member past its children's share by
-    /// at most a batch ([`BATCH_RUNS_MAX`]) once the share is whole, and its roots
-    /// catch up next; while the share grows ([`EXPLORE_CHILDREN_RAMP_RUNS`]) not at
-    /// all. `None` otherwise.
+    /// at most a batch of siblings ([`BATCH_RUNS_MAX`] at a sibling's price) once the
+    /// share is whole, and its roots catch up next; while the share grows
+    /// ([`EXPLORE_CHILDREN_RAMP_RUNS`]) not at all. `None` otherwise.
     pub fn plan_sibling_for(&mut self, member: usize) -> Option<usize> {
         if self.budget_left() == 0 {
             return None;
