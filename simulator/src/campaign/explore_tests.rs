@@ -363,6 +363,23 @@ fn a_point_found_late_earns_more_children_than_one_the_first_runs_found() {
     assert_eq!(children_for_new(100_000), EXPLORE_CHILDREN_FIRST);
 }
 
+/// Plan runs in member `member`'s turns, merging each root (reaching nothing, costing
+/// `units` over 10,000 ticks), until a child is planned: the child's index and how
+/// many roots came first.
+fn roots_until_a_child(explorer: &mut Explorer, member: usize, units: u64) -> (usize, u32) {
+    let mut roots = 0;
+    loop {
+        let index = explorer
+            .plan_next_for(member)
+            .expect("the member has roots and children to plan");
+        if explorer.runs()[index].parent.is_some() {
+            return (index, roots);
+        }
+        roots += 1;
+        explorer.merge_costed(index, &[], Some(RunCost { units, ticks: 10_000 }));
+    }
+}
+
 #[test]
 fn members_share_one_map_and_a_turn_branches_another_members_run_where_its_child_is_cheap() {
     let mut explorer = Explorer::directed(vec![10, 5], 40, Vec::new());
@@ -391,17 +408,7 @@ fn members_share_one_map_and_a_turn_branches_another_members_run_where_its_child
     // The first child of a batch pays the prefix, so member 0's turn branches it only
     // once its roots' work covers the child's as much (the children's share is half
     // of a turn's work): two more roots first.
-    let mut roots = 0;
-    let child = loop {
-        let index = explorer
-            .plan_next_for(0)
-            .expect("member 0 has roots and children to plan");
-        if explorer.runs()[index].parent.is_some() {
-            break index;
-        }
-        roots += 1;
-        explorer.merge_costed(index, &[], cost(600));
-    };
+    let (child, roots) = roots_until_a_child(&mut explorer, 0, 600);
     assert_eq!(roots, 2, "roots until the child is within the share");
     let run = &explorer.runs()[child];
     assert_eq!((run.parent, run.trigger), (Some(second), Some(B)), "the cheap one");
@@ -420,15 +427,7 @@ fn members_share_one_map_and_a_turn_branches_another_members_run_where_its_child
         explorer.merge_costed(index, &[], cost(1_000));
     }
     // Member 1's own runs it branches at any cost (once its roots' work covers it).
-    let child = loop {
-        let index = explorer
-            .plan_next_for(1)
-            .expect("member 1 has roots and children to plan");
-        if explorer.runs()[index].parent.is_some() {
-            break index;
-        }
-        explorer.merge_costed(index, &[], cost(1_000));
-    };
+    let (child, _) = roots_until_a_child(&mut explorer, 1, 1_000);
     let child = &explorer.runs()[child];
     assert_eq!(
         (child.parent, child.trigger, child.member, child.turn),
