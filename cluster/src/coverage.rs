@@ -162,6 +162,8 @@ named_table! {
     TransferInstalled => "catch_up.transfer_installed": "a transferred checkpoint was installed";
     TransferAbandoned => "catch_up.transfer_abandoned":
         "a state transfer was abandoned (peer silent, stale, or its bytes refused)";
+    TransferNotDurable => "catch_up.transfer_not_durable":
+        "a whole, verified transfer was not installed: the disk refused to make it durable";
     TransferPinReleasedIdle => "catch_up.pin_released_idle":
         "a served transfer's ring pin was released because its receiver went quiet";
     TransferRefusedBusy => "catch_up.transfer_refused_busy":

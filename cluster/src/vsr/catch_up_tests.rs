@@ -121,6 +121,43 @@ fn a_backup_cut_off_past_the_ring_catches_up_by_state_transfer() {
 }
 
 #[test]
+fn a_transferred_checkpoint_is_installed_only_once_durable() {
+    // Seed 353000081 (`--branch 3801:1`, contended, split, power loss, buggify): a
+    // replica installed a transferred checkpoint at op 120 in memory, its disk refused
+    // the write, and nothing retried it (no op was applied after). It counted op 120
+    // as held, crashed, booted from its older checkpoint without it, and offered its
+    // log as complete: a view change could have lost a committed op.
+    let stores: Vec<MemoryStore> = (0..3).map(|_| MemoryStore::new()).collect();
+    let mut replicas = cluster(&stores);
+    let tick = write(&mut replicas, &[0, 1, 2], 1..=10, 0);
+    exchange(&mut replicas, &[0, 1, 2], 60, tick);
+    let tick = write(&mut replicas, &[0, 1], 11..=210, tick + 60);
+    assert_eq!(replicas[2].commit_min(), 10);
+    // Replica 2's disk refuses checkpoints while it catches up: the transfer arrives
+    // whole and is refused, the state and the journal as they were.
+    stores[2].set_fail_checkpoint_writes(true);
+    exchange(&mut replicas, &[0, 1, 2], 300, tick);
+    let lagging = &replicas[2];
+    assert!(stores[2].checkpoint_write_attempts() >= 1, "the transfer was tried");
+    assert_eq!(lagging.stats().transfers_installed, 0);
+    assert!(lagging.stats().transfers_abandoned >= 1);
+    assert_eq!(lagging.stats().checkpoint_write_failures, stores[2].checkpoint_write_attempts());
+    assert_eq!(lagging.commit_min(), 10, "nothing installed in memory only");
+    assert_eq!(lagging.state_machine().0, 10, "the state went back to the applied one");
+    assert_eq!(lagging.checkpoint_op(), 0);
+    assert!(lagging.journal_floor() <= lagging.checkpoint_op());
+    // The disk recovers: the catch-up asks again and installs a durable checkpoint.
+    stores[2].set_fail_checkpoint_writes(false);
+    exchange(&mut replicas, &[0, 1, 2], 600, tick + 300);
+    let lagging = &replicas[2];
+    assert_eq!(lagging.commit_min(), 210, "caught up");
+    assert!(lagging.stats().transfers_installed >= 1);
+    assert!(lagging.checkpoint_op() > 10, "the install is the durable checkpoint");
+    let restarted = Replica::open(small(2), Counter(0), stores[2].clone(), 1).expect("open");
+    assert_eq!(restarted.commit_min(), lagging.checkpoint_op(), "booted from the transferred checkpoint");
+}
+
+#[test]
 fn a_restart_boots_from_its_checkpoint_and_replays_only_the_ops_above_it() {
     let stores: Vec<MemoryStore> = (0..3).map(|_| MemoryStore::new()).collect();
     let mut replicas = cluster(&stores);

@@ -42,7 +42,7 @@ use super::StateMachine;
 use super::client_table::ClientTable;
 use super::constants::{CHECKPOINT_BYTES_MAX, CHECKPOINT_RETRY_TICKS, PIPELINE_PREPARES_MAX};
 use super::replica::{CheckpointDigests, Replica};
-use super::store::{ReplicaStore, StorageBreak};
+use super::store::{ReplicaStore, StorageBreak, StoreError};
 use crate::codec::{DecodeError, Reader, Writer};
 use crate::wire::{Command, HEADER_BYTES, Header};
 
@@ -84,6 +84,9 @@ pub enum CheckpointError {
         /// After restoring.
         actual: u128,
     },
+    /// A transferred checkpoint could not be made durable here, so it was not
+    /// installed (see [`Replica::install_transferred_checkpoint`]).
+    NotDurable(StoreError),
 }
 
 impl std::fmt::Display for CheckpointError {
@@ -102,6 +105,9 @@ impl std::fmt::Display for CheckpointError {
                     f,
                     "restored state digest {actual:#x} differs from the recorded {expected:#x}"
                 )
+            }
+            CheckpointError::NotDurable(error) => {
+                write!(f, "transferred checkpoint not installed: writing it failed ({error})")
             }
         }
     }
@@ -208,6 +214,16 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     /// Take a checkpoint if enough was applied since the last one, then evict what the
     /// journal's bounds ask for. Runs after every input.
     pub(crate) fn maybe_checkpoint(&mut self) {
+        // Every op above the durable checkpoint is in the journal or its records: a
+        // floor above the checkpoint would leave a crash without the ops between.
+        assert!(
+            self.journal.floor() <= self.checkpoint_op,
+            "replica {} group {:#x}: journal floor {} above the durable checkpoint {}",
+            self.config.replica,
+            self.config.group,
+            self.journal.floor(),
+            self.checkpoint_op
+        );
         let interval =
             checkpoint_interval_ops(self.config.journal_ops_max).min(self.config.buggify.checkpoint_interval_ops_max);
         let due_by_ops = self.commit_min >= self.checkpoint_op + interval;
@@ -246,39 +262,43 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
 
     /// Make checkpoint `bytes` at `op` this replica's durable checkpoint and let the
     /// store forget what it covers; a refusal is counted and changes nothing.
-    pub(crate) fn make_checkpoint_durable(&mut self, op: u64, bytes: &Rc<[u8]>) {
+    fn make_checkpoint_durable(&mut self, op: u64, bytes: &Rc<[u8]>) {
         match self.store.write_checkpoint(op, bytes) {
-            Ok(()) => {
-                tracing::debug!(
-                    replica = self.config.replica,
-                    group = self.config.group,
-                    op,
-                    bytes = bytes.len(),
-                    "checkpoint written"
-                );
-                self.checkpoint_op = op;
-                self.stats.checkpoints_written += 1;
-                crate::cover!(CheckpointTaken);
-                // The ring keeps ops below the checkpoint for peers a little behind,
-                // and the store keeps their records as long as the ring keeps the ops
-                // (the journal holds only the headers of applied ops, see
-                // `Journal::release_frame`): evict what the ring's bounds let go now (the
-                // caller would at once), then let the store forget what the ring did.
-                self.enforce_journal_bounds();
-                // Eviction lets the store forget what it evicted; a transfer's install
-                // moved the floor itself, so tell the store here too (a repeat is a
-                // no-op: the WAL plans a drop only when it frees bytes).
-                if self.journal.floor() > 0 {
-                    self.store.discard_through(self.journal.floor());
-                }
-            }
+            Ok(()) => self.checkpoint_written(op, bytes.len()),
             Err(error) => {
                 tracing::warn!(replica = self.config.replica, group = self.config.group, op, %error, "checkpoint write failed");
                 self.stats.checkpoint_write_failures += 1;
                 crate::cover!(CheckpointWriteFailed);
-                crate::cover!(CheckpointWriteFailed);
                 self.checkpoint_retry_wait_ticks = CHECKPOINT_RETRY_TICKS;
             }
+        }
+    }
+
+    /// Account for a checkpoint at `op` that the store has just made durable, and
+    /// let go what it covers.
+    fn checkpoint_written(&mut self, op: u64, bytes: usize) {
+        tracing::debug!(
+            replica = self.config.replica,
+            group = self.config.group,
+            op,
+            bytes,
+            "checkpoint written"
+        );
+        assert!(op >= self.checkpoint_op, "checkpoint {op} written below the durable {}", self.checkpoint_op);
+        self.checkpoint_op = op;
+        self.stats.checkpoints_written += 1;
+        crate::cover!(CheckpointTaken);
+        // The ring keeps ops below the checkpoint for peers a little behind, and the
+        // store keeps their records as long as the ring keeps the ops (the journal
+        // holds only the headers of applied ops, see `Journal::release_frame`): evict
+        // what the ring's bounds let go now (the caller would at once), then let the
+        // store forget what the ring did.
+        self.enforce_journal_bounds();
+        // Eviction lets the store forget what it evicted; a transfer's install moved
+        // the floor itself, so tell the store here too (a repeat is a no-op: the WAL
+        // plans a drop only when it frees bytes).
+        if self.journal.floor() > 0 {
+            self.store.discard_through(self.journal.floor());
         }
     }
 
@@ -327,10 +347,30 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         }
     }
 
-    /// Install checkpoint `bytes` (from this replica's store at boot, or a state
-    /// transfer): restore the state machine and client table and make the checkpoint's
+    /// Install checkpoint `bytes` from this replica's own store at boot (durable
+    /// already): restore the state machine and client table and make the checkpoint's
     /// op the journal's floor and the applied head. Refused bytes change nothing.
     pub(crate) fn install_checkpoint(&mut self, bytes: &[u8]) -> Result<u64, CheckpointError> {
+        self.install(bytes, None)
+    }
+
+    /// Install a checkpoint a peer transferred, as [`Replica::install_checkpoint`],
+    /// but only once this replica's store has made it durable. The install moves the
+    /// journal's floor to the checkpoint's op and the ops below it are never
+    /// journaled here, so a replica that installed it only in memory and then crashed
+    /// would boot from its older checkpoint without them, after having counted them as
+    /// held (in a view change, or as the log below its acknowledged ops): seed
+    /// 353000081's replica offered a log that had lost op 120. A refused write
+    /// installs nothing; the transfer is abandoned and the catch-up asks again.
+    pub(crate) fn install_transferred_checkpoint(&mut self, bytes: &Rc<[u8]>) -> Result<u64, CheckpointError> {
+        let op = self.install(bytes, Some(bytes))?;
+        self.checkpoint_written(op, bytes.len());
+        Ok(op)
+    }
+
+    /// The install both paths share; `write_first` is the checkpoint to make durable
+    /// after the state restored and before anything else changes.
+    fn install(&mut self, bytes: &[u8], write_first: Option<&Rc<[u8]>>) -> Result<u64, CheckpointError> {
         let decoded = decode_checkpoint(self.config.group, bytes)?;
         let op = decoded.header.op;
         assert!(
@@ -338,6 +378,9 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             "installing checkpoint {op} at or below applied {}",
             self.commit_min
         );
+        // A write can fail after the state machine took the new state; the state it
+        // had goes back then, so a refusal leaves the replica as it was.
+        let previous = write_first.map(|_| self.state_machine.snapshot());
         self.state_machine
             .restore(decoded.state)
             .map_err(CheckpointError::State)?;
@@ -350,6 +393,23 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 "replica {} group {:#x}: checkpoint at op {op} restored to digest {actual:#x}, recorded {:#x}",
                 self.config.replica, self.config.group, decoded.digest
             );
+        }
+        if let (Some(durable), Some(previous)) = (write_first, previous) {
+            if let Err(error) = self.store.write_checkpoint(op, durable) {
+                tracing::warn!(replica = self.config.replica, group = self.config.group, op, %error, "transferred checkpoint write failed");
+                self.stats.checkpoint_write_failures += 1;
+                crate::cover!(TransferNotDurable);
+                // The state machine's own snapshot restores, or `snapshot` and
+                // `restore` disagree: a bug, never a fault.
+                let restored = self.state_machine.restore(&previous);
+                assert!(
+                    restored.is_ok(),
+                    "replica {} group {:#x}: own snapshot refused on restore: {restored:?}",
+                    self.config.replica,
+                    self.config.group
+                );
+                return Err(CheckpointError::NotDurable(error));
+            }
         }
         if self.config.storage_break != StorageBreak::InstallCheckpointWithoutClientTable {
             self.clients = decoded.clients;

@@ -390,7 +390,8 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
     }
 
     fn finish_transfer(&mut self, transfer: Transfer) {
-        let op = match self.install_checkpoint(&transfer.bytes) {
+        let bytes: Rc<[u8]> = Rc::from(transfer.bytes);
+        let op = match self.install_transferred_checkpoint(&bytes) {
             Ok(op) => op,
             Err(error) => {
                 tracing::warn!(
@@ -405,11 +406,6 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 return;
             }
         };
-        let bytes: Rc<[u8]> = Rc::from(transfer.bytes);
-        // If the store refuses, the state is installed in memory all the same; the next
-        // checkpoint (due at once) tries again, and a crash before then restarts from
-        // the older checkpoint.
-        self.make_checkpoint_durable(op, &bytes);
         self.stats.transfers_installed += 1;
         crate::cover!(TransferInstalled);
         self.installed_awaiting_connect = Some(op);
