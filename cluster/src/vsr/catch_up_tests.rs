@@ -141,7 +141,10 @@ fn a_transferred_checkpoint_is_installed_only_once_durable() {
     assert!(stores[2].checkpoint_write_attempts() >= 1, "the transfer was tried");
     assert_eq!(lagging.stats().transfers_installed, 0);
     assert!(lagging.stats().transfers_abandoned >= 1);
-    assert_eq!(lagging.stats().checkpoint_write_failures, stores[2].checkpoint_write_attempts());
+    assert_eq!(
+        lagging.stats().checkpoint_write_failures,
+        stores[2].checkpoint_write_attempts()
+    );
     assert_eq!(lagging.commit_min(), 10, "nothing installed in memory only");
     assert_eq!(lagging.state_machine().0, 10, "the state went back to the applied one");
     assert_eq!(lagging.checkpoint_op(), 0);
@@ -154,7 +157,11 @@ fn a_transferred_checkpoint_is_installed_only_once_durable() {
     assert!(lagging.stats().transfers_installed >= 1);
     assert!(lagging.checkpoint_op() > 10, "the install is the durable checkpoint");
     let restarted = Replica::open(small(2), Counter(0), stores[2].clone(), 1).expect("open");
-    assert_eq!(restarted.commit_min(), lagging.checkpoint_op(), "booted from the transferred checkpoint");
+    assert_eq!(
+        restarted.commit_min(),
+        lagging.checkpoint_op(),
+        "booted from the transferred checkpoint"
+    );
 }
 
 #[test]

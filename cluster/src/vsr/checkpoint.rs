@@ -284,7 +284,11 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
             bytes,
             "checkpoint written"
         );
-        assert!(op >= self.checkpoint_op, "checkpoint {op} written below the durable {}", self.checkpoint_op);
+        assert!(
+            op >= self.checkpoint_op,
+            "checkpoint {op} written below the durable {}",
+            self.checkpoint_op
+        );
         self.checkpoint_op = op;
         self.stats.checkpoints_written += 1;
         crate::cover!(CheckpointTaken);
