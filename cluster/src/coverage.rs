@@ -118,6 +118,10 @@ named_table! {
         "a deposed primary (still Normal in its replaced view) took up a client's update (harness)";
     QueryAtDeposedPrimary => "race.query_at_deposed_primary":
         "a deposed primary (still Normal in its replaced view) took up a client's query (harness)";
+    // Near misses of the harness's liveness checks (harness): how close a run came to
+    // failing one, where a slow recovery shows before it fails.
+    CommitStuckNearMiss => "liveness.commit_stuck_near_miss":
+        "a replica that could repair went three quarters of the commit-stuck bound without applying an op (harness)";
     // Normal operation.
     PrepareResent => "normal.prepare_resent":
         "a primary resent a prepare after its backed-off timeout";

@@ -190,6 +190,13 @@ pub fn lead_up_energy(energy: u32, hazard: bool) -> u32 {
 /// roots. A state transfer begun was a hazard too, and 0 of its 449 children caught
 /// `install-unverified-transfer` (0.39% of the roots did): a transfer's outcome is
 /// decided by its chunks, which its own retries already draw again.
+///
+/// The near miss of the harness's commit-stuck check (`liveness.commit_stuck_near_miss`)
+/// is no hazard but a rare mark: as a hazard (four children at every reach, half in
+/// the lead-up) it caught `repair-one-op-a-round` first in 2 of 5 ranges (seeds
+/// 376M-380M, median 42.8 s against plain's 41.2 s), as a rare mark in 3 of 5 (371M-375M,
+/// 29.7 s against 42.9 s), stop 65: a near miss some other fault caused earns
+/// children at every reach, and its lead-ups replay little of a 1,500-tick lag.
 pub const HAZARD_MARKS: &[Mark] = &[
     Mark::DeposedPrimaryNormal,
     Mark::UpdateAtDeposedPrimary,

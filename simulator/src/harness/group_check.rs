@@ -103,6 +103,8 @@ pub(super) struct Lagging {
     pub commit_min: u64,
     /// The failure's detail, when it has lagged longer than `COMMIT_STUCK_TICKS_MAX`.
     pub stuck: Option<String>,
+    /// Whether it has lagged longer than `COMMIT_STUCK_NEAR_MISS_TICKS`.
+    pub near_miss: bool,
 }
 
 impl Harness {
@@ -216,6 +218,7 @@ impl Harness {
             group,
             commit_min,
             stuck,
+            near_miss,
         } in lagging.drain(..)
         {
             // The only way a lagging replica moves on is a repair from a peer that
@@ -233,6 +236,8 @@ impl Harness {
                 }
             } else if let Some(detail) = stuck {
                 return Err(fail("commit stuck", detail));
+            } else if near_miss {
+                cluster::cover!(CommitStuckNearMiss);
             }
         }
         self.applied_scratch = applied;
@@ -602,5 +607,6 @@ fn track_progress<S: StateMachine>(
         group,
         commit_min,
         stuck,
+        near_miss: tick - watch.progress.1 > super::COMMIT_STUCK_NEAR_MISS_TICKS,
     });
 }

@@ -70,6 +70,16 @@ use watches::GroupWatches;
 /// again when the partition heals.
 pub const COMMIT_STUCK_TICKS_MAX: u64 = 2_000;
 
+/// Ticks a replica that could repair sat behind its commit point without applying
+/// anything past which its run counts as a near miss of the commit-stuck check
+/// (`liveness.commit_stuck_near_miss`): three quarters of
+/// [`COMMIT_STUCK_TICKS_MAX`]. A correct replica rarely gets so close; a slow recovery
+/// (a repair that fetches too little a round, a transfer that restarts) gets there
+/// often and fails some of the time, so the explorer branches such runs where they got
+/// there (a rare mark) and plays the rest of the recovery again. A quarter of the
+/// bound is left for a child to fail or recover in.
+pub const COMMIT_STUCK_NEAR_MISS_TICKS: u64 = COMMIT_STUCK_TICKS_MAX * 3 / 4;
+
 /// Ticks between a node's fail-stop on a storage failure and its supervisor starting
 /// it again on the same disk. systemd's `RestartSec` defaults to 100 ms; a second keeps
 /// a node whose disk fails at every boot from spinning, and is well inside the
