@@ -398,22 +398,22 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 self.config.replica, self.config.group, decoded.digest
             );
         }
-        if let (Some(durable), Some(previous)) = (write_first, previous) {
-            if let Err(error) = self.store.write_checkpoint(op, durable) {
-                tracing::warn!(replica = self.config.replica, group = self.config.group, op, %error, "transferred checkpoint write failed");
-                self.stats.checkpoint_write_failures += 1;
-                crate::cover!(TransferNotDurable);
-                // The state machine's own snapshot restores, or `snapshot` and
-                // `restore` disagree: a bug, never a fault.
-                let restored = self.state_machine.restore(&previous);
-                assert!(
-                    restored.is_ok(),
-                    "replica {} group {:#x}: own snapshot refused on restore: {restored:?}",
-                    self.config.replica,
-                    self.config.group
-                );
-                return Err(CheckpointError::NotDurable(error));
-            }
+        if let (Some(durable), Some(previous)) = (write_first, previous)
+            && let Err(error) = self.store.write_checkpoint(op, durable)
+        {
+            tracing::warn!(replica = self.config.replica, group = self.config.group, op, %error, "transferred checkpoint write failed");
+            self.stats.checkpoint_write_failures += 1;
+            crate::cover!(TransferNotDurable);
+            // The state machine's own snapshot restores, or `snapshot` and
+            // `restore` disagree: a bug, never a fault.
+            let restored = self.state_machine.restore(&previous);
+            assert!(
+                restored.is_ok(),
+                "replica {} group {:#x}: own snapshot refused on restore: {restored:?}",
+                self.config.replica,
+                self.config.group
+            );
+            return Err(CheckpointError::NotDurable(error));
         }
         if self.config.storage_break != StorageBreak::InstallCheckpointWithoutClientTable {
             self.clients = decoded.clients;
