@@ -11,17 +11,17 @@ use std::path::PathBuf;
 use simulator::fuzz::Verdict;
 
 /// A scratch directory for test `name` holding a schedule that crashes replica 2 at
-/// tick 100 (it stays down until the liveness phase or the drain restarts it), and the
-/// schedule's path.
-fn crash_replica_2_at_tick_100(name: &str) -> (PathBuf, String) {
+/// tick 100 and restarts it at `restart` (with none, it stays down until the liveness
+/// phase or the drain restarts it), and the schedule's path.
+fn crash_replica_2_at_tick_100(name: &str, restart: Option<u64>) -> (PathBuf, String) {
     let dir = common::scratch(name);
     std::fs::create_dir_all(&dir).expect("scratch dir");
     let schedule = dir.join("crash-replica-2.jsonl");
-    std::fs::write(
-        &schedule,
-        "{\"tick\":100,\"fault\":\"crash\",\"replica\":2,\"power_loss\":false}\n",
-    )
-    .expect("write the schedule");
+    let mut events = String::from("{\"tick\":100,\"fault\":\"crash\",\"replica\":2,\"power_loss\":false}\n");
+    if let Some(restart) = restart {
+        events += &format!("{{\"tick\":{restart},\"fault\":\"restart\",\"replica\":2,\"incarnation\":1}}\n");
+    }
+    std::fs::write(&schedule, events).expect("write the schedule");
     let schedule = schedule.display().to_string();
     (dir, schedule)
 }
@@ -63,7 +63,7 @@ fn a_repair_that_asks_for_one_op_a_round_misses_the_catch_up_bound() {
     // liveness phase or the drain restarts it about 400 ops behind. Four windows of 128
     // ops and the resends allow 1,500 ticks; one op per round trip takes far longer,
     // yet still settles inside the phase's limit.
-    let (dir, schedule) = crash_replica_2_at_tick_100("timeliness-one-op-repair");
+    let (dir, schedule) = crash_replica_2_at_tick_100("timeliness-one-op-repair", None);
     let flags = vec![
         "--ticks",
         "5000",
@@ -102,7 +102,7 @@ fn a_state_transfer_in_tiny_chunks_misses_the_catch_up_bound() {
     // the bound (1,900 ticks here), under the 2,000 ticks a one-chunk transfer may run
     // before the stuck check calls it stuck: the slowed run fails on timeliness, at
     // the bound.
-    let (dir, schedule) = crash_replica_2_at_tick_100("timeliness-tiny-chunks");
+    let (dir, schedule) = crash_replica_2_at_tick_100("timeliness-tiny-chunks", None);
     let flags = vec![
         "--ticks",
         "5000",
@@ -145,20 +145,9 @@ fn a_repair_of_one_op_a_round_comes_near_the_commit_stuck_bound_before_it_passes
     // one op a round sits behind past the near miss, and restarted 388 ops behind it
     // catches up just inside the bound (a near miss that passes), 547 ops behind it
     // passes the bound.
-    let dir = common::scratch("near-miss-one-op-repair");
-    std::fs::create_dir_all(&dir).expect("scratch dir");
     let near_miss = |text: &str| text.contains("liveness.commit_stuck_near_miss=");
     for (restart, fails) in [(4_000, false), (5_000, true)] {
-        let schedule = dir.join(format!("restart-replica-2-at-{restart}.jsonl"));
-        std::fs::write(
-            &schedule,
-            format!(
-                "{{\"tick\":100,\"fault\":\"crash\",\"replica\":2,\"power_loss\":false}}\n\
-                 {{\"tick\":{restart},\"fault\":\"restart\",\"replica\":2,\"incarnation\":1}}\n"
-            ),
-        )
-        .expect("write the schedule");
-        let schedule = schedule.display().to_string();
+        let (dir, schedule) = crash_replica_2_at_tick_100(&format!("near-miss-one-op-repair-{restart}"), Some(restart));
         let flags = vec![
             "--ticks",
             "9000",
@@ -181,6 +170,7 @@ fn a_repair_of_one_op_a_round_comes_near_the_commit_stuck_bound_before_it_passes
             .chain(["--break-storage", "repair-one-op-a-round"])
             .collect();
         let (verdict, text) = common::fuzz(1, &slowed_flags);
+        let _ = std::fs::remove_dir_all(&dir);
         assert!(
             near_miss(&text),
             "restarted at {restart}: the slow repair came near the bound:\n{text}"
@@ -196,5 +186,4 @@ fn a_repair_of_one_op_a_round_comes_near_the_commit_stuck_bound_before_it_passes
             ),
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

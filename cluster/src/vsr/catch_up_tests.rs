@@ -86,16 +86,22 @@ fn a_backup_a_little_behind_repairs_from_the_ring_without_a_transfer() {
     assert_eq!(replicas[0].stats().range_evicted_sent, 0);
 }
 
+/// Commit 10 ops on all three, then 200 more without replica 2: the primary's ring (80
+/// entries) evicts where it stopped, so it can catch up only by state transfer.
+/// Returns the tick reached.
+fn cut_off_replica_2_past_the_ring(replicas: &mut [Replica<Counter, MemoryStore>]) -> u64 {
+    let tick = write(replicas, &[0, 1, 2], 1..=10, 0);
+    exchange(replicas, &[0, 1, 2], 60, tick);
+    let tick = write(replicas, &[0, 1], 11..=210, tick + 60);
+    assert_eq!(replicas[2].commit_min(), 10);
+    tick
+}
+
 #[test]
 fn a_backup_cut_off_past_the_ring_catches_up_by_state_transfer() {
     let stores: Vec<MemoryStore> = (0..3).map(|_| MemoryStore::new()).collect();
     let mut replicas = cluster(&stores);
-    let tick = write(&mut replicas, &[0, 1, 2], 1..=10, 0);
-    exchange(&mut replicas, &[0, 1, 2], 60, tick);
-    let tick = tick + 60;
-    // Replica 2 misses 200 ops: the primary's ring (80 entries) evicted where it stopped.
-    let tick = write(&mut replicas, &[0, 1], 11..=210, tick);
-    assert_eq!(replicas[2].commit_min(), 10);
+    let tick = cut_off_replica_2_past_the_ring(&mut replicas);
     assert!(
         replicas[0].journal_floor() > 11,
         "the ops replica 2 needs left the ring"
@@ -129,10 +135,7 @@ fn a_transferred_checkpoint_is_installed_only_once_durable() {
     // log as complete: a view change could have lost a committed op.
     let stores: Vec<MemoryStore> = (0..3).map(|_| MemoryStore::new()).collect();
     let mut replicas = cluster(&stores);
-    let tick = write(&mut replicas, &[0, 1, 2], 1..=10, 0);
-    exchange(&mut replicas, &[0, 1, 2], 60, tick);
-    let tick = write(&mut replicas, &[0, 1], 11..=210, tick + 60);
-    assert_eq!(replicas[2].commit_min(), 10);
+    let tick = cut_off_replica_2_past_the_ring(&mut replicas);
     // Replica 2's disk refuses checkpoints while it catches up: the transfer arrives
     // whole and is refused, the state and the journal as they were.
     stores[2].set_fail_checkpoint_writes(true);

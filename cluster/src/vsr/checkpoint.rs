@@ -384,7 +384,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
         );
         // A write can fail after the state machine took the new state; the state it
         // had goes back then, so a refusal leaves the replica as it was.
-        let previous = write_first.map(|_| self.state_machine.snapshot());
+        let write_first = write_first.map(|durable| (durable, self.state_machine.snapshot()));
         self.state_machine
             .restore(decoded.state)
             .map_err(CheckpointError::State)?;
@@ -398,7 +398,7 @@ impl<S: StateMachine, T: ReplicaStore> Replica<S, T> {
                 self.config.replica, self.config.group, decoded.digest
             );
         }
-        if let (Some(durable), Some(previous)) = (write_first, previous)
+        if let Some((durable, previous)) = write_first
             && let Err(error) = self.store.write_checkpoint(op, durable)
         {
             tracing::warn!(replica = self.config.replica, group = self.config.group, op, %error, "transferred checkpoint write failed");
