@@ -120,6 +120,8 @@ named_table! {
         "a deposed primary (still Normal in its replaced view) took up a client's query (harness)";
     // Near misses of the harness's liveness checks (harness): how close a run came to
     // failing one, where a slow recovery shows before it fails.
+    CommitStuckHalfWay => "liveness.commit_stuck_half_way":
+        "a replica that could repair went half the commit-stuck bound without applying an op (harness)";
     CommitStuckNearMiss => "liveness.commit_stuck_near_miss":
         "a replica that could repair went three quarters of the commit-stuck bound without applying an op (harness)";
     // Normal operation.

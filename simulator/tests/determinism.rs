@@ -108,7 +108,10 @@ fn assert_replays_as_locked(flags: &[&str], locked: u64) -> String {
 /// - 2026-12-07: re-locked: the `coverage:` line counts 77 marks
 ///   (`liveness.commit_stuck_near_miss`, the harness's near miss of the commit-stuck
 ///   check); this run does not reach it, and its schedule is unchanged (0x02d72c5a660d2ab4).
-const LOCKED_ECHO_HEAVY_FINGERPRINT: u64 = 0x3ba8_d0bd_437c_cc8b;
+/// - 2026-12-07: re-locked: the `coverage:` line counts 78 marks
+///   (`liveness.commit_stuck_half_way`, the first rung of the near-miss ladder); this
+///   run does not reach it, and its schedule is unchanged (0x02d72c5a660d2ab4).
+const LOCKED_ECHO_HEAVY_FINGERPRINT: u64 = 0xa821_192b_8165_f332;
 
 #[test]
 fn echo_replay_is_deterministic() {
@@ -281,7 +284,10 @@ fn every_built_in_profile_passes_a_short_run_for_several_seeds() {
 /// - 2026-12-07: re-locked: the `coverage:` line counts 77 marks
 ///   (`liveness.commit_stuck_near_miss`, the harness's near miss of the commit-stuck
 ///   check); this run does not reach it, and its schedule is unchanged (0xfe84c2ce67a3ef96).
-const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xf78d_dcfc_5313_d9a0;
+/// - 2026-12-07: re-locked: the `coverage:` line counts 78 marks
+///   (`liveness.commit_stuck_half_way`, the first rung of the near-miss ladder); this
+///   run does not reach it, and its schedule is unchanged (0xfe84c2ce67a3ef96).
+const LOCKED_METADATA_HEAVY_CRASH_FINGERPRINT: u64 = 0xd7ee_c854_a908_747d;
 
 #[test]
 fn workload_replay_is_deterministic() {
@@ -410,7 +416,10 @@ fn workload_replay_is_deterministic() {
 /// - 2026-12-07: re-locked: the `coverage:` line counts 77 marks
 ///   (`liveness.commit_stuck_near_miss`, the harness's near miss of the commit-stuck
 ///   check); this run does not reach it, and its schedule is unchanged (0x5fb568b21ee551b3).
-const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x4d9e_bb21_8bfa_ad23;
+/// - 2026-12-07: re-locked: the `coverage:` line counts 78 marks
+///   (`liveness.commit_stuck_half_way`, the first rung of the near-miss ladder); this
+///   run does not reach it, and its schedule is unchanged (0x5fb568b21ee551b3).
+const LOCKED_MULTI_SHARD_FINGERPRINT: u64 = 0x5eac_2742_2c5c_1bb4;
 
 #[test]
 fn multi_shard_replay_is_deterministic() {

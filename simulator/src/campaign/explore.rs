@@ -14,7 +14,10 @@
 //! the race again with fresh randomness ([`lead_up_energy`]). A *hazard* (a race the
 //! harness sees, a deposed primary taking up requests: [`HAZARD_MARKS`]) makes a
 //! splitpoint at every reach, however common: rarity finds rare paths, and a race
-//! that most runs survive is no rare path but is where a wrong answer hides. Rarity counts only the runs that reached a point by their own
+//! that most runs survive is no rare path but is where a wrong answer hides. A *near
+//! miss* (a harness check that nearly failed: [`NEAR_MISS_MARKS`]) makes a splitpoint
+//! at every reach too, and its children go before any other's: it is a failure half
+//! made. Rarity counts only the runs that reached a point by their own
 //! randomness (after their last branch point): a child's prefix reaches whatever its
 //! parent did, which is no news.
 //!
@@ -67,181 +70,11 @@
 //! branch point (`campaign::batch`, `--branch-by fork`), or make each from scratch
 //! (`--branch-by rerun`); the results are the same (see ARCHITECTURE.md, "Timelines").
 
-use cluster::coverage::{Mark, POINTS, Point};
+use cluster::coverage::{POINTS, Point};
 
 use super::batch::{BATCH_RUNS_MAX, FORK_PREFIX_TICKS_MIN};
+pub use super::energy::*;
 use crate::timeline::{BranchPoint, Branches};
-
-/// Children a new point's splitpoint gets at most: enough that one lucky child is
-/// likely among them, few enough that a barren mark costs little.
-pub const EXPLORE_CHILDREN_FIRST: u32 = 4;
-
-/// Children a point first reached by run `index` (in plan order) earns: a point the
-/// exploration's first run reached is likely common (about every run reaches it), one
-/// first reached after `n` runs is reached by about one run in `n`; so one child at
-/// first, one more per doubling of the runs before it, up to
-/// [`EXPLORE_CHILDREN_FIRST`]. Early in an exploration nearly every point is new, and
-/// this keeps its first few runs' ordinary points from taking the budget.
-pub fn children_for_new(index: usize) -> u32 {
-    (1 + (index as u64 + 1).ilog2()).min(EXPLORE_CHILDREN_FIRST)
-}
-
-/// More children a splitpoint gets each time one of its children reaches a point new to
-/// the exploration: a productive place keeps being explored.
-pub const EXPLORE_CHILDREN_MORE: u32 = 4;
-
-/// A mark reached (by a run's own randomness) by fewer runs than this is still rare,
-/// however many runs were merged: each such reach makes a splitpoint of its own, so a
-/// rare mark is explored from several runs' states rather than from the first run's
-/// alone (the first reach is often the least typical). Six: in 2.5 minutes of the
-/// nightly spec on one core (about 2,000 runs) the rarest marks were reached by 3-20
-/// runs.
-pub const EXPLORE_RARE_RUNS_MAX: u64 = 6;
-
-/// A mark reached by fewer than this many runs per thousand merged is rare too (the
-/// larger of the two bounds holds): the energy a mark earns then scales with how
-/// rare it is over the whole exploration, not only with its first few reaches. Five
-/// percent: in 2.5 minutes of the nightly the ten rarest marks were reached by up to
-/// 3% of the runs (a bound of 2% left the least rare of them without children: a
-/// median 2.7x as often as plain on five ranges, against 3.5x at 5%, 2026-12-06); the
-/// common ones by 10-100%.
-pub const EXPLORE_RARE_PER_MILLE: u64 = 50;
-
-/// Children are at most this share of the work of the runs planned in a member's
-/// turns (priced as planned: `ChildPrice`), in percent, while roots are
-/// left: early in an exploration nearly every point is new, and without a cap the
-/// first few roots' descendants would take a short (time-limited) exploration whole;
-/// fresh roots find what no branch of those can. Half: in a 1,800-run exploration
-/// without the cap, children were 45% of the runs.
-pub const EXPLORE_CHILDREN_SHARE_PERCENT_MAX: u64 = 50;
-
-/// Runs merged before children may take their whole share
-/// ([`EXPLORE_CHILDREN_SHARE_PERCENT_MAX`]); until then the share grows in proportion.
-/// Early in an exploration nearly every point is new and rarity is noise (a mark one
-/// run in a hundred reaches has been seen once or twice), so children branched then
-/// are mostly of common points, and they halve the pace of the roots just when a
-/// bug that about one run in a hundred trips is being found by a root: on
-/// answer-queries-unconfirmed (stop 62, 15 ranges without a ramp) explore lost to
-/// plain in each of the 4 ranges where plain caught it within 100 runs, each time with
-/// a root it reached later.
-/// Two hundred: the rarest of the nightly's marks are then seen by their first few runs.
-pub const EXPLORE_CHILDREN_RAMP_RUNS: u64 = 200;
-
-/// Children a reach of a rare (not new) mark earns at most: twice a new point's,
-/// since the mark is known to be reachable and its rarest reaches are where the
-/// protocol's rare paths are explored from. Eight: a mark reached once in a thousand
-/// runs then gets about one run in a hundred of its own.
-pub const EXPLORE_CHILDREN_RARE_MAX: u32 = 8;
-
-/// A mark reached by more than one run in this many of those merged is common,
-/// whatever the bounds above say: early in an exploration a point every run reaches is
-/// under [`EXPLORE_RARE_RUNS_MAX`] runs, and is no rare path.
-pub const EXPLORE_RARE_ONE_RUN_IN_MIN: u64 = 4;
-
-/// Children a reach of a mark `fresh` earlier runs reached (by their own randomness)
-/// earns, `merged` runs merged before it: none once the mark is common (reached by at
-/// least the rare bound, the larger of [`EXPLORE_RARE_RUNS_MAX`] runs and
-/// [`EXPLORE_RARE_PER_MILLE`] per thousand, or by more than one run in
-/// [`EXPLORE_RARE_ONE_RUN_IN_MIN`]); else in inverse proportion to how often it was
-/// reached (the bound over `fresh`, rounded up), at most
-/// [`EXPLORE_CHILDREN_RARE_MAX`]: the rarer, the more tries from more runs' states.
-pub fn children_for_rare(fresh: u64, merged: u64) -> u32 {
-    let bound = EXPLORE_RARE_RUNS_MAX.max(merged * EXPLORE_RARE_PER_MILLE / 1000);
-    if fresh == 0 || fresh >= bound || fresh * EXPLORE_RARE_ONE_RUN_IN_MIN > merged {
-        return 0;
-    }
-    u32::try_from(bound.div_ceil(fresh))
-        .unwrap_or(u32::MAX)
-        .min(EXPLORE_CHILDREN_RARE_MAX)
-}
-
-/// How far before a point's first reach a lead-up splitpoint branches, in ticks. A
-/// race between a client and a protocol round is decided within about a second of
-/// simulated time (100 ticks of 10 ms: two commit heartbeats, a dozen one-way delays
-/// at heavy's mean of 8 ticks, a fifth of a liveness window): branched earlier, a child
-/// mostly replays whatever led to the race, not the race; branched after, it inherits
-/// the race's outcome.
-pub const EXPLORE_LEAD_UP_TICKS: u64 = 100;
-
-/// Of a splitpoint's `energy`, the children that branch in its lead-up instead of just
-/// after it: for a hazard's reach half, rounded down (its outcome is what is played
-/// again); for any other point a quarter, rounded down, so a point's first few
-/// children inherit its state: a rare path's reach is itself what makes the run's
-/// prefix worth branching from, and every child going on from it walks that path.
-/// With half for every point (stop 62, five ranges of the nightly) the ten rarest
-/// marks were reached a median 4.1x as often as plain, against 5.3x with none; the
-/// catches of answer-queries-unconfirmed that came from lead-ups were of marks that
-/// precede a deposed primary's answer (a withdrawn leave vote, a deposed primary's
-/// age), which a quarter still branches.
-pub fn lead_up_energy(energy: u32, hazard: bool) -> u32 {
-    if hazard { energy / 2 } else { energy / 4 }
-}
-
-/// The hazards: moments where what happens next decides whether a wrong answer is
-/// given, though most runs come through them unharmed. The races the harness sees
-/// from the whole world (not from the code under test's own checks): a primary still
-/// Normal in a view its group has replaced, and that primary taking up an update or a
-/// query (stale reads, lost or doubled updates). Every reach earns children
-/// ([`EXPLORE_CHILDREN_HAZARD`]), however common the mark, so the moment is played
-/// again from that run's state. Rarity alone never branches them: on the nightly a
-/// deposed primary is in about a sixth of the runs, and a bug there shows in a few of
-/// those. With `answer-queries-unconfirmed` planted (2 minutes of the exploring
-/// nightly, stop 62) 3.3% of the children of hazards failed, against 0.15% of the
-/// roots. A state transfer begun was a hazard too, and 0 of its 449 children caught
-/// `install-unverified-transfer` (0.39% of the roots did): a transfer's outcome is
-/// decided by its chunks, which its own retries already draw again.
-///
-/// The near miss of the harness's commit-stuck check (`liveness.commit_stuck_near_miss`)
-/// is no hazard but a rare mark: as a hazard (four children at every reach, half in
-/// the lead-up) it caught `repair-one-op-a-round` first in 2 of 5 ranges (seeds
-/// 376M-380M, median 42.8 s against plain's 41.2 s), as a rare mark in 3 of 5 (371M-375M,
-/// 29.7 s against 42.9 s), stop 65: a near miss some other fault caused earns
-/// children at every reach, and its lead-ups replay little of a 1,500-tick lag.
-pub const HAZARD_MARKS: &[Mark] = &[
-    Mark::DeposedPrimaryNormal,
-    Mark::UpdateAtDeposedPrimary,
-    Mark::QueryAtDeposedPrimary,
-];
-
-/// Children a hazard's reach earns at least (a run's own reach, after its last branch
-/// point): two going on from the race, two playing its lead-up again
-/// ([`lead_up_energy`]). Four: two siblings make a batch that forks (one child alone
-/// is made from scratch, `campaign::batch`), and with one child each way (stop 62,
-/// answer-queries-unconfirmed) hazards got 0-15 of 54-137 children, the rare marks'
-/// batches of up to 8 taking the rest. How many of a member's children hazards take
-/// at most is [`EXPLORE_HAZARD_CHILDREN_ONE_IN`]'s to say.
-pub const EXPLORE_CHILDREN_HAZARD: u32 = 4;
-
-/// While splitpoints of both kinds have energy, one child in this many of a member's
-/// goes to its hazards (the rarest hazard first; counted as a batch starts) and the
-/// others to its rarest splitpoint: rarity finds the protocol's rare paths, hazards
-/// the races that are common but rarely lost, and neither starves the other. Three:
-/// at one in two (stop 62) the rare marks' children were too few for the rarest
-/// marks to triple.
-pub const EXPLORE_HAZARD_CHILDREN_ONE_IN: u64 = 3;
-
-/// Whether `point` is one of the [`HAZARD_MARKS`].
-pub fn is_hazard(point: Point) -> bool {
-    point.as_mark().is_some_and(|mark| HAZARD_MARKS.contains(&mark))
-}
-
-/// Runs planned ahead of the merged ones at most (the lag): enough to keep a
-/// many-core machine busy while a slow run holds back merging, few enough that what a
-/// run finds steers the runs soon after it. Not tied to `--jobs`, so the exploration
-/// is the same on any machine.
-pub const EXPLORE_LAG_RUNS_MAX: usize = 32;
-
-/// The lag is at most the budget divided by this, so a small exploration still steers
-/// (its lag shrinks down to one run: fully sequential).
-pub const EXPLORE_LAG_BUDGET_DIVISOR: u64 = 16;
-
-/// The lag for a budget (runs planned ahead of the merged ones): a function of the
-/// budget alone (see [`EXPLORE_LAG_RUNS_MAX`]).
-pub fn lag_runs(budget: u64) -> usize {
-    usize::try_from(budget / EXPLORE_LAG_BUDGET_DIVISOR)
-        .unwrap_or(EXPLORE_LAG_RUNS_MAX)
-        .clamp(1, EXPLORE_LAG_RUNS_MAX)
-}
 
 /// One run of an exploration.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -488,18 +321,26 @@ impl Explorer {
         }
         let roots_left = self.next_root[member] < self.roots[member];
         let hazard_turn = self.hazard_children[member] * EXPLORE_HAZARD_CHILDREN_ONE_IN < self.children_planned[member];
-        let split = if hazard_turn {
-            self.rarest_splitpoint_with_energy(member, true)
-                .or_else(|| self.rarest_splitpoint_with_energy(member, false))
+        let (first, second) = if hazard_turn {
+            (SplitClass::Hazard, SplitClass::Rare)
         } else {
-            self.rarest_splitpoint_with_energy(member, false)
-                .or_else(|| self.rarest_splitpoint_with_energy(member, true))
+            (SplitClass::Rare, SplitClass::Hazard)
         };
+        let split = self
+            .rarest_splitpoint_with_energy(member, SplitClass::NearMiss)
+            .or_else(|| self.rarest_splitpoint_with_energy(member, first))
+            .or_else(|| self.rarest_splitpoint_with_energy(member, second));
         // Due if one more child keeps the member's children within their share of its
         // work (this one's included): so while the share is small, a member's first
         // runs are roots.
-        let children_due = split
-            .is_some_and(|split| self.within_share(member, self.charge(split, true), self.children_share_percent(), 0));
+        let children_due = split.is_some_and(|split| {
+            self.within_share(
+                member,
+                self.charge(split, true),
+                self.children_share_percent_for(split),
+                0,
+            )
+        });
         let run = if let Some(split) = split.filter(|_| children_due || !roots_left) {
             self.last_split[member] = Some(split);
             self.child_of(split, member, true)
@@ -568,6 +409,17 @@ impl Explorer {
         EXPLORE_CHILDREN_SHARE_PERCENT_MAX * merged.min(ramp) / ramp
     }
 
+    /// The share of a member's work the children of splitpoint `split` may take now:
+    /// a near miss's the whole share at once ([`NEAR_MISS_MARKS`]), any other's as
+    /// the ramp says ([`Explorer::children_share_percent`]).
+    fn children_share_percent_for(&self, split: usize) -> u64 {
+        if SplitClass::of(self.splitpoints[split].point) == SplitClass::NearMiss {
+            EXPLORE_CHILDREN_SHARE_PERCENT_MAX
+        } else {
+            self.children_share_percent()
+        }
+    }
+
     /// Plan another child of the splitpoint member `member`'s last run was planned
     /// from, if it was a child and the splitpoint has energy left: the siblings of a
     /// batch, planned together so one worker can make them with one prefix
@@ -586,7 +438,7 @@ impl Explorer {
         // Without the bound, a member's first batches (up to 8 children) made early
         // explorations mostly children whatever the ramp said: 50 of the first 112
         // runs (stop 62).
-        let share = self.children_share_percent();
+        let share = self.children_share_percent_for(split);
         let price = self.charge(split, false);
         let over_share_max = if share == EXPLORE_CHILDREN_SHARE_PERCENT_MAX {
             (BATCH_RUNS_MAX as u64).saturating_mul(price)
@@ -625,8 +477,7 @@ impl Explorer {
     /// (a point first reached after a thousand runs is rarer than one the first run
     /// reached, and a long exploration must not starve its late finds behind its early
     /// ones), then the earliest found in that run.
-    /// `hazards`: among the splitpoints at a hazard's reach only ([`HAZARD_MARKS`]),
-    /// else among the others.
+    /// Among the splitpoints of class `class` only ([`SplitClass`]).
     ///
     /// Among member `member`'s own runs' splitpoints, and every other member's whose
     /// child costs no more than the member's own roots do on average (its suffix and
@@ -642,13 +493,13 @@ impl Explorer {
     /// shares of the work stay as the weights say. Any splitpoint at any cost was too
     /// much: every member's children went to the 200,000-tick soak line's rare points,
     /// and the exploration made a fifth of its runs (stop 63, as in stop 55).
-    fn rarest_splitpoint_with_energy(&self, member: usize, hazards: bool) -> Option<usize> {
+    fn rarest_splitpoint_with_energy(&self, member: usize, class: SplitClass) -> Option<usize> {
         let affordable = self.mean_root_cost(member);
         (0..self.splitpoints.len())
             .filter(|&index| {
                 let split = &self.splitpoints[index];
                 split.energy > 0
-                    && is_hazard(split.point) == hazards
+                    && SplitClass::of(split.point) == class
                     && (self.runs[split.run].member == member
                         || affordable.zip(split.price).is_some_and(|(mean, price)| {
                             price.per_child(u64::from(split.energy).min(BATCH_RUNS_MAX as u64)) <= mean
@@ -741,23 +592,28 @@ impl Explorer {
             if fresh == 0 {
                 new_points.push(point);
             }
-            let hazard_point = is_hazard(point);
-            let hazard = if hazard_point { EXPLORE_CHILDREN_HAZARD } else { 0 };
+            let class = SplitClass::of(point);
+            let hazard_point = class == SplitClass::Hazard;
+            let at_least = match class {
+                SplitClass::NearMiss => near_miss_energy(fresh, index as u64),
+                SplitClass::Hazard => EXPLORE_CHILDREN_HAZARD,
+                SplitClass::Rare => 0,
+            };
             let energy = match (fresh, point.as_mark()) {
-                (0, _) => children_for_new(index).max(hazard),
+                (0, _) => children_for_new(index).max(at_least),
                 // A watermark splits where it improves (a level no run reached before),
                 // not where a run reaches a known depth again: a depth is no path, and
                 // re-reaching one took more than a third of the children on the
                 // nightly (2026-12-06) from the rare marks, the protocol's rare paths.
                 (_, None) => 0,
-                (fresh, Some(_)) => children_for_rare(fresh, index as u64).max(hazard),
+                (fresh, Some(_)) => children_for_rare(fresh, index as u64).max(at_least),
             };
             if energy > 0 && room {
                 // The lead-up branches after this run's own last branch point (a
                 // timeline's points are in tick order), and only where that is before
                 // the reach; else the whole energy goes on from the reach.
                 let lead_up_tick = tick.saturating_sub(EXPLORE_LEAD_UP_TICKS).max(last_branch_tick + 1);
-                let lead_up = if lead_up_tick <= tick {
+                let lead_up = if lead_up_tick <= tick && class != SplitClass::NearMiss {
                     lead_up_energy(energy, hazard_point)
                 } else {
                     0

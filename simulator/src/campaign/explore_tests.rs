@@ -121,7 +121,7 @@ fn a_childs_prefix_is_no_news_and_a_watermark_level_is_a_point_like_a_mark() {
     assert_eq!(explorer.splitpoints(), 1, "a prefix's reach makes no splitpoint");
     assert!(explorer.first_reached_by_branching().is_empty());
     assert_eq!(
-        explorer.rarest_splitpoint_with_energy(0, false),
+        explorer.rarest_splitpoint_with_energy(0, SplitClass::Rare),
         None,
         "the level's splitpoint spent its energy"
     );
@@ -555,8 +555,10 @@ fn children_wait_for_the_map_early_and_make_up_their_share_later() {
             .collect();
         for index in batch {
             assert_eq!(index, children_by.len(), "merged in plan order");
-            // Endless news: every root reaches a mark few runs reached before.
-            let mark = Point::mark(Mark::ALL[index % Mark::ALL.len()]);
+            // Endless news: every root reaches a mark few runs reached before (no near
+            // miss: its children skip the ramp, as the near-miss test shows).
+            let marks = marks_but_near_misses();
+            let mark = Point::mark(marks[index % marks.len()]);
             explorer.merge(index, &[(mark, 10 + index as u64)]);
             children += usize::from(explorer.runs()[index].parent.is_some());
             children_by.push(children);
@@ -599,7 +601,8 @@ fn early_batches_stay_near_the_ramps_share_across_many_members() {
             .chain(std::iter::from_fn(|| explorer.plan_sibling_for(member)))
             .collect();
         for index in batch {
-            let mark = Point::mark(Mark::ALL[(index / 2) % Mark::ALL.len()]);
+            let marks = marks_but_near_misses();
+            let mark = Point::mark(marks[(index / 2) % marks.len()]);
             explorer.merge(index, &[(mark, 1_000 + index as u64)]);
             children += usize::from(explorer.runs()[index].parent.is_some());
             merged += 1;
@@ -612,4 +615,100 @@ fn early_batches_stay_near_the_ramps_share_across_many_members() {
         children * 100 <= merged * EXPLORE_CHILDREN_SHARE_PERCENT_MAX as usize / 4 + members * 100,
         "{children} children in the first {merged} runs"
     );
+}
+
+/// Every mark but the near misses, whose children skip the ramp.
+fn marks_but_near_misses() -> Vec<Mark> {
+    Mark::ALL
+        .iter()
+        .copied()
+        .filter(|mark| !NEAR_MISS_MARKS.contains(mark))
+        .collect()
+}
+
+#[test]
+fn a_near_miss_is_branched_at_every_reach_before_anything_rarer_and_without_the_ramp() {
+    let near_miss = Point::mark(NEAR_MISS_MARKS[0]);
+    let rare = Point::mark(Mark::ViewChangeEscalated);
+    let mut explorer = Explorer::new(10_000, 10_000);
+    // Ten roots, merged before the ramp allows much: the first reaches a new mark (a
+    // rarer point than the near miss, which the next runs reach too), the third and
+    // the seventh reach the near miss, late in their runs.
+    let roots: Vec<usize> = (0..10).map(|_| explorer.plan_next().expect("budget")).collect();
+    for &index in &roots {
+        let reached = match index {
+            0 => vec![(rare, 100)],
+            2 | 6 => vec![(near_miss, 5_000 + index as u64)],
+            _ => vec![],
+        };
+        explorer.merge(index, &reached);
+    }
+    // The next runs are the near misses' children, the latest first (its point is as
+    // rare as the other's, found later), all going on from the reach: no lead-up.
+    let mut children = Vec::new();
+    let first = explorer.plan_next().expect("budget");
+    children.push(first);
+    children.extend(std::iter::from_fn(|| explorer.plan_sibling_for(0)));
+    let runs = explorer.runs();
+    assert_eq!(
+        children.len(),
+        EXPLORE_CHILDREN_NEAR_MISS as usize,
+        "a near miss's children make one batch, ramp or not"
+    );
+    for &child in &children {
+        let run = &runs[child];
+        assert_eq!(
+            run.trigger,
+            Some(near_miss),
+            "a near miss's children go before a rarer point's"
+        );
+        assert_eq!(run.parent, Some(6));
+        assert_eq!(
+            run.branches.points()[0].tick,
+            5_007,
+            "just after the reach, none in its lead-up"
+        );
+    }
+    let next = explorer.plan_next().expect("budget");
+    let next_batch: Vec<usize> = std::iter::once(next)
+        .chain(std::iter::from_fn(|| explorer.plan_sibling_for(0)))
+        .collect();
+    assert!(
+        next_batch.iter().all(|&child| explorer.runs()[child].parent == Some(2)),
+        "then the other near miss's: every reach is branched"
+    );
+    // A reach within a child's own timeline earns its own children; one in its prefix
+    // (before its branch point) is its parent's, and none.
+    let child = children[0];
+    explorer_merge_all_planned_but(&mut explorer, child);
+    let before = explorer.splitpoints();
+    explorer.merge(child, &[(near_miss, 5_006)]);
+    assert_eq!(explorer.splitpoints(), before, "the prefix's reach is no news");
+}
+
+/// Merge every planned run before `stop` not merged yet, each reaching nothing.
+fn explorer_merge_all_planned_but(explorer: &mut Explorer, stop: usize) {
+    for index in explorer.targets_reached.len()..stop {
+        explorer.merge(index, &[]);
+    }
+}
+
+#[test]
+fn a_near_miss_every_fourth_run_reaches_is_no_near_miss() {
+    // Reached by one run in eight: every reach earns its children. By every run: once
+    // more than one run in four reached it, no more.
+    assert_eq!(near_miss_energy(0, 0), EXPLORE_CHILDREN_NEAR_MISS, "the first reach");
+    assert_eq!(near_miss_energy(10, 80), EXPLORE_CHILDREN_NEAR_MISS);
+    assert_eq!(near_miss_energy(20, 80), EXPLORE_CHILDREN_NEAR_MISS, "one run in four");
+    assert_eq!(near_miss_energy(21, 80), 0, "more than one run in four");
+    // Five roots planned before any is merged, every one reaching the near miss: the
+    // first is branched, the others (each after more than one run in four reached it)
+    // are not.
+    let near_miss = Point::mark(NEAR_MISS_MARKS[0]);
+    let mut explorer = Explorer::new(1_000, 1_000);
+    let roots: Vec<usize> = (0..5).map(|_| explorer.plan_next().expect("budget")).collect();
+    for index in roots {
+        explorer.merge(index, &[(near_miss, 9_000)]);
+    }
+    assert_eq!(explorer.splitpoints(), 1, "only the first reach is branched");
 }

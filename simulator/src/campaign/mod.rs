@@ -4,10 +4,11 @@
 //! turns flags into planned runs (and a shard of them), [`runner`] runs them
 //! isolated and in parallel (failures grouped by `crate::signature`), [`report`] is the JSON
 //! model (and merging shards), [`html`] the page a person reads. With `--explore`,
-//! [`explore`] decides where to branch runs and [`exploration`] is the one
+//! [`explore`] decides where to branch runs (by [`energy`], its policy) and [`exploration`] is the one
 //! exploration the exploring sub-campaigns share while it runs.
 
 pub mod batch;
+pub mod energy;
 pub mod exploration;
 pub mod explore;
 pub mod html;

@@ -60,7 +60,9 @@ pub struct CampaignFlags {
 
     /// Explore instead of running every planned run from scratch: branch runs where
     /// they first reach a coverage mark no earlier run reached (or one still rare, or
-    /// a hazard: a race the harness marks, `race.*`), most
+    /// a hazard: a race the harness marks, `race.*`, or a near miss: a harness check
+    /// half way or three quarters of the way to failing, `liveness.commit_stuck_*`,
+    /// whose children go first), most
     /// children just after that moment and some in the 100 ticks before it, and give
     /// productive places more runs (see `campaign::explore`). Makes as many runs as the plain
     /// campaign would (the planned runs are its roots, taken in order while the

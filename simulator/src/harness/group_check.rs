@@ -103,8 +103,9 @@ pub(super) struct Lagging {
     pub commit_min: u64,
     /// The failure's detail, when it has lagged longer than `COMMIT_STUCK_TICKS_MAX`.
     pub stuck: Option<String>,
-    /// Whether it has lagged longer than `COMMIT_STUCK_NEAR_MISS_TICKS`.
-    pub near_miss: bool,
+    /// How long it has applied nothing, in ticks (what the near misses measure:
+    /// `COMMIT_STUCK_HALF_WAY_TICKS`, `COMMIT_STUCK_NEAR_MISS_TICKS`).
+    pub lag_ticks: u64,
 }
 
 impl Harness {
@@ -218,7 +219,7 @@ impl Harness {
             group,
             commit_min,
             stuck,
-            near_miss,
+            lag_ticks,
         } in lagging.drain(..)
         {
             // The only way a lagging replica moves on is a repair from a peer that
@@ -236,8 +237,13 @@ impl Harness {
                 }
             } else if let Some(detail) = stuck {
                 return Err(fail("commit stuck", detail));
-            } else if near_miss {
-                cluster::cover!(CommitStuckNearMiss);
+            } else {
+                if lag_ticks > super::COMMIT_STUCK_HALF_WAY_TICKS {
+                    cluster::cover!(CommitStuckHalfWay);
+                }
+                if lag_ticks > super::COMMIT_STUCK_NEAR_MISS_TICKS {
+                    cluster::cover!(CommitStuckNearMiss);
+                }
             }
         }
         self.applied_scratch = applied;
@@ -607,6 +613,6 @@ fn track_progress<S: StateMachine>(
         group,
         commit_min,
         stuck,
-        near_miss: tick - watch.progress.1 > super::COMMIT_STUCK_NEAR_MISS_TICKS,
+        lag_ticks: tick - watch.progress.1,
     });
 }
