@@ -160,7 +160,9 @@ pub const HAZARD_MARKS: &[Mark] = &[
 /// Branched first at every reach: 1.47x (seeds 404M-413M), its children failing about
 /// one time in ten when their parent passed, against one root in 350; few roots reach
 /// three quarters of the bound (2%), four to six times as many reach half of it. With
-/// both rungs: 2.5x (seeds 414M-423M, every catch a child of a rung). As a hazard
+/// both rungs: 12.9 s against 31.8 s (seeds 414M-423M, every catch a child of a rung),
+/// and with the one-in-four bound ([`near_miss_energy`]) 12.8 s against 50.4 s (seeds
+/// 435M-444M, as fast in 9 of 10). As a hazard
 /// instead (four children at every reach, half in the lead-up, sharing the hazards'
 /// one child in three with the deposed primaries) the second rung caught that break
 /// first in 2 of 5 ranges (seeds 376M-380M, stop 65).
