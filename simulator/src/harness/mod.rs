@@ -85,10 +85,10 @@ pub const COMMIT_STUCK_NEAR_MISS_TICKS: u64 = COMMIT_STUCK_TICKS_MAX * 3 / 4;
 /// (`liveness.commit_stuck_half_way`): the first rung of the near miss's ladder. The
 /// explorer branches it as a near miss too, and a child that goes on to the near miss
 /// proper (`COMMIT_STUCK_NEAR_MISS_TICKS`) by its own randomness is branched again
-/// from there: a lag that grows climbs the ladder. Half: a correct replica got
-/// there in none of 354 runs of the nightly spec and went 750 ticks in 1 (seeds
-/// 356M); with `repair-one-op-a-round` planted, 8% of the exploring nightly's roots
-/// did, four to six times as many as reached the near miss (seeds 402M-403M).
+/// from there: a lag that grows climbs the ladder. Half: correct code got there in
+/// 3 of 1,670 runs of the nightly spec (seeds 445M, heavy and swarm faults, 1,006 to
+/// 1,083 ticks); with `repair-one-op-a-round` planted, 8% of the exploring nightly's
+/// roots did, four to six times as many as reached the near miss (seeds 402M-403M).
 pub const COMMIT_STUCK_HALF_WAY_TICKS: u64 = COMMIT_STUCK_TICKS_MAX / 2;
 
 /// Ticks between a node's fail-stop on a storage failure and its supervisor starting
