@@ -111,9 +111,14 @@ pub const EXPLORE_LEAD_UP_TICKS: u64 = 100;
 /// marks were reached a median 4.1x as often as plain, against 5.3x with none; the
 /// catches of answer-queries-unconfirmed that came from lead-ups were of marks that
 /// precede a deposed primary's answer (a withdrawn leave vote, a deposed primary's
-/// age), which a quarter still branches.
-pub fn lead_up_energy(energy: u32, hazard: bool) -> u32 {
-    if hazard { energy / 2 } else { energy / 4 }
+/// age), which a quarter still branches. For a near miss's none: what led there is
+/// hundreds of ticks of lag, not a moment a re-roll decides ([`NEAR_MISS_MARKS`]).
+pub fn lead_up_energy(energy: u32, class: SplitClass) -> u32 {
+    match class {
+        SplitClass::NearMiss => 0,
+        SplitClass::Hazard => energy / 2,
+        SplitClass::Rare => energy / 4,
+    }
 }
 
 /// The hazards: moments where what happens next decides whether a wrong answer is
@@ -129,7 +134,6 @@ pub fn lead_up_energy(energy: u32, hazard: bool) -> u32 {
 /// roots. A state transfer begun was a hazard too, and 0 of its 449 children caught
 /// `install-unverified-transfer` (0.39% of the roots did): a transfer's outcome is
 /// decided by its chunks, which its own retries already draw again.
-///
 pub const HAZARD_MARKS: &[Mark] = &[
     Mark::DeposedPrimaryNormal,
     Mark::UpdateAtDeposedPrimary,
@@ -163,10 +167,10 @@ pub const HAZARD_MARKS: &[Mark] = &[
 /// three quarters of the bound (2%), four to six times as many reach half of it. With
 /// both rungs: 12.9 s against 31.8 s (seeds 414M-423M, every catch a child of a rung),
 /// and with the one-in-four bound ([`near_miss_energy`]) 12.8 s against 50.4 s (seeds
-/// 435M-444M, as fast in 9 of 10). As a hazard
-/// instead (four children at every reach, half in the lead-up, sharing the hazards'
-/// one child in three with the deposed primaries) the second rung caught that break
-/// first in 2 of 5 ranges (seeds 376M-380M, stop 65).
+/// 435M-444M, as fast in 9 of 10). As a hazard instead (four children at every reach,
+/// half in the lead-up, sharing the hazards' one child in three with the deposed
+/// primaries) the second rung caught that break first in 2 of 5 ranges (seeds
+/// 376M-380M, stop 65).
 pub const NEAR_MISS_MARKS: &[Mark] = &[Mark::CommitStuckHalfWay, Mark::CommitStuckNearMiss];
 
 /// Children a near miss's reach earns ([`NEAR_MISS_MARKS`]): as many as the rarest
@@ -198,7 +202,7 @@ pub fn is_near_miss(point: Point) -> bool {
 /// Which queue a splitpoint waits in: its children are planned near misses first, then
 /// hazards and rare points in turn ([`EXPLORE_HAZARD_CHILDREN_ONE_IN`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum SplitClass {
+pub enum SplitClass {
     /// A near miss's reach ([`NEAR_MISS_MARKS`]).
     NearMiss,
     /// A hazard's reach ([`HAZARD_MARKS`]).
@@ -209,13 +213,25 @@ pub(super) enum SplitClass {
 
 impl SplitClass {
     /// The class of a splitpoint at `point`'s reach.
-    pub(super) fn of(point: Point) -> Self {
+    pub fn of(point: Point) -> Self {
         if is_near_miss(point) {
             SplitClass::NearMiss
         } else if is_hazard(point) {
             SplitClass::Hazard
         } else {
             SplitClass::Rare
+        }
+    }
+
+    /// Children a reach of a point of this class earns whatever its rarity says
+    /// (`fresh` earlier runs reached it by their own randomness, of `merged`): a near
+    /// miss's [`near_miss_energy`], a hazard's [`EXPLORE_CHILDREN_HAZARD`], a rare
+    /// point's none (its rarity alone decides).
+    pub fn children_at_least(self, fresh: u64, merged: u64) -> u32 {
+        match self {
+            SplitClass::NearMiss => near_miss_energy(fresh, merged),
+            SplitClass::Hazard => EXPLORE_CHILDREN_HAZARD,
+            SplitClass::Rare => 0,
         }
     }
 }

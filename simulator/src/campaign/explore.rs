@@ -593,12 +593,7 @@ impl Explorer {
                 new_points.push(point);
             }
             let class = SplitClass::of(point);
-            let hazard_point = class == SplitClass::Hazard;
-            let at_least = match class {
-                SplitClass::NearMiss => near_miss_energy(fresh, index as u64),
-                SplitClass::Hazard => EXPLORE_CHILDREN_HAZARD,
-                SplitClass::Rare => 0,
-            };
+            let at_least = class.children_at_least(fresh, index as u64);
             let energy = match (fresh, point.as_mark()) {
                 (0, _) => children_for_new(index).max(at_least),
                 // A watermark splits where it improves (a level no run reached before),
@@ -613,8 +608,8 @@ impl Explorer {
                 // timeline's points are in tick order), and only where that is before
                 // the reach; else the whole energy goes on from the reach.
                 let lead_up_tick = tick.saturating_sub(EXPLORE_LEAD_UP_TICKS).max(last_branch_tick + 1);
-                let lead_up = if lead_up_tick <= tick && class != SplitClass::NearMiss {
-                    lead_up_energy(energy, hazard_point)
+                let lead_up = if lead_up_tick <= tick {
+                    lead_up_energy(energy, class)
                 } else {
                     0
                 };

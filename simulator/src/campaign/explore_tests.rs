@@ -189,7 +189,7 @@ fn a_childs_siblings_are_planned_with_it_while_its_splitpoint_has_energy() {
     let siblings: Vec<usize> = std::iter::from_fn(|| explorer.plan_sibling_for(0)).collect();
     assert_eq!(
         siblings.len(),
-        (energy - lead_up_energy(energy, false)) as usize - 1,
+        (energy - lead_up_energy(energy, SplitClass::Rare)) as usize - 1,
         "the rest of the energy after B's reach"
     );
     for &sibling in &siblings {
@@ -210,7 +210,7 @@ fn a_childs_siblings_are_planned_with_it_while_its_splitpoint_has_energy() {
         "the lead-up: before the reach"
     );
     let lead_up_siblings = std::iter::from_fn(|| explorer.plan_sibling_for(0)).count();
-    assert_eq!(lead_up_siblings, lead_up_energy(energy, false) as usize - 1);
+    assert_eq!(lead_up_siblings, lead_up_energy(energy, SplitClass::Rare) as usize - 1);
     let of_a = explorer.plan_next_for(0).expect("A's child");
     assert_eq!(explorer.runs()[of_a].trigger, Some(A));
     assert_eq!(
@@ -252,7 +252,7 @@ fn a_lead_up_branches_after_the_runs_own_branch_point_and_a_reach_right_after_it
             .iter()
             .filter(|branches| branches.starts_with("1001:1,1002:"))
             .count(),
-        lead_up_energy(energy, false) as usize,
+        lead_up_energy(energy, SplitClass::Rare) as usize,
         "B's lead-up starts just after the child's own branch point: {seen:?}"
     );
     assert!(
@@ -324,7 +324,7 @@ fn a_common_hazards_every_reach_earns_children_taking_turns_with_the_rare_marks(
         of_hazards * one_in + largest >= children && of_hazards * one_in <= children + largest * one_in,
         "hazards take one child in {one_in} while rare splitpoints wait: {batches:?}"
     );
-    let after_reach = (EXPLORE_CHILDREN_HAZARD - lead_up_energy(EXPLORE_CHILDREN_HAZARD, true)) as usize;
+    let after_reach = (EXPLORE_CHILDREN_HAZARD - lead_up_energy(EXPLORE_CHILDREN_HAZARD, SplitClass::Hazard)) as usize;
     assert!(
         batches
             .iter()
@@ -680,14 +680,14 @@ fn a_near_miss_is_branched_at_every_reach_before_anything_rarer_and_without_the_
     // A reach within a child's own timeline earns its own children; one in its prefix
     // (before its branch point) is its parent's, and none.
     let child = children[0];
-    explorer_merge_all_planned_but(&mut explorer, child);
+    merge_the_unmerged_runs_before(&mut explorer, child);
     let before = explorer.splitpoints();
     explorer.merge(child, &[(near_miss, 5_006)]);
     assert_eq!(explorer.splitpoints(), before, "the prefix's reach is no news");
 }
 
 /// Merge every planned run before `stop` not merged yet, each reaching nothing.
-fn explorer_merge_all_planned_but(explorer: &mut Explorer, stop: usize) {
+fn merge_the_unmerged_runs_before(explorer: &mut Explorer, stop: usize) {
     for index in explorer.targets_reached.len()..stop {
         explorer.merge(index, &[]);
     }
